@@ -1,0 +1,14 @@
+// Registers the `bench` subcommand group.
+#include "bench/bench_command.h"
+
+#include "bench/tokenizer_benchmark.h"
+
+namespace stamen::bench {
+
+void AddBenchCommand(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks (see docs/BENCHMARKS.md)");
+  bench->require_subcommand(1);
+  AddTokenizerBenchmark(*bench);
+}
+
+}  // namespace stamen::bench

@@ -1,0 +1,370 @@
+// Reads tokenizer.json with simdjson's DOM API, component by component.
+#include "tokenizer/huggingface_config.h"
+
+#include <simdjson.h>
+
+namespace stamen::tokenizer {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+// Decodes standard base64 (the encoding of `precompiled_charsmap`).
+bool DecodeBase64(std::string_view text, std::string* out) {
+  auto value_of = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  out->clear();
+  uint32_t accumulator = 0;
+  int bits = 0;
+  for (char c : text) {
+    if (c == '=' || c == '\n' || c == '\r') continue;
+    const int value = value_of(c);
+    if (value < 0) return false;
+    accumulator = (accumulator << 6) | static_cast<uint32_t>(value);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(static_cast<char>((accumulator >> bits) & 0xFF));
+    }
+  }
+  return true;
+}
+
+std::string_view StringOr(element parent, const char* key, std::string_view fallback) {
+  std::string_view value;
+  return parent[key].get(value) == simdjson::SUCCESS ? value : fallback;
+}
+
+bool BoolOr(element parent, const char* key, bool fallback) {
+  bool value = false;
+  return parent[key].get(value) == simdjson::SUCCESS ? value : fallback;
+}
+
+bool IsNull(element parent, const char* key) {
+  element value;
+  return parent[key].get(value) != simdjson::SUCCESS || value.is_null();
+}
+
+Status ParseReplace(element node, ReplaceRule* rule) {
+  rule->content = std::string(StringOr(node, "content", ""));
+  std::string_view literal;
+  if (node["pattern"]["String"].get(literal) == simdjson::SUCCESS) {
+    rule->pattern = std::string(literal);
+    if (rule->pattern.empty()) return Status::Error("Replace normalizer with an empty pattern");
+    return Status();
+  }
+  std::string_view regex;
+  if (node["pattern"]["Regex"].get(regex) != simdjson::SUCCESS) {
+    return Status::Error("Replace normalizer without a String or Regex pattern");
+  }
+  // Only `X{n,}` and `X+` with X one plain character: what Unigram tokenizers use.
+  auto unsupported = [&] { return Status::Error("Replace normalizer regex \"" + std::string(regex) + "\" is not supported"); };
+  if (regex.empty() || std::string_view("\\.[]()*+?{}|^$").find(regex[0]) != std::string_view::npos) return unsupported();
+  const size_t char_length = (static_cast<unsigned char>(regex[0]) < 0x80) ? 1 : std::string_view::npos;
+  if (char_length == std::string_view::npos) return unsupported();
+  rule->pattern = std::string(regex.substr(0, 1));
+  const std::string_view quantifier = regex.substr(1);
+  if (quantifier == "+") {
+    rule->minimum_repeats = 1;
+  } else if (quantifier.size() >= 4 && quantifier.front() == '{' && quantifier.substr(quantifier.size() - 2) == ",}") {
+    const std::string_view digits = quantifier.substr(1, quantifier.size() - 3);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return unsupported();
+    rule->minimum_repeats = std::stoul(std::string(digits));
+    if (rule->minimum_repeats == 0) return unsupported();
+  } else {
+    return unsupported();
+  }
+  return Status();
+}
+
+Status ParseNormalizer(element node, std::vector<NormalizerStep>* steps) {
+  if (node.is_null()) return Status();
+  const std::string_view type = StringOr(node, "type", "");
+  if (type == "Sequence") {
+    array children;
+    if (node["normalizers"].get(children) != simdjson::SUCCESS) return Status::Error("normalizer Sequence without a list");
+    for (element child : children) {
+      Status status = ParseNormalizer(child, steps);
+      if (!status.ok()) return status;
+    }
+    return Status();
+  }
+  NormalizerStep step;
+  if (type == "Precompiled") {
+    step.kind = NormalizerStep::Kind::kPrecompiled;
+    std::string blob;
+    std::string_view encoded;
+    if (node["precompiled_charsmap"].get(encoded) == simdjson::SUCCESS && !DecodeBase64(encoded, &blob)) {
+      return Status::Error("Precompiled normalizer: precompiled_charsmap is not base64");
+    }
+    auto charsmap = Charsmap::Parse(blob);
+    if (!charsmap.ok()) return Status::Error("Precompiled normalizer: " + charsmap.status().message());
+    step.charsmap = std::move(charsmap.value());
+  } else if (type == "Replace") {
+    step.kind = NormalizerStep::Kind::kReplace;
+    Status status = ParseReplace(node, &step.replace);
+    if (!status.ok()) return status;
+  } else if (type == "Strip") {
+    step.kind = NormalizerStep::Kind::kStrip;
+    step.strip_left = BoolOr(node, "strip_left", true);
+    step.strip_right = BoolOr(node, "strip_right", true);
+  } else if (type == "Prepend") {
+    step.kind = NormalizerStep::Kind::kPrepend;
+    step.prepend = std::string(StringOr(node, "prepend", ""));
+  } else {
+    return Status::Error("normalizer \"" + std::string(type) +
+                         "\" is not supported (supported: Precompiled, Replace, Strip, Prepend, Sequence)");
+  }
+  steps->push_back(std::move(step));
+  return Status();
+}
+
+Status ParseMetaspace(element node, MetaspaceConfig* config) {
+  config->replacement = std::string(StringOr(node, "replacement", "\xE2\x96\x81"));
+  if (config->replacement.empty()) return Status::Error("Metaspace with an empty replacement");
+  // Older files have only `add_prefix_space`; newer ones `prepend_scheme`, which wins.
+  config->prepend_scheme = BoolOr(node, "add_prefix_space", true) ? PrependScheme::kAlways : PrependScheme::kNever;
+  const std::string_view scheme = StringOr(node, "prepend_scheme", "");
+  if (scheme == "always") config->prepend_scheme = PrependScheme::kAlways;
+  else if (scheme == "first") config->prepend_scheme = PrependScheme::kFirst;
+  else if (scheme == "never") config->prepend_scheme = PrependScheme::kNever;
+  else if (!scheme.empty()) return Status::Error("Metaspace prepend_scheme \"" + std::string(scheme) + "\" is unknown");
+  config->split = BoolOr(node, "split", true);
+  return Status();
+}
+
+Status ParsePreTokenizer(element node, PreTokenizerConfig* config) {
+  if (node.is_null()) return Status();
+  const std::string_view type = StringOr(node, "type", "");
+  if (type == "Sequence") {
+    array children;
+    if (node["pretokenizers"].get(children) != simdjson::SUCCESS) return Status::Error("pre_tokenizer Sequence without a list");
+    for (element child : children) {
+      if (config->has_metaspace) return Status::Error("pre_tokenizer Sequence with steps after Metaspace is not supported");
+      Status status = ParsePreTokenizer(child, config);
+      if (!status.ok()) return status;
+    }
+    return Status();
+  }
+  if (type == "Metaspace") {
+    config->has_metaspace = true;
+    return ParseMetaspace(node, &config->metaspace);
+  }
+  if (type == "WhitespaceSplit") {
+    config->whitespace_split = true;
+    return Status();
+  }
+  return Status::Error("pre_tokenizer \"" + std::string(type) +
+                       "\" is not supported (supported: Metaspace, WhitespaceSplit, Sequence of them)");
+}
+
+TemplateItem SpecialItem(std::string piece, int64_t id, uint8_t type_id) {
+  TemplateItem item;
+  item.special_ids = {static_cast<int32_t>(id)};
+  item.special_pieces = {std::move(piece)};
+  item.type_id = type_id;
+  return item;
+}
+
+TemplateItem SequenceItem(int sequence, uint8_t type_id) {
+  TemplateItem item;
+  item.is_sequence = true;
+  item.sequence = sequence;
+  item.type_id = type_id;
+  return item;
+}
+
+Status ParseTemplate(element node, element special_tokens, std::vector<TemplateItem>* items) {
+  array parts;
+  if (node.get(parts) != simdjson::SUCCESS) return Status::Error("TemplateProcessing template is not a list");
+  for (element part : parts) {
+    element body;
+    int64_t type_id = 0;
+    if (part["Sequence"].get(body) == simdjson::SUCCESS) {
+      if (body["type_id"].get(type_id) != simdjson::SUCCESS) type_id = 0;
+      const std::string_view name = StringOr(body, "id", "A");
+      items->push_back(SequenceItem(name == "B" ? 1 : 0, static_cast<uint8_t>(type_id)));
+    } else if (part["SpecialToken"].get(body) == simdjson::SUCCESS) {
+      if (body["type_id"].get(type_id) != simdjson::SUCCESS) type_id = 0;
+      const std::string_view name = StringOr(body, "id", "");
+      element token;
+      array ids;
+      if (special_tokens[name].get(token) != simdjson::SUCCESS || token["ids"].get(ids) != simdjson::SUCCESS) {
+        return Status::Error("TemplateProcessing uses special token \"" + std::string(name) + "\" it does not define");
+      }
+      TemplateItem item;
+      item.type_id = static_cast<uint8_t>(type_id);
+      for (element id : ids) {
+        int64_t value = 0;
+        if (id.get(value) != simdjson::SUCCESS) return Status::Error("TemplateProcessing special token id is not a number");
+        item.special_ids.push_back(static_cast<int32_t>(value));
+      }
+      array tokens;
+      if (token["tokens"].get(tokens) == simdjson::SUCCESS) {
+        for (element piece : tokens) item.special_pieces.emplace_back(piece.is_string() ? piece.get_string().value_unsafe() : "");
+      }
+      item.special_pieces.resize(item.special_ids.size());
+      items->push_back(std::move(item));
+    } else {
+      return Status::Error("TemplateProcessing item is neither Sequence nor SpecialToken");
+    }
+  }
+  return Status();
+}
+
+// `[piece, id]` as RobertaProcessing / BertProcessing store cls and sep.
+Status ReadPieceAndId(element node, const char* key, std::string* piece, int64_t* id) {
+  array pair;
+  if (node[key].get(pair) != simdjson::SUCCESS || pair.size() != 2) return Status::Error(std::string("post_processor without ") + key);
+  std::string_view text;
+  if (pair.at(0).get(text) != simdjson::SUCCESS || pair.at(1).get(*id) != simdjson::SUCCESS) {
+    return Status::Error(std::string("post_processor ") + key + " is not [piece, id]");
+  }
+  *piece = std::string(text);
+  return Status();
+}
+
+Status ParsePostProcessor(element node, PostProcessor* processor) {
+  if (node.is_null()) return Status();
+  const std::string_view type = StringOr(node, "type", "");
+  if (type == "Sequence") {
+    array children;
+    if (node["processors"].get(children) != simdjson::SUCCESS) return Status::Error("post_processor Sequence without a list");
+    for (element child : children) {
+      Status status = ParsePostProcessor(child, processor);
+      if (!status.ok()) return status;
+    }
+    return Status();
+  }
+  if (type == "ByteLevel") return Status();  // only trims offsets
+  if (type == "TemplateProcessing") {
+    element special_tokens;
+    if (node["special_tokens"].get(special_tokens) != simdjson::SUCCESS) return Status::Error("TemplateProcessing without special_tokens");
+    processor->single.clear();
+    processor->pair.clear();
+    element single, pair;
+    if (node["single"].get(single) != simdjson::SUCCESS || node["pair"].get(pair) != simdjson::SUCCESS) {
+      return Status::Error("TemplateProcessing without single and pair templates");
+    }
+    Status status = ParseTemplate(single, special_tokens, &processor->single);
+    if (status.ok()) status = ParseTemplate(pair, special_tokens, &processor->pair);
+    return status;
+  }
+  if (type == "RobertaProcessing" || type == "BertProcessing") {
+    std::string cls, sep;
+    int64_t cls_id = 0, sep_id = 0;
+    Status status = ReadPieceAndId(node, "cls", &cls, &cls_id);
+    if (status.ok()) status = ReadPieceAndId(node, "sep", &sep, &sep_id);
+    if (!status.ok()) return status;
+    const bool roberta = type == "RobertaProcessing";
+    const uint8_t second_type = roberta ? 0 : 1;
+    processor->single = {SpecialItem(cls, cls_id, 0), SequenceItem(0, 0), SpecialItem(sep, sep_id, 0)};
+    processor->pair = {SpecialItem(cls, cls_id, 0), SequenceItem(0, 0), SpecialItem(sep, sep_id, 0)};
+    if (roberta) processor->pair.push_back(SpecialItem(sep, sep_id, 0));
+    processor->pair.push_back(SequenceItem(1, second_type));
+    processor->pair.push_back(SpecialItem(sep, sep_id, second_type));
+    return Status();
+  }
+  return Status::Error("post_processor \"" + std::string(type) +
+                       "\" is not supported (supported: TemplateProcessing, RobertaProcessing, BertProcessing, "
+                       "ByteLevel, Sequence)");
+}
+
+Status ParseAddedTokens(element node, std::vector<AddedToken>* tokens) {
+  if (node.is_null()) return Status();
+  array list;
+  if (node.get(list) != simdjson::SUCCESS) return Status::Error("added_tokens is not a list");
+  for (element entry : list) {
+    AddedToken token;
+    int64_t id = 0;
+    std::string_view content;
+    if (entry["id"].get(id) != simdjson::SUCCESS || entry["content"].get(content) != simdjson::SUCCESS) {
+      return Status::Error("added token without id or content");
+    }
+    if (content.empty()) return Status::Error("added token " + std::to_string(id) + " has empty content");
+    token.id = static_cast<int32_t>(id);
+    token.content = std::string(content);
+    token.single_word = BoolOr(entry, "single_word", false);
+    token.lstrip = BoolOr(entry, "lstrip", false);
+    token.rstrip = BoolOr(entry, "rstrip", false);
+    token.special = BoolOr(entry, "special", false);
+    token.normalized = BoolOr(entry, "normalized", !token.special);
+    tokens->push_back(std::move(token));
+  }
+  return Status();
+}
+
+Status ParseModel(element model, HuggingFaceConfig* config) {
+  const std::string_view type = StringOr(model, "type", "");
+  array vocabulary;
+  const bool has_list_vocabulary = model["vocab"].get(vocabulary) == simdjson::SUCCESS;
+  // Files written before the "type" key existed are recognised by their vocabulary shape.
+  if (type != "Unigram" && !(type.empty() && has_list_vocabulary)) {
+    return Status::Error("model type \"" + std::string(type.empty() ? "unknown" : type) +
+                         "\" is not supported by the Unigram tokenizer");
+  }
+  if (!has_list_vocabulary) return Status::Error("Unigram model without a vocab list");
+  config->vocabulary.reserve(vocabulary.size());
+  for (element entry : vocabulary) {
+    array pair;
+    std::string_view piece;
+    double score = 0;
+    if (entry.get(pair) != simdjson::SUCCESS || pair.size() != 2 || pair.at(0).get(piece) != simdjson::SUCCESS ||
+        pair.at(1).get(score) != simdjson::SUCCESS) {
+      return Status::Error("Unigram vocab entry " + std::to_string(config->vocabulary.size()) +
+                           " is not [piece, score]");
+    }
+    config->vocabulary.emplace_back(std::string(piece), score);
+  }
+  int64_t unknown_id = -1;
+  if (!IsNull(model, "unk_id") && model["unk_id"].get(unknown_id) != simdjson::SUCCESS) {
+    return Status::Error("Unigram unk_id is not a number");
+  }
+  config->unknown_id = static_cast<int32_t>(unknown_id);
+  config->byte_fallback = BoolOr(model, "byte_fallback", false);
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<HuggingFaceConfig> ParseHuggingFaceConfig(std::string_view json) {
+  simdjson::dom::parser parser;
+  element root;
+  const simdjson::padded_string padded(json);
+  if (auto error = parser.parse(padded).get(root); error != simdjson::SUCCESS) {
+    return Status::Error(std::string("not valid JSON: ") + simdjson::error_message(error));
+  }
+  HuggingFaceConfig config;
+  element model;
+  if (root["model"].get(model) != simdjson::SUCCESS) return Status::Error("no \"model\" section");
+  Status status = ParseModel(model, &config);
+  if (!status.ok()) return status;
+  element part;
+  if (root["normalizer"].get(part) == simdjson::SUCCESS) status = ParseNormalizer(part, &config.normalizers);
+  if (status.ok() && root["pre_tokenizer"].get(part) == simdjson::SUCCESS) {
+    status = ParsePreTokenizer(part, &config.pre_tokenizer);
+  }
+  if (status.ok() && root["post_processor"].get(part) == simdjson::SUCCESS) {
+    status = ParsePostProcessor(part, &config.post_processor);
+  }
+  if (status.ok() && root["added_tokens"].get(part) == simdjson::SUCCESS) {
+    status = ParseAddedTokens(part, &config.added_tokens);
+  }
+  if (status.ok() && root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null()) {
+    if (StringOr(part, "type", "") == "Metaspace") {
+      config.decoder_is_metaspace = true;
+      status = ParseMetaspace(part, &config.decoder_metaspace);
+    }
+  }
+  if (!status.ok()) return status;
+  return config;
+}
+
+}  // namespace stamen::tokenizer

@@ -1,0 +1,74 @@
+// The parts of a Hugging Face `tokenizer.json` that a Unigram tokenizer uses, read into
+// plain structs. Anything the encoder cannot reproduce exactly is rejected by name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tokenizer/charsmap.h"
+#include "tokenizer/post_processor.h"
+#include "tokenizer/tokenizer.h"
+
+namespace stamen::tokenizer {
+
+// Replace normalizer: a literal string, or a regex of the form `X{n,}` / `X+` (one character
+// repeated), e.g. XLM-R's `" {2,}"`.
+struct ReplaceRule {
+  std::string pattern;
+  size_t minimum_repeats = 0;  // 0: `pattern` is a literal; else a character repeated
+  std::string content;
+};
+
+struct NormalizerStep {
+  enum class Kind { kPrecompiled, kReplace, kStrip, kPrepend };
+  Kind kind = Kind::kPrecompiled;
+  Charsmap charsmap;
+  ReplaceRule replace;
+  bool strip_left = false;
+  bool strip_right = false;
+  std::string prepend;
+};
+
+enum class PrependScheme { kAlways, kFirst, kNever };
+
+struct MetaspaceConfig {
+  std::string replacement = "\xE2\x96\x81";
+  PrependScheme prepend_scheme = PrependScheme::kAlways;
+  bool split = true;
+};
+
+struct PreTokenizerConfig {
+  bool whitespace_split = false;  // WhitespaceSplit before Metaspace
+  bool has_metaspace = false;
+  MetaspaceConfig metaspace;
+};
+
+struct AddedToken {
+  int32_t id = 0;
+  std::string content;
+  bool single_word = false;
+  bool lstrip = false;
+  bool rstrip = false;
+  bool normalized = false;
+  bool special = false;
+};
+
+struct HuggingFaceConfig {
+  std::vector<NormalizerStep> normalizers;
+  PreTokenizerConfig pre_tokenizer;
+  std::vector<AddedToken> added_tokens;
+  PostProcessor post_processor;
+  std::vector<std::pair<std::string, double>> vocabulary;
+  int32_t unknown_id = -1;
+  bool byte_fallback = false;
+  bool decoder_is_metaspace = false;
+  MetaspaceConfig decoder_metaspace;
+};
+
+// Parses `json`. Errors name the unsupported component or the malformed key.
+StatusOr<HuggingFaceConfig> ParseHuggingFaceConfig(std::string_view json);
+
+}  // namespace stamen::tokenizer

@@ -1,0 +1,360 @@
+// Hugging Face mode: added tokens split out of the raw text, the normalizers, Metaspace /
+// WhitespaceSplit pre-tokenization into words, Viterbi with double scores per word, then
+// the post-processor's template.
+#include "tokenizer/huggingface_tokenizer.h"
+
+#include <algorithm>
+#include <array>
+
+#include "tokenizer/huggingface_config.h"
+#include "tokenizer/huggingface_normalizer.h"
+#include "tokenizer/scratch_buffers.h"
+#include "tokenizer/unigram_vocabulary.h"
+#include "tokenizer/utf8.h"
+
+namespace stamen::tokenizer {
+namespace {
+
+// A set of added tokens matched leftmost-longest in text, as Hugging Face's Aho-Corasick
+// matcher does; a 256-bit first-byte filter keeps the scan cheap.
+class AddedTokenMatcher {
+ public:
+  void Add(int32_t token, std::string content) {
+    first_bytes_[static_cast<unsigned char>(content[0])] = true;
+    patterns_.push_back({token, std::move(content)});
+  }
+  bool empty() const { return patterns_.empty(); }
+
+  // Splits text[begin, end) into text and added-token segments, appended to `segments`.
+  void Split(std::string_view text, uint32_t begin, uint32_t end, const std::vector<AddedToken>& tokens,
+             std::vector<TextSegment>* segments) const;
+
+ private:
+  struct Pattern {
+    int32_t token;  // index into the added tokens
+    std::string content;
+  };
+  std::array<bool, 256> first_bytes_{};
+  std::vector<Pattern> patterns_;
+};
+
+bool IsWordCharacter(char32_t c) {
+  return c == '_' || (c < 0x80 ? std::isalnum(static_cast<int>(c)) != 0 : !utf8::IsWhitespace(c));
+}
+
+char32_t LastCharacter(std::string_view text, size_t end) {
+  size_t start = end - 1;
+  while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+  return utf8::Decode(text, start).code_point;
+}
+
+void AddedTokenMatcher::Split(std::string_view text, uint32_t begin, uint32_t end,
+                              const std::vector<AddedToken>& tokens, std::vector<TextSegment>* segments) const {
+  uint32_t text_start = begin;
+  for (uint32_t position = begin; position < end;) {
+    const Pattern* best = nullptr;
+    if (first_bytes_[static_cast<unsigned char>(text[position])]) {
+      const std::string_view rest = text.substr(position, end - position);
+      for (const Pattern& pattern : patterns_) {
+        if (rest.starts_with(pattern.content) && (best == nullptr || pattern.content.size() > best->content.size())) {
+          best = &pattern;
+        }
+      }
+    }
+    if (best == nullptr) {
+      ++position;
+      continue;
+    }
+    const AddedToken& token = tokens[static_cast<size_t>(best->token)];
+    uint32_t match_begin = position;
+    uint32_t match_end = position + static_cast<uint32_t>(best->content.size());
+    if (token.single_word) {
+      const bool word_before = match_begin > begin && IsWordCharacter(LastCharacter(text, match_begin));
+      const bool word_after = match_end < end && IsWordCharacter(utf8::Decode(text, match_end).code_point);
+      if (word_before || word_after) {
+        position = match_end;
+        continue;
+      }
+    }
+    while (token.lstrip && match_begin > text_start && utf8::IsWhitespace(LastCharacter(text, match_begin))) {
+      size_t start = match_begin - 1;
+      while (start > text_start && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+      match_begin = static_cast<uint32_t>(start);
+    }
+    while (token.rstrip && match_end < end) {
+      const utf8::Decoded next = utf8::Decode(text, match_end);
+      if (!utf8::IsWhitespace(next.code_point)) break;
+      match_end += static_cast<uint32_t>(next.length);
+    }
+    if (match_begin > text_start) segments->push_back({text_start, match_begin, -1});
+    segments->push_back({match_begin, match_end, best->token});
+    text_start = position = match_end;
+  }
+  if (text_start < end) segments->push_back({text_start, end, -1});
+}
+
+class HuggingFaceTokenizer final : public Tokenizer {
+ public:
+  static StatusOr<std::unique_ptr<Tokenizer>> Create(HuggingFaceConfig config);
+
+  void Encode(std::string_view text, const EncodeOptions& options, Encoding* out,
+              Scratch* scratch) const override {
+    Scratch::Buffers& buffers = scratch->buffers();
+    EncodeContent(text, options.with_pieces, &buffers, &buffers.first);
+    config_.post_processor.Assemble(&buffers.first, nullptr, options, out);
+  }
+
+  void EncodePair(std::string_view first, std::string_view second, const EncodeOptions& options,
+                  Encoding* out, Scratch* scratch) const override {
+    Scratch::Buffers& buffers = scratch->buffers();
+    EncodeContent(first, options.with_pieces, &buffers, &buffers.first);
+    EncodeContent(second, options.with_pieces, &buffers, &buffers.second);
+    config_.post_processor.Assemble(&buffers.first, &buffers.second, options, out);
+  }
+
+  std::string Decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
+
+  size_t VocabularySize() const override { return std::max<size_t>(vocabulary_.size(), max_added_id_ + 1); }
+  std::string_view IdToPiece(int32_t id) const override;
+  int32_t PieceToId(std::string_view piece) const override;
+  bool IsSpecial(int32_t id) const override {
+    return std::any_of(config_.added_tokens.begin(), config_.added_tokens.end(),
+                       [id](const AddedToken& token) { return token.id == id && token.special; });
+  }
+  size_t SpecialTokenCount(bool pair) const override { return config_.post_processor.SpecialCount(pair); }
+  Stats GetStats() const override {
+    return {VocabularySize(), vocabulary_.trie().slot_count(), vocabulary_.trie().bytes(),
+            vocabulary_.trie().page_kind(), "huggingface"};
+  }
+
+ private:
+  void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out) const;
+  // Appends the words of normalized bytes [begin, end) to `buffers->words` / `word_list`.
+  void PreTokenize(uint32_t begin, uint32_t end, bool at_text_start, Scratch::Buffers* buffers) const;
+  void AppendMetaspaceWords(uint32_t begin, uint32_t end, bool at_text_start, Scratch::Buffers* buffers) const;
+
+  HuggingFaceConfig config_;
+  UnigramVocabulary vocabulary_;
+  AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
+  AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
+  size_t max_added_id_ = 0;
+};
+
+StatusOr<std::unique_ptr<Tokenizer>> HuggingFaceTokenizer::Create(HuggingFaceConfig config) {
+  if (config.unknown_id < 0) {
+    return Status::Error("the Unigram model has no unk_id; unknown characters could not be encoded");
+  }
+  double min_score = 0;
+  std::vector<VocabularyEntry> entries;
+  entries.reserve(config.vocabulary.size());
+  for (auto& [piece, score] : config.vocabulary) {
+    min_score = std::min(min_score, score);
+    entries.push_back({std::move(piece), score, true, false});
+  }
+  config.vocabulary.clear();
+  config.vocabulary.shrink_to_fit();
+  auto tokenizer = std::make_unique<HuggingFaceTokenizer>();
+  for (const AddedToken& token : config.added_tokens) {
+    if (static_cast<size_t>(token.id) < entries.size() && token.special) entries[static_cast<size_t>(token.id)].special = true;
+  }
+  auto vocabulary = UnigramVocabulary::Build(std::move(entries), config.unknown_id, min_score - 10.0,
+                                             config.byte_fallback);
+  if (!vocabulary.ok()) return vocabulary.status();
+  tokenizer->vocabulary_ = std::move(vocabulary.value());
+  std::string normalized, work;
+  std::vector<uint32_t> offsets, work_offsets;
+  for (size_t index = 0; index < config.added_tokens.size(); ++index) {
+    const AddedToken& token = config.added_tokens[index];
+    if (token.id < 0) return Status::Error("added token \"" + token.content + "\" has a negative id");
+    tokenizer->max_added_id_ = std::max<size_t>(tokenizer->max_added_id_, static_cast<size_t>(token.id));
+    if (!token.normalized) {
+      tokenizer->raw_matcher_.Add(static_cast<int32_t>(index), token.content);
+      continue;
+    }
+    NormalizeHuggingFace(config.normalizers, token.content, 0, &normalized, &offsets, &work, &work_offsets);
+    if (!normalized.empty()) tokenizer->normalized_matcher_.Add(static_cast<int32_t>(index), normalized);
+  }
+  tokenizer->config_ = std::move(config);
+  return std::unique_ptr<Tokenizer>(std::move(tokenizer));
+}
+
+void HuggingFaceTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
+                                         Encoding* out) const {
+  out->Clear();
+  // Text reaching Hugging Face is a Rust string: invalid bytes arrive as U+FFFD.
+  if (utf8::ReplaceInvalid(text, &buffers->valid_text)) text = buffers->valid_text;
+  buffers->segments.clear();
+  buffers->words.clear();
+  buffers->word_offsets.clear();
+  buffers->word_list.clear();
+  raw_matcher_.Split(text, 0, static_cast<uint32_t>(text.size()), config_.added_tokens, &buffers->segments);
+  for (const TextSegment& segment : buffers->segments) {
+    if (segment.added_token >= 0) {
+      buffers->word_list.push_back({segment.begin, segment.end, segment.added_token});
+      continue;
+    }
+    NormalizeHuggingFace(config_.normalizers, text.substr(segment.begin, segment.end - segment.begin),
+                         segment.begin, &buffers->normalized, &buffers->offsets, &buffers->work,
+                         &buffers->work_offsets);
+    const auto normalized_size = static_cast<uint32_t>(buffers->normalized.size());
+    if (normalized_matcher_.empty()) {
+      PreTokenize(0, normalized_size, segment.begin == 0, buffers);
+    } else {
+      // Matches inside normalized text: split again, reusing the tail of `segments` as scratch.
+      std::vector<TextSegment> inner;  // rare path (normalized added tokens); allocation accepted
+      normalized_matcher_.Split(buffers->normalized, 0, normalized_size, config_.added_tokens, &inner);
+      for (const TextSegment& piece : inner) {
+        if (piece.added_token >= 0) {
+          buffers->word_list.push_back({buffers->offsets[piece.begin],
+                                        piece.end < normalized_size ? buffers->offsets[piece.end] : segment.end,
+                                        piece.added_token});
+        } else {
+          PreTokenize(piece.begin, piece.end, segment.begin == 0 && piece.begin == 0, buffers);
+        }
+      }
+    }
+    // A separator byte that no word covers, so each word's end offset is well defined.
+    buffers->words.push_back('\0');
+    buffers->word_offsets.push_back(segment.end);
+  }
+  buffers->word_offsets.push_back(static_cast<uint32_t>(text.size()));
+
+  for (const Word& word : buffers->word_list) {
+    if (word.special_id >= 0) {
+      const AddedToken& token = config_.added_tokens[static_cast<size_t>(word.special_id)];
+      out->ids.push_back(token.id);
+      if (with_pieces) {
+        out->pieces.push_back(token.content);
+        out->offsets.emplace_back(word.begin, word.end);
+      }
+      continue;
+    }
+    buffers->pieces.clear();
+    SegmentViterbi<double>(vocabulary_.trie(), buffers->words, word.begin, word.end, vocabulary_.unknown(),
+                           buffers->double_cells, &buffers->pieces);
+    vocabulary_.AppendPieces(buffers->words, buffers->word_offsets.data(), buffers->pieces, with_pieces, out);
+  }
+  out->type_ids.assign(out->ids.size(), 0);
+}
+
+void HuggingFaceTokenizer::PreTokenize(uint32_t begin, uint32_t end, bool at_text_start,
+                                       Scratch::Buffers* buffers) const {
+  const PreTokenizerConfig& pre_tokenizer = config_.pre_tokenizer;
+  const std::string& text = buffers->normalized;
+  if (!pre_tokenizer.whitespace_split) {
+    AppendMetaspaceWords(begin, end, at_text_start, buffers);
+    return;
+  }
+  // WhitespaceSplit: maximal runs of non-whitespace characters.
+  uint32_t word_begin = begin;
+  bool first_word = true;
+  for (uint32_t position = begin; position <= end;) {
+    utf8::Decoded decoded{0, 1, true};
+    const bool at_end = position == end;
+    if (!at_end) decoded = utf8::Decode(text, position);
+    if (at_end || utf8::IsWhitespace(decoded.code_point)) {
+      if (position > word_begin) {
+        AppendMetaspaceWords(word_begin, position, at_text_start && first_word && word_begin == begin, buffers);
+        first_word = false;
+      }
+      if (at_end) break;
+      word_begin = position + static_cast<uint32_t>(decoded.length);
+    }
+    position += static_cast<uint32_t>(decoded.length);
+  }
+}
+
+void HuggingFaceTokenizer::AppendMetaspaceWords(uint32_t begin, uint32_t end, bool at_text_start,
+                                                Scratch::Buffers* buffers) const {
+  if (begin >= end) return;
+  const std::string& text = buffers->normalized;
+  const std::vector<uint32_t>& offsets = buffers->offsets;
+  std::string& words = buffers->words;
+  std::vector<uint32_t>& word_offsets = buffers->word_offsets;
+  const auto written_begin = static_cast<uint32_t>(words.size());
+  if (!config_.pre_tokenizer.has_metaspace) {
+    words.append(text, begin, end - begin);
+    word_offsets.insert(word_offsets.end(), offsets.begin() + begin, offsets.begin() + end);
+    buffers->word_list.push_back({written_begin, static_cast<uint32_t>(words.size()), -1});
+    return;
+  }
+  const MetaspaceConfig& metaspace = config_.pre_tokenizer.metaspace;
+  const std::string_view replacement = metaspace.replacement;
+  const std::string_view piece = std::string_view(text).substr(begin, end - begin);
+  const bool starts_with_replacement = piece.front() == ' ' || piece.starts_with(replacement);
+  const bool prepend = !starts_with_replacement && (metaspace.prepend_scheme == PrependScheme::kAlways ||
+                                                    (metaspace.prepend_scheme == PrependScheme::kFirst && at_text_start));
+  if (prepend) {
+    words.append(replacement);
+    word_offsets.insert(word_offsets.end(), replacement.size(), offsets[begin]);
+  }
+  for (uint32_t i = begin; i < end; ++i) {
+    if (text[i] == ' ') {
+      words.append(replacement);
+      word_offsets.insert(word_offsets.end(), replacement.size(), offsets[i]);
+    } else {
+      words.push_back(text[i]);
+      word_offsets.push_back(offsets[i]);
+    }
+  }
+  const auto written_end = static_cast<uint32_t>(words.size());
+  if (!metaspace.split) {
+    buffers->word_list.push_back({written_begin, written_end, -1});
+    return;
+  }
+  // Split with the replacement merged into the word after it.
+  uint32_t word_begin = written_begin;
+  const std::string_view written = std::string_view(words).substr(0, written_end);
+  for (size_t found = written.find(replacement, written_begin + 1); found != std::string_view::npos;
+       found = written.find(replacement, found + replacement.size())) {
+    if (found > word_begin) buffers->word_list.push_back({word_begin, static_cast<uint32_t>(found), -1});
+    word_begin = static_cast<uint32_t>(found);
+  }
+  if (written_end > word_begin) buffers->word_list.push_back({word_begin, written_end, -1});
+}
+
+std::string_view HuggingFaceTokenizer::IdToPiece(int32_t id) const {
+  for (const AddedToken& token : config_.added_tokens) {
+    if (token.id == id) return token.content;
+  }
+  return vocabulary_.Contains(id) ? std::string_view(vocabulary_.entry(id).piece) : std::string_view();
+}
+
+int32_t HuggingFaceTokenizer::PieceToId(std::string_view piece) const {
+  for (const AddedToken& token : config_.added_tokens) {
+    if (token.content == piece) return token.id;
+  }
+  return vocabulary_.PieceToId(piece);
+}
+
+std::string HuggingFaceTokenizer::Decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  std::string text;
+  const MetaspaceConfig& metaspace = config_.decoder_metaspace;
+  bool first = true;
+  for (int32_t id : ids) {
+    if (skip_special_tokens && IsSpecial(id)) continue;
+    std::string piece(IdToPiece(id));
+    if (config_.decoder_is_metaspace) {
+      for (size_t found = piece.find(metaspace.replacement); found != std::string::npos;
+           found = piece.find(metaspace.replacement, found + 1)) {
+        piece.replace(found, metaspace.replacement.size(), " ");
+      }
+      if (first && metaspace.prepend_scheme != PrependScheme::kNever && !piece.empty() && piece.front() == ' ') {
+        piece.erase(0, 1);
+      }
+    }
+    text += piece;
+    first = false;
+  }
+  return text;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Tokenizer>> LoadHuggingFaceTokenizer(std::string_view json) {
+  auto config = ParseHuggingFaceConfig(json);
+  if (!config.ok()) return config.status();
+  return HuggingFaceTokenizer::Create(std::move(config.value()));
+}
+
+}  // namespace stamen::tokenizer

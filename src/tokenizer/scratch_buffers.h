@@ -1,0 +1,45 @@
+// The working memory behind `Scratch`: every buffer an encode needs, kept between calls so
+// that steady-state encodes allocate nothing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/viterbi.h"
+
+namespace stamen::tokenizer {
+
+// A run of the input: a piece of text to normalize, or an added token matched verbatim.
+struct TextSegment {
+  uint32_t begin;
+  uint32_t end;
+  int32_t added_token;  // index into the added tokens, or -1 for text
+};
+
+// A pre-token: bytes [begin, end) of `words`, segmented on its own; or a special id.
+struct Word {
+  uint32_t begin;
+  uint32_t end;
+  int32_t special_id;  // -1 for text
+};
+
+struct Scratch::Buffers {
+  std::string valid_text;  // the input with invalid UTF-8 replaced, when it had any
+  std::string normalized;
+  std::vector<uint32_t> offsets;  // original byte offset of each normalized byte (+ end)
+  std::string work;
+  std::vector<uint32_t> work_offsets;
+  std::string words;
+  std::vector<uint32_t> word_offsets;
+  std::vector<TextSegment> segments;
+  std::vector<Word> word_list;
+  std::vector<ViterbiCell<float>> float_cells;
+  std::vector<ViterbiCell<double>> double_cells;
+  std::vector<PieceSpan> pieces;
+  Encoding first;
+  Encoding second;
+};
+
+}  // namespace stamen::tokenizer

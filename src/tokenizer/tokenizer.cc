@@ -1,0 +1,101 @@
+// Format detection and loading, the batch encoder, and the small shared types of tokenizer.h.
+#include "tokenizer/tokenizer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tokenizer/huggingface_tokenizer.h"
+#include "tokenizer/scratch_buffers.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
+
+namespace stamen::tokenizer {
+
+void Encoding::Clear() {
+  ids.clear();
+  type_ids.clear();
+  pieces.clear();
+  offsets.clear();
+}
+
+Scratch::Scratch() : buffers_(std::make_unique<Buffers>()) {}
+Scratch::~Scratch() = default;
+Scratch::Scratch(Scratch&&) noexcept = default;
+Scratch& Scratch::operator=(Scratch&&) noexcept = default;
+
+const char* PageKindName(PageKind kind) {
+  switch (kind) {
+    case PageKind::kHugeTlb: return "hugetlb";
+    case PageKind::kTransparentHuge: return "transparent";
+    case PageKind::kNormal: return "normal";
+  }
+  return "normal";
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromBytes(std::string_view bytes, bool is_json) {
+  return is_json ? LoadHuggingFaceTokenizer(bytes) : LoadSentencePieceTokenizer(bytes);
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path file = path;
+  if (fs::is_directory(file, error)) {
+    bool found = false;
+    for (const char* name : {"tokenizer.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model"}) {
+      if (fs::exists(file / name, error)) {
+        file /= name;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      return Status::Error(path + ": no tokenizer.json, sentencepiece.bpe.model, spiece.model or "
+                                  "tokenizer.model in this directory");
+    }
+  }
+  std::ifstream stream(file, std::ios::binary);
+  if (!stream) return Status::Error(file.string() + ": cannot open file");
+  std::ostringstream contents;
+  contents << stream.rdbuf();
+  if (stream.bad()) return Status::Error(file.string() + ": read error");
+  const std::string bytes = std::move(contents).str();
+  // A JSON document starts with '{' (after optional whitespace); a ModelProto never does,
+  // since its first byte is the key of field 1, 2 or 3.
+  const size_t first = bytes.find_first_not_of(" \t\r\n");
+  const bool is_json = first != std::string::npos && bytes[first] == '{';
+  auto tokenizer = LoadFromBytes(bytes, is_json);
+  if (!tokenizer.ok()) return Status::Error(file.string() + ": " + tokenizer.status().message());
+  return tokenizer;
+}
+
+void Tokenizer::EncodeBatch(std::span<const std::string_view> texts, const EncodeOptions& options,
+                            std::vector<Encoding>* outputs, unsigned threads) const {
+  outputs->resize(texts.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, texts.size()));
+  // Texts are claimed a small block at a time so long and short texts balance across threads.
+  constexpr size_t kBlock = 16;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    Scratch scratch;
+    for (size_t begin = next.fetch_add(kBlock); begin < texts.size(); begin = next.fetch_add(kBlock)) {
+      const size_t end = std::min(texts.size(), begin + kBlock);
+      for (size_t i = begin; i < end; ++i) Encode(texts[i], options, &(*outputs)[i], &scratch);
+    }
+  };
+  if (threads <= 1) {
+    work();
+    return;
+  }
+  std::vector<std::thread> workers;
+  workers.reserve(threads - 1);
+  for (unsigned i = 1; i < threads; ++i) workers.emplace_back(work);
+  work();
+  for (std::thread& worker : workers) worker.join();
+}
+
+}  // namespace stamen::tokenizer

@@ -1,0 +1,134 @@
+// Public interface of the stamen tokenizer library: load a SentencePiece `.model` or a
+// Hugging Face `tokenizer.json` (Unigram) and turn text into token ids, exactly as the
+// reference implementation of that file format does. Depends on nothing else in stamen.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace stamen::tokenizer {
+
+// An error with a message that names what was wrong; `ok()` when there is none.
+class Status {
+ public:
+  Status() = default;
+  static Status Error(std::string message) { return Status(std::move(message)); }
+  bool ok() const { return !failed_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
+  bool failed_ = false;
+  std::string message_;
+};
+
+// Either a value or the error that prevented it.
+template <typename T>
+class StatusOr {
+ public:
+  StatusOr(T value) : value_(std::move(value)) {}                 // NOLINT: implicit by design
+  StatusOr(Status status) : value_(std::move(status)) {}          // NOLINT: must not be ok()
+  bool ok() const { return std::holds_alternative<T>(value_); }
+  Status status() const { return ok() ? Status() : std::get<Status>(value_); }
+  T& value() { return std::get<T>(value_); }
+  const T& value() const { return std::get<T>(value_); }
+  T& operator*() { return value(); }
+  T* operator->() { return &value(); }
+
+ private:
+  std::variant<T, Status> value_;
+};
+
+enum class TruncationSide { kRight, kLeft };
+
+struct EncodeOptions {
+  // Add the special tokens of the file's post-processor (`<s> … </s>`); a `.model` has none
+  // by default (SentencePiece's Encode), unless `bos`/`eos` ids are defined and asked for.
+  bool add_special_tokens = true;
+  // Keep at most this many ids in total, special tokens included (0 = no limit). Special
+  // tokens are always kept; content is cut on `truncation_side`.
+  size_t max_length = 0;
+  TruncationSide truncation_side = TruncationSide::kRight;
+  // Fill `Encoding::pieces` and `Encoding::offsets` (costs a little time).
+  bool with_pieces = false;
+};
+
+// One encoded text (or pair). Owned by the caller and reused across calls: its vectors keep
+// their capacity, so steady-state encoding allocates nothing.
+struct Encoding {
+  std::vector<int32_t> ids;
+  std::vector<uint8_t> type_ids;  // 0 for the first text, 1 for the second of a pair
+  std::vector<std::string> pieces;                     // only with `with_pieces`
+  std::vector<std::pair<uint32_t, uint32_t>> offsets;  // [begin, end) bytes of the input
+  void Clear();
+};
+
+// Caller-owned working memory for one thread's encodes (the Viterbi table, normalized bytes,
+// offsets). Reusing one across calls makes steady-state encodes allocation-free.
+class Scratch {
+ public:
+  Scratch();
+  ~Scratch();
+  Scratch(Scratch&&) noexcept;
+  Scratch& operator=(Scratch&&) noexcept;
+  struct Buffers;
+  Buffers& buffers() { return *buffers_; }
+
+ private:
+  std::unique_ptr<Buffers> buffers_;
+};
+
+// Where the trie's node array lives, as reported by `Stats`.
+enum class PageKind { kHugeTlb, kTransparentHuge, kNormal };
+const char* PageKindName(PageKind kind);
+
+struct Stats {
+  size_t vocabulary_size = 0;
+  size_t trie_nodes = 0;   // slots in the double array, used or not
+  size_t trie_bytes = 0;
+  PageKind trie_pages = PageKind::kNormal;
+  std::string format;      // "sentencepiece" or "huggingface"
+};
+
+class Tokenizer {
+ public:
+  // Loads `path`: a SentencePiece `.model`, a `tokenizer.json`, or a directory holding one
+  // of them (tokenizer.json preferred). Errors name the file and what is wrong or unsupported.
+  static StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& path);
+  // Same, from bytes already in memory; `is_json` picks the format.
+  static StatusOr<std::unique_ptr<Tokenizer>> LoadFromBytes(std::string_view bytes, bool is_json);
+
+  virtual ~Tokenizer() = default;
+
+  // Encodes one text into `out` (cleared first). Never fails on any input bytes: invalid
+  // UTF-8 is handled as the reference does.
+  virtual void Encode(std::string_view text, const EncodeOptions& options, Encoding* out,
+                      Scratch* scratch) const = 0;
+  // Encodes a (first, second) pair with the pair template, e.g. `<s> A </s></s> B </s>`;
+  // truncation removes tokens from the longer text first.
+  virtual void EncodePair(std::string_view first, std::string_view second,
+                          const EncodeOptions& options, Encoding* out, Scratch* scratch) const = 0;
+  // Encodes many texts on `threads` worker threads (0 = all cores); `outputs` is resized.
+  void EncodeBatch(std::span<const std::string_view> texts, const EncodeOptions& options,
+                   std::vector<Encoding>* outputs, unsigned threads = 0) const;
+
+  // Text of `ids`; special and control tokens are dropped when `skip_special_tokens`.
+  virtual std::string Decode(std::span<const int32_t> ids, bool skip_special_tokens) const = 0;
+
+  virtual size_t VocabularySize() const = 0;
+  virtual std::string_view IdToPiece(int32_t id) const = 0;  // "" when out of range
+  virtual int32_t PieceToId(std::string_view piece) const = 0;  // -1 when absent
+  virtual bool IsSpecial(int32_t id) const = 0;
+  // Ids the post-processor adds around one text / a pair (for length budgeting).
+  virtual size_t SpecialTokenCount(bool pair) const = 0;
+  virtual Stats GetStats() const = 0;
+};
+
+}  // namespace stamen::tokenizer

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Writes Hugging Face tokenizers' ids for each input line: the reference that
+`stamen tokenize --model tokenizer.json` must match exactly.
+
+Usage: hf_reference_ids.py TOKENIZER_JSON INPUT OUTPUT [--pair] [--no-special-tokens]
+Lines are split on '\n' only; invalid UTF-8 is decoded with U+FFFD, as Rust strings hold it.
+"""
+import sys
+
+from tokenizers import Tokenizer
+
+
+def main() -> int:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    flags = {a for a in sys.argv[1:] if a.startswith("--")}
+    tokenizer_path, input_path, output_path = args
+    tokenizer = Tokenizer.from_file(tokenizer_path)
+    with open(input_path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    texts = [line.decode("utf-8", errors="replace") for line in lines]
+    add_special = "--no-special-tokens" not in flags
+    if "--pair" in flags:
+        inputs = [tuple(t.split("\t", 1)) for t in texts]
+    else:
+        inputs = texts
+    encodings = tokenizer.encode_batch(inputs, add_special_tokens=add_special)
+    with open(output_path, "w") as f:
+        for encoding in encodings:
+            f.write(" ".join(map(str, encoding.ids)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
