@@ -46,6 +46,18 @@ void Charsmap::ForEachPrefix(std::string_view text, bool stop_at_nul, OnMatch on
   }
 }
 
+bool Charsmap::HasKeyStartingWith(std::string_view prefix) const {
+  if (units_.empty()) return false;
+  size_t position = Offset(units_[0]);
+  for (char c : prefix) {
+    const auto byte = static_cast<unsigned char>(c);
+    position ^= byte;
+    if (position >= units_.size() || Label(units_[position]) != byte) return false;
+    position ^= Offset(units_[position]);
+  }
+  return true;
+}
+
 std::string_view Charsmap::ReplacementAt(uint32_t value) const {
   if (value >= replacements_.size()) return {};
   const char* start = replacements_.data() + value;

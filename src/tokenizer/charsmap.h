@@ -26,6 +26,9 @@ class Charsmap {
   // `text`, searching no further than a NUL byte. Returns false when none matches.
   bool ShortestMatch(std::string_view text, std::string_view* replacement) const;
 
+  // True when some key starts with `prefix` (or equals it).
+  bool HasKeyStartingWith(std::string_view prefix) const;
+
  private:
   // Calls `on_match(length, value)` for each key that prefixes `text`, shortest first, until
   // it returns false.

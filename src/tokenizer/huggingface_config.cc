@@ -107,6 +107,11 @@ Status ParseNormalizer(element node, std::vector<NormalizerStep>* steps) {
     auto charsmap = Charsmap::Parse(blob);
     if (!charsmap.ok()) return Status::Error("Precompiled normalizer: " + charsmap.status().message());
     step.charsmap = std::move(charsmap.value());
+    for (int byte = 0; byte < 128; ++byte) {
+      const char key[1] = {static_cast<char>(byte)};
+      std::string_view replacement;
+      step.ascii_unchanged[static_cast<size_t>(byte)] = byte != 0 && !step.charsmap.ShortestMatch(std::string_view(key, 1), &replacement);
+    }
   } else if (type == "Replace") {
     step.kind = NormalizerStep::Kind::kReplace;
     Status status = ParseReplace(node, &step.replace);

@@ -2,6 +2,7 @@
 // plain structs. Anything the encoder cannot reproduce exactly is rejected by name.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,6 +27,8 @@ struct NormalizerStep {
   enum class Kind { kPrecompiled, kReplace, kStrip, kPrepend };
   Kind kind = Kind::kPrecompiled;
   Charsmap charsmap;
+  // Precompiled: ASCII bytes that no one-byte rule changes (the normalizer's fast path).
+  std::array<bool, 128> ascii_unchanged{};
   ReplaceRule replace;
   bool strip_left = false;
   bool strip_right = false;

@@ -9,20 +9,20 @@ namespace {
 
 struct Buffer {
   std::string* text;
-  std::vector<uint32_t>* offsets;
+  OffsetMap* offsets;
   void Clear() {
     text->clear();
-    offsets->clear();
+    offsets->Reset(offsets->enabled());
   }
   void Append(std::string_view bytes, uint32_t offset) {
     text->append(bytes);
-    offsets->insert(offsets->end(), bytes.size(), offset);
+    offsets->Append(bytes.size(), offset);
   }
   void Copy(const Buffer& from, size_t begin, size_t end) {
     text->append(*from.text, begin, end - begin);
-    offsets->insert(offsets->end(), from.offsets->begin() + static_cast<std::ptrdiff_t>(begin),
-                    from.offsets->begin() + static_cast<std::ptrdiff_t>(end));
+    offsets->AppendRange(*from.offsets, begin, end);
   }
+  uint32_t OffsetAt(size_t index) const { return offsets->At(index); }
 };
 
 size_t CharLength(std::string_view text, size_t position) {
@@ -32,20 +32,33 @@ size_t CharLength(std::string_view text, size_t position) {
 // spm_precompiled's rule, which Hugging Face documents as deliberate: a grapheme cluster
 // shorter than 6 bytes is replaced whole by the replacement of the shortest rule that
 // prefixes it; otherwise each of its characters is looked up on its own.
-void ApplyPrecompiled(const Charsmap& charsmap, const Buffer& in, Buffer* out) {
+void ApplyPrecompiled(const NormalizerStep& step, const Buffer& in, Buffer* out) {
+  const Charsmap& charsmap = step.charsmap;
   const std::string_view text = *in.text;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   std::string_view replacement;
   for (size_t position = 0; position < text.size();) {
+    // Fast path: ASCII characters that are their own one-byte cluster and have no rule.
+    size_t run_end = position;
+    while (run_end < text.size() && bytes[run_end] < 0x80 && step.ascii_unchanged[bytes[run_end]] &&
+           (run_end + 1 == text.size() || bytes[run_end + 1] < 0x80)) {
+      ++run_end;
+    }
+    if (run_end > position) {
+      out->Copy(in, position, run_end);
+      position = run_end;
+      continue;
+    }
     const size_t cluster_length = NextGraphemeLength(text, position);
     const std::string_view cluster = text.substr(position, cluster_length);
-    const uint32_t offset = (*in.offsets)[position];
+    const uint32_t offset = in.OffsetAt(position);
     if (cluster_length < 6 && charsmap.ShortestMatch(cluster, &replacement)) {
       out->Append(replacement, offset);
     } else {
       for (size_t i = 0; i < cluster_length;) {
         const size_t length = std::min(CharLength(cluster, i), cluster_length - i);
         if (charsmap.ShortestMatch(cluster.substr(i, length), &replacement)) {
-          out->Append(replacement, (*in.offsets)[position + i]);
+          out->Append(replacement, in.OffsetAt(position + i));
         } else {
           out->Copy(in, position + i, position + i + length);
         }
@@ -77,7 +90,7 @@ void ApplyReplace(const ReplaceRule& rule, const Buffer& in, Buffer* out) {
       continue;
     }
     out->Copy(in, copied, position);
-    out->Append(rule.content, (*in.offsets)[position]);
+    out->Append(rule.content, in.OffsetAt(position));
     copied = position = match_end;
   }
   out->Copy(in, copied, text.size());
@@ -104,19 +117,20 @@ void ApplyStrip(bool left, bool right, const Buffer& in, Buffer* out) {
 }  // namespace
 
 void NormalizeHuggingFace(const std::vector<NormalizerStep>& steps, std::string_view text,
-                          uint32_t base_offset, std::string* normalized, std::vector<uint32_t>* offsets,
-                          std::string* work, std::vector<uint32_t>* work_offsets) {
+                          uint32_t base_offset, std::string* normalized, OffsetMap* offsets,
+                          std::string* work, OffsetMap* work_offsets) {
+  work_offsets->Reset(offsets->enabled());
   Buffer current{normalized, offsets};
   Buffer next{work, work_offsets};
   current.Clear();
   current.text->append(text);
-  for (uint32_t i = 0; i < text.size(); ++i) current.offsets->push_back(base_offset + i);
+  current.offsets->AppendSequence(text.size(), base_offset);
   for (const NormalizerStep& step : steps) {
     next.Clear();
     switch (step.kind) {
       case NormalizerStep::Kind::kPrecompiled:
         if (step.charsmap.empty()) continue;
-        ApplyPrecompiled(step.charsmap, current, &next);
+        ApplyPrecompiled(step, current, &next);
         break;
       case NormalizerStep::Kind::kReplace:
         ApplyReplace(step.replace, current, &next);
@@ -125,7 +139,7 @@ void NormalizeHuggingFace(const std::vector<NormalizerStep>& steps, std::string_
         ApplyStrip(step.strip_left, step.strip_right, current, &next);
         break;
       case NormalizerStep::Kind::kPrepend:
-        if (!current.text->empty()) next.Append(step.prepend, current.offsets->front());
+        if (!current.text->empty()) next.Append(step.prepend, current.OffsetAt(0));
         next.Copy(current, 0, current.text->size());
         break;
     }
@@ -133,7 +147,7 @@ void NormalizeHuggingFace(const std::vector<NormalizerStep>& steps, std::string_
   }
   if (current.text != normalized) {
     normalized->swap(*current.text);
-    offsets->swap(*current.offsets);
+    offsets->Swap(*current.offsets);
   }
 }
 

@@ -162,7 +162,7 @@ StatusOr<std::unique_ptr<Tokenizer>> HuggingFaceTokenizer::Create(HuggingFaceCon
   if (!vocabulary.ok()) return vocabulary.status();
   tokenizer->vocabulary_ = std::move(vocabulary.value());
   std::string normalized, work;
-  std::vector<uint32_t> offsets, work_offsets;
+  OffsetMap offsets, work_offsets;
   for (size_t index = 0; index < config.added_tokens.size(); ++index) {
     const AddedToken& token = config.added_tokens[index];
     if (token.id < 0) return Status::Error("added token \"" + token.content + "\" has a negative id");
@@ -185,7 +185,8 @@ void HuggingFaceTokenizer::EncodeContent(std::string_view text, bool with_pieces
   if (utf8::ReplaceInvalid(text, &buffers->valid_text)) text = buffers->valid_text;
   buffers->segments.clear();
   buffers->words.clear();
-  buffers->word_offsets.clear();
+  buffers->offsets.Reset(with_pieces);
+  buffers->word_offsets.Reset(with_pieces);
   buffers->word_list.clear();
   raw_matcher_.Split(text, 0, static_cast<uint32_t>(text.size()), config_.added_tokens, &buffers->segments);
   for (const TextSegment& segment : buffers->segments) {
@@ -205,8 +206,9 @@ void HuggingFaceTokenizer::EncodeContent(std::string_view text, bool with_pieces
       normalized_matcher_.Split(buffers->normalized, 0, normalized_size, config_.added_tokens, &inner);
       for (const TextSegment& piece : inner) {
         if (piece.added_token >= 0) {
-          buffers->word_list.push_back({buffers->offsets[piece.begin],
-                                        piece.end < normalized_size ? buffers->offsets[piece.end] : segment.end,
+          buffers->word_list.push_back({buffers->offsets.At(piece.begin, segment.begin),
+                                        piece.end < normalized_size ? buffers->offsets.At(piece.end, segment.end)
+                                                                    : segment.end,
                                         piece.added_token});
         } else {
           PreTokenize(piece.begin, piece.end, segment.begin == 0 && piece.begin == 0, buffers);
@@ -215,9 +217,9 @@ void HuggingFaceTokenizer::EncodeContent(std::string_view text, bool with_pieces
     }
     // A separator byte that no word covers, so each word's end offset is well defined.
     buffers->words.push_back('\0');
-    buffers->word_offsets.push_back(segment.end);
+    buffers->word_offsets.Append(segment.end);
   }
-  buffers->word_offsets.push_back(static_cast<uint32_t>(text.size()));
+  buffers->word_offsets.Append(static_cast<uint32_t>(text.size()));
 
   for (const Word& word : buffers->word_list) {
     if (word.special_id >= 0) {
@@ -268,13 +270,13 @@ void HuggingFaceTokenizer::AppendMetaspaceWords(uint32_t begin, uint32_t end, bo
                                                 Scratch::Buffers* buffers) const {
   if (begin >= end) return;
   const std::string& text = buffers->normalized;
-  const std::vector<uint32_t>& offsets = buffers->offsets;
+  const OffsetMap& offsets = buffers->offsets;
   std::string& words = buffers->words;
-  std::vector<uint32_t>& word_offsets = buffers->word_offsets;
+  OffsetMap& word_offsets = buffers->word_offsets;
   const auto written_begin = static_cast<uint32_t>(words.size());
   if (!config_.pre_tokenizer.has_metaspace) {
     words.append(text, begin, end - begin);
-    word_offsets.insert(word_offsets.end(), offsets.begin() + begin, offsets.begin() + end);
+    word_offsets.AppendRange(offsets, begin, end);
     buffers->word_list.push_back({written_begin, static_cast<uint32_t>(words.size()), -1});
     return;
   }
@@ -286,16 +288,20 @@ void HuggingFaceTokenizer::AppendMetaspaceWords(uint32_t begin, uint32_t end, bo
                                                     (metaspace.prepend_scheme == PrependScheme::kFirst && at_text_start));
   if (prepend) {
     words.append(replacement);
-    word_offsets.insert(word_offsets.end(), replacement.size(), offsets[begin]);
+    word_offsets.Append(replacement.size(), offsets.At(begin));
   }
-  for (uint32_t i = begin; i < end; ++i) {
+  for (uint32_t i = begin; i < end;) {
     if (text[i] == ' ') {
       words.append(replacement);
-      word_offsets.insert(word_offsets.end(), replacement.size(), offsets[i]);
-    } else {
-      words.push_back(text[i]);
-      word_offsets.push_back(offsets[i]);
+      word_offsets.Append(replacement.size(), offsets.At(i));
+      ++i;
+      continue;
     }
+    const size_t space = text.find(' ', i);
+    const uint32_t run_end = space == std::string::npos || space > end ? end : static_cast<uint32_t>(space);
+    words.append(text, i, run_end - i);
+    word_offsets.AppendRange(offsets, i, run_end);
+    i = run_end;
   }
   const auto written_end = static_cast<uint32_t>(words.size());
   if (!metaspace.split) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/offset_map.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/viterbi.h"
 
@@ -28,11 +29,11 @@ struct Word {
 struct Scratch::Buffers {
   std::string valid_text;  // the input with invalid UTF-8 replaced, when it had any
   std::string normalized;
-  std::vector<uint32_t> offsets;  // original byte offset of each normalized byte (+ end)
+  OffsetMap offsets;  // input offset of each normalized byte
   std::string work;
-  std::vector<uint32_t> work_offsets;
+  OffsetMap work_offsets;
   std::string words;
-  std::vector<uint32_t> word_offsets;
+  OffsetMap word_offsets;
   std::vector<TextSegment> segments;
   std::vector<Word> word_list;
   std::vector<ViterbiCell<float>> float_cells;

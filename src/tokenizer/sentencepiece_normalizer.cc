@@ -34,7 +34,28 @@ StatusOr<SentencePieceNormalizer> SentencePieceNormalizer::Create(const Sentence
   normalizer.remove_extra_whitespaces_ = model.remove_extra_whitespaces;
   normalizer.escape_whitespaces_ = model.escape_whitespaces;
   normalizer.whitespace_as_suffix_ = model.treat_whitespace_as_suffix;
+  for (int byte = 1; byte < 128; ++byte) {
+    normalizer.ascii_passes_through_[byte] = byte != ' ' && normalizer.AsciiPassesThrough(static_cast<char>(byte));
+  }
   return normalizer;
+}
+
+bool SentencePieceNormalizer::AsciiPassesThrough(char byte) const {
+  const std::string_view key(&byte, 1);
+  std::string_view replacement;
+  if (charsmap_.LongestMatch(key, &replacement) > 0) return false;
+  const auto lead = static_cast<unsigned char>(byte);
+  const TrieNode* piece_node = nullptr;
+  if (user_defined_ != nullptr && user_defined_->root()->HasChild(lead)) {
+    piece_node = &user_defined_->Child(*user_defined_->root(), lead);
+    if (piece_node->token_id >= 0) return false;
+  }
+  for (int next = 0; next < 128; ++next) {
+    const char pair[2] = {byte, static_cast<char>(next)};
+    if (charsmap_.HasKeyStartingWith(std::string_view(pair, 2))) return false;
+    if (piece_node != nullptr && piece_node->HasChild(static_cast<unsigned char>(next))) return false;
+  }
+  return true;
 }
 
 std::pair<std::string_view, size_t> SentencePieceNormalizer::NormalizePrefix(std::string_view input) const {
@@ -52,9 +73,9 @@ std::pair<std::string_view, size_t> SentencePieceNormalizer::NormalizePrefix(std
 }
 
 void SentencePieceNormalizer::Normalize(std::string_view input, std::string* normalized,
-                                        std::vector<uint32_t>* offsets) const {
+                                        OffsetMap* offsets) const {
   normalized->clear();
-  offsets->clear();
+  offsets->Reset(offsets->enabled());
   uint32_t consumed = 0;
   if (remove_extra_whitespaces_) {
     while (!input.empty()) {
@@ -65,18 +86,33 @@ void SentencePieceNormalizer::Normalize(std::string_view input, std::string* nor
     }
   }
   if (input.empty()) {
-    offsets->push_back(consumed);
+    offsets->Append(consumed);
     return;
   }
   const std::string_view space = escape_whitespaces_ ? kSpaceSymbol : std::string_view(" ");
   auto append_space = [&] {
     normalized->append(space);
-    offsets->insert(offsets->end(), space.size(), consumed);
+    offsets->Append(space.size(), consumed);
   };
   if (!whitespace_as_suffix_ && add_dummy_prefix_) append_space();
 
   bool previous_is_space = remove_extra_whitespaces_;
   while (!input.empty()) {
+    // Fast path: a run of ASCII bytes that normalize to themselves.
+    size_t run = 0;
+    while (run < input.size() && static_cast<unsigned char>(input[run]) < 0x80 &&
+           ascii_passes_through_[static_cast<unsigned char>(input[run])] &&
+           (run + 1 == input.size() || static_cast<unsigned char>(input[run + 1]) < 0x80)) {
+      ++run;
+    }
+    if (run > 0) {
+      normalized->append(input.substr(0, run));
+      offsets->AppendSequence(run, consumed);
+      previous_is_space = false;
+      consumed += static_cast<uint32_t>(run);
+      input.remove_prefix(run);
+      continue;
+    }
     const auto [replacement, length] = NormalizePrefix(input);
     std::string_view piece = replacement;
     if (previous_is_space && remove_extra_whitespaces_) {
@@ -86,10 +122,10 @@ void SentencePieceNormalizer::Normalize(std::string_view input, std::string* nor
       for (char byte : piece) {
         if (escape_whitespaces_ && byte == ' ') {
           normalized->append(kSpaceSymbol);
-          offsets->insert(offsets->end(), kSpaceSymbol.size(), consumed);
+          offsets->Append(kSpaceSymbol.size(), consumed);
         } else {
           normalized->push_back(byte);
-          offsets->push_back(consumed);
+          offsets->Append(consumed);
         }
       }
       previous_is_space = piece.back() == ' ';
@@ -102,13 +138,13 @@ void SentencePieceNormalizer::Normalize(std::string_view input, std::string* nor
     while (normalized->size() >= space.size() &&
            std::string_view(*normalized).substr(normalized->size() - space.size()) == space) {
       const size_t length = normalized->size() - space.size();
-      consumed = (*offsets)[length];
+      consumed = offsets->At(length);
       normalized->resize(length);
-      offsets->resize(length);
+      offsets->Resize(length);
     }
   }
   if (whitespace_as_suffix_ && add_dummy_prefix_) append_space();
-  offsets->push_back(consumed);
+  offsets->Append(consumed);
 }
 
 }  // namespace stamen::tokenizer

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tokenizer/charsmap.h"
+#include "tokenizer/offset_map.h"
 #include "tokenizer/piece_trie.h"
 #include "tokenizer/sentencepiece_model.h"
 
@@ -21,13 +22,19 @@ class SentencePieceNormalizer {
                                                   const PieceTrie* user_defined);
 
   // Writes the normalized text and, per normalized byte, the offset of the input byte it
-  // came from; `offsets` gets one more entry for the end.
-  void Normalize(std::string_view input, std::string* normalized, std::vector<uint32_t>* offsets) const;
+  // came from (when `offsets` is enabled); `offsets` gets one more entry for the end.
+  void Normalize(std::string_view input, std::string* normalized, OffsetMap* offsets) const;
 
  private:
   // One normalization step at the start of `input`: the replacement and the input bytes
   // it consumes.
   std::pair<std::string_view, size_t> NormalizePrefix(std::string_view input) const;
+  bool AsciiPassesThrough(char byte) const;
+
+  // Per ASCII byte: true when the byte, followed by another ASCII byte or the end, is
+  // copied unchanged (no user-defined piece or rule starts with it, except rules whose second
+  // byte is non-ASCII). Most text then skips the trie walks.
+  bool ascii_passes_through_[128] = {};
 
   Charsmap charsmap_;
   const PieceTrie* user_defined_ = nullptr;

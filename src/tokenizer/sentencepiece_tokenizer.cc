@@ -55,6 +55,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
                      Encoding* out) const {
     out->Clear();
+    buffers->offsets.Reset(with_pieces);
     normalizer_->Normalize(text, &buffers->normalized, &buffers->offsets);
     buffers->pieces.clear();
     SegmentViterbi<float>(vocabulary_.trie(), buffers->normalized, 0,
