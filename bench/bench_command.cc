@@ -9,6 +9,7 @@ void AddBenchCommand(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks (see docs/BENCHMARKS.md)");
   bench->require_subcommand(1);
   AddTokenizerBenchmark(*bench);
+  AddTokenizerBatchBenchmark(*bench);
 }
 
 }  // namespace stamen::bench

@@ -194,7 +194,64 @@ int RunTokenizerBenchmark(const TokenizerBenchmarkOptions& options) {
   return 0;
 }
 
+struct BatchBenchmarkOptions {
+  std::string model;
+  std::string input;
+  size_t lines = 10000;
+  unsigned threads = 2;
+  int repeats = 5;
+};
+
+// Times EncodeBatch over the first `lines` lines of a file with 1 thread and with `threads`
+// threads (best of `repeats`), and prints the speed-up.
+int RunBatchBenchmark(const BatchBenchmarkOptions& options) {
+  std::ifstream file(options.input, std::ios::binary);
+  if (!file) {
+    std::cerr << "stamen bench tokenizer-batch: cannot open " << options.input << "\n";
+    return 2;
+  }
+  std::vector<std::string> lines;
+  for (std::string line; lines.size() < options.lines && std::getline(file, line);) lines.push_back(line);
+  std::vector<std::string_view> texts(lines.begin(), lines.end());
+  auto loaded = tokenizer::Tokenizer::Load(options.model);
+  if (!loaded.ok()) {
+    std::cerr << "stamen bench tokenizer-batch: " << loaded.status().message() << "\n";
+    return 2;
+  }
+  std::vector<tokenizer::Encoding> outputs;
+  auto best_seconds = [&](unsigned threads) {
+    double best = 1e30;
+    for (int i = 0; i < options.repeats; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      (*loaded)->EncodeBatch(texts, tokenizer::EncodeOptions(), &outputs, threads);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+  };
+  best_seconds(options.threads);  // warm-up: scratch buffers and page faults
+  const double one = best_seconds(1);
+  const double many = best_seconds(options.threads);
+  size_t tokens = 0;
+  for (const auto& output : outputs) tokens += output.ids.size();
+  std::printf("%zu texts, %zu tokens: 1 thread %.1f ms (%.0f texts/s), %u threads %.1f ms (%.0f texts/s), "
+              "speed-up %.2fx\n",
+              texts.size(), tokens, one * 1e3, texts.size() / one, options.threads, many * 1e3,
+              texts.size() / many, one / many);
+  return 0;
+}
+
 }  // namespace
+
+void AddTokenizerBatchBenchmark(CLI::App& bench) {
+  auto options = std::make_shared<BatchBenchmarkOptions>();
+  CLI::App* command = bench.add_subcommand("tokenizer-batch", "Parallel batch encoding speed-up over one thread");
+  command->add_option("--model", options->model, "Tokenizer file or model directory")->required();
+  command->add_option("--input", options->input, "File of texts, one per line")->required();
+  command->add_option("--lines", options->lines, "Texts to encode (from the start of the file)");
+  command->add_option("--threads", options->threads, "Threads to compare with one");
+  command->add_option("--repeats", options->repeats, "Runs per setting; the fastest counts");
+  command->callback([options] { std::exit(RunBatchBenchmark(*options)); });
+}
 
 void AddTokenizerBenchmark(CLI::App& bench) {
   auto options = std::make_shared<TokenizerBenchmarkOptions>();

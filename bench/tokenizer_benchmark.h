@@ -7,5 +7,7 @@
 namespace stamen::bench {
 
 void AddTokenizerBenchmark(CLI::App& bench);
+// `stamen bench tokenizer-batch`: the batch encoder's multi-core speed-up.
+void AddTokenizerBatchBenchmark(CLI::App& bench);
 
 }  // namespace stamen::bench

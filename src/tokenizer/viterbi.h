@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -34,8 +35,8 @@ struct PieceSpan {
 
 template <typename StoredScore>
 struct ViterbiCell {
-  StoredScore score;
-  int32_t start;  // where the best piece ending here starts; -1 while unreached
+  StoredScore score;  // -infinity while unreached, so any real path replaces it
+  int32_t start;      // where the best piece ending here starts
   int32_t id;
 };
 
@@ -55,7 +56,7 @@ void SegmentViterbi(const PieceTrie& trie, std::string_view text, uint32_t begin
   if (cells.size() < length + 1) cells.resize(length + 1);
   ViterbiCell<StoredScore>* best = cells.data();
   best[0] = {0, 0, -1};
-  for (uint32_t i = 1; i <= length; ++i) best[i].start = -1;
+  for (uint32_t i = 1; i <= length; ++i) best[i].score = -std::numeric_limits<StoredScore>::infinity();
 
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data()) + begin;
   const TrieNode* root = trie.root();
@@ -75,7 +76,7 @@ void SegmentViterbi(const PieceTrie& trie, std::string_view text, uint32_t begin
       if (node->token_id < 0) continue;
       const double candidate = node->score + score_here_wide;
       ViterbiCell<StoredScore>& cell = best[position + 1];
-      if (cell.start < 0 || candidate > static_cast<double>(cell.score)) {
+      if (candidate > static_cast<double>(cell.score)) {
         cell.score = static_cast<StoredScore>(candidate);
         cell.start = static_cast<int32_t>(start);
         cell.id = node->token_id;
@@ -85,7 +86,7 @@ void SegmentViterbi(const PieceTrie& trie, std::string_view text, uint32_t begin
     if (!has_single_character_piece) {
       const StoredScore candidate = unknown_score + score_here;
       ViterbiCell<StoredScore>& cell = best[start + char_length];
-      if (cell.start < 0 || candidate > cell.score) {
+      if (candidate > cell.score) {
         cell.score = candidate;
         cell.start = static_cast<int32_t>(start);
         cell.id = unknown.id;
