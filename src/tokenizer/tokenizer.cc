@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "tokenizer/huggingface_tokenizer.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
+#include "tokenizer/worker_pool.h"
 
 namespace stamen::tokenizer {
 
@@ -75,27 +75,21 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
 void Tokenizer::EncodeBatch(std::span<const std::string_view> texts, const EncodeOptions& options,
                             std::vector<Encoding>* outputs, unsigned threads) const {
   outputs->resize(texts.size());
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<size_t>(threads, texts.size()));
+  if (texts.empty()) return;
+  WorkerPool& pool = WorkerPool::Shared();
+  if (threads == 0) threads = static_cast<unsigned>(pool.size() + 1);
   // Texts are claimed a small block at a time so long and short texts balance across threads.
   constexpr size_t kBlock = 16;
+  const size_t helpers = std::min<size_t>(threads - 1, (texts.size() + kBlock - 1) / kBlock - 1);
   std::atomic<size_t> next{0};
   auto work = [&] {
-    Scratch scratch;
+    thread_local Scratch scratch;  // kept by each pool thread between batches
     for (size_t begin = next.fetch_add(kBlock); begin < texts.size(); begin = next.fetch_add(kBlock)) {
       const size_t end = std::min(texts.size(), begin + kBlock);
       for (size_t i = begin; i < end; ++i) Encode(texts[i], options, &(*outputs)[i], &scratch);
     }
   };
-  if (threads <= 1) {
-    work();
-    return;
-  }
-  std::vector<std::thread> workers;
-  workers.reserve(threads - 1);
-  for (unsigned i = 1; i < threads; ++i) workers.emplace_back(work);
-  work();
-  for (std::thread& worker : workers) worker.join();
+  pool.Run(helpers, work);
 }
 
 }  // namespace stamen::tokenizer
