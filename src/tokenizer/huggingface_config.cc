@@ -3,6 +3,8 @@
 
 #include <simdjson.h>
 
+#include <charconv>
+
 namespace stamen::tokenizer {
 namespace {
 
@@ -76,8 +78,9 @@ Status ParseReplace(element node, ReplaceRule* rule) {
   } else if (quantifier.size() >= 4 && quantifier.front() == '{' && quantifier.substr(quantifier.size() - 2) == ",}") {
     const std::string_view digits = quantifier.substr(1, quantifier.size() - 3);
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return unsupported();
-    rule->minimum_repeats = std::stoul(std::string(digits));
-    if (rule->minimum_repeats == 0) return unsupported();
+    // Bounded so that a hostile file cannot overflow the count; real files use 1 or 2.
+    const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), rule->minimum_repeats);
+    if (parsed.ec != std::errc() || rule->minimum_repeats == 0 || rule->minimum_repeats > 1'000'000) return unsupported();
   } else {
     return unsupported();
   }

@@ -175,14 +175,27 @@ StatusOr<std::unique_ptr<Tokenizer>> HuggingFaceTokenizer::Create(HuggingFaceCon
     if (!normalized.empty()) tokenizer->normalized_matcher_.Add(static_cast<int32_t>(index), normalized);
   }
   tokenizer->config_ = std::move(config);
+  const PostProcessor& post_processor = tokenizer->config_.post_processor;
+  for (const auto* items : {&post_processor.single, &post_processor.pair}) {
+    for (const TemplateItem& item : *items) {
+      for (int32_t id : item.special_ids) {
+        if (id < 0 || static_cast<size_t>(id) >= tokenizer->VocabularySize()) {
+          return Status::Error("post_processor special token id " + std::to_string(id) + " is outside the vocabulary of " +
+                               std::to_string(tokenizer->VocabularySize()));
+        }
+      }
+    }
+  }
   return std::unique_ptr<Tokenizer>(std::move(tokenizer));
 }
 
 void HuggingFaceTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
                                          Encoding* out) const {
   out->Clear();
-  // Text reaching Hugging Face is a Rust string: invalid bytes arrive as U+FFFD.
-  if (utf8::ReplaceInvalid(text, &buffers->valid_text)) text = buffers->valid_text;
+  // Text reaching Hugging Face is a Rust string: invalid bytes arrive as U+FFFD. Offsets
+  // are computed in that text and mapped back to the caller's bytes at the end.
+  const bool replaced = utf8::ReplaceInvalid(text, &buffers->valid_text, with_pieces ? &buffers->valid_text_origins : nullptr);
+  if (replaced) text = buffers->valid_text;
   buffers->segments.clear();
   buffers->words.clear();
   buffers->offsets.Reset(with_pieces);
@@ -237,6 +250,12 @@ void HuggingFaceTokenizer::EncodeContent(std::string_view text, bool with_pieces
     vocabulary_.AppendPieces(buffers->words, buffers->word_offsets.data(), buffers->pieces, with_pieces, out);
   }
   out->type_ids.assign(out->ids.size(), 0);
+  if (replaced && with_pieces) {
+    for (auto& [begin, end] : out->offsets) {
+      begin = buffers->valid_text_origins[begin];
+      end = buffers->valid_text_origins[end];
+    }
+  }
 }
 
 void HuggingFaceTokenizer::PreTokenize(uint32_t begin, uint32_t end, bool at_text_start,

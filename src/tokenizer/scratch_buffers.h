@@ -28,6 +28,7 @@ struct Word {
 
 struct Scratch::Buffers {
   std::string valid_text;  // the input with invalid UTF-8 replaced, when it had any
+  std::vector<uint32_t> valid_text_origins;  // input offset of each byte of valid_text
   std::string normalized;
   OffsetMap offsets;  // input offset of each normalized byte
   std::string work;

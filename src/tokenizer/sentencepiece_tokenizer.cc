@@ -3,6 +3,7 @@
 #include "tokenizer/sentencepiece_tokenizer.h"
 
 #include <cfloat>
+#include <charconv>
 #include <optional>
 #include <unordered_set>
 
@@ -15,6 +16,14 @@ namespace stamen::tokenizer {
 namespace {
 
 constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";
+
+// The byte a `<0xHH>` piece stands for, or -1 when the piece has another form.
+int ByteOfPiece(std::string_view piece) {
+  int value = -1;
+  if (piece.size() != 6 || !piece.starts_with("<0x") || piece.back() != '>') return -1;
+  const auto parsed = std::from_chars(piece.data() + 3, piece.data() + 5, value, 16);
+  return parsed.ec == std::errc() && parsed.ptr == piece.data() + 5 ? value : -1;
+}
 
 class SentencePieceTokenizer final : public Tokenizer {
  public:
@@ -95,8 +104,9 @@ StatusOr<std::unique_ptr<Tokenizer>> SentencePieceTokenizer::Create(SentencePiec
     }
     if (piece.type == PieceType::kUnknown) unknown_id = static_cast<int32_t>(id);
     if (piece.type == PieceType::kUserDefined) has_user_defined = true;
-    if (piece.type == PieceType::kByte && !model.byte_fallback) {
-      return Status::Error("byte piece " + piece.text + " found although byte_fallback is off");
+    if (piece.type == PieceType::kByte) {
+      if (!model.byte_fallback) return Status::Error("byte piece " + piece.text + " found although byte_fallback is off");
+      if (ByteOfPiece(piece.text) < 0) return Status::Error("byte piece \"" + piece.text + "\" is not of the form <0xHH>");
     }
   }
   if (unknown_id < 0) return Status::Error("the model defines no unknown piece (<unk>)");
@@ -161,7 +171,7 @@ std::string SentencePieceTokenizer::Decode(std::span<const int32_t> ids, bool sk
         text += model_.unk_surface;
         break;
       case PieceType::kByte:
-        text.push_back(static_cast<char>(std::stoi(piece.text.substr(3, 2), nullptr, 16)));
+        text.push_back(static_cast<char>(ByteOfPiece(piece.text)));
         break;
       default:
         for (size_t i = 0; i < piece.text.size();) {

@@ -34,7 +34,7 @@ size_t MaximalSubpart(std::string_view text, size_t position) {
 
 }  // namespace
 
-bool ReplaceInvalid(std::string_view text, std::string* out) {
+bool ReplaceInvalid(std::string_view text, std::string* out, std::vector<uint32_t>* origins) {
   size_t position = 0;
   while (position < text.size()) {
     const Decoded decoded = Decode(text, position);
@@ -43,16 +43,26 @@ bool ReplaceInvalid(std::string_view text, std::string* out) {
   }
   if (position == text.size()) return false;
   out->assign(text.substr(0, position));
+  if (origins != nullptr) {
+    origins->clear();
+    for (uint32_t i = 0; i < position; ++i) origins->push_back(i);
+  }
+  auto note_origins = [&](size_t count, size_t origin) {
+    if (origins != nullptr) origins->insert(origins->end(), count, static_cast<uint32_t>(origin));
+  };
   while (position < text.size()) {
     const Decoded decoded = Decode(text, position);
     if (decoded.valid) {
       out->append(text.substr(position, decoded.length));
+      for (size_t i = 0; i < decoded.length; ++i) note_origins(1, position + i);
       position += decoded.length;
     } else {
       out->append(kReplacementUtf8);
+      note_origins(kReplacementUtf8.size(), position);
       position += MaximalSubpart(text, position);
     }
   }
+  note_origins(1, text.size());
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stamen::tokenizer::utf8 {
 
@@ -83,7 +84,8 @@ inline bool IsWhitespace(char32_t c) {
 
 // Replaces every invalid sequence by U+FFFD, one per maximal invalid subpart, as Python's
 // `bytes.decode("utf-8", "replace")` and Rust's `String::from_utf8_lossy` do. Returns false
-// (and leaves `out` untouched) when `text` is already valid.
-bool ReplaceInvalid(std::string_view text, std::string* out);
+// (and leaves `out` untouched) when `text` is already valid. With `origins`, also records
+// for each byte of `out` the offset in `text` it came from, plus one entry for the end.
+bool ReplaceInvalid(std::string_view text, std::string* out, std::vector<uint32_t>* origins = nullptr);
 
 }  // namespace stamen::tokenizer::utf8
