@@ -17,6 +17,7 @@ DEBIAN_PACKAGES=(
   libsentencepiece-dev sentencepiece
   # libraries the code links
   libsimdjson-dev libcli11-dev libspdlog-dev libfmt-dev
+  libdnnl-dev  # oneDNN: the CPU GEMM of src/engine
   # tooling: callgrind, libFuzzer (fuzz preset)
   valgrind clang-14 libclang-rt-14-dev
 )

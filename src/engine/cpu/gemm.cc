@@ -1,0 +1,101 @@
+// Dense layers on the CPU with oneDNN's matmul. One primitive per (n, k, bias, options),
+// created on first use with the row count m left as a runtime dimension, so a ragged batch
+// of any token count reuses it (creating a primitive costs far more than a small gemm).
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "engine/cpu/kernels.h"
+
+namespace stamen::engine::cpu {
+namespace {
+
+using Key = std::tuple<int64_t, int64_t, bool, bool, ops::Activation>;
+
+dnnl::algorithm EltwiseAlgorithm(ops::Activation activation) {
+  switch (activation) {
+    case ops::Activation::kGeluErf: return dnnl::algorithm::eltwise_gelu_erf;
+    case ops::Activation::kGeluTanh: return dnnl::algorithm::eltwise_gelu_tanh;
+    case ops::Activation::kRelu: return dnnl::algorithm::eltwise_relu;
+    case ops::Activation::kSilu: return dnnl::algorithm::eltwise_swish;
+    case ops::Activation::kTanh: return dnnl::algorithm::eltwise_tanh;
+    case ops::Activation::kIdentity: break;
+  }
+  return dnnl::algorithm::undef;
+}
+
+class MatmulCache {
+ public:
+  static MatmulCache& Get() {
+    static MatmulCache cache;
+    return cache;
+  }
+  dnnl::engine& engine() { return engine_; }
+
+  // The primitive for `key`, created on first use; throws dnnl::error.
+  const dnnl::matmul& Find(const Key& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = primitives_.find(key);
+    if (it != primitives_.end()) return it->second;
+    const auto [n, k, has_bias, accumulate, activation] = key;
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    const dnnl::memory::desc source({DNNL_RUNTIME_DIM_VAL, k}, f32, tag::ab);
+    const dnnl::memory::desc weights({k, n}, f32, tag::ba);  // [n, k] row-major is Wᵀ in "ba"
+    const dnnl::memory::desc bias({1, n}, f32, tag::ab);
+    const dnnl::memory::desc destination({DNNL_RUNTIME_DIM_VAL, n}, f32, tag::ab);
+    dnnl::post_ops post_ops;
+    if (accumulate) post_ops.append_sum(1.0f);
+    if (activation != ops::Activation::kIdentity) {
+      const float alpha = activation == ops::Activation::kSilu ? 1.0f : 0.0f;  // swish(x) = x·σ(αx)
+      post_ops.append_eltwise(1.0f, EltwiseAlgorithm(activation), alpha, 0.0f);
+    }
+    dnnl::primitive_attr attributes;
+    attributes.set_post_ops(post_ops);
+    const auto descriptor = has_bias ? dnnl::matmul::desc(source, weights, bias, destination)
+                                     : dnnl::matmul::desc(source, weights, destination);
+    return primitives_.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(descriptor, attributes, engine_)))
+        .first->second;
+  }
+
+ private:
+  MatmulCache() : engine_(dnnl::engine::kind::cpu, 0) {}
+  std::mutex mutex_;
+  dnnl::engine engine_;
+  std::map<Key, dnnl::matmul> primitives_;
+};
+
+}  // namespace
+
+Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
+            const ops::GemmOptions& options) {
+  const int64_t m = input.dim(0);
+  const int64_t k = input.dim(1);
+  const int64_t n = weight.dim(0);
+  if (m == 0 || n == 0) return Status();
+  try {
+    MatmulCache& cache = MatmulCache::Get();
+    const dnnl::matmul& matmul = cache.Find(Key{n, k, !bias.empty(), options.accumulate, options.activation});
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    dnnl::engine& engine = cache.engine();
+    dnnl::memory source({{m, k}, f32, tag::ab}, engine, input.raw_data());
+    dnnl::memory weights({{k, n}, f32, tag::ba}, engine, weight.raw_data());
+    dnnl::memory destination({{m, n}, f32, tag::ab}, engine, output.raw_data());
+    std::unordered_map<int, dnnl::memory> arguments = {
+        {DNNL_ARG_SRC, source}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, destination}};
+    if (!bias.empty()) arguments.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, n}, f32, tag::ab}, engine, bias.raw_data()));
+    dnnl::stream stream(engine);
+    matmul.execute(stream, arguments);
+    stream.wait();
+  } catch (const dnnl::error& error) {
+    return Status::Error("gemm [" + std::to_string(m) + ", " + std::to_string(k) + "] x [" + std::to_string(n) +
+                         ", " + std::to_string(k) + "]ᵀ failed in oneDNN: " + error.what());
+  }
+  return Status();
+}
+
+}  // namespace stamen::engine::cpu

@@ -1,0 +1,34 @@
+// The CPU backend: one function per op, called by the op's device-independent part after
+// it has checked dtypes, shapes and devices (so these only compute).
+#pragma once
+
+#include "engine/ops/activation.h"
+#include "engine/ops/attention.h"
+#include "engine/ops/gemm.h"
+#include "engine/ops/pooling.h"
+#include "engine/status.h"
+#include "engine/tensor.h"
+
+namespace stamen::engine::cpu {
+
+void Convert(const Tensor& input, Tensor& output);
+// Fails only if oneDNN does (an unsupported shape or out of memory).
+Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
+            const ops::GemmOptions& options);
+void Activate(ops::Activation activation, const Tensor& input, Tensor& output);
+void SiluMul(const Tensor& gate_up, Tensor& output);
+void LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
+               Tensor& output);
+void RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output);
+void RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
+                  float eps);
+void RopeTable(const Tensor& positions, double base, Tensor& table);
+void ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
+// Fails on an id outside the table.
+Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate);
+void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, bool causal,
+               Tensor& output);
+void Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
+void L2Normalize(const Tensor& input, Tensor& output);
+
+}  // namespace stamen::engine::cpu

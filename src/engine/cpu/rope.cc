@@ -1,0 +1,45 @@
+// Rotary embedding on the CPU. Angles follow transformers' fp32 arithmetic (inverse
+// frequencies and position · frequency in fp32), so tables match its cos/sin to rounding.
+#include <cmath>
+
+#include "engine/cpu/kernels.h"
+
+namespace stamen::engine::cpu {
+
+void RopeTable(const Tensor& positions, double base, Tensor& table) {
+  const int64_t d = table.dim(1);
+  const int64_t half = d / 2;
+  for (int64_t t = 0; t < table.dim(0); ++t) {
+    const float position = static_cast<float>(positions.data<int32_t>()[t]);
+    float* row = table.data<float>() + t * d;
+    for (int64_t i = 0; i < half; ++i) {
+      const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
+      const float inverse_frequency = 1.0f / std::pow(static_cast<float>(base), exponent);
+      const float angle = position * inverse_frequency;
+      row[i] = static_cast<float>(std::cos(static_cast<double>(angle)));
+      row[half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+    }
+  }
+}
+
+void ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table) {
+  const int64_t d = layout.head_dim;
+  const int64_t half = d / 2;
+  for (int64_t t = 0; t < qkv.dim(0); ++t) {
+    const float* cos = table.data<float>() + t * d;
+    const float* sin = cos + half;
+    float* row = qkv.data<float>() + t * layout.row_size();
+    // x' = x·cos + rotate_half(x)·sin, rotate_half(x) = (-x[half:], x[:half]).
+    for (int64_t h = 0; h < layout.num_heads + layout.num_kv_heads; ++h) {
+      float* x = row + h * d;
+      for (int64_t i = 0; i < half; ++i) {
+        const float first = x[i];
+        const float second = x[half + i];
+        x[i] = first * cos[i] - second * sin[i];
+        x[half + i] = second * cos[i] + first * sin[i];
+      }
+    }
+  }
+}
+
+}  // namespace stamen::engine::cpu

@@ -1,0 +1,138 @@
+// Engine: loads a model folder, validates each batch on the host, runs the model, then pools,
+// truncates and normalises (or applies the classification head) into the step's result.
+#include "engine/engine.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include <omp.h>
+
+#include "engine/models/model.h"
+#include "engine/ops/attention.h"
+#include "engine/ops/pooling.h"
+#include "engine/weight_store.h"
+
+namespace stamen::engine {
+
+Status LazyResult::Wait() { return status_; }
+
+std::span<const float> LazyResult::Row(int64_t row) const {
+  if (values_.empty() || row < 0 || row >= values_.dim(0)) return {};
+  const int64_t columns = values_.dim(1);
+  return {values_.data<float>() + row * columns, static_cast<size_t>(columns)};
+}
+
+Engine::~Engine() = default;
+
+StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, const EngineOptions& options) {
+  std::unique_ptr<Engine> engine(new Engine());
+  if (options.num_threads < 0) return Status::Error("num_threads must not be negative");
+  engine->num_threads_ = options.num_threads;
+  auto config = ReadModelConfig((std::filesystem::path(model_dir) / "config.json").string());
+  if (!config.ok()) return config.status();
+  engine->config_ = std::move(config.value());
+  const bool decoder = engine->config_.family == ModelFamily::kQwen2 || engine->config_.family == ModelFamily::kQwen3;
+  if (options.causal.has_value()) {
+    if (!decoder) return Status::Error("causal attention can only be chosen for decoder models, not " + engine->config_.architecture);
+    engine->config_.causal = *options.causal;
+  }
+  auto sentence_transformers = ReadSentenceTransformersConfig(model_dir);
+  if (!sentence_transformers.ok()) return sentence_transformers.status();
+  engine->sentence_transformers_ = std::move(sentence_transformers.value());
+  engine->default_pooling_ = engine->sentence_transformers_.pooling;
+  if (!engine->default_pooling_.has_value() && decoder) {
+    engine->default_pooling_ = engine->config_.causal ? ops::PoolingMode::kLastToken : ops::PoolingMode::kMean;
+  }
+  auto weights = WeightStore::OpenDirectory(model_dir);
+  if (!weights.ok()) return weights.status();
+  auto model = decoder ? LoadQwenModel(engine->config_, *weights) : LoadBertModel(engine->config_, *weights);
+  if (!model.ok()) return model.status();
+  engine->model_ = std::move(model.value());
+  return engine;
+}
+
+Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops::PoolingMode* pooling) const {
+  if (batch.cu_seqlens.size() < 2) return Status::Error("a batch needs at least one sequence");
+  STAMEN_RETURN_IF_ERROR(ops::ValidateCuSeqlens(batch.cu_seqlens, static_cast<int64_t>(batch.token_ids.size()),
+                                                /*allow_empty=*/false));
+  if (!batch.token_type_ids.empty() && batch.token_type_ids.size() != batch.token_ids.size()) {
+    return Status::Error("token_type_ids has " + std::to_string(batch.token_type_ids.size()) + " entries for " +
+                         std::to_string(batch.token_ids.size()) + " tokens");
+  }
+  if (!batch.token_type_ids.empty() && config_.type_vocab_size == 0) {
+    return Status::Error(config_.architecture + " takes no token type ids");
+  }
+  switch (options.output) {
+    case StepOutput::kScores:
+      if (config_.head != ModelHead::kSequenceClassification) {
+        return Status::Error(config_.architecture + " has no classification head: it gives embeddings, not scores");
+      }
+      break;
+    case StepOutput::kEmbeddings: {
+      const std::optional<ops::PoolingMode> chosen = options.pooling.has_value() ? options.pooling : default_pooling_;
+      if (!chosen.has_value()) {
+        return Status::Error("the model folder has no sentence-transformers pooling config: choose a pooling mode");
+      }
+      *pooling = *chosen;
+      if (options.dimensions < 0 || options.dimensions > config_.hidden_size) {
+        return Status::Error("dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
+                             std::to_string(config_.hidden_size));
+      }
+      break;
+    }
+    case StepOutput::kTokenEmbeddings:
+      break;
+  }
+  return Status();
+}
+
+StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options) {
+  ops::PoolingMode pooling = ops::PoolingMode::kCls;
+  STAMEN_RETURN_IF_ERROR(ValidateBatch(batch, options, &pooling));
+  // OpenMP's thread count is per calling thread, so each engine's driver thread sets its own.
+  if (num_threads_ > 0) omp_set_num_threads(num_threads_);
+  const int64_t tokens = static_cast<int64_t>(batch.token_ids.size());
+  const int64_t sequences = static_cast<int64_t>(batch.cu_seqlens.size()) - 1;
+  // The model only reads the batch: views of the caller's memory need no staging copy on the CPU.
+  ModelInput input;
+  input.token_ids = Tensor::Wrap(const_cast<int32_t*>(batch.token_ids.data()), DataType::kI32, {tokens});
+  if (!batch.token_type_ids.empty()) {
+    input.token_type_ids = Tensor::Wrap(const_cast<int32_t*>(batch.token_type_ids.data()), DataType::kI32, {tokens});
+  }
+  input.cu_seqlens = Tensor::Wrap(const_cast<int32_t*>(batch.cu_seqlens.data()), DataType::kI32, {sequences + 1});
+  input.cu_seqlens_host = batch.cu_seqlens;
+
+  auto hidden = model_->Forward(input);
+  if (!hidden.ok()) return hidden.status();
+  LazyResult result;
+  switch (options.output) {
+    case StepOutput::kTokenEmbeddings: {
+      auto values = Tensor::Allocate(DataType::kF32, hidden->shape());
+      if (!values.ok()) return values.status();
+      std::memcpy(values->raw_data(), hidden->raw_data(), hidden->NumBytes());
+      result.values_ = std::move(values.value());
+      break;
+    }
+    case StepOutput::kScores: {
+      auto logits = model_->Classify(input, *hidden);
+      if (!logits.ok()) return logits.status();
+      auto values = Tensor::Allocate(DataType::kF32, logits->shape());
+      if (!values.ok()) return values.status();
+      std::memcpy(values->raw_data(), logits->raw_data(), logits->NumBytes());
+      result.values_ = std::move(values.value());
+      break;
+    }
+    case StepOutput::kEmbeddings: {
+      const int64_t width = options.dimensions > 0 ? options.dimensions : config_.hidden_size;
+      auto values = Tensor::Allocate(DataType::kF32, {sequences, width});
+      if (!values.ok()) return values.status();
+      STAMEN_RETURN_IF_ERROR(ops::Pool(*hidden, input.cu_seqlens, pooling, *values));
+      if (options.normalize) STAMEN_RETURN_IF_ERROR(ops::L2Normalize(*values, *values));
+      result.values_ = std::move(values.value());
+      break;
+    }
+  }
+  return result;
+}
+
+}  // namespace stamen::engine

@@ -1,0 +1,68 @@
+// The model description a Hugging Face folder carries: config.json (architecture and shapes)
+// and the sentence-transformers files (pooling, normalisation, prompts, maximum length).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/ops/activation.h"
+#include "engine/ops/pooling.h"
+#include "engine/status.h"
+
+namespace stamen::engine {
+
+// Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family.
+enum class ModelFamily { kBert, kRoberta, kQwen2, kQwen3 };
+enum class ModelHead { kNone, kSequenceClassification };
+
+struct ModelConfig {
+  std::string architecture;  // as config.json names it, e.g. "XLMRobertaForSequenceClassification"
+  std::string model_type;
+  ModelFamily family = ModelFamily::kBert;
+  ModelHead head = ModelHead::kNone;
+  int64_t hidden_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  // = num_attention_heads unless grouped-query
+  int64_t head_dim = 0;             // = hidden_size / num_attention_heads unless given
+  int64_t intermediate_size = 0;
+  ops::Activation hidden_act = ops::Activation::kGeluErf;
+  double norm_eps = 1e-12;  // layer_norm_eps (encoders) or rms_norm_eps (decoders)
+  int64_t max_position_embeddings = 0;
+  int64_t type_vocab_size = 0;  // 0 for decoders
+  int64_t vocab_size = 0;
+  std::optional<int64_t> pad_token_id;
+  double rope_theta = 10000.0;
+  // Decoders attend causally unless config.json says "is_causal": false (bidirectional
+  // fine-tunes); encoders are always bidirectional.
+  bool causal = false;
+  int64_t num_labels = 0;            // classification heads only
+  std::vector<std::string> id2label;  // num_labels names, "LABEL_i" when not given
+};
+
+// The architectures a model folder may name, in the order error messages list them.
+const std::vector<std::string>& SupportedArchitectures();
+
+// Reads config.json; errors name the file and the key, and an unsupported architecture lists
+// the supported ones.
+StatusOr<ModelConfig> ReadModelConfig(const std::string& path);
+
+// What sentence-transformers adds to a model folder (all optional).
+struct SentenceTransformersConfig {
+  bool has_modules = false;                 // modules.json exists
+  std::optional<ops::PoolingMode> pooling;  // from the Pooling module's config.json
+  bool include_prompt = true;               // pooling counts the prompt's tokens
+  bool normalize = false;                   // a Normalize module follows pooling
+  std::map<std::string, std::string> prompts;
+  std::string default_prompt_name;  // empty when none
+  int64_t max_seq_length = 0;       // 0 when not given
+};
+
+// Reads modules.json, the Pooling module's config, config_sentence_transformers.json and
+// sentence_*_config.json from `model_dir`; a folder without them gives the defaults.
+StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& model_dir);
+
+}  // namespace stamen::engine

@@ -1,0 +1,58 @@
+// Shared model plumbing: workspace growth and weight loading helpers.
+#include "engine/models/model.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace stamen::engine {
+
+StatusOr<Tensor> Workspace::Get(size_t slot, DataType type, const Shape& shape) {
+  if (slot >= buffers_.size()) buffers_.resize(slot + 1);
+  Tensor& buffer = buffers_[slot];
+  const size_t needed = static_cast<size_t>(shape.NumElements()) * ElementSize(type);
+  if (buffer.empty() || buffer.NumBytes() < needed) {
+    // Grow by half again so a slowly rising token count reallocates O(log) times.
+    const int64_t bytes = static_cast<int64_t>(std::max(needed, buffer.NumBytes() * 3 / 2));
+    auto grown = Tensor::Allocate(DataType::kI32, Shape{(bytes + 3) / 4});
+    if (!grown.ok()) return grown.status();
+    buffer = std::move(grown.value());
+  }
+  // Reinterpret the byte buffer at the requested type: every dtype divides 64-byte alignment.
+  Tensor typed = Tensor::Wrap(buffer.raw_data(), type, shape, buffer.device(), nullptr);
+  return typed;
+}
+
+StatusOr<Tensor> Model::Classify(const ModelInput& input, const Tensor& hidden) {
+  return Status::Error("this model has no classification head");
+}
+
+namespace model_weights {
+
+StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std::string> candidates,
+                                 const std::string& probe) {
+  for (const std::string& prefix : candidates) {
+    if (weights.Contains(prefix + probe)) return prefix;
+  }
+  std::string tried;
+  for (const std::string& prefix : candidates) tried += (tried.empty() ? "'" : ", '") + prefix + probe + "'";
+  return Status::Error("weights have no tensor " + tried);
+}
+
+StatusOr<Tensor> LoadStacked(const WeightStore& weights, std::span<const std::string> names,
+                             std::span<const int64_t> rows, int64_t columns) {
+  int64_t total_rows = 0;
+  for (int64_t count : rows) total_rows += count;
+  auto stacked = Tensor::Allocate(DataType::kF32, columns > 0 ? Shape{total_rows, columns} : Shape{total_rows});
+  if (!stacked.ok()) return stacked.status();
+  auto* target = stacked->data<float>();
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto part = weights.Load(names[i], columns > 0 ? Shape{rows[i], columns} : Shape{rows[i]});
+    if (!part.ok()) return part.status();
+    std::memcpy(target, part->raw_data(), part->NumBytes());
+    target += part->NumElements();
+  }
+  return stacked;
+}
+
+}  // namespace model_weights
+}  // namespace stamen::engine

@@ -1,0 +1,67 @@
+// The interface every model family implements, the ragged input it receives, and the
+// workspace of reusable activation buffers. Models call ops only; they hold no device code.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/status.h"
+#include "engine/tensor.h"
+#include "engine/weight_store.h"
+
+namespace stamen::engine {
+
+// One step's batch, already validated by the engine: token ids and token types are in range
+// for the embedding tables only after the gather checks them.
+struct ModelInput {
+  Tensor token_ids;                      // I32 [T]
+  Tensor token_type_ids;                 // I32 [T], or empty for all zeros
+  Tensor cu_seqlens;                     // I32 [S + 1], no empty sequence
+  std::span<const int32_t> cu_seqlens_host;  // the same boundaries, readable on the host
+};
+
+// Activation buffers that grow to the largest step seen and are then reused, so steady-state
+// steps allocate nothing. Each slot is one buffer; a view is valid until the slot is asked
+// for again with a larger size.
+class Workspace {
+ public:
+  StatusOr<Tensor> Get(size_t slot, DataType type, const Shape& shape);
+
+ private:
+  std::vector<Tensor> buffers_;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // The last hidden state [T, hidden] (after the final norm for decoders); a view into the
+  // model's workspace, valid until the next call.
+  virtual StatusOr<Tensor> Forward(const ModelInput& input) = 0;
+  // Classification logits [S, num_labels] from Forward's result; only for models with a head.
+  virtual StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden);
+};
+
+// BERT, RoBERTa and XLM-RoBERTa encoders, with or without a sequence-classification head.
+StatusOr<std::unique_ptr<Model>> LoadBertModel(const ModelConfig& config, const WeightStore& weights);
+// Qwen2 and Qwen3 decoders used as embedding models.
+StatusOr<std::unique_ptr<Model>> LoadQwenModel(const ModelConfig& config, const WeightStore& weights);
+
+// Weight loading helpers shared by the families.
+namespace model_weights {
+
+// The first of `candidates` (e.g. "", "bert.") for which `probe` names a tensor; errors
+// name the probe and the file.
+StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std::string> candidates,
+                                 const std::string& probe);
+// Loads each of `names` (each [rows_i, columns], or [rows_i] when columns is 0) and stacks
+// them along axis 0: fused q|k|v or gate|up projections run as one gemm.
+StatusOr<Tensor> LoadStacked(const WeightStore& weights, std::span<const std::string> names,
+                             std::span<const int64_t> rows, int64_t columns);
+
+}  // namespace model_weights
+}  // namespace stamen::engine

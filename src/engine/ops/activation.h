@@ -1,0 +1,25 @@
+// Elementwise activations (standalone, or fused into gemm) and SwiGLU's silu(gate) · up.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "engine/status.h"
+#include "engine/tensor.h"
+
+namespace stamen::engine::ops {
+
+enum class Activation { kIdentity, kGeluErf, kGeluTanh, kRelu, kSilu, kTanh };
+
+// The activation a config's `hidden_act` names ("gelu" is the exact erf form, as in
+// transformers' ACT2FN); nullopt when unknown.
+std::optional<Activation> ActivationFromName(std::string_view name);
+
+// output = f(input), F32, same shape; `output` may be `input`.
+Status Activate(Activation activation, const Tensor& input, Tensor& output);
+
+// output[t, j] = silu(gate_up[t, j]) · gate_up[t, n + j] for gate_up [T, 2n], output [T, n]:
+// the gate and up projections run as one gemm whose halves this op combines.
+Status SiluMul(const Tensor& gate_up, Tensor& output);
+
+}  // namespace stamen::engine::ops

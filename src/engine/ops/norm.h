@@ -1,0 +1,24 @@
+// Normalisations over the last axis: LayerNorm (BERT, XLM-R) and RMSNorm (Qwen), plus
+// Qwen3's per-head RMSNorm of queries and keys inside a packed qkv tensor.
+#pragma once
+
+#include "engine/ops/attention.h"
+#include "engine/status.h"
+#include "engine/tensor.h"
+
+namespace stamen::engine::ops {
+
+// output = (x - mean(x)) / sqrt(var(x) + eps) · gamma + beta, x = input + residual (residual
+// may be empty), per row of [rows, n]; F32. `output` may be `input` or `residual`.
+Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
+                 Tensor& output);
+
+// output = x / sqrt(mean(x²) + eps) · weight per row of [rows, n]; F32; `output` may be `input`.
+Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output);
+
+// In place, RMSNorm of every query head with `query_weight` [head_dim] and every key head
+// with `key_weight` [head_dim] in `qkv` packed as `layout` describes (values untouched).
+Status RmsNormHeads(Tensor& qkv, const QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
+                    float eps);
+
+}  // namespace stamen::engine::ops

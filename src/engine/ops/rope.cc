@@ -1,0 +1,36 @@
+// Rotary embedding: argument checks and device dispatch.
+#include "engine/ops/rope.h"
+
+#include "engine/cpu/kernels.h"
+#include "engine/ops/checks.h"
+
+namespace stamen::engine::ops {
+
+Status RopeTable(const Tensor& positions, double base, Tensor& table) {
+  STAMEN_RETURN_IF_ERROR(internal::Expect("rope_table", "positions", positions, DataType::kI32, 1));
+  STAMEN_RETURN_IF_ERROR(internal::Expect("rope_table", "table", table, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("rope_table", "table", table, 0, positions.dim(0)));
+  if (table.dim(1) % 2 != 0 || !(base > 0)) return Status::Error("rope_table: odd head_dim or base <= 0");
+  STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("rope_table", {&positions, &table}));
+  if (table.device() == Device::kCpu) {
+    cpu::RopeTable(positions, base, table);
+    return Status();
+  }
+  return internal::DeviceNotBuilt("rope_table", table.device());
+}
+
+Status ApplyRope(Tensor& qkv, const QkvLayout& layout, const Tensor& table) {
+  STAMEN_RETURN_IF_ERROR(internal::Expect("apply_rope", "qkv", qkv, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("apply_rope", "qkv", qkv, 1, layout.row_size()));
+  STAMEN_RETURN_IF_ERROR(internal::Expect("apply_rope", "table", table, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("apply_rope", "table", table, 0, qkv.dim(0)));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("apply_rope", "table", table, 1, layout.head_dim));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("apply_rope", {&qkv, &table}));
+  if (qkv.device() == Device::kCpu) {
+    cpu::ApplyRope(qkv, layout, table);
+    return Status();
+  }
+  return internal::DeviceNotBuilt("apply_rope", qkv.device());
+}
+
+}  // namespace stamen::engine::ops

@@ -1,0 +1,19 @@
+// Rotary position embedding in the rotate-half convention of Hugging Face Llama/Qwen: for
+// frequency i < d/2, the pair (x[i], x[i + d/2]) turns by angle position · base^(-2i/d).
+#pragma once
+
+#include "engine/ops/attention.h"
+#include "engine/status.h"
+#include "engine/tensor.h"
+
+namespace stamen::engine::ops {
+
+// table [T, head_dim]: cos of each angle in columns [0, d/2), sin in [d/2, d), for
+// positions I32 [T]. Computed once per step and shared by every layer.
+Status RopeTable(const Tensor& positions, double base, Tensor& table);
+
+// In place, rotates every query and key head of `qkv` (packed as `layout`) by its token's
+// row of `table`; value heads are untouched.
+Status ApplyRope(Tensor& qkv, const QkvLayout& layout, const Tensor& table);
+
+}  // namespace stamen::engine::ops

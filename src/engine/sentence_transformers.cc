@@ -1,0 +1,131 @@
+// Reads the sentence-transformers files of a model folder: which modules run after the
+// transformer (Pooling, Normalize), the pooling mode in its old (booleans) and new
+// ("pooling_mode") spelling, prompts, and the maximum sequence length.
+#include <filesystem>
+#include <string_view>
+
+#include "engine/json_document.h"
+#include "engine/model_config.h"
+
+namespace stamen::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The last component of a dotted Python class path: "sentence_transformers.models.Pooling" → "Pooling".
+std::string_view ClassName(std::string_view type) {
+  const size_t dot = type.rfind('.');
+  return dot == std::string_view::npos ? type : type.substr(dot + 1);
+}
+
+Status ReadPooling(const std::string& path, SentenceTransformersConfig* config) {
+  auto document = JsonDocument::Load(path);
+  if (!document.ok()) return document.status();
+  const JsonObject root = document.value()->root();
+  STAMEN_RETURN_IF_ERROR(root.Optional("include_prompt", &config->include_prompt));
+  if (root.Has("pooling_mode")) {
+    std::string mode;
+    STAMEN_RETURN_IF_ERROR(root.Optional("pooling_mode", &mode));
+    config->pooling = ops::PoolingModeFromName(mode);
+    if (!config->pooling.has_value()) return root.Error("pooling_mode", "names unsupported mode '" + mode + "'");
+    return Status();
+  }
+  struct Flag {
+    std::string_view key;
+    std::optional<ops::PoolingMode> mode;  // unset: a mode we do not implement
+  };
+  constexpr Flag kFlags[] = {
+      {"pooling_mode_cls_token", ops::PoolingMode::kCls},
+      {"pooling_mode_mean_tokens", ops::PoolingMode::kMean},
+      {"pooling_mode_max_tokens", ops::PoolingMode::kMax},
+      {"pooling_mode_lasttoken", ops::PoolingMode::kLastToken},
+      {"pooling_mode_mean_sqrt_len_tokens", std::nullopt},
+      {"pooling_mode_weightedmean_tokens", std::nullopt},
+  };
+  for (const Flag& flag : kFlags) {
+    bool enabled = false;
+    STAMEN_RETURN_IF_ERROR(root.Optional(flag.key, &enabled));
+    if (!enabled) continue;
+    if (!flag.mode.has_value()) return root.Error(flag.key, "selects a pooling mode that is not supported");
+    if (config->pooling.has_value()) {
+      return root.Error(flag.key, "combines several pooling modes (concatenated vectors are not supported)");
+    }
+    config->pooling = flag.mode;
+  }
+  if (!config->pooling.has_value()) return Status::Error(path + ": no pooling mode is enabled");
+  return Status();
+}
+
+Status ReadModules(const fs::path& folder, SentenceTransformersConfig* config) {
+  const std::string path = (folder / "modules.json").string();
+  simdjson::dom::parser parser;
+  simdjson::padded_string json;
+  if (simdjson::padded_string::load(path).get(json) != simdjson::SUCCESS) return Status::Error("cannot read " + path);
+  simdjson::dom::array modules;
+  if (parser.parse(json).get(modules) != simdjson::SUCCESS) return Status::Error(path + ": not a JSON list");
+  config->has_modules = true;
+  for (simdjson::dom::element module : modules) {
+    std::string_view type;
+    std::string_view module_path;
+    if (module["type"].get(type) != simdjson::SUCCESS) return Status::Error(path + ": a module has no \"type\"");
+    if (module["path"].get(module_path) != simdjson::SUCCESS) module_path = "";
+    const std::string_view name = ClassName(type);
+    if (name == "Transformer") continue;
+    if (name == "Normalize") {
+      config->normalize = true;
+    } else if (name == "Pooling") {
+      if (module_path.find("..") != std::string_view::npos) {
+        return Status::Error(path + ": module path '" + std::string(module_path) + "' leaves the model folder");
+      }
+      STAMEN_RETURN_IF_ERROR(ReadPooling((folder / module_path / "config.json").string(), config));
+    } else {
+      return Status::Error(path + ": module type '" + std::string(type) +
+                           "' is not supported (supported: Transformer, Pooling, Normalize)");
+    }
+  }
+  return Status();
+}
+
+Status ReadPrompts(const std::string& path, SentenceTransformersConfig* config) {
+  auto document = JsonDocument::Load(path);
+  if (!document.ok()) return document.status();
+  const JsonObject root = document.value()->root();
+  JsonObject prompts = root;
+  bool has_prompts = false;
+  STAMEN_RETURN_IF_ERROR(root.OptionalObject("prompts", &prompts, &has_prompts));
+  if (has_prompts) {
+    for (auto [name, value] : prompts.raw()) {
+      std::string_view text;
+      if (value.get(text) != simdjson::SUCCESS) return prompts.Error(name, "in \"prompts\" must be a string");
+      config->prompts[std::string(name)] = std::string(text);
+    }
+  }
+  STAMEN_RETURN_IF_ERROR(root.Optional("default_prompt_name", &config->default_prompt_name));
+  if (!config->default_prompt_name.empty() && config->prompts.count(config->default_prompt_name) == 0) {
+    return root.Error("default_prompt_name", "names prompt '" + config->default_prompt_name + "', which is not in prompts");
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& model_dir) {
+  const fs::path folder(model_dir);
+  SentenceTransformersConfig config;
+  std::error_code error;
+  if (fs::is_regular_file(folder / "modules.json", error)) STAMEN_RETURN_IF_ERROR(ReadModules(folder, &config));
+  if (fs::is_regular_file(folder / "config_sentence_transformers.json", error)) {
+    STAMEN_RETURN_IF_ERROR(ReadPrompts((folder / "config_sentence_transformers.json").string(), &config));
+  }
+  // sentence_bert_config.json, or sentence_<model type>_config.json in older exports.
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("sentence_", 0) != 0 || name.size() < 21 || name.substr(name.size() - 12) != "_config.json") continue;
+    auto document = JsonDocument::Load(entry.path().string());
+    if (!document.ok()) return document.status();
+    STAMEN_RETURN_IF_ERROR(document.value()->root().Optional("max_seq_length", &config.max_seq_length));
+  }
+  return config;
+}
+
+}  // namespace stamen::engine

@@ -1,0 +1,297 @@
+// The engine against Hugging Face transformers: every model in ../shared/models/golden, each
+// reference output within 1e-4 absolute, for each sequence alone and for all six packed into
+// one ragged batch. Then the engine's error paths on broken model folders and bad batches.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "engine/engine.h"
+#include "engine/weight_store.h"
+#include "test_files.h"
+
+namespace stamen::engine {
+namespace {
+
+using testing::SafetensorsBuilder;
+using testing::TempDir;
+using testing::WriteFile;
+
+const std::string kGolden = std::string(STAMEN_SHARED_DIR) + "/models/golden/";
+constexpr int kSequences = 6;
+constexpr double kTolerance = 1e-4;
+
+struct Golden {
+  std::vector<std::vector<int32_t>> ids;
+  WeightStore store;
+};
+
+StatusOr<Golden> LoadGolden(const std::string& model) {
+  auto store = WeightStore::OpenFile(kGolden + model + "/golden.safetensors");
+  if (!store.ok()) return store.status();
+  Golden golden{{}, std::move(store.value())};
+  for (int i = 0; i < kSequences; ++i) {
+    auto ids = golden.store.Load("input_ids_" + std::to_string(i), DataType::kI64);
+    if (!ids.ok()) return ids.status();
+    golden.ids.emplace_back(ids->data<int64_t>(), ids->data<int64_t>() + ids->NumElements());
+  }
+  return golden;
+}
+
+// The largest |a - b| over the reference tensor `name` and `actual` (rows of a result).
+double MaxAbsError(const Golden& golden, const std::string& name, std::span<const float> actual) {
+  auto expected = golden.store.Load(name);
+  EXPECT_TRUE(expected.ok()) << expected.status().message();
+  if (!expected.ok()) return INFINITY;
+  EXPECT_EQ(static_cast<size_t>(expected->NumElements()), actual.size()) << name;
+  if (static_cast<size_t>(expected->NumElements()) != actual.size()) return INFINITY;
+  double worst = 0.0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    worst = std::max(worst, std::abs(double{actual[i]} - expected->data<float>()[i]));
+  }
+  return worst;
+}
+
+// One output kind of the golden file and how the engine produces it.
+struct Output {
+  std::string prefix;  // golden tensor name without "_i"
+  StepOptions options;
+};
+
+class GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenTest, MatchesTransformersAloneAndPacked) {
+  const std::string model = GetParam();
+  // One thread: these models are tiny, and a parallel region costs more than their gemms.
+  auto engine = Engine::Load(kGolden + model, {.num_threads = 1});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto golden = LoadGolden(model);
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+
+  std::vector<Output> outputs = {
+      {"last_hidden_state", {.output = StepOutput::kTokenEmbeddings}},
+      {"mean_pooled", {.pooling = ops::PoolingMode::kMean, .normalize = false}},
+      {"cls_pooled", {.pooling = ops::PoolingMode::kCls, .normalize = false}},
+  };
+  if (golden->store.Contains("logits_0")) outputs.push_back({"logits", {.output = StepOutput::kScores}});
+  if (golden->store.Contains("last_token_0")) {
+    outputs.push_back({"last_token", {.pooling = ops::PoolingMode::kLastToken, .normalize = false}});
+  }
+
+  std::vector<int32_t> packed_ids;
+  std::vector<int32_t> packed_bounds = {0};
+  for (const auto& ids : golden->ids) {
+    packed_ids.insert(packed_ids.end(), ids.begin(), ids.end());
+    packed_bounds.push_back(static_cast<int32_t>(packed_ids.size()));
+  }
+  for (const Output& output : outputs) {
+    double worst_alone = 0.0;
+    for (int i = 0; i < kSequences; ++i) {
+      const std::vector<int32_t> bounds = {0, static_cast<int32_t>(golden->ids[i].size())};
+      auto result = (*engine)->Step({golden->ids[i], bounds, {}}, output.options);
+      ASSERT_TRUE(result.ok()) << result.status().message();
+      ASSERT_TRUE(result->Wait().ok());
+      const Tensor& values = result->values();
+      const double error = MaxAbsError(*golden, output.prefix + "_" + std::to_string(i),
+                                       {values.data<float>(), static_cast<size_t>(values.NumElements())});
+      EXPECT_LE(error, kTolerance) << model << " " << output.prefix << "_" << i << " alone";
+      worst_alone = std::max(worst_alone, error);
+    }
+    auto packed = (*engine)->Step({packed_ids, packed_bounds, {}}, output.options);
+    ASSERT_TRUE(packed.ok()) << packed.status().message();
+    ASSERT_TRUE(packed->Wait().ok());
+    double worst_packed = 0.0;
+    const bool per_token = output.options.output == StepOutput::kTokenEmbeddings;
+    for (int i = 0; i < kSequences; ++i) {
+      const Tensor rows = per_token ? packed->values().Rows(packed_bounds[i], packed_bounds[i + 1])
+                                    : packed->values().Rows(i, i + 1);
+      const double error = MaxAbsError(*golden, output.prefix + "_" + std::to_string(i),
+                                       {rows.data<float>(), static_cast<size_t>(rows.NumElements())});
+      EXPECT_LE(error, kTolerance) << model << " " << output.prefix << "_" << i << " packed";
+      worst_packed = std::max(worst_packed, error);
+    }
+    std::cout << "[ golden   ] " << model << " " << output.prefix << ": max abs error alone " << worst_alone
+              << ", packed " << worst_packed << "\n";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
+                         ::testing::Values("tiny-bert", "tiny-xlm-roberta", "tiny-xlm-roberta-reranker", "tiny-qwen2"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// A copy of a golden model folder whose files a test may replace.
+std::string CopyModel(const TempDir& dir, const std::string& model) {
+  std::filesystem::copy(kGolden + model, dir.path(), std::filesystem::copy_options::recursive);
+  return dir.path();
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  return buffer.str();
+}
+
+TEST(EngineErrorTest, TruncatedWeights) {
+  TempDir dir;
+  const std::string folder = CopyModel(dir, "tiny-bert");
+  const std::string bytes = ReadBytes(folder + "/model.safetensors");
+  WriteFile(folder + "/model.safetensors", bytes.substr(0, bytes.size() - 1000));
+  auto engine = Engine::Load(folder);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("model.safetensors: tensor '"), std::string::npos)
+      << engine.status().message();
+}
+
+TEST(EngineErrorTest, MissingTensor) {
+  TempDir dir;
+  const std::string folder = CopyModel(dir, "tiny-bert");
+  SafetensorsBuilder builder;
+  builder.AddFloats("embeddings.word_embeddings.weight", {30522, 64}, std::vector<float>(30522 * 64));
+  WriteFile(folder + "/model.safetensors", builder.Bytes());
+  auto engine = Engine::Load(folder);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("missing tensor 'embeddings.position_embeddings.weight'"), std::string::npos)
+      << engine.status().message();
+}
+
+TEST(EngineErrorTest, WrongShape) {
+  TempDir dir;
+  const std::string folder = CopyModel(dir, "tiny-bert");
+  WriteFile(folder + "/config.json", std::string(R"({"architectures":["BertModel"],"hidden_size":64,)") +
+                                         R"("num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":256,)" +
+                                         R"("vocab_size":30522,"max_position_embeddings":512})");
+  auto engine = Engine::Load(folder);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("has shape [128, 64], expected [256, 64]"), std::string::npos)
+      << engine.status().message();
+}
+
+TEST(EngineErrorTest, UnknownArchitecture) {
+  TempDir dir;
+  const std::string folder = CopyModel(dir, "tiny-bert");
+  WriteFile(folder + "/config.json", R"({"architectures":["GPT2Model"],"hidden_size":64})");
+  auto engine = Engine::Load(folder);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("'GPT2Model' is not supported (supported: BertModel"), std::string::npos)
+      << engine.status().message();
+}
+
+TEST(EngineErrorTest, BadBatchesFailAndLeaveTheEngineUsable) {
+  auto engine = Engine::Load(kGolden + "tiny-bert");
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  const std::vector<int32_t> ids = {101, 7592, 102};
+  const std::vector<int32_t> bounds = {0, 3};
+  const StepOptions mean{.pooling = ops::PoolingMode::kMean};
+  auto fine = (*engine)->Step({ids, bounds, {}}, mean);
+  ASSERT_TRUE(fine.ok()) << fine.status().message();
+
+  auto expect_error = [&](const Batch& batch, const StepOptions& options, const std::string& fragment) {
+    auto result = (*engine)->Step(batch, options);
+    ASSERT_FALSE(result.ok()) << fragment;
+    EXPECT_NE(result.status().message().find(fragment), std::string::npos) << result.status().message();
+  };
+  const std::vector<int32_t> bad_id = {101, 30522, 102};
+  expect_error({bad_id, bounds, {}}, mean, "id 30522 at index 1");
+  const std::vector<int32_t> bad_bounds = {0, 2};
+  expect_error({ids, bad_bounds, {}}, mean, "end at 2 but there are 3 tokens");
+  const std::vector<int32_t> empty_sequence = {0, 0, 3};
+  expect_error({ids, empty_sequence, {}}, mean, "at least one token");
+  const std::vector<int32_t> bad_types = {0, 2, 0};
+  expect_error({ids, bounds, bad_types}, mean, "token type ids: id 2 at index 1");
+  expect_error({ids, bounds, {}}, {}, "choose a pooling mode");
+  expect_error({ids, bounds, {}}, {.output = StepOutput::kScores}, "no classification head");
+  expect_error({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean, .dimensions = 65}, "dimensions 65");
+  const std::vector<int32_t> long_ids(513, 100);
+  const std::vector<int32_t> long_bounds = {0, 513};
+  expect_error({long_ids, long_bounds, {}}, mean, "at most 512");
+
+  auto again = (*engine)->Step({ids, bounds, {}}, mean);
+  ASSERT_TRUE(again.ok());
+  for (size_t i = 0; i < 64; ++i) EXPECT_EQ(again->Row(0)[i], fine->Row(0)[i]);
+}
+
+TEST(EngineTest, ThreadCountDoesNotChangeResults) {
+  auto single = Engine::Load(kGolden + "tiny-qwen2", {.num_threads = 1});
+  auto pair = Engine::Load(kGolden + "tiny-qwen2", {.num_threads = 2});
+  ASSERT_TRUE(single.ok() && pair.ok());
+  // Long enough for the attention kernel to split its work across threads.
+  std::vector<int32_t> ids(900);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919) % 1000);
+  const std::vector<int32_t> bounds = {0, 300, 301, 700, 900};
+  const StepOptions tokens{.output = StepOutput::kTokenEmbeddings};
+  auto a = (*single)->Step({ids, bounds, {}}, tokens);
+  auto b = (*pair)->Step({ids, bounds, {}}, tokens);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->values().shape(), b->values().shape());
+  for (int64_t i = 0; i < a->values().NumElements(); ++i) {
+    ASSERT_NEAR(a->values().data<float>()[i], b->values().data<float>()[i], 1e-5) << i;
+  }
+}
+
+TEST(EngineTest, MatryoshkaTruncatesBeforeNormalizing) {
+  auto engine = Engine::Load(kGolden + "tiny-xlm-roberta");
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  const std::vector<int32_t> ids = {0, 500, 600, 2};
+  const std::vector<int32_t> bounds = {0, 4};
+  auto full = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean, .normalize = false});
+  auto small = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean, .dimensions = 16});
+  ASSERT_TRUE(full.ok() && small.ok());
+  ASSERT_EQ(small->values().shape(), (Shape{1, 16}));
+  double norm = 0.0;
+  for (int i = 0; i < 16; ++i) norm += double{full->Row(0)[i]} * full->Row(0)[i];
+  for (int i = 0; i < 16; ++i) EXPECT_NEAR(small->Row(0)[i], full->Row(0)[i] / std::sqrt(norm), 1e-6);
+}
+
+TEST(EngineTest, TokenTypesChangeBertOutputs) {
+  auto engine = Engine::Load(kGolden + "tiny-bert");
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  const std::vector<int32_t> ids = {101, 2000, 102, 3000, 102};
+  const std::vector<int32_t> bounds = {0, 5};
+  const std::vector<int32_t> zeros(5, 0), pair = {0, 0, 0, 1, 1};
+  const StepOptions cls{.pooling = ops::PoolingMode::kCls, .normalize = false};
+  auto implicit = (*engine)->Step({ids, bounds, {}}, cls);
+  auto explicit_zeros = (*engine)->Step({ids, bounds, zeros}, cls);
+  auto segments = (*engine)->Step({ids, bounds, pair}, cls);
+  ASSERT_TRUE(implicit.ok() && explicit_zeros.ok() && segments.ok());
+  double difference = 0.0;
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(implicit->Row(0)[i], explicit_zeros->Row(0)[i]);
+    difference = std::max(difference, double{std::abs(segments->Row(0)[i] - implicit->Row(0)[i])});
+  }
+  EXPECT_GT(difference, 1e-3);
+}
+
+TEST(EngineTest, DecoderDefaultsToLastTokenAndNormalizes) {
+  auto engine = Engine::Load(kGolden + "tiny-qwen2");
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ((*engine)->default_pooling(), ops::PoolingMode::kLastToken);
+  auto golden = LoadGolden("tiny-qwen2");
+  ASSERT_TRUE(golden.ok());
+  const std::vector<int32_t> bounds = {0, static_cast<int32_t>(golden->ids[2].size())};
+  auto result = (*engine)->Step({golden->ids[2], bounds, {}});
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  auto expected = golden->store.Load("last_token_2");
+  ASSERT_TRUE(expected.ok());
+  double norm = 0.0;
+  for (int i = 0; i < 64; ++i) norm += double{expected->data<float>()[i]} * expected->data<float>()[i];
+  for (int i = 0; i < 64; ++i) EXPECT_NEAR(result->Row(0)[i], expected->data<float>()[i] / std::sqrt(norm), 1e-5);
+
+  auto bidirectional = Engine::Load(kGolden + "tiny-qwen2", {.causal = false});
+  ASSERT_TRUE(bidirectional.ok());
+  EXPECT_EQ((*bidirectional)->default_pooling(), ops::PoolingMode::kMean);
+  EXPECT_FALSE(Engine::Load(kGolden + "tiny-bert", {.causal = true}).ok());
+}
+
+}  // namespace
+}  // namespace stamen::engine

@@ -1,0 +1,163 @@
+// config.json and sentence-transformers readers on the real files in ../shared/models and
+// on broken ones written by the test.
+#include <gtest/gtest.h>
+
+#include "engine/model_config.h"
+#include "test_files.h"
+
+namespace stamen::engine {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+
+const std::string kShared = STAMEN_SHARED_DIR;
+
+TEST(ModelConfigTest, ReadsGoldenEncoders) {
+  auto bert = ReadModelConfig(kShared + "/models/golden/tiny-bert/config.json");
+  ASSERT_TRUE(bert.ok()) << bert.status().message();
+  EXPECT_EQ(bert->family, ModelFamily::kBert);
+  EXPECT_EQ(bert->head, ModelHead::kNone);
+  EXPECT_EQ(bert->hidden_size, 64);
+  EXPECT_EQ(bert->num_hidden_layers, 2);
+  EXPECT_EQ(bert->head_dim, 16);
+  EXPECT_EQ(bert->num_key_value_heads, 4);
+  EXPECT_EQ(bert->type_vocab_size, 2);
+  EXPECT_EQ(bert->hidden_act, ops::Activation::kGeluErf);
+  EXPECT_DOUBLE_EQ(bert->norm_eps, 1e-12);
+
+  auto reranker = ReadModelConfig(kShared + "/models/golden/tiny-xlm-roberta-reranker/config.json");
+  ASSERT_TRUE(reranker.ok()) << reranker.status().message();
+  EXPECT_EQ(reranker->family, ModelFamily::kRoberta);
+  EXPECT_EQ(reranker->head, ModelHead::kSequenceClassification);
+  EXPECT_EQ(reranker->num_labels, 1);
+  EXPECT_EQ(reranker->id2label, std::vector<std::string>{"LABEL_0"});
+  EXPECT_EQ(reranker->pad_token_id, 1);
+  EXPECT_DOUBLE_EQ(reranker->norm_eps, 1e-5);
+}
+
+TEST(ModelConfigTest, ReadsGoldenDecoder) {
+  auto qwen = ReadModelConfig(kShared + "/models/golden/tiny-qwen2/config.json");
+  ASSERT_TRUE(qwen.ok()) << qwen.status().message();
+  EXPECT_EQ(qwen->family, ModelFamily::kQwen2);
+  EXPECT_EQ(qwen->num_key_value_heads, 2);
+  EXPECT_EQ(qwen->head_dim, 16);
+  EXPECT_DOUBLE_EQ(qwen->rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(qwen->norm_eps, 1e-6);
+  EXPECT_TRUE(qwen->causal);
+}
+
+TEST(ModelConfigTest, ReadsEveryRealConfig) {
+  for (const char* name : {"all-MiniLM-L6-v2", "bge-small-en-v1.5", "mmarco-mMiniLMv2-L12-H384-v1",
+                           "ms-marco-MiniLM-L-12-v2", "ms-marco-MiniLM-L-6-v2", "ms-marco-TinyBERT-L-2-v2",
+                           "multilingual-e5-large", "paraphrase-multilingual-MiniLM-L12-v2"}) {
+    auto config = ReadModelConfig(kShared + "/models/configs/" + name + "/config.json");
+    EXPECT_TRUE(config.ok()) << name << ": " << config.status().message();
+  }
+  auto e5 = ReadModelConfig(kShared + "/models/configs/multilingual-e5-large/config.json");
+  ASSERT_TRUE(e5.ok());
+  EXPECT_EQ(e5->architecture, "XLMRobertaModel");
+  EXPECT_EQ(e5->hidden_size, 1024);
+  EXPECT_EQ(e5->vocab_size, 250002);
+  auto cross = ReadModelConfig(kShared + "/models/configs/ms-marco-MiniLM-L-6-v2/config.json");
+  ASSERT_TRUE(cross.ok());
+  EXPECT_EQ(cross->head, ModelHead::kSequenceClassification);
+  EXPECT_EQ(cross->num_labels, 1);
+}
+
+// Writes `json` as config.json and returns the reader's error ("" when it parsed).
+std::string ConfigError(const std::string& json) {
+  TempDir dir;
+  WriteFile(dir.File("config.json"), json);
+  auto config = ReadModelConfig(dir.File("config.json"));
+  if (config.ok()) return "";
+  EXPECT_NE(config.status().message().find("config.json"), std::string::npos) << config.status().message();
+  return config.status().message();
+}
+
+constexpr char kShape[] =
+    R"("hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":16,"vocab_size":10,)"
+    R"("max_position_embeddings":16)";
+
+TEST(ModelConfigTest, UnknownArchitectureListsSupportedOnes) {
+  const std::string error = ConfigError(std::string(R"({"architectures":["T5EncoderModel"],)") + kShape + "}");
+  EXPECT_NE(error.find("'T5EncoderModel' is not supported"), std::string::npos) << error;
+  EXPECT_NE(error.find("XLMRobertaForSequenceClassification"), std::string::npos) << error;
+  EXPECT_NE(error.find("Qwen3Model"), std::string::npos) << error;
+}
+
+TEST(ModelConfigTest, ErrorsNameTheKey) {
+  EXPECT_NE(ConfigError(R"({"architectures":["BertModel"],"hidden_size":8})").find("'num_hidden_layers' is missing"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(std::string(R"({"architectures":["BertModel"],"layer_norm_eps":"small",)") + kShape + "}")
+                .find("'layer_norm_eps' must be a number"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(std::string(R"({"architectures":["BertModel"],"hidden_act":"swiglu9",)") + kShape + "}")
+                .find("'hidden_act'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(R"({"architectures":["BertModel"],"hidden_size":8,"num_hidden_layers":1,)"
+                        R"("num_attention_heads":3,"intermediate_size":16,"vocab_size":10,"max_position_embeddings":16})")
+                .find("multiple of num_attention_heads"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(std::string(R"({"model_type":"bert","position_embedding_type":"relative_key",)") + kShape + "}")
+                .find("'position_embedding_type'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError("{\"architectures\":").find("not valid JSON"), std::string::npos);
+  EXPECT_EQ(ConfigError(std::string(R"({"model_type":"bert",)") + kShape + "}"), "");  // architecture from model_type
+}
+
+TEST(SentenceTransformersTest, ReadsPoolingNormalizeAndPrompts) {
+  auto minilm = ReadSentenceTransformersConfig(kShared + "/models/configs/all-MiniLM-L6-v2");
+  ASSERT_TRUE(minilm.ok()) << minilm.status().message();
+  EXPECT_TRUE(minilm->has_modules);
+  EXPECT_EQ(minilm->pooling, ops::PoolingMode::kMean);
+  EXPECT_TRUE(minilm->normalize);
+  EXPECT_EQ(minilm->max_seq_length, 256);
+
+  auto e5 = ReadSentenceTransformersConfig(kShared + "/models/configs/multilingual-e5-large");
+  ASSERT_TRUE(e5.ok()) << e5.status().message();
+  EXPECT_EQ(e5->pooling, ops::PoolingMode::kMean);
+  EXPECT_TRUE(e5->normalize);
+  EXPECT_EQ(e5->max_seq_length, 512);
+
+  auto paraphrase = ReadSentenceTransformersConfig(kShared + "/models/configs/paraphrase-multilingual-MiniLM-L12-v2");
+  ASSERT_TRUE(paraphrase.ok()) << paraphrase.status().message();
+  EXPECT_EQ(paraphrase->pooling, ops::PoolingMode::kMean);  // new-style "pooling_mode"
+  EXPECT_FALSE(paraphrase->normalize);
+  EXPECT_EQ(paraphrase->prompts.size(), 2u);
+  EXPECT_EQ(paraphrase->prompts.at("query"), "");
+  EXPECT_EQ(paraphrase->default_prompt_name, "");
+
+  auto bare = ReadSentenceTransformersConfig(kShared + "/models/golden/tiny-bert");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_FALSE(bare->has_modules);
+  EXPECT_FALSE(bare->pooling.has_value());
+}
+
+TEST(SentenceTransformersTest, RejectsWhatItCannotHonour) {
+  TempDir dir;
+  WriteFile(dir.File("modules.json"),
+            R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
+            R"({"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}])");
+  WriteFile(dir.File("1_Pooling/config.json"), R"({"pooling_mode_cls_token":true,"pooling_mode_mean_tokens":true})");
+  auto both = ReadSentenceTransformersConfig(dir.path());
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("several pooling modes"), std::string::npos) << both.status().message();
+
+  WriteFile(dir.File("1_Pooling/config.json"), R"({"pooling_mode_lasttoken":true})");
+  WriteFile(dir.File("config_sentence_transformers.json"),
+            R"({"prompts":{"query":"Instruct: retrieve\nQuery: "},"default_prompt_name":"query"})");
+  auto last = ReadSentenceTransformersConfig(dir.path());
+  ASSERT_TRUE(last.ok()) << last.status().message();
+  EXPECT_EQ(last->pooling, ops::PoolingMode::kLastToken);
+  EXPECT_EQ(last->prompts.at("query"), "Instruct: retrieve\nQuery: ");
+  EXPECT_EQ(last->default_prompt_name, "query");
+
+  WriteFile(dir.File("modules.json"), R"([{"idx":2,"path":"2_Dense","type":"sentence_transformers.models.Dense"}])");
+  auto dense = ReadSentenceTransformersConfig(dir.path());
+  ASSERT_FALSE(dense.ok());
+  EXPECT_NE(dense.status().message().find("Dense"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stamen::engine

@@ -1,0 +1,297 @@
+// Each CPU op against a straightforward double-precision reference on random inputs, plus
+// the argument checks every op makes before computing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "engine/ops/activation.h"
+#include "engine/ops/attention.h"
+#include "engine/ops/convert.h"
+#include "engine/ops/embedding.h"
+#include "engine/ops/gemm.h"
+#include "engine/ops/norm.h"
+#include "engine/ops/pooling.h"
+#include "engine/ops/rope.h"
+
+namespace stamen::engine {
+namespace {
+
+Tensor Random(const Shape& shape, uint32_t seed, float scale = 1.0f) {
+  Tensor tensor = std::move(Tensor::Allocate(DataType::kF32, shape).value());
+  std::mt19937 generator(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  for (int64_t i = 0; i < tensor.NumElements(); ++i) tensor.data<float>()[i] = normal(generator);
+  return tensor;
+}
+
+Tensor Zeros(const Shape& shape, DataType type = DataType::kF32) {
+  return std::move(Tensor::Allocate(type, shape).value());
+}
+
+Tensor Ints(const std::vector<int32_t>& values) {
+  Tensor tensor = Zeros({static_cast<int64_t>(values.size())}, DataType::kI32);
+  std::copy(values.begin(), values.end(), tensor.data<int32_t>());
+  return tensor;
+}
+
+double GeluErf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+TEST(GemmTest, MatchesReferenceWithBiasAccumulateAndActivation) {
+  const int64_t m = 37, k = 50, n = 29;
+  Tensor x = Random({m, k}, 1), w = Random({n, k}, 2), b = Random({n}, 3);
+  Tensor plain = Zeros({m, n}), gelu = Zeros({m, n}), accumulated = Random({m, n}, 4);
+  Tensor before = Zeros({m, n});
+  std::copy_n(accumulated.data<float>(), m * n, before.data<float>());
+  ASSERT_TRUE(ops::Gemm(x, w, b, plain).ok());
+  ASSERT_TRUE(ops::Gemm(x, w, b, gelu, {.activation = ops::Activation::kGeluErf}).ok());
+  ASSERT_TRUE(ops::Gemm(x, w, Tensor(), accumulated, {.accumulate = true}).ok());
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double dot = 0.0;
+      for (int64_t p = 0; p < k; ++p) dot += double{x.data<float>()[i * k + p]} * w.data<float>()[j * k + p];
+      const double biased = dot + b.data<float>()[j];
+      EXPECT_NEAR(plain.data<float>()[i * n + j], biased, 1e-4);
+      EXPECT_NEAR(gelu.data<float>()[i * n + j], GeluErf(biased), 1e-4);
+      EXPECT_NEAR(accumulated.data<float>()[i * n + j], before.data<float>()[i * n + j] + dot, 1e-4);
+    }
+  }
+}
+
+TEST(GemmTest, RejectsMismatchedShapes) {
+  Tensor x = Zeros({4, 8}), w = Zeros({3, 7}), y = Zeros({4, 3});
+  Status status = ops::Gemm(x, w, Tensor(), y);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("gemm: weight"), std::string::npos) << status.message();
+  Tensor ids = Zeros({4, 8}, DataType::kI32);
+  EXPECT_FALSE(ops::Gemm(ids, Zeros({3, 8}), Tensor(), y).ok());
+  EXPECT_FALSE(ops::Gemm(Tensor(), Zeros({3, 8}), Tensor(), y).ok());
+}
+
+TEST(ActivationTest, MatchesFormulas) {
+  Tensor x = Random({5, 40}, 5, 3.0f);
+  Tensor y = Zeros({5, 40});
+  ASSERT_TRUE(ops::Activate(ops::Activation::kGeluErf, x, y).ok());
+  for (int64_t i = 0; i < 200; ++i) EXPECT_NEAR(y.data<float>()[i], GeluErf(x.data<float>()[i]), 1e-6);
+  ASSERT_TRUE(ops::Activate(ops::Activation::kTanh, x, y).ok());
+  for (int64_t i = 0; i < 200; ++i) EXPECT_NEAR(y.data<float>()[i], std::tanh(double{x.data<float>()[i]}), 1e-6);
+
+  Tensor gate_up = Random({3, 8}, 6), out = Zeros({3, 4});
+  ASSERT_TRUE(ops::SiluMul(gate_up, out).ok());
+  for (int64_t t = 0; t < 3; ++t) {
+    for (int64_t j = 0; j < 4; ++j) {
+      const double g = gate_up.data<float>()[t * 8 + j], u = gate_up.data<float>()[t * 8 + 4 + j];
+      EXPECT_NEAR(out.data<float>()[t * 4 + j], g / (1.0 + std::exp(-g)) * u, 1e-6);
+    }
+  }
+  Tensor narrow = Zeros({3, 3});
+  EXPECT_FALSE(ops::SiluMul(gate_up, narrow).ok());
+  EXPECT_EQ(ops::ActivationFromName("gelu"), ops::Activation::kGeluErf);
+  EXPECT_FALSE(ops::ActivationFromName("mish").has_value());
+}
+
+TEST(NormTest, LayerNormWithResidualInPlace) {
+  const int64_t rows = 6, n = 48;
+  Tensor x = Random({rows, n}, 7, 2.0f), residual = Random({rows, n}, 8), gamma = Random({n}, 9), beta = Random({n}, 10);
+  std::vector<float> sum(rows * n);
+  for (int64_t i = 0; i < rows * n; ++i) sum[i] = x.data<float>()[i] + residual.data<float>()[i];
+  ASSERT_TRUE(ops::LayerNorm(x, residual, gamma, beta, 1e-5f, residual).ok());  // output aliases residual
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0.0, variance = 0.0;
+    for (int64_t i = 0; i < n; ++i) mean += sum[r * n + i];
+    mean /= n;
+    for (int64_t i = 0; i < n; ++i) variance += (sum[r * n + i] - mean) * (sum[r * n + i] - mean);
+    variance /= n;
+    for (int64_t i = 0; i < n; ++i) {
+      const double expected = (sum[r * n + i] - mean) / std::sqrt(variance + 1e-5) * gamma.data<float>()[i] +
+                              beta.data<float>()[i];
+      EXPECT_NEAR(residual.data<float>()[r * n + i], expected, 1e-5);
+    }
+  }
+}
+
+TEST(NormTest, RmsNormAndPerHeadRmsNorm) {
+  const int64_t rows = 4, n = 32;
+  Tensor x = Random({rows, n}, 11), weight = Random({n}, 12), y = Zeros({rows, n});
+  ASSERT_TRUE(ops::RmsNorm(x, weight, 1e-6f, y).ok());
+  for (int64_t r = 0; r < rows; ++r) {
+    double squares = 0.0;
+    for (int64_t i = 0; i < n; ++i) squares += double{x.data<float>()[r * n + i]} * x.data<float>()[r * n + i];
+    const double inverse = 1.0 / std::sqrt(squares / n + 1e-6);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(y.data<float>()[r * n + i], x.data<float>()[r * n + i] * inverse * weight.data<float>()[i], 1e-5);
+    }
+  }
+  // Heads: 2 query, 1 key, 1 value of 8; values must stay as they were.
+  const ops::QkvLayout layout{2, 1, 8};
+  Tensor qkv = Random({3, layout.row_size()}, 13), original = Zeros({3, layout.row_size()});
+  std::copy_n(qkv.data<float>(), qkv.NumElements(), original.data<float>());
+  Tensor q_weight = Random({8}, 14), k_weight = Random({8}, 15);
+  ASSERT_TRUE(ops::RmsNormHeads(qkv, layout, q_weight, k_weight, 1e-6f).ok());
+  for (int64_t t = 0; t < 3; ++t) {
+    for (int64_t head = 0; head < 4; ++head) {
+      const float* before = original.data<float>() + t * 32 + head * 8;
+      const float* after = qkv.data<float>() + t * 32 + head * 8;
+      double squares = 0.0;
+      for (int i = 0; i < 8; ++i) squares += double{before[i]} * before[i];
+      const double inverse = 1.0 / std::sqrt(squares / 8 + 1e-6);
+      for (int i = 0; i < 8; ++i) {
+        const double w = head < 2 ? q_weight.data<float>()[i] : head == 2 ? k_weight.data<float>()[i] : 0.0;
+        EXPECT_NEAR(after[i], head == 3 ? before[i] : before[i] * inverse * w, 1e-5);
+      }
+    }
+  }
+}
+
+// Reference attention in double for one ragged batch.
+std::vector<double> ReferenceAttention(const Tensor& qkv, const std::vector<int32_t>& bounds, const ops::QkvLayout& layout,
+                                       bool causal) {
+  const int64_t d = layout.head_dim, row = layout.row_size(), group = layout.num_heads / layout.num_kv_heads;
+  std::vector<double> out(qkv.dim(0) * layout.num_heads * d, 0.0);
+  const float* data = qkv.data<float>();
+  for (size_t s = 0; s + 1 < bounds.size(); ++s) {
+    for (int64_t head = 0; head < layout.num_heads; ++head) {
+      const int64_t k_off = (layout.num_heads + head / group) * d;
+      const int64_t v_off = (layout.num_heads + layout.num_kv_heads + head / group) * d;
+      for (int32_t i = bounds[s]; i < bounds[s + 1]; ++i) {
+        const int32_t last = causal ? i + 1 : bounds[s + 1];
+        std::vector<double> scores;
+        double maximum = -1e300;
+        for (int32_t j = bounds[s]; j < last; ++j) {
+          double dot = 0.0;
+          for (int64_t c = 0; c < d; ++c) dot += double{data[i * row + head * d + c]} * data[j * row + k_off + c];
+          scores.push_back(dot / std::sqrt(double(d)));
+          maximum = std::max(maximum, scores.back());
+        }
+        double total = 0.0;
+        for (double& score : scores) total += (score = std::exp(score - maximum));
+        for (int32_t j = bounds[s]; j < last; ++j) {
+          for (int64_t c = 0; c < d; ++c) {
+            out[(i * layout.num_heads + head) * d + c] += scores[j - bounds[s]] / total * data[j * row + v_off + c];
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+class AttentionTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(AttentionTest, RaggedGroupedQueryMatchesReference) {
+  const bool causal = GetParam();
+  const ops::QkvLayout layout{4, 2, 12};
+  const std::vector<int32_t> bounds = {0, 1, 6, 15, 40};
+  Tensor qkv = Random({40, layout.row_size()}, 16, 2.0f), out = Zeros({40, 48});
+  ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, causal, out).ok());
+  const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, causal);
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(out.data<float>()[i], expected[i], 1e-5) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(CausalAndBidirectional, AttentionTest, ::testing::Bool());
+
+TEST(AttentionTest, ValidatesArguments) {
+  Tensor out24 = Zeros({4, 24}), out16 = Zeros({4, 16});
+  EXPECT_FALSE(ops::Attention(Zeros({4, 40}), Ints({0, 4}), {3, 2, 8}, false, out24).ok());  // 3 heads, 2 groups
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, false, out16).ok());  // output too wide
+  const std::vector<int32_t> good = {0, 2, 5}, empty = {0, 0, 5}, short_end = {0, 2, 4}, decreasing = {0, 3, 2};
+  EXPECT_TRUE(ops::ValidateCuSeqlens(good, 5, false).ok());
+  EXPECT_FALSE(ops::ValidateCuSeqlens(empty, 5, false).ok());
+  EXPECT_TRUE(ops::ValidateCuSeqlens(empty, 5, true).ok());
+  EXPECT_FALSE(ops::ValidateCuSeqlens(short_end, 5, false).ok());
+  EXPECT_FALSE(ops::ValidateCuSeqlens(decreasing, 2, true).ok());
+}
+
+TEST(RopeTest, RotatesQueriesAndKeysOnly) {
+  const ops::QkvLayout layout{2, 1, 8};
+  Tensor qkv = Random({3, layout.row_size()}, 17), original = Zeros({3, layout.row_size()});
+  std::copy_n(qkv.data<float>(), qkv.NumElements(), original.data<float>());
+  Tensor positions = Ints({0, 5, 130}), table = Zeros({3, 8});
+  ASSERT_TRUE(ops::RopeTable(positions, 10000.0, table).ok());
+  ASSERT_TRUE(ops::ApplyRope(qkv, layout, table).ok());
+  for (int64_t t = 0; t < 3; ++t) {
+    const double position = positions.data<int32_t>()[t];
+    for (int64_t head = 0; head < 4; ++head) {
+      const float* before = original.data<float>() + t * 32 + head * 8;
+      const float* after = qkv.data<float>() + t * 32 + head * 8;
+      for (int i = 0; i < 4; ++i) {
+        const double angle = position * std::pow(10000.0, -2.0 * i / 8);
+        const double first = before[i] * std::cos(angle) - before[i + 4] * std::sin(angle);
+        const double second = before[i + 4] * std::cos(angle) + before[i] * std::sin(angle);
+        EXPECT_NEAR(after[i], head == 3 ? before[i] : first, 1e-4);
+        EXPECT_NEAR(after[i + 4], head == 3 ? before[i + 4] : second, 1e-4);
+      }
+    }
+  }
+}
+
+TEST(EmbeddingTest, GathersAccumulatesAndRejectsOutOfRangeIds) {
+  Tensor table = Random({5, 6}, 18), out = Zeros({3, 6});
+  ASSERT_TRUE(ops::Gather(table, Ints({4, 0, 4}), out).ok());
+  ASSERT_TRUE(ops::Gather(table, Ints({1, 1, 1}), out, /*accumulate=*/true).ok());
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_FLOAT_EQ(out.data<float>()[i], table.data<float>()[24 + i] + table.data<float>()[6 + i]);
+    EXPECT_FLOAT_EQ(out.data<float>()[6 + i], table.data<float>()[i] + table.data<float>()[6 + i]);
+  }
+  Status status = ops::Gather(table, Ints({0, 5, 1}), out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("id 5 at index 1"), std::string::npos) << status.message();
+  EXPECT_FALSE(ops::Gather(table, Ints({-1, 0, 0}), out).ok());
+}
+
+TEST(PoolingTest, PoolsEachSequenceAndNormalizes) {
+  Tensor hidden = Random({6, 4}, 19), cu = Ints({0, 1, 4, 6});
+  const float* h = hidden.data<float>();
+  for (ops::PoolingMode mode : {ops::PoolingMode::kCls, ops::PoolingMode::kMean, ops::PoolingMode::kMax,
+                                ops::PoolingMode::kLastToken}) {
+    Tensor out = Zeros({3, 3});  // Matryoshka: leading 3 of 4 columns
+    ASSERT_TRUE(ops::Pool(hidden, cu, mode, out).ok());
+    const int32_t bounds[] = {0, 1, 4, 6};
+    for (int s = 0; s < 3; ++s) {
+      for (int c = 0; c < 3; ++c) {
+        double expected = mode == ops::PoolingMode::kCls         ? h[bounds[s] * 4 + c]
+                          : mode == ops::PoolingMode::kLastToken ? h[(bounds[s + 1] - 1) * 4 + c]
+                          : mode == ops::PoolingMode::kMax       ? -1e30
+                                                                 : 0.0;
+        for (int t = bounds[s]; t < bounds[s + 1]; ++t) {
+          if (mode == ops::PoolingMode::kMax) expected = std::max<double>(expected, h[t * 4 + c]);
+          if (mode == ops::PoolingMode::kMean) expected += h[t * 4 + c] / double(bounds[s + 1] - bounds[s]);
+        }
+        EXPECT_NEAR(out.data<float>()[s * 3 + c], expected, 1e-6) << ops::PoolingModeName(mode);
+      }
+    }
+  }
+  Tensor vectors = Random({2, 5}, 20);
+  std::fill_n(vectors.data<float>() + 5, 5, 0.0f);
+  ASSERT_TRUE(ops::L2Normalize(vectors, vectors).ok());
+  double norm = 0.0;
+  for (int i = 0; i < 5; ++i) norm += double{vectors.data<float>()[i]} * vectors.data<float>()[i];
+  EXPECT_NEAR(norm, 1.0, 1e-6);
+  for (int i = 5; i < 10; ++i) EXPECT_EQ(vectors.data<float>()[i], 0.0f);  // zero stays zero, no NaN
+  Tensor too_wide = Zeros({3, 5});
+  EXPECT_FALSE(ops::Pool(hidden, cu, ops::PoolingMode::kCls, too_wide).ok());
+  EXPECT_EQ(ops::PoolingModeFromName("lasttoken"), ops::PoolingMode::kLastToken);
+}
+
+TEST(ConvertTest, RoundsToNearestEven) {
+  Tensor source = Zeros({6});
+  const float values[] = {1.0f, 1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -2.5f, 65520.0f, 1e-8f};
+  std::copy(values, values + 6, source.data<float>());
+  Tensor bf16 = Zeros({6}, DataType::kBF16), f16 = Zeros({6}, DataType::kF16), back = Zeros({6});
+  ASSERT_TRUE(ops::Convert(source, bf16).ok());
+  ASSERT_TRUE(ops::Convert(bf16, back).ok());
+  EXPECT_EQ(back.data<float>()[1], 1.0f);               // tie goes to even
+  EXPECT_EQ(back.data<float>()[2], 1.0f + 4.0f / 256);  // tie goes to even (up)
+  EXPECT_EQ(back.data<float>()[3], -2.5f);
+  ASSERT_TRUE(ops::Convert(source, f16).ok());
+  ASSERT_TRUE(ops::Convert(f16, back).ok());
+  EXPECT_EQ(back.data<float>()[0], 1.0f);
+  EXPECT_EQ(back.data<float>()[1], 1.0f + 1.0f / 256);  // exact in F16
+  EXPECT_TRUE(std::isinf(back.data<float>()[4]));
+  EXPECT_EQ(back.data<float>()[5], 0.0f);
+  EXPECT_FALSE(ops::Convert(Zeros({6}, DataType::kI64), back).ok());
+}
+
+}  // namespace
+}  // namespace stamen::engine
