@@ -43,8 +43,9 @@ void PostProcessor::Assemble(Encoding* first, Encoding* second, const EncodeOpti
                              Encoding* out) const {
   const bool is_pair = second != nullptr;
   const size_t specials = options.add_special_tokens ? SpecialCount(is_pair) : 0;
-  if (options.max_length > 0) {
-    const size_t budget = options.max_length > specials ? options.max_length - specials : 0;
+  // Like Hugging Face, a limit below the template's own special tokens truncates nothing.
+  if (options.max_length > 0 && options.max_length >= specials) {
+    const size_t budget = options.max_length - specials;
     if (!is_pair) {
       TruncateEncoding(first, budget, options.truncation_side);
     } else if (first->ids.size() + second->ids.size() > budget) {

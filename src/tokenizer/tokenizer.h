@@ -49,11 +49,12 @@ class StatusOr {
 enum class TruncationSide { kRight, kLeft };
 
 struct EncodeOptions {
-  // Add the special tokens of the file's post-processor (`<s> … </s>`); a `.model` has none
-  // by default (SentencePiece's Encode), unless `bos`/`eos` ids are defined and asked for.
+  // Add the special tokens of the file's post-processor (`<s> … </s>`); a `.model` has no
+  // post-processor (SentencePiece's Encode adds none), so this changes nothing there.
   bool add_special_tokens = true;
   // Keep at most this many ids in total, special tokens included (0 = no limit). Special
-  // tokens are always kept; content is cut on `truncation_side`.
+  // tokens are always kept; content is cut on `truncation_side`. As in Hugging Face, a limit
+  // smaller than the special tokens alone truncates nothing.
   size_t max_length = 0;
   TruncationSide truncation_side = TruncationSide::kRight;
   // Fill `Encoding::pieces` and `Encoding::offsets` (costs a little time).

@@ -3,6 +3,9 @@
 `stamen tokenize --model tokenizer.json` must match exactly.
 
 Usage: hf_reference_ids.py TOKENIZER_JSON INPUT OUTPUT [--pair] [--no-special-tokens]
+                          [--max-length=N]
+--max-length=N enables Hugging Face's default truncation (longest-first, right side), as
+`stamen tokenize --max-length N` does.
 Lines are split on '\n' only; invalid UTF-8 is decoded with U+FFFD, as Rust strings hold it.
 """
 import sys
@@ -15,6 +18,9 @@ def main() -> int:
     flags = {a for a in sys.argv[1:] if a.startswith("--")}
     tokenizer_path, input_path, output_path = args
     tokenizer = Tokenizer.from_file(tokenizer_path)
+    max_length = [int(f.split("=", 1)[1]) for f in flags if f.startswith("--max-length=")]
+    if max_length:
+        tokenizer.enable_truncation(max_length=max_length[-1])
     with open(input_path, "rb") as f:
         data = f.read()
     lines = data.split(b"\n")
@@ -26,10 +32,12 @@ def main() -> int:
         inputs = [tuple(t.split("\t", 1)) for t in texts]
     else:
         inputs = texts
-    encodings = tokenizer.encode_batch(inputs, add_special_tokens=add_special)
+    # In chunks: a truncated pair keeps all its overflowing windows, which add up.
     with open(output_path, "w") as f:
-        for encoding in encodings:
-            f.write(" ".join(map(str, encoding.ids)) + "\n")
+        for start in range(0, len(inputs), 1024):
+            chunk = inputs[start:start + 1024]
+            for encoding in tokenizer.encode_batch(chunk, add_special_tokens=add_special):
+                f.write(" ".join(map(str, encoding.ids)) + "\n")
     return 0
 
 
