@@ -1,52 +1,9 @@
-// The engine's error type: every fallible call returns a Status or a StatusOr<T>, never throws
-// across the module boundary and never aborts on bad input or bad files.
+// The engine uses stamen's shared error type (src/common/status.h).
 #pragma once
 
-#include <string>
-#include <utility>
-#include <variant>
+#include "common/status.h"
 
 namespace stamen::engine {
-
-// An error with a message that names what was wrong (file, tensor, key); `ok()` when none.
-class Status {
- public:
-  Status() = default;
-  static Status Error(std::string message) { return Status(std::move(message)); }
-  bool ok() const { return !failed_; }
-  const std::string& message() const { return message_; }
-
- private:
-  explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
-  bool failed_ = false;
-  std::string message_;
-};
-
-// Either a value or the error that prevented it.
-template <typename T>
-class StatusOr {
- public:
-  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
-  StatusOr(Status status) : value_(std::move(status)) {}  // NOLINT: must not be ok()
-  bool ok() const { return std::holds_alternative<T>(value_); }
-  Status status() const { return ok() ? Status() : std::get<Status>(value_); }
-  T& value() & { return std::get<T>(value_); }
-  const T& value() const& { return std::get<T>(value_); }
-  T&& value() && { return std::get<T>(std::move(value_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
- private:
-  std::variant<T, Status> value_;
-};
-
+using ::stamen::Status;
+using ::stamen::StatusOr;
 }  // namespace stamen::engine
-
-// Returns early from the enclosing function when `expression` yields a failed Status.
-#define STAMEN_RETURN_IF_ERROR(expression)                        \
-  do {                                                            \
-    ::stamen::engine::Status stamen_status_ = (expression);       \
-    if (!stamen_status_.ok()) return stamen_status_;              \
-  } while (false)

@@ -1,6 +1,7 @@
 // Public interface of the stamen tokenizer library: load a SentencePiece `.model` or a
 // Hugging Face `tokenizer.json` (Unigram) and turn text into token ids, exactly as the
-// reference implementation of that file format does. Depends on nothing else in stamen.
+// reference implementation of that file format does. Depends on nothing else in stamen but
+// the header-only error type of src/common.
 #pragma once
 
 #include <cstddef>
@@ -9,42 +10,14 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
 #include <vector>
+
+#include "common/status.h"
 
 namespace stamen::tokenizer {
 
-// An error with a message that names what was wrong; `ok()` when there is none.
-class Status {
- public:
-  Status() = default;
-  static Status Error(std::string message) { return Status(std::move(message)); }
-  bool ok() const { return !failed_; }
-  const std::string& message() const { return message_; }
-
- private:
-  explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
-  bool failed_ = false;
-  std::string message_;
-};
-
-// Either a value or the error that prevented it.
-template <typename T>
-class StatusOr {
- public:
-  StatusOr(T value) : value_(std::move(value)) {}                 // NOLINT: implicit by design
-  StatusOr(Status status) : value_(std::move(status)) {}          // NOLINT: must not be ok()
-  bool ok() const { return std::holds_alternative<T>(value_); }
-  Status status() const { return ok() ? Status() : std::get<Status>(value_); }
-  T& value() { return std::get<T>(value_); }
-  const T& value() const { return std::get<T>(value_); }
-  T& operator*() { return value(); }
-  T* operator->() { return &value(); }
-
- private:
-  std::variant<T, Status> value_;
-};
+using ::stamen::Status;
+using ::stamen::StatusOr;
 
 enum class TruncationSide { kRight, kLeft };
 
