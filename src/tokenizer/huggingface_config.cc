@@ -375,4 +375,19 @@ StatusOr<HuggingFaceConfig> ParseHuggingFaceConfig(std::string_view json) {
   return config;
 }
 
+Status ParseHuggingFaceSharedSections(std::string_view json, std::vector<AddedToken>* added_tokens,
+                                      PostProcessor* post_processor) {
+  simdjson::dom::parser parser;
+  element root;
+  const simdjson::padded_string padded(json);
+  if (auto error = parser.parse(padded).get(root); error != simdjson::SUCCESS) {
+    return Status::Error(std::string("not valid JSON: ") + simdjson::error_message(error));
+  }
+  element part;
+  Status status;
+  if (root["post_processor"].get(part) == simdjson::SUCCESS) status = ParsePostProcessor(part, post_processor);
+  if (status.ok() && root["added_tokens"].get(part) == simdjson::SUCCESS) status = ParseAddedTokens(part, added_tokens);
+  return status;
+}
+
 }  // namespace stamen::tokenizer

@@ -26,11 +26,24 @@ struct Word {
   int32_t special_id;  // -1 for text
 };
 
+// BertNormalizer, when tracking offsets: one mark of the current NFD reordering run.
+struct CombiningMark {
+  uint32_t origin_begin;  // the input character it came from
+  uint32_t origin_end;
+  uint8_t combining_class;
+  uint8_t length;  // its UTF-8 bytes in the output; 0 when strip_accents drops it
+  bool head;       // the first character of its input character's decomposition
+};
+
 struct Scratch::Buffers {
   std::string valid_text;  // the input with invalid UTF-8 replaced, when it had any
   std::vector<uint32_t> valid_text_origins;  // input offset of each byte of valid_text
   std::string normalized;
   OffsetMap offsets;  // input offset of each normalized byte
+  // WordPiece: the input [begin, end) of the character behind each normalized byte.
+  std::vector<uint32_t> normalized_begins;
+  std::vector<uint32_t> normalized_ends;
+  std::vector<CombiningMark> combining_marks;
   std::string work;
   OffsetMap work_offsets;
   std::string words;

@@ -10,6 +10,7 @@
 #include "tokenizer/huggingface_tokenizer.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
+#include "tokenizer/wordpiece_tokenizer.h"
 #include "tokenizer/worker_pool.h"
 
 namespace stamen::tokenizer {
@@ -36,6 +37,7 @@ const char* PageKindName(PageKind kind) {
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromBytes(std::string_view bytes, bool is_json) {
+  if (is_json && IsWordPieceTokenizerJson(bytes)) return LoadWordPieceTokenizer(bytes);
   return is_json ? LoadHuggingFaceTokenizer(bytes) : LoadSentencePieceTokenizer(bytes);
 }
 
@@ -45,7 +47,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
   fs::path file = path;
   if (fs::is_directory(file, error)) {
     bool found = false;
-    for (const char* name : {"tokenizer.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model"}) {
+    for (const char* name : {"tokenizer.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model", "vocab.txt"}) {
       if (fs::exists(file / name, error)) {
         file /= name;
         found = true;
@@ -53,10 +55,12 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
       }
     }
     if (!found) {
-      return Status::Error(path + ": no tokenizer.json, sentencepiece.bpe.model, spiece.model or "
-                                  "tokenizer.model in this directory");
+      return Status::Error(path + ": no tokenizer.json, sentencepiece.bpe.model, spiece.model, "
+                                  "tokenizer.model or vocab.txt in this directory");
     }
   }
+  // A WordPiece vocab.txt, with the tokenizer_config.json beside it.
+  if (file.extension() == ".txt") return LoadWordPieceVocabularyFile(file.string());
   std::ifstream stream(file, std::ios::binary);
   if (!stream) return Status::Error(file.string() + ": cannot open file");
   std::ostringstream contents;

@@ -338,13 +338,10 @@ TEST(TokenizerLoadTest, TruncatedJson) {
 }
 
 TEST(TokenizerLoadTest, UnsupportedModelTypes) {
-  // Real files of other model types: Qwen2's byte-level BPE and MiniLM's WordPiece.
+  // A real file of a model type not supported yet: Qwen2's byte-level BPE (issue 10).
   auto bpe = Tokenizer::Load(SharedPath("models/qwen2-bpe/tokenizer.json"));
   ASSERT_FALSE(bpe.ok());
   EXPECT_THAT(bpe.status().message(), HasSubstr("\"BPE\""));
-  auto wordpiece = Tokenizer::Load(SharedPath("models/configs/all-MiniLM-L6-v2/tokenizer.json"));
-  ASSERT_FALSE(wordpiece.ok());
-  EXPECT_THAT(wordpiece.status().message(), HasSubstr("\"WordPiece\""));
   auto sentencepiece_bpe = Tokenizer::LoadFromBytes(TinyModel(/*model_type=*/2), /*is_json=*/false);
   ASSERT_FALSE(sentencepiece_bpe.ok());
   EXPECT_THAT(sentencepiece_bpe.status().message(), HasSubstr("type 2"));

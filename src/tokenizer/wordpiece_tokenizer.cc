@@ -1,0 +1,366 @@
+// WordPiece mode: added tokens split out of the raw text, BertNormalizer, BertPreTokenizer
+// words, then greedy longest-match-first pieces per word (`##` marking a piece that
+// continues a word), then the post-processor's template.
+#include "tokenizer/wordpiece_tokenizer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "tokenizer/added_token_matcher.h"
+#include "tokenizer/bert_normalizer.h"
+#include "tokenizer/piece_trie.h"
+#include "tokenizer/scratch_buffers.h"
+#include "tokenizer/utf8.h"
+#include "tokenizer/wordpiece_config.h"
+
+namespace stamen::tokenizer {
+namespace {
+
+void ReplaceAll(std::string* text, std::string_view from, std::string_view to) {
+  for (size_t found = text->find(from); found != std::string::npos; found = text->find(from, found + to.size())) {
+    text->replace(found, from.size(), to);
+  }
+}
+
+// Lets `ids_` be searched with a string_view.
+struct PieceHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view piece) const { return std::hash<std::string_view>{}(piece); }
+};
+
+class WordPieceTokenizer final : public Tokenizer {
+ public:
+  static StatusOr<std::unique_ptr<Tokenizer>> Create(WordPieceConfig config);
+
+  void Encode(std::string_view text, const EncodeOptions& options, Encoding* out, Scratch* scratch) const override {
+    Scratch::Buffers& buffers = scratch->buffers();
+    EncodeContent(text, options.with_pieces, &buffers, &buffers.first);
+    config_.post_processor.Assemble(&buffers.first, nullptr, options, out);
+  }
+
+  void EncodePair(std::string_view first, std::string_view second, const EncodeOptions& options, Encoding* out,
+                  Scratch* scratch) const override {
+    Scratch::Buffers& buffers = scratch->buffers();
+    EncodeContent(first, options.with_pieces, &buffers, &buffers.first);
+    EncodeContent(second, options.with_pieces, &buffers, &buffers.second);
+    config_.post_processor.Assemble(&buffers.first, &buffers.second, options, out);
+  }
+
+  std::string Decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
+
+  size_t VocabularySize() const override { return pieces_.size(); }
+  std::string_view IdToPiece(int32_t id) const override {
+    return id >= 0 && static_cast<size_t>(id) < pieces_.size() ? std::string_view(pieces_[static_cast<size_t>(id)])
+                                                               : std::string_view();
+  }
+  int32_t PieceToId(std::string_view piece) const override {
+    const auto found = ids_.find(piece);
+    return found == ids_.end() ? -1 : found->second;
+  }
+  bool IsSpecial(int32_t id) const override {
+    return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[static_cast<size_t>(id)];
+  }
+  size_t SpecialTokenCount(bool pair) const override { return config_.post_processor.SpecialCount(pair); }
+  Stats GetStats() const override {
+    return {VocabularySize(), word_start_trie_.slot_count() + continuation_trie_.slot_count(),
+            word_start_trie_.bytes() + continuation_trie_.bytes(), word_start_trie_.page_kind(), config_.format};
+  }
+
+ private:
+  void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out) const;
+  // Pre-tokenizes normalized bytes [begin, end) and appends each word's pieces.
+  void EncodeNormalized(uint32_t begin, uint32_t end, bool with_pieces, Scratch::Buffers* buffers,
+                        Encoding* out) const;
+  // Greedy longest-match-first over normalized bytes [begin, end) of one word.
+  void AppendWord(uint32_t begin, uint32_t end, bool with_pieces, const Scratch::Buffers& buffers,
+                  Encoding* out) const;
+  void AppendAddedToken(int32_t index, uint32_t begin, uint32_t end, bool with_pieces, Encoding* out) const {
+    const AddedToken& token = config_.added_tokens[static_cast<size_t>(index)];
+    out->ids.push_back(token.id);
+    if (with_pieces) {
+      out->pieces.push_back(token.content);
+      out->offsets.emplace_back(begin, end);
+    }
+  }
+
+  WordPieceConfig config_;
+  BertNormalizer normalizer_;
+  PieceTrie word_start_trie_;    // every piece, as a word's first piece
+  PieceTrie continuation_trie_;  // pieces that start with the prefix, without it
+  int32_t unknown_id_ = -1;
+  std::vector<std::string> pieces_;  // by id; added tokens override the model's pieces
+  std::vector<bool> special_;
+  std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>> ids_;
+  AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
+  AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
+};
+
+StatusOr<std::unique_ptr<Tokenizer>> WordPieceTokenizer::Create(WordPieceConfig config) {
+  auto tokenizer = std::make_unique<WordPieceTokenizer>();
+  size_t size = 0;
+  for (const auto& [piece, id] : config.vocabulary) size = std::max(size, static_cast<size_t>(id) + 1);
+  for (const AddedToken& token : config.added_tokens) {
+    if (token.id < 0) return Status::Error("added token \"" + token.content + "\" has a negative id");
+    size = std::max(size, static_cast<size_t>(token.id) + 1);
+  }
+  // Ids index tables: a few holes are fine, ids far beyond the number of pieces are not.
+  if (size > 2 * (config.vocabulary.size() + config.added_tokens.size()) + 1024) {
+    return Status::Error("token id " + std::to_string(size - 1) + " is far beyond the " +
+                         std::to_string(config.vocabulary.size() + config.added_tokens.size()) + " tokens");
+  }
+  tokenizer->pieces_.resize(size);
+  tokenizer->special_.resize(size);
+  std::unordered_map<std::string_view, int32_t> vocabulary_ids;  // later duplicates win, as in Hugging Face
+  for (const auto& [piece, id] : config.vocabulary) {
+    tokenizer->pieces_[static_cast<size_t>(id)] = piece;
+    vocabulary_ids[piece] = id;
+  }
+  const auto unknown = vocabulary_ids.find(config.unknown_token);
+  if (unknown == vocabulary_ids.end()) {
+    return Status::Error("the WordPiece unk_token \"" + config.unknown_token + "\" is not in the vocabulary");
+  }
+  tokenizer->unknown_id_ = unknown->second;
+
+  std::vector<TrieEntry> word_start, continuation;
+  word_start.reserve(config.vocabulary.size());
+  const std::string_view prefix = config.continuing_subword_prefix;
+  for (const auto& [piece, id] : config.vocabulary) {
+    word_start.push_back({piece, id, 0});
+    if (std::string_view(piece).starts_with(prefix)) {
+      continuation.push_back({std::string_view(piece).substr(prefix.size()), id, 0});
+    }
+  }
+  tokenizer->word_start_trie_ = PieceTrie::Build(std::move(word_start));
+  tokenizer->continuation_trie_ = PieceTrie::Build(std::move(continuation));
+  if (tokenizer->word_start_trie_.root() == nullptr || tokenizer->continuation_trie_.root() == nullptr) {
+    return Status::Error("out of memory building the vocabulary trie");
+  }
+
+  tokenizer->normalizer_ = BertNormalizer(config.normalizer);
+  std::string normalized;
+  for (size_t index = 0; index < config.added_tokens.size(); ++index) {
+    const AddedToken& token = config.added_tokens[index];
+    tokenizer->pieces_[static_cast<size_t>(token.id)] = token.content;
+    tokenizer->special_[static_cast<size_t>(token.id)] = token.special;
+    if (!token.normalized) {
+      tokenizer->raw_matcher_.Add(static_cast<int32_t>(index), token.content);
+      continue;
+    }
+    normalized.clear();
+    tokenizer->normalizer_.Normalize(token.content, 0, static_cast<uint32_t>(token.content.size()), &normalized,
+                                     nullptr);
+    if (!normalized.empty()) tokenizer->normalized_matcher_.Add(static_cast<int32_t>(index), normalized);
+  }
+  // Piece → id: the model's, then the added tokens' (Hugging Face looks those up first).
+  tokenizer->ids_.reserve(vocabulary_ids.size() + config.added_tokens.size());
+  for (const auto& [piece, id] : vocabulary_ids) tokenizer->ids_[std::string(piece)] = id;
+  for (const AddedToken& token : config.added_tokens) tokenizer->ids_[token.content] = token.id;
+  config.vocabulary.clear();
+  config.vocabulary.shrink_to_fit();
+  tokenizer->config_ = std::move(config);
+
+  const PostProcessor& post_processor = tokenizer->config_.post_processor;
+  for (const auto* items : {&post_processor.single, &post_processor.pair}) {
+    for (const TemplateItem& item : *items) {
+      for (int32_t id : item.special_ids) {
+        if (id < 0 || static_cast<size_t>(id) >= size) {
+          return Status::Error("post_processor special token id " + std::to_string(id) +
+                               " is outside the vocabulary of " + std::to_string(size));
+        }
+      }
+    }
+  }
+  return std::unique_ptr<Tokenizer>(std::move(tokenizer));
+}
+
+void WordPieceTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
+                                       Encoding* out) const {
+  out->Clear();
+  // Text reaching Hugging Face is a Rust string: invalid bytes arrive as U+FFFD (which
+  // clean_text then drops). Offsets are computed in that text and mapped back at the end.
+  const bool replaced =
+      utf8::ReplaceInvalid(text, &buffers->valid_text, with_pieces ? &buffers->valid_text_origins : nullptr);
+  if (replaced) text = buffers->valid_text;
+  std::vector<TextSegment>& segments = buffers->segments;
+  segments.clear();
+  raw_matcher_.Split(text, 0, static_cast<uint32_t>(text.size()), config_.added_tokens, &segments);
+  const size_t raw_segments = segments.size();
+  for (size_t index = 0; index < raw_segments; ++index) {
+    const TextSegment segment = segments[index];
+    if (segment.added_token >= 0) {
+      AppendAddedToken(segment.added_token, segment.begin, segment.end, with_pieces, out);
+      continue;
+    }
+    buffers->normalized.clear();
+    buffers->normalized_begins.clear();
+    buffers->normalized_ends.clear();
+    const BertOffsets offsets{&buffers->normalized_begins, &buffers->normalized_ends, &buffers->combining_marks};
+    normalizer_.Normalize(text, segment.begin, segment.end, &buffers->normalized, with_pieces ? &offsets : nullptr);
+    const auto normalized_size = static_cast<uint32_t>(buffers->normalized.size());
+    if (normalized_matcher_.empty()) {
+      EncodeNormalized(0, normalized_size, with_pieces, buffers, out);
+      continue;
+    }
+    // Tokens matched in the normalized text: split again, into the tail of `segments`.
+    const size_t inner_begin = segments.size();
+    normalized_matcher_.Split(buffers->normalized, 0, normalized_size, config_.added_tokens, &segments);
+    for (size_t inner = inner_begin; inner < segments.size(); ++inner) {
+      const TextSegment piece = segments[inner];
+      if (piece.added_token < 0) {
+        EncodeNormalized(piece.begin, piece.end, with_pieces, buffers, out);
+      } else {
+        AppendAddedToken(piece.added_token, with_pieces ? buffers->normalized_begins[piece.begin] : 0,
+                         with_pieces ? buffers->normalized_ends[piece.end - 1] : 0, with_pieces, out);
+      }
+    }
+    segments.resize(inner_begin);
+  }
+  out->type_ids.assign(out->ids.size(), 0);
+  if (replaced && with_pieces) {
+    for (auto& [begin, end] : out->offsets) {
+      begin = buffers->valid_text_origins[begin];
+      end = buffers->valid_text_origins[end];
+    }
+  }
+}
+
+void WordPieceTokenizer::EncodeNormalized(uint32_t begin, uint32_t end, bool with_pieces, Scratch::Buffers* buffers,
+                                          Encoding* out) const {
+  std::vector<Word>& words = buffers->word_list;
+  words.clear();
+  if (config_.bert_pre_tokenizer) {
+    BertPreTokenize(buffers->normalized, begin, end, &words);
+  } else if (end > begin) {
+    words.push_back({begin, end, -1});
+  }
+  for (const Word& word : words) AppendWord(word.begin, word.end, with_pieces, *buffers, out);
+}
+
+void WordPieceTokenizer::AppendWord(uint32_t begin, uint32_t end, bool with_pieces, const Scratch::Buffers& buffers,
+                                    Encoding* out) const {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(buffers.normalized.data());
+  auto emit = [&](int32_t id, uint32_t piece_begin, uint32_t piece_end) {
+    out->ids.push_back(id);
+    if (with_pieces) {
+      out->pieces.push_back(pieces_[static_cast<size_t>(id)]);
+      out->offsets.emplace_back(buffers.normalized_begins[piece_begin], buffers.normalized_ends[piece_end - 1]);
+    }
+  };
+  size_t characters = 0;
+  for (uint32_t i = begin; i < end; ++i) characters += (bytes[i] & 0xC0) != 0x80;
+  if (characters > config_.max_input_chars_per_word) {
+    emit(unknown_id_, begin, end);
+    return;
+  }
+  const size_t word_start = out->ids.size();
+  const PieceTrie* trie = &word_start_trie_;
+  for (uint32_t position = begin; position < end;) {
+    // The longest piece that starts here: the deepest node with a token on the walk.
+    const TrieNode* node = trie->root();
+    int32_t best_id = -1;
+    uint32_t best_end = position;
+    for (uint32_t i = position; i < end && node->HasChild(bytes[i]); ++i) {
+      node = &trie->Child(*node, bytes[i]);
+      if (node->token_id >= 0) {
+        best_id = node->token_id;
+        best_end = i + 1;
+      }
+    }
+    if (best_id < 0) {
+      // Some part of the word has no piece: the whole word is unknown.
+      out->ids.resize(word_start);
+      if (with_pieces) {
+        out->pieces.resize(word_start);
+        out->offsets.resize(word_start);
+      }
+      emit(unknown_id_, begin, end);
+      return;
+    }
+    emit(best_id, position, best_end);
+    position = best_end;
+    trie = &continuation_trie_;
+  }
+}
+
+std::string WordPieceTokenizer::Decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  std::string text;
+  bool first = true;
+  for (int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= pieces_.size() || (skip_special_tokens && IsSpecial(id))) continue;
+    std::string token = pieces_[static_cast<size_t>(id)];
+    if (!config_.decoder_is_wordpiece) {
+      if (!first) text.push_back(' ');
+      text += token;
+      first = false;
+      continue;
+    }
+    // Hugging Face's WordPiece decoder, token by token.
+    if (!first) {
+      if (token.starts_with(config_.decoder_prefix)) {
+        token.erase(0, config_.decoder_prefix.size());
+      } else {
+        token.insert(0, 1, ' ');
+      }
+    }
+    if (config_.decoder_cleanup) {
+      static constexpr std::pair<std::string_view, std::string_view> kCleanup[] = {
+          {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+          {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+      for (const auto& [from, to] : kCleanup) ReplaceAll(&token, from, to);
+    }
+    text += token;
+    first = false;
+  }
+  return text;
+}
+
+std::string ReadFile(const std::filesystem::path& path, Status* status) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) {
+    *status = Status::Error(path.string() + ": cannot open file");
+    return {};
+  }
+  std::ostringstream contents;
+  contents << stream.rdbuf();
+  if (stream.bad()) *status = Status::Error(path.string() + ": read error");
+  return std::move(contents).str();
+}
+
+}  // namespace
+
+bool IsWordPieceTokenizerJson(std::string_view json) { return IsWordPieceJson(json); }
+
+StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceTokenizer(std::string_view json) {
+  auto config = ParseWordPieceJson(json);
+  if (!config.ok()) return config.status();
+  return WordPieceTokenizer::Create(std::move(config.value()));
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabulary(std::string_view vocab_txt,
+                                                             std::string_view tokenizer_config_json) {
+  auto config = ParseWordPieceVocabulary(vocab_txt, tokenizer_config_json);
+  if (!config.ok()) return config.status();
+  return WordPieceTokenizer::Create(std::move(config.value()));
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabularyFile(const std::string& vocab_path) {
+  namespace fs = std::filesystem;
+  Status status;
+  const std::string vocab = ReadFile(vocab_path, &status);
+  if (!status.ok()) return status;
+  const fs::path config_path = fs::path(vocab_path).parent_path() / "tokenizer_config.json";
+  std::error_code error;
+  std::string config;
+  if (fs::exists(config_path, error)) {
+    config = ReadFile(config_path, &status);
+    if (!status.ok()) return status;
+  }
+  auto tokenizer = LoadWordPieceVocabulary(vocab, config);
+  if (!tokenizer.ok()) return Status::Error(vocab_path + ": " + tokenizer.status().message());
+  return tokenizer;
+}
+
+}  // namespace stamen::tokenizer
