@@ -29,6 +29,8 @@ namespace stamen::tokenizer {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::Abbreviate;
+using testing::Escape;
 using testing::SharedPath;
 
 // One input line and where it came from, for failure messages.
@@ -43,25 +45,7 @@ std::string ShellQuote(const std::string& value) {
   return quoted + "'";
 }
 
-std::string Escape(std::string_view text, size_t limit = 200) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < limit; ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x20 || byte == 0x7F || byte >= 0x80) {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "\\x%02X", byte);
-      out += hex;
-    } else {
-      out.push_back(static_cast<char>(byte));
-    }
-  }
-  if (text.size() > limit) out += "... (" + std::to_string(text.size()) + " bytes)";
-  return out;
-}
 
-std::string Abbreviate(const std::string& ids, size_t limit = 400) {
-  return ids.size() <= limit ? ids : ids.substr(0, limit) + " ...";
-}
 
 // Single texts: every `stride`-th udhr paragraph, both novels line by line, and the one-line
 // edge cases alone and inside text. The reference runs at about 1.5 MB/s, so modes other

@@ -20,24 +20,9 @@ namespace stamen::tokenizer {
 namespace {
 
 using testing::EdgeCase;
+using testing::Escape;
 using testing::SharedPath;
 
-// Printable form of a (possibly invalid, NUL-holding) input for failure messages.
-std::string Escape(std::string_view text, size_t limit = 200) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < limit; ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x20 || byte == 0x7F || byte >= 0x80) {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "\\x%02X", byte);
-      out += hex;
-    } else {
-      out.push_back(static_cast<char>(byte));
-    }
-  }
-  if (text.size() > limit) out += "... (" + std::to_string(text.size()) + " bytes)";
-  return out;
-}
 
 std::string Join(const std::vector<int>& ids, size_t limit = 60) {
   std::string out;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -46,6 +47,28 @@ inline std::vector<std::string> SplitLines(std::string_view text) {
     start = end + 1;
   }
   return lines;
+}
+
+// Printable form of a (possibly invalid, NUL-holding) input for failure messages.
+inline std::string Escape(std::string_view text, size_t limit = 200) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < limit; ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7F || byte >= 0x80) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02X", byte);
+      out += hex;
+    } else {
+      out.push_back(static_cast<char>(byte));
+    }
+  }
+  if (text.size() > limit) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+// A long id list cut for failure messages.
+inline std::string Abbreviate(const std::string& text, size_t limit = 400) {
+  return text.size() <= limit ? text : text.substr(0, limit) + " ...";
 }
 
 struct UdhrLine {

@@ -17,7 +17,9 @@
 #include <string_view>
 #include <vector>
 
+#include "test_corpus.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 #ifndef STAMEN_SHARED_DIR
 #error "STAMEN_SHARED_DIR must name the shared models and corpora folder"
@@ -46,70 +48,22 @@ struct Line {
   std::string origin;
 };
 
-std::string SharedPath(std::string_view relative) { return std::string(STAMEN_SHARED_DIR) + "/" + std::string(relative); }
-
-std::string ReadFileOrFail(const std::string& path) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) {
-    ADD_FAILURE() << "cannot read " << path;
-    return {};
-  }
-  std::ostringstream contents;
-  contents << stream.rdbuf();
-  return std::move(contents).str();
-}
-
-// Splits on '\n' only; a final empty line after the last '\n' is not a line.
-std::vector<std::string> SplitLines(std::string_view text) {
-  std::vector<std::string> lines;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    lines.emplace_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
+using testing::Abbreviate;
+using testing::Escape;
+using testing::ReadFileOrFail;
+using testing::SharedPath;
+using testing::SplitLines;
 
 bool IsValidUtf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    size_t length = lead < 0x80 ? 1 : lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3
-                                   : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
-    if (length == 0 || i + length > text.size()) return false;
-    char32_t c = length == 1 ? lead : lead & (0x7F >> length);
-    for (size_t k = 1; k < length; ++k) {
-      const auto byte = static_cast<unsigned char>(text[i + k]);
-      if ((byte & 0xC0) != 0x80) return false;
-      c = (c << 6) | (byte & 0x3F);
-    }
-    if ((length == 3 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) || (length == 4 && (c < 0x10000 || c > 0x10FFFF))) {
-      return false;
-    }
-    i += length;
+  for (size_t position = 0; position < text.size();) {
+    const utf8::Decoded decoded = utf8::Decode(text, position);
+    if (!decoded.valid) return false;
+    position += decoded.length;
   }
   return true;
 }
 
-std::string Escape(std::string_view text, size_t limit = 160) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < limit; ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x20 || byte == 0x7F || byte >= 0x80) {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "\\x%02X", byte);
-      out += hex;
-    } else {
-      out.push_back(static_cast<char>(byte));
-    }
-  }
-  if (text.size() > limit) out += "... (" + std::to_string(text.size()) + " bytes)";
-  return out;
-}
 
-std::string Abbreviate(const std::string& text, size_t limit = 400) {
-  return text.size() <= limit ? text : text.substr(0, limit) + " ...";
-}
 
 std::string Hex(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
