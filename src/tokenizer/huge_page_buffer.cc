@@ -3,8 +3,10 @@
 
 #include <sys/mman.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace stamen::tokenizer {
@@ -28,8 +30,12 @@ HugePageBuffer HugePageBuffer::Allocate(size_t bytes) {
   HugePageBuffer buffer;
   if (bytes == 0) return buffer;
   const size_t size = RoundUp(bytes, kHugePageBytes);
-  void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+  // STAMEN_HUGE_PAGES=0 keeps normal pages, to measure what huge pages buy.
+  const char* setting = std::getenv("STAMEN_HUGE_PAGES");
+  const bool huge_pages_allowed = setting == nullptr || std::string_view(setting) != "0";
+  void* memory = huge_pages_allowed ? mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0)
+                                    : MAP_FAILED;
   if (memory != MAP_FAILED) {
     buffer.data_ = memory;
     buffer.size_ = size;
@@ -47,7 +53,8 @@ HugePageBuffer HugePageBuffer::Allocate(size_t bytes) {
   if (tail > 0) munmap(aligned + size, tail);
   buffer.data_ = aligned;
   buffer.size_ = size;
-  buffer.kind_ = (TransparentHugePagesEnabled() && madvise(aligned, size, MADV_HUGEPAGE) == 0)
+  if (!huge_pages_allowed) madvise(aligned, size, MADV_NOHUGEPAGE);  // also under THP "always"
+  buffer.kind_ = (huge_pages_allowed && TransparentHugePagesEnabled() && madvise(aligned, size, MADV_HUGEPAGE) == 0)
                      ? PageKind::kTransparentHuge
                      : PageKind::kNormal;
   return buffer;

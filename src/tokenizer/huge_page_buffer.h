@@ -13,6 +13,7 @@ class HugePageBuffer {
   HugePageBuffer() = default;
   // Zero-filled memory of at least `bytes`; tries MAP_HUGETLB (the reserved pool), then
   // transparent huge pages (madvise), then normal pages. Returns an empty buffer on failure.
+  // The environment variable STAMEN_HUGE_PAGES=0 forces normal pages (for measurements).
   static HugePageBuffer Allocate(size_t bytes);
   ~HugePageBuffer();
   HugePageBuffer(HugePageBuffer&& other) noexcept;
