@@ -61,6 +61,19 @@ class PackedBatch {
   std::vector<int32_t> cu_seqlens_{0};
 };
 
+// Adds one sequence to `batch`, first running `flush` (which computes and empties the batch)
+// when the sequence would take it past `max_tokens`, and again once it holds `max_sequences`.
+// Returns the first non-zero result of `flush`, else 0.
+template <typename Flush>
+int AddToBatch(PackedBatch& batch, std::span<const int32_t> ids, std::span<const int32_t> type_ids,
+               size_t max_tokens, size_t max_sequences, Flush&& flush) {
+  if (batch.sequences() > 0 && batch.tokens() + ids.size() > max_tokens) {
+    if (const int rc = flush(); rc != 0) return rc;
+  }
+  batch.Add(ids, type_ids);
+  return batch.sequences() >= max_sequences ? flush() : 0;
+}
+
 // Shortest text that reads back as the same float; JSON has no NaN or infinity: null.
 inline void AppendJsonFloat(float value, std::string* out) {
   if (!std::isfinite(value)) {

@@ -152,12 +152,8 @@ int RunEmbed(const EmbedOptions& options) {
       }
     }
     if (ids.empty()) return Fail(where + "no tokens to embed");
-    if (batch.sequences() > 0 && batch.tokens() + ids.size() > options.batch_tokens) {
-      if (const int rc = flush(); rc != 0) return rc;
-    }
-    batch.Add(ids, {});
-    if (batch.sequences() >= options.batch_lines) {
-      if (const int rc = flush(); rc != 0) return rc;
+    if (const int rc = AddToBatch(batch, ids, {}, options.batch_tokens, options.batch_lines, flush); rc != 0) {
+      return rc;
     }
   }
   return flush();

@@ -84,12 +84,9 @@ int RunRerank(const RerankOptions& options) {
     }
     const std::string_view view(line);
     tokenizer.EncodePair(view.substr(0, tab), view.substr(tab + 1), max_length, &ids, &types);
-    if (batch.sequences() > 0 && batch.tokens() + ids.size() > options.batch_tokens) {
-      if (const int rc = flush(); rc != 0) return rc;
-    }
-    batch.Add(ids, with_types ? std::span<const int32_t>(types) : std::span<const int32_t>());
-    if (batch.sequences() >= options.batch_lines) {
-      if (const int rc = flush(); rc != 0) return rc;
+    const auto type_ids = with_types ? std::span<const int32_t>(types) : std::span<const int32_t>();
+    if (const int rc = AddToBatch(batch, ids, type_ids, options.batch_tokens, options.batch_lines, flush); rc != 0) {
+      return rc;
     }
   }
   return flush();
