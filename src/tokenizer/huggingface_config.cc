@@ -5,6 +5,8 @@
 
 #include <charconv>
 
+#include "tokenizer/json_fields.h"
+
 namespace stamen::tokenizer {
 namespace {
 
@@ -37,16 +39,6 @@ bool DecodeBase64(std::string_view text, std::string* out) {
     }
   }
   return true;
-}
-
-std::string_view StringOr(element parent, const char* key, std::string_view fallback) {
-  std::string_view value;
-  return parent[key].get(value) == simdjson::SUCCESS ? value : fallback;
-}
-
-bool BoolOr(element parent, const char* key, bool fallback) {
-  bool value = false;
-  return parent[key].get(value) == simdjson::SUCCESS ? value : fallback;
 }
 
 bool IsNull(element parent, const char* key) {

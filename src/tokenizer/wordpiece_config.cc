@@ -9,22 +9,14 @@
 #include <cstdlib>
 #include <unordered_map>
 
+#include "tokenizer/json_fields.h"
+
 namespace stamen::tokenizer {
 namespace {
 
 using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
-
-std::string_view StringOr(element parent, const char* key, std::string_view fallback) {
-  std::string_view value;
-  return parent[key].get(value) == simdjson::SUCCESS ? value : fallback;
-}
-
-bool BoolOr(element parent, const char* key, bool fallback) {
-  bool value = false;
-  return parent[key].get(value) == simdjson::SUCCESS ? value : fallback;
-}
 
 // `strip_accents: null` (or absent) means "as lowercase", in both BertNormalizer and
 // BertTokenizer.
