@@ -101,8 +101,12 @@ def main() -> int:
                 sides = text if pair else (text,)
                 out.write(format_encoding(tokenizer, encoding, sides, with_offsets, decode) + "\n")
     if cached:
-        shutil.copyfile(output_path, cached + ".partial")
-        os.replace(cached + ".partial", cached)
+        # ctest runs models in parallel, and models that differ only in truncation/padding
+        # share a cache entry: each writer uses its own temporary name, and the atomic rename
+        # lets the last (identical) copy win.
+        partial = f"{cached}.{os.getpid()}.partial"
+        shutil.copyfile(output_path, partial)
+        os.replace(partial, cached)
     return 0
 
 
