@@ -76,17 +76,8 @@ Status BertModel::LoadWeights(const WeightStore& weights) {
   auto found = model_weights::FindPrefix(weights, prefixes, "embeddings.word_embeddings.weight");
   if (!found.ok()) return found.status();
   const std::string prefix = *found;
-  // Assigns weights.Load(name, shape) to `target` or returns its error.
-  Status status;
-  auto load = [&](Tensor& target, const std::string& name, const Shape& shape) {
-    if (!status.ok()) return;
-    auto tensor = weights.Load(name, shape);
-    if (tensor.ok()) {
-      target = std::move(tensor.value());
-    } else {
-      status = tensor.status();
-    }
-  };
+  model_weights::TensorLoader loader(weights);
+  auto load = [&](Tensor& target, const std::string& name, const Shape& shape) { loader.Load(target, name, shape); };
   const std::string embeddings = prefix + "embeddings.";
   load(word_embeddings_, embeddings + "word_embeddings.weight", {config_.vocab_size, h});
   load(position_embeddings_, embeddings + "position_embeddings.weight", {config_.max_position_embeddings, h});
@@ -94,19 +85,15 @@ Status BertModel::LoadWeights(const WeightStore& weights) {
   load(embedding_norm_gamma_, embeddings + "LayerNorm.weight", {h});
   load(embedding_norm_beta_, embeddings + "LayerNorm.bias", {h});
   layers_.resize(config_.num_hidden_layers);
-  for (int64_t i = 0; i < config_.num_hidden_layers && status.ok(); ++i) {
+  for (int64_t i = 0; i < config_.num_hidden_layers && loader.status().ok(); ++i) {
     EncoderLayer& layer = layers_[i];
     const std::string base = prefix + "encoder.layer." + std::to_string(i) + ".";
     const std::string self = base + "attention.self.";
     const std::vector<std::string> qkv = {self + "query.weight", self + "key.weight", self + "value.weight"};
     const std::vector<std::string> qkv_bias = {self + "query.bias", self + "key.bias", self + "value.bias"};
     const std::vector<int64_t> rows = {h, h, h};
-    auto stacked = model_weights::LoadStacked(weights, qkv, rows, h);
-    if (!stacked.ok()) return stacked.status();
-    layer.qkv_weight = std::move(stacked.value());
-    auto stacked_bias = model_weights::LoadStacked(weights, qkv_bias, rows, 0);
-    if (!stacked_bias.ok()) return stacked_bias.status();
-    layer.qkv_bias = std::move(stacked_bias.value());
+    loader.Stack(layer.qkv_weight, qkv, rows, h);
+    loader.Stack(layer.qkv_bias, qkv_bias, rows, 0);
     load(layer.output_weight, base + "attention.output.dense.weight", {h, h});
     load(layer.output_bias, base + "attention.output.dense.bias", {h});
     load(layer.attention_norm_gamma, base + "attention.output.LayerNorm.weight", {h});
@@ -132,7 +119,7 @@ Status BertModel::LoadWeights(const WeightStore& weights) {
       load(head_.output_bias, "classifier.out_proj.bias", {labels});
     }
   }
-  return status;
+  return loader.status();
 }
 
 Status BertModel::Embed(const ModelInput& input, Tensor& hidden) {

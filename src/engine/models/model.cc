@@ -54,5 +54,22 @@ StatusOr<Tensor> LoadStacked(const WeightStore& weights, std::span<const std::st
   return stacked;
 }
 
+void TensorLoader::Keep(StatusOr<Tensor> tensor, Tensor& target) {
+  if (tensor.ok()) {
+    target = std::move(tensor.value());
+  } else {
+    status_ = tensor.status();
+  }
+}
+
+void TensorLoader::Load(Tensor& target, const std::string& name, const Shape& shape) {
+  if (status_.ok()) Keep(weights_.Load(name, shape), target);
+}
+
+void TensorLoader::Stack(Tensor& target, std::span<const std::string> names, std::span<const int64_t> rows,
+                         int64_t columns) {
+  if (status_.ok()) Keep(LoadStacked(weights_, names, rows, columns), target);
+}
+
 }  // namespace model_weights
 }  // namespace stamen::engine

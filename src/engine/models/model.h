@@ -63,5 +63,22 @@ StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std
 StatusOr<Tensor> LoadStacked(const WeightStore& weights, std::span<const std::string> names,
                              std::span<const int64_t> rows, int64_t columns);
 
+// Loads a model's tensors one after another and keeps the first error, so a model can list
+// its weights without a check after each; once an error is kept, further loads do nothing.
+class TensorLoader {
+ public:
+  explicit TensorLoader(const WeightStore& weights) : weights_(weights) {}
+  // `target` = weights.Load(name, shape).
+  void Load(Tensor& target, const std::string& name, const Shape& shape);
+  // `target` = LoadStacked(weights, names, rows, columns).
+  void Stack(Tensor& target, std::span<const std::string> names, std::span<const int64_t> rows, int64_t columns);
+  const Status& status() const { return status_; }
+
+ private:
+  void Keep(StatusOr<Tensor> tensor, Tensor& target);
+  const WeightStore& weights_;
+  Status status_;
+};
+
 }  // namespace model_weights
 }  // namespace stamen::engine

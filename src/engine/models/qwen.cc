@@ -68,26 +68,10 @@ Status QwenModel::LoadWeights(const WeightStore& weights) {
   auto found = model_weights::FindPrefix(weights, prefixes, "embed_tokens.weight");
   if (!found.ok()) return found.status();
   const std::string prefix = *found;
-  Status status;
-  auto load = [&](Tensor& target, const std::string& name, const Shape& shape) {
-    if (!status.ok()) return;
-    auto tensor = weights.Load(name, shape);
-    if (tensor.ok()) {
-      target = std::move(tensor.value());
-    } else {
-      status = tensor.status();
-    }
-  };
+  model_weights::TensorLoader loader(weights);
+  auto load = [&](Tensor& target, const std::string& name, const Shape& shape) { loader.Load(target, name, shape); };
   auto stack = [&](Tensor& target, const std::vector<std::string>& names, const std::vector<int64_t>& rows,
-                   int64_t columns) {
-    if (!status.ok()) return;
-    auto tensor = model_weights::LoadStacked(weights, names, rows, columns);
-    if (tensor.ok()) {
-      target = std::move(tensor.value());
-    } else {
-      status = tensor.status();
-    }
-  };
+                   int64_t columns) { loader.Stack(target, names, rows, columns); };
   load(embeddings_, prefix + "embed_tokens.weight", {config_.vocab_size, h});
   load(final_norm_, prefix + "norm.weight", {h});
   layers_.resize(config_.num_hidden_layers);
@@ -112,7 +96,7 @@ Status QwenModel::LoadWeights(const WeightStore& weights) {
     stack(layer.gate_up_weight, {base + "mlp.gate_proj.weight", base + "mlp.up_proj.weight"}, {ffn, ffn}, h);
     load(layer.down_weight, base + "mlp.down_proj.weight", {h, ffn});
   }
-  return status;
+  return loader.status();
 }
 
 Status QwenModel::RunLayer(const DecoderLayer& layer, const ModelInput& input, const Tensor& rope, Tensor& hidden) {
