@@ -61,6 +61,38 @@ class PackedBatch {
   std::vector<int32_t> cu_seqlens_{0};
 };
 
+// Writes `text` to stdout and flushes; false on a write error.
+inline bool WriteOut(std::string* text) {
+  const bool ok = std::fwrite(text->data(), 1, text->size(), stdout) == text->size() && std::fflush(stdout) == 0;
+  text->clear();
+  return ok;
+}
+
+// Runs `batch` through `engine`, appends each sequence's result to `output` with
+// `print_row(row, output)`, writes it to stdout and empties the batch. `first_line` (the input
+// line of the batch's first sequence) names the lines in errors and advances. Returns 0, or
+// the exit code after printing the error prefixed by `command`.
+template <typename PrintRow>
+int RunBatch(engine::Engine& engine, const engine::StepOptions& step, const char* command, PackedBatch& batch,
+             size_t& first_line, std::string& output, PrintRow&& print_row) {
+  if (batch.sequences() == 0) return 0;
+  auto result = engine.Step(batch.View(), step);
+  const engine::Status status = result.ok() ? result->Wait() : result.status();
+  if (!status.ok()) {
+    std::cerr << command << ": lines " << first_line << "-" << first_line + batch.sequences() - 1 << ": "
+              << status.message() << "\n";
+    return 2;
+  }
+  for (size_t s = 0; s < batch.sequences(); ++s) print_row(result->Row(static_cast<int64_t>(s)), output);
+  first_line += batch.sequences();
+  batch.Clear();
+  if (!WriteOut(&output)) {
+    std::cerr << command << ": cannot write to stdout\n";
+    return 1;
+  }
+  return 0;
+}
+
 // Adds one sequence to `batch`, first running `flush` (which computes and empties the batch)
 // when the sequence would take it past `max_tokens`, and again once it holds `max_sequences`.
 // Returns the first non-zero result of `flush`, else 0.
@@ -85,12 +117,6 @@ inline void AppendJsonFloat(float value, std::string* out) {
   out->append(text, result.ptr);
 }
 
-// Writes `text` to stdout and flushes; false on a write error.
-inline bool WriteOut(std::string* text) {
-  const bool ok = std::fwrite(text->data(), 1, text->size(), stdout) == text->size() && std::fflush(stdout) == 0;
-  text->clear();
-  return ok;
-}
 
 // Parses "12 7 99" (spaces or tabs) into `ids`; false with `bad` set to the first non-id.
 inline bool ParseTokenIds(std::string_view line, std::vector<int32_t>* ids, std::string* bad) {

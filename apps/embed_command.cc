@@ -103,30 +103,16 @@ int RunEmbed(const EmbedOptions& options) {
   size_t first_line = 1;  // line number of the batch's first sequence
   std::string line, text, output, bad;
   std::vector<int32_t> ids;
-  auto flush = [&]() -> int {
-    if (batch.sequences() == 0) return 0;
-    auto result = engine.Step(batch.View(), step);
-    engine::Status status = result.ok() ? result->Wait() : result.status();
-    if (!status.ok()) {
-      return Fail("lines " + std::to_string(first_line) + "-" + std::to_string(first_line + batch.sequences() - 1) +
-                  ": " + status.message());
-    }
-    for (size_t s = 0; s < batch.sequences(); ++s) {
-      const std::span<const float> row = result->Row(static_cast<int64_t>(s));
-      output.push_back('[');
-      for (size_t i = 0; i < row.size(); ++i) {
-        if (i > 0) output.push_back(',');
-        AppendJsonFloat(row[i], &output);
-      }
-      output.append("]\n");
-    }
-    first_line += batch.sequences();
-    batch.Clear();
-    if (!WriteOut(&output)) {
-      std::cerr << "stamen embed: cannot write to stdout\n";
-      return 1;
-    }
-    return 0;
+  auto flush = [&] {
+    return RunBatch(engine, step, "stamen embed", batch, first_line, output,
+                    [](std::span<const float> row, std::string& out) {
+                      out.push_back('[');
+                      for (size_t i = 0; i < row.size(); ++i) {
+                        if (i > 0) out.push_back(',');
+                        AppendJsonFloat(row[i], &out);
+                      }
+                      out.append("]\n");
+                    });
   };
 
   while (reader.Next(&line)) {

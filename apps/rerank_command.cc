@@ -56,25 +56,12 @@ int RunRerank(const RerankOptions& options) {
   size_t first_line = 1;
   std::string line, output;
   std::vector<int32_t> ids, types;
-  auto flush = [&]() -> int {
-    if (batch.sequences() == 0) return 0;
-    auto result = engine.Step(batch.View(), step);
-    engine::Status status = result.ok() ? result->Wait() : result.status();
-    if (!status.ok()) {
-      return Fail("lines " + std::to_string(first_line) + "-" + std::to_string(first_line + batch.sequences() - 1) +
-                  ": " + status.message());
-    }
-    for (size_t s = 0; s < batch.sequences(); ++s) {
-      AppendJsonFloat(result->Row(static_cast<int64_t>(s))[0], &output);
-      output.push_back('\n');
-    }
-    first_line += batch.sequences();
-    batch.Clear();
-    if (!WriteOut(&output)) {
-      std::cerr << "stamen rerank: cannot write to stdout\n";
-      return 1;
-    }
-    return 0;
+  auto flush = [&] {
+    return RunBatch(engine, step, "stamen rerank", batch, first_line, output,
+                    [](std::span<const float> row, std::string& out) {
+                      AppendJsonFloat(row[0], &out);
+                      out.push_back('\n');
+                    });
   };
 
   while (reader.Next(&line)) {
