@@ -6,6 +6,7 @@
 #include "make_model_command.h"
 #include "rerank_command.h"
 #include "tokenize_command.h"
+#include "worker_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"stamen: serving stack for text-embedding and reranking models"};
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   stamen::apps::AddEmbedCommand(app);
   stamen::apps::AddRerankCommand(app);
   stamen::apps::AddMakeModelCommand(app);
+  stamen::apps::AddWorkerCommand(app);
   stamen::bench::AddBenchCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

@@ -23,9 +23,7 @@
 #include "bench/allocation_counter.h"
 #include "tokenizer/tokenizer.h"
 
-#ifdef STAMEN_HAVE_SENTENCEPIECE
-#include <sentencepiece_processor.h>
-#endif
+#include <dlfcn.h>
 
 namespace stamen::bench {
 namespace {
@@ -102,21 +100,35 @@ std::string PeerModelPath(const TokenizerBenchmarkOptions& options) {
   return {};
 }
 
-// Returns a function encoding `text` with SentencePiece, or an error message.
+// Returns a function encoding `text` with SentencePiece (loaded from its module), or an error.
 std::optional<std::function<size_t()>> MakePeer(const std::string& model_path, const std::string& text,
                                                 std::string* error) {
-#ifdef STAMEN_HAVE_SENTENCEPIECE
-  auto processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
-  const auto status = processor->Load(model_path);
-  if (!status.ok()) {
-    *error = "sentencepiece cannot load " + model_path + ": " + status.ToString();
+#ifdef STAMEN_SENTENCEPIECE_PEER
+  // Beside the running binary first (an installed or copied build), else where it was built.
+  std::string module = (std::filesystem::read_symlink("/proc/self/exe").parent_path() /
+                        std::filesystem::path(STAMEN_SENTENCEPIECE_PEER).filename()).string();
+  if (!std::filesystem::exists(module)) module = STAMEN_SENTENCEPIECE_PEER;
+  void* library = dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (library == nullptr) {
+    *error = std::string("cannot load the SentencePiece peer module: ") + dlerror();
     return std::nullopt;
   }
-  auto ids = std::make_shared<std::vector<int>>();
-  return [processor, ids, &text] {
-    processor->Encode(text, ids.get());
-    return ids->size();
-  };
+  using Load = void* (*)(const char*, char*, size_t);
+  using Encode = size_t (*)(void*, const char*, size_t);
+  auto load = reinterpret_cast<Load>(dlsym(library, "stamen_sentencepiece_load"));
+  auto encode = reinterpret_cast<Encode>(dlsym(library, "stamen_sentencepiece_encode"));
+  if (load == nullptr || encode == nullptr) {
+    *error = "the SentencePiece peer module lacks its entry points: " + module;
+    return std::nullopt;
+  }
+  char message[512];
+  void* peer = load(model_path.c_str(), message, sizeof(message));
+  if (peer == nullptr) {
+    *error = "sentencepiece cannot load " + model_path + ": " + message;
+    return std::nullopt;
+  }
+  // Lives as long as the process (a benchmark run).
+  return [encode, peer, &text] { return encode(peer, text.data(), text.size()); };
 #else
   *error = "this build has no SentencePiece library (install libsentencepiece-dev and rebuild)";
   return std::nullopt;

@@ -18,6 +18,9 @@ DEBIAN_PACKAGES=(
   # libraries the code links
   libsimdjson-dev libcli11-dev libspdlog-dev libfmt-dev
   libdnnl-dev  # oneDNN: the CPU GEMM of src/engine
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # worker gRPC
+  libboost-dev  # Boost.Beast/Asio: the HTTP server
+  wrk  # HTTP load generator of the gateway benchmark and soak test
   # tooling: callgrind, libFuzzer (fuzz preset)
   valgrind clang-14 libclang-rt-14-dev
 )

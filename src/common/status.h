@@ -9,17 +9,31 @@
 
 namespace stamen {
 
+// What kind of failure a Status is, for callers that answer differently per kind (the servers
+// map them to gRPC and HTTP status codes). Most errors are kError: the message says the rest.
+enum class StatusCode {
+  kOk,
+  kError,              // anything without a more specific kind below
+  kInvalidArgument,    // the caller's input is wrong; retrying it unchanged fails again
+  kResourceExhausted,  // a queue or limit is full; retry later
+  kUnavailable,        // shutting down or no backend reachable
+  kCancelled,          // the caller gave up
+  kDeadlineExceeded,   // the caller's deadline passed first
+};
+
 // An error with a message that names what was wrong (file, field, tensor); `ok()` when none.
 class Status {
  public:
   Status() = default;
-  static Status Error(std::string message) { return Status(std::move(message)); }
-  bool ok() const { return !failed_; }
+  static Status Error(std::string message) { return Status(StatusCode::kError, std::move(message)); }
+  static Status Error(StatusCode code, std::string message) { return Status(code, std::move(message)); }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
 
  private:
-  explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
-  bool failed_ = false;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  StatusCode code_ = StatusCode::kOk;
   std::string message_;
 };
 

@@ -1,0 +1,64 @@
+#include "worker_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "server/grpc_worker.h"
+#include "termination_signal.h"
+
+namespace stamen::apps {
+namespace {
+
+struct WorkerCommandOptions {
+  server::GrpcWorkerOptions server;
+  std::string log_level = "info";
+};
+
+int RunWorker(const WorkerCommandOptions& options) {
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  BlockTerminationSignals();
+  auto started = server::GrpcWorker::Start(options.server);
+  if (!started.ok()) {
+    spdlog::error("stamen worker: {}", started.status().message());
+    return 2;
+  }
+  const std::string signal = WaitForTerminationSignal();
+  spdlog::info("worker: {} received", signal);
+  (*started)->Shutdown();
+  return 0;
+}
+
+}  // namespace
+
+void AddWorkerCommand(CLI::App& app) {
+  auto options = std::make_shared<WorkerCommandOptions>();
+  CLI::App* command = app.add_subcommand("worker", "Serve a model over gRPC (stamen.v1.Inference) with token-budget batching");
+  server::GrpcWorkerOptions& server = options->server;
+  command->add_option("--model", server.worker.model_dir, "Hugging Face model folder")->required();
+  command->add_option("--model-id", server.worker.model_id, "Name reported by Info (default: the folder's name)");
+  command->add_option("--listen", server.listen, "gRPC address host:port (port 0: any free port)")
+      ->capture_default_str();
+  command->add_option("--max-batch-tokens", server.worker.scheduler.max_batch_tokens,
+                      "Token budget of one batch (default: the backend's, 2048 on CPU)");
+  server.worker.scheduler.max_batch_tokens = 0;
+  command->add_option("--max-batch-requests", server.worker.scheduler.max_batch_sequences,
+                      "Most sequences in one batch")
+      ->capture_default_str();
+  command->add_option("--max-queued-tokens", server.worker.scheduler.max_queued_tokens,
+                      "Tokens waiting beyond which requests get RESOURCE_EXHAUSTED")
+      ->capture_default_str();
+  command->add_option("--threads", server.worker.engine.num_threads, "CPU threads of the engine (0: all cores)")
+      ->capture_default_str();
+  command->add_option("--metrics-port", server.metrics_port, "Serve Prometheus /metrics on this port (-1: off)")
+      ->capture_default_str();
+  command->add_option("--metrics-host", server.metrics_host, "Address of the metrics endpoint")->capture_default_str();
+  command->add_option("--log-level", options->log_level, "trace, debug (a line per batch), info, warn, error")
+      ->capture_default_str();
+  command->callback([options] {
+    const int code = RunWorker(*options);
+    if (code != 0) std::exit(code);
+  });
+}
+
+}  // namespace stamen::apps

@@ -1,0 +1,299 @@
+#include "http/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+namespace stamen::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+
+std::string_view Request::Header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (key == name) return value;
+  }
+  return {};
+}
+
+namespace {
+
+std::string ErrorBody(std::string_view message, std::string_view type) {
+  std::string body = "{\"error\":\"";
+  body += message;  // fixed ASCII messages only: nothing to escape
+  body += "\",\"error_type\":\"";
+  body += type;
+  body += "\"}";
+  return body;
+}
+
+}  // namespace
+
+class Connection;
+
+struct Server::State : std::enable_shared_from_this<Server::State> {
+  ServerOptions options;
+  Handler handler;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::vector<std::thread> threads;
+  std::atomic<int64_t> active_requests{0};
+  std::mutex connections_mutex;
+  std::set<std::weak_ptr<Connection>, std::owner_less<std::weak_ptr<Connection>>> connections;
+  bool stopped = false;
+
+  void Accept();
+};
+
+// One client connection: read a request, hand it to the handler, write its answer, repeat
+// while the client keeps the connection alive. All socket work runs on the connection's strand.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, std::shared_ptr<Server::State> server)
+      : stream_(std::move(socket)), server_(std::move(server)) {}
+
+  void Begin() { ReadHeader(); }
+
+  void Close() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ignored;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+      self->stream_.close();
+    });
+  }
+
+ private:
+  void ReadHeader() {
+    parser_.emplace();
+    parser_->body_limit(server_->options.body_limit);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(server_->options.idle_timeout);
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [self = shared_from_this()](beast::error_code error, size_t) { self->OnHeader(error); });
+  }
+
+  void OnHeader(beast::error_code error) {
+    if (error) return OnReadError(error);
+    auto& header = parser_->get();
+    if (auto length = parser_->content_length(); length && *length > server_->options.body_limit) {
+      return WriteError(413, "payload too large: the body exceeds the payload limit", "payload_too_large");
+    }
+    if (beast::iequals(header[bhttp::field::expect], "100-continue")) {
+      auto continue_response = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_, 11);
+      bhttp::async_write(stream_, *continue_response,
+                         [self = shared_from_this(), continue_response](beast::error_code error, size_t) {
+                           if (error) return self->Close();
+                           self->ReadBody();
+                         });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = shared_from_this()](beast::error_code error, size_t) { self->OnRequest(error); });
+  }
+
+  void OnReadError(beast::error_code error) {
+    if (error == bhttp::error::body_limit) {
+      return WriteError(413, "payload too large: the body exceeds the payload limit", "payload_too_large");
+    }
+    if (error == bhttp::error::end_of_stream || error == asio::error::eof || error == beast::error::timeout ||
+        error == asio::error::operation_aborted || error == asio::error::connection_reset) {
+      return Shutdown();
+    }
+    WriteError(400, "malformed HTTP request", "validation");
+  }
+
+  void OnRequest(beast::error_code error) {
+    if (error) return OnReadError(error);
+    stream_.expires_never();  // the handler may take as long as the work does
+    bhttp::request<bhttp::string_body> message = parser_->release();
+    keep_alive_ = message.keep_alive();
+    Request request;
+    request.method = std::string(message.method_string());
+    const std::string_view target(message.target().data(), message.target().size());
+    const size_t question = target.find('?');
+    request.path = std::string(target.substr(0, question));
+    if (question != std::string_view::npos) request.query = std::string(target.substr(question + 1));
+    for (const auto& field : message) {
+      std::string name(field.name_string());
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      request.headers.emplace_back(std::move(name), std::string(field.value()));
+    }
+    request.body = std::move(message.body());
+    client_gone_ = std::make_shared<std::atomic<bool>>(false);
+    request.client_gone = client_gone_;
+    ++server_->active_requests;
+    WatchForDisconnect();
+    // The handler may answer from any thread; the answer comes back to this strand.
+    server_->handler(std::move(request), [self = shared_from_this()](Response response) {
+      asio::post(self->stream_.get_executor(),
+                 [self, response = std::move(response)]() mutable { self->Write(std::move(response), true); });
+    });
+  }
+
+  // While the handler works, a read on the socket notices a client that hangs up. Bytes that
+  // arrive instead (a pipelined next request) are kept for the next read.
+  void WatchForDisconnect() {
+    watching_ = true;
+    stream_.socket().async_read_some(
+        buffer_.prepare(4096), [self = shared_from_this()](beast::error_code error, size_t bytes) {
+          self->watching_ = false;
+          self->buffer_.commit(bytes);
+          if (error && error != asio::error::operation_aborted) self->client_gone_->store(true);
+          if (self->read_after_watch_) {
+            self->read_after_watch_ = false;
+            self->ContinueAfterWrite();
+          }
+        });
+  }
+
+  void WriteError(int status, std::string_view message, std::string_view type) {
+    keep_alive_ = false;
+    Response response;
+    response.status = status;
+    response.body = ErrorBody(message, type);
+    Write(std::move(response), false);
+  }
+
+  void Write(Response response, bool counted) {
+    if (watching_) {
+      beast::error_code ignored;
+      stream_.socket().cancel(ignored);  // ends the disconnect watch (operation_aborted)
+    }
+    auto message = std::make_shared<bhttp::response<bhttp::string_body>>(
+        static_cast<bhttp::status>(response.status), 11);
+    message->set(bhttp::field::server, "stamen");
+    message->set(bhttp::field::content_type, response.content_type);
+    for (auto& [name, value] : response.headers) message->set(name, value);
+    message->body() = std::move(response.body);
+    message->keep_alive(keep_alive_);
+    message->prepare_payload();
+    stream_.expires_after(server_->options.idle_timeout);
+    bhttp::async_write(stream_, *message, [self = shared_from_this(), message, counted](beast::error_code error, size_t) {
+      if (counted) --self->server_->active_requests;
+      if (error || !self->keep_alive_) return self->Shutdown();
+      if (self->watching_) {
+        self->read_after_watch_ = true;  // one read at a time: continue once the watch ends
+      } else {
+        self->ContinueAfterWrite();
+      }
+    });
+  }
+
+  void ContinueAfterWrite() {
+    if (client_gone_ && client_gone_->load()) return Shutdown();
+    ReadHeader();
+  }
+
+  void Shutdown() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<Server::State> server_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::shared_ptr<std::atomic<bool>> client_gone_;
+  bool keep_alive_ = true;
+  bool watching_ = false;
+  bool read_after_watch_ = false;
+};
+
+void Server::State::Accept() {
+  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code error, tcp::socket socket) {
+    if (error) {
+      if (error == asio::error::operation_aborted) return;  // stopping
+      spdlog::warn("http: accept failed: {}", error.message());
+    } else {
+      socket.set_option(tcp::no_delay(true));
+      // The state outlives every connection: Stop() joins the I/O threads before it goes.
+      auto connection = std::make_shared<Connection>(std::move(socket), shared_from_this());
+      {
+        std::lock_guard lock(connections_mutex);
+        std::erase_if(connections, [](const auto& weak) { return weak.expired(); });
+        connections.insert(connection);
+      }
+      connection->Begin();
+    }
+    Accept();
+  });
+}
+
+StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Handler handler) {
+  auto state = std::make_shared<State>();
+  state->options = options;
+  state->handler = std::move(handler);
+  beast::error_code error;
+  const auto address = asio::ip::make_address(options.host, error);
+  if (error) return Status::Error("http: bad listen address '" + options.host + "': " + error.message());
+  const tcp::endpoint endpoint(address, options.port);
+  state->acceptor.open(endpoint.protocol(), error);
+  if (!error) state->acceptor.set_option(asio::socket_base::reuse_address(true), error);
+  if (!error) state->acceptor.bind(endpoint, error);
+  if (!error) state->acceptor.listen(asio::socket_base::max_listen_connections, error);
+  if (error) {
+    return Status::Error("http: cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " +
+                         error.message());
+  }
+  state->Accept();
+  for (int i = 0; i < std::max(options.threads, 1); ++i) {
+    state->threads.emplace_back([raw = state.get()] { raw->io.run(); });
+  }
+  return std::unique_ptr<Server>(new Server(std::move(state)));
+}
+
+uint16_t Server::port() const { return state_->acceptor.local_endpoint().port(); }
+
+int64_t Server::active_requests() const { return state_->active_requests.load(); }
+
+void Server::Stop(std::chrono::milliseconds drain) {
+  if (state_->stopped) return;
+  state_->stopped = true;
+  asio::post(state_->io, [state = state_.get()] {
+    beast::error_code ignored;
+    state->acceptor.close(ignored);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + drain;
+  while (state_->active_requests.load() > 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  {
+    std::lock_guard lock(state_->connections_mutex);
+    for (const auto& weak : state_->connections) {
+      if (auto connection = weak.lock()) connection->Close();
+    }
+  }
+  // Let the closes run (each connection ends when its last handler returns), then stop.
+  const auto close_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (std::chrono::steady_clock::now() < close_deadline) {
+    std::lock_guard lock(state_->connections_mutex);
+    std::erase_if(state_->connections, [](const auto& weak) { return weak.expired(); });
+    if (state_->connections.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  state_->io.stop();
+  for (auto& thread : state_->threads) thread.join();
+  state_->threads.clear();
+  // Handlers still queued hold their connections, which hold this state: run them to the end
+  // (their sockets are closed) so nothing is left referring to it.
+  state_->io.restart();
+  state_->io.poll();
+}
+
+Server::~Server() { Stop(std::chrono::milliseconds(0)); }
+
+}  // namespace stamen::http

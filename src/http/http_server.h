@@ -1,0 +1,73 @@
+// A small HTTP/1.1 server on Boost.Beast: keep-alive connections served by a few I/O threads
+// (no thread per connection), a body limit enforced while reading, and handlers that answer
+// asynchronously from any thread. The gateway's routes and the worker's /metrics use it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stamen::http {
+
+struct Request {
+  std::string method;  // "GET", "POST", …
+  std::string path;    // the target without its query
+  std::string query;   // after '?', or empty
+  std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
+  std::string body;
+  // Set when the client closed its connection before the answer was written (checked by the
+  // server while the handler works), so long work can be dropped.
+  std::shared_ptr<std::atomic<bool>> client_gone;
+
+  // The first header named `name` (lower case), or empty.
+  std::string_view Header(std::string_view name) const;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Call exactly once per request, from any thread.
+using Respond = std::function<void(Response)>;
+using Handler = std::function<void(Request, Respond)>;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port (see Server::port)
+  int threads = 1;
+  size_t body_limit = 2 * 1024 * 1024;  // larger bodies get 413 before they are read
+  std::chrono::seconds idle_timeout{60};  // a keep-alive connection with no request is closed
+};
+
+class Connection;
+
+class Server {
+ public:
+  static StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options, Handler handler);
+  ~Server();  // Stop(0)
+
+  uint16_t port() const;
+  // Requests whose handler has been called but whose answer is not written yet.
+  int64_t active_requests() const;
+  // Stops accepting connections, waits up to `drain` for the active requests' answers to be
+  // written, then closes every connection and joins the I/O threads.
+  void Stop(std::chrono::milliseconds drain);
+
+ private:
+  friend class Connection;
+  struct State;
+  explicit Server(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace stamen::http

@@ -1,0 +1,73 @@
+#include "server/local_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "engine/model_tokenizer.h"
+
+namespace stamen::server {
+
+StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOptions& options,
+                                                         metrics::Registry& registry) {
+  auto worker = std::unique_ptr<LocalWorker>(new LocalWorker());
+  const auto start = Clock::now();
+  auto engine = engine::Engine::Load(options.model_dir, options.engine);
+  if (!engine.ok()) return engine.status();
+  worker->engine_ = std::move(engine.value());
+  const engine::Engine& model = *worker->engine_;
+
+  SchedulerOptions scheduler_options = options.scheduler;
+  if (scheduler_options.max_batch_tokens <= 0) scheduler_options.max_batch_tokens = kCpuDefaultMaxBatchTokens;
+  const ModelLimits limits = ModelLimits::Of(model);
+  // A batch must hold at least one sequence of the longest length the model takes.
+  if (limits.max_sequence_length > scheduler_options.max_queued_tokens) {
+    return Status::Error("--max-queued-tokens " + std::to_string(scheduler_options.max_queued_tokens) +
+                         " is below the model's maximum sequence length " +
+                         std::to_string(limits.max_sequence_length));
+  }
+
+  v1::InfoResponse& info = worker->info_;
+  info.set_model_id(!options.model_id.empty()
+                        ? options.model_id
+                        : std::filesystem::path(options.model_dir).lexically_normal().filename().string());
+  if (info.model_id().empty()) {
+    info.set_model_id(std::filesystem::path(options.model_dir).lexically_normal().parent_path().filename().string());
+  }
+  info.set_architecture(model.config().architecture);
+  info.set_model_kind(limits.num_labels > 0 ? "reranker" : "embedding");
+  info.set_dimensions(static_cast<uint32_t>(limits.hidden_size));
+  info.set_num_labels(static_cast<uint32_t>(limits.num_labels));
+  if (limits.num_labels > 0) {
+    for (const std::string& label : model.config().id2label) info.add_labels(label);
+  }
+  info.set_max_input_length(static_cast<uint32_t>(limits.max_sequence_length));
+  info.set_vocabulary_size(static_cast<uint32_t>(limits.vocabulary_size));
+  if (limits.default_pooling) {
+    std::string pooling(engine::ops::PoolingModeName(*limits.default_pooling));
+    for (char& c : pooling) c = c == '_' ? '-' : c;
+    info.set_pooling(pooling);
+  }
+  info.set_normalize(model.sentence_transformers().normalize);
+  info.set_dtype("float32");
+  info.set_backend("cpu");
+  info.set_max_batch_tokens(static_cast<uint64_t>(scheduler_options.max_batch_tokens));
+  info.set_max_batch_requests(static_cast<uint32_t>(scheduler_options.max_batch_sequences));
+  info.set_max_queued_tokens(static_cast<uint64_t>(scheduler_options.max_queued_tokens));
+
+  worker->metrics_ = std::make_unique<SchedulerMetrics>(registry);
+  engine::Engine* engine_pointer = worker->engine_.get();
+  worker->scheduler_ = std::make_unique<Scheduler>(
+      [engine_pointer](const engine::Batch& batch, const engine::StepOptions& step) {
+        return engine_pointer->Step(batch, step);
+      },
+      limits, scheduler_options, worker->metrics_.get());
+  spdlog::info("worker: loaded {} ({}, {} dimensions, max {} tokens per sequence) in {:.1f} s; batches of up to {} "
+               "tokens / {} sequences, queue up to {} tokens",
+               info.model_id(), info.architecture(), info.dimensions(), info.max_input_length(),
+               std::chrono::duration<double>(Clock::now() - start).count(), scheduler_options.max_batch_tokens,
+               scheduler_options.max_batch_sequences, scheduler_options.max_queued_tokens);
+  return worker;
+}
+
+}  // namespace stamen::server

@@ -1,0 +1,501 @@
+#include "server/scheduler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/model_tokenizer.h"
+
+namespace stamen::server {
+
+namespace {
+
+double MillisecondsBetween(Clock::time_point begin, Clock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - begin).count();
+}
+
+uint64_t MicrosecondsBetween(Clock::time_point begin, Clock::time_point end) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(end - begin).count());
+}
+
+int32_t ReadInt32(const std::string& bytes, size_t index) {
+  int32_t value;
+  std::memcpy(&value, bytes.data() + index * sizeof(int32_t), sizeof(value));
+  return value;
+}
+
+// Requests whose sequences may share a batch: one engine Step runs one output kind and one
+// pooling (normalisation and dimensions are applied per request when scattering).
+struct StepKey {
+  WorkKind kind;
+  std::optional<engine::ops::PoolingMode> pooling;
+  bool operator==(const StepKey&) const = default;
+};
+
+StepKey KeyOf(const WorkRequest& request) {
+  return {request.kind, request.kind == WorkKind::kEmbed ? request.pooling : std::nullopt};
+}
+
+constexpr size_t kMaxRecords = 4096;
+
+}  // namespace
+
+ModelLimits ModelLimits::Of(const engine::Engine& engine) {
+  ModelLimits limits;
+  const engine::ModelConfig& config = engine.config();
+  limits.vocabulary_size = config.vocab_size;
+  limits.max_sequence_length = engine::MaxSequenceLength(config, engine.sentence_transformers());
+  limits.hidden_size = config.hidden_size;
+  limits.type_vocabulary_size = config.type_vocab_size;
+  limits.num_labels = config.head == engine::ModelHead::kSequenceClassification ? config.num_labels : 0;
+  limits.default_pooling = engine.default_pooling();
+  return limits;
+}
+
+SchedulerMetrics::SchedulerMetrics(metrics::Registry& registry)
+    : queued_sequences(registry.AddGauge("stamen_queue_sequences", "Sequences waiting for a batch")),
+      queued_tokens(registry.AddGauge("stamen_queue_tokens", "Tokens waiting for a batch")),
+      batch_tokens(registry.AddHistogram("stamen_batch_tokens", "Tokens per batch", metrics::ExponentialBuckets(16, 2, 12))),
+      batch_sequences(registry.AddHistogram("stamen_batch_sequences", "Sequences per batch",
+                                            metrics::ExponentialBuckets(1, 2, 10))),
+      queue_seconds(registry.AddHistogram("stamen_queue_seconds", "Time from a request's arrival to its first batch",
+                                          metrics::ExponentialBuckets(0.0001, 2, 18))),
+      compute_seconds(registry.AddHistogram("stamen_compute_seconds", "Engine time per batch",
+                                            metrics::ExponentialBuckets(0.0001, 2, 18))),
+      requests_ok(registry.AddCounter("stamen_worker_requests_total", "Requests by outcome", "status=\"ok\"")),
+      requests_invalid(registry.AddCounter("stamen_worker_requests_total", "", "status=\"invalid_argument\"")),
+      requests_rejected(registry.AddCounter("stamen_worker_requests_total", "", "status=\"rejected\"")),
+      requests_cancelled(registry.AddCounter("stamen_worker_requests_total", "", "status=\"cancelled\"")),
+      requests_expired(registry.AddCounter("stamen_worker_requests_total", "", "status=\"deadline_exceeded\"")),
+      requests_failed(registry.AddCounter("stamen_worker_requests_total", "", "status=\"error\"")),
+      dropped_sequences(registry.AddCounter("stamen_dropped_sequences_total",
+                                            "Queued sequences of cancelled or expired requests, never computed")),
+      sequences(registry.AddCounter("stamen_sequences_total", "Sequences computed")),
+      tokens(registry.AddCounter("stamen_tokens_total", "Tokens computed")) {}
+
+// A batch from cut to scatter.
+struct Scheduler::Batch {
+  struct Slice {
+    std::shared_ptr<WorkRequest> request;
+    size_t first_sequence = 0;
+    size_t sequences = 0;
+    int64_t first_row = 0;
+  };
+  BatchRecord record;
+  StepKey key{};
+  std::vector<Slice> slices;
+  std::vector<int32_t> token_ids, cu_seqlens, token_type_ids;
+  bool any_token_types = false;
+  Clock::time_point cut_time;
+  StatusOr<engine::LazyResult> result = Status::Error("not computed");
+};
+
+Scheduler::Scheduler(StepFunction step, ModelLimits limits, SchedulerOptions options, SchedulerMetrics* metrics)
+    : step_(std::move(step)), limits_(limits), options_(options), metrics_(metrics) {
+  options_.max_batch_tokens = std::max<int64_t>(options_.max_batch_tokens, 1);
+  options_.max_batch_sequences = std::max<int64_t>(options_.max_batch_sequences, 1);
+  compute_thread_ = std::thread([this] { ComputeThread(); });
+  loop_thread_ = std::thread([this] { LoopThread(); });
+}
+
+Scheduler::~Scheduler() {
+  Drain();
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_loop_.notify_all();
+  wake_compute_.notify_all();
+  loop_thread_.join();
+  compute_thread_.join();
+}
+
+Status Scheduler::Validate(const WorkRequest& request) const {
+  auto invalid = [](std::string message) { return Status::Error(StatusCode::kInvalidArgument, std::move(message)); };
+  if (request.token_ids.size() % sizeof(int32_t) != 0) return invalid("token ids are not a whole number of int32 values");
+  if (request.lengths.empty()) return invalid("the request has no sequences");
+  const int64_t tokens = request.total_tokens();
+  if (!request.token_type_ids.empty() && request.token_type_ids.size() != request.token_ids.size()) {
+    return invalid("token type ids: " + std::to_string(request.token_type_ids.size() / sizeof(int32_t)) +
+                   " values for " + std::to_string(tokens) + " tokens");
+  }
+  if (request.kind == WorkKind::kScore && limits_.num_labels == 0) {
+    return invalid("this model has no classification head: it embeds, it does not score");
+  }
+  if (request.kind == WorkKind::kEmbed) {
+    if (limits_.num_labels > 0) return invalid("this model is a reranker/classifier: it scores, it does not embed");
+    if (!request.pooling && !limits_.default_pooling) {
+      return invalid("the model folder names no pooling; the request must choose one (cls, mean, last-token)");
+    }
+    if (request.dimensions < 0 || request.dimensions > limits_.hidden_size) {
+      return invalid("dimensions " + std::to_string(request.dimensions) + " outside 1.." +
+                     std::to_string(limits_.hidden_size));
+    }
+  }
+  int64_t offset = 0;
+  for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {
+    const int64_t length = request.lengths[sequence];
+    if (length <= 0) return invalid("sequence " + std::to_string(sequence) + " is empty");
+    if (limits_.max_sequence_length > 0 && length > limits_.max_sequence_length) {
+      return invalid("sequence " + std::to_string(sequence) + " has " + std::to_string(length) +
+                     " tokens; the model takes at most " + std::to_string(limits_.max_sequence_length));
+    }
+    if (length > tokens - offset) {
+      return invalid("the lengths add up to more than the " + std::to_string(tokens) + " token ids sent");
+    }
+    for (int64_t position = 0; position < length; ++position) {
+      const int32_t id = ReadInt32(request.token_ids, offset + position);
+      if (id < 0 || id >= limits_.vocabulary_size) {
+        return invalid("token id " + std::to_string(id) + " at position " + std::to_string(position) +
+                       " of sequence " + std::to_string(sequence) + " is outside the vocabulary (0.." +
+                       std::to_string(limits_.vocabulary_size - 1) + ")");
+      }
+      if (!request.token_type_ids.empty()) {
+        const int32_t type = ReadInt32(request.token_type_ids, offset + position);
+        if (type < 0 || type >= std::max<int64_t>(limits_.type_vocabulary_size, 1)) {
+          return invalid("token type id " + std::to_string(type) + " at position " + std::to_string(position) +
+                         " of sequence " + std::to_string(sequence) + " is outside 0.." +
+                         std::to_string(std::max<int64_t>(limits_.type_vocabulary_size, 1) - 1));
+        }
+      }
+    }
+    offset += length;
+  }
+  if (offset != tokens) {
+    return invalid("the lengths add up to " + std::to_string(offset) + " but " + std::to_string(tokens) +
+                   " token ids were sent");
+  }
+  return Status();
+}
+
+Status Scheduler::Submit(std::shared_ptr<WorkRequest> request) {
+  Status valid = Validate(*request);
+  if (!valid.ok()) {
+    if (metrics_) metrics_->requests_invalid.Increment();
+    return valid;
+  }
+  request->token_offsets.assign(1, 0);
+  for (int32_t length : request->lengths) request->token_offsets.push_back(request->token_offsets.back() + length);
+  request->columns = request->kind == WorkKind::kScore ? limits_.num_labels
+                     : request->dimensions > 0         ? request->dimensions
+                                                       : limits_.hidden_size;
+  if (request->kind == WorkKind::kEmbed && !request->pooling) request->pooling = limits_.default_pooling;
+  request->output.assign(request->lengths.size() * request->columns * sizeof(float), '\0');
+  request->submitted = Clock::now();
+  const int64_t tokens = request->total_tokens();
+  {
+    std::lock_guard lock(mutex_);
+    if (draining_) {
+      if (metrics_) metrics_->requests_rejected.Increment();
+      return Status::Error(StatusCode::kUnavailable, "the worker is shutting down and accepts no new requests");
+    }
+    if (queued_tokens_ + tokens > options_.max_queued_tokens) {
+      if (metrics_) metrics_->requests_rejected.Increment();
+      return Status::Error(StatusCode::kResourceExhausted,
+                           "queue full: " + std::to_string(queued_tokens_) + " tokens queued, " +
+                               std::to_string(tokens) + " more would exceed --max-queued-tokens " +
+                               std::to_string(options_.max_queued_tokens));
+    }
+    queue_.push_back(std::move(request));
+    queued_sequences_ += static_cast<int64_t>(queue_.back()->lengths.size());
+    queued_tokens_ += tokens;
+    ++unfinished_requests_;
+    if (metrics_) {
+      metrics_->queued_sequences.Set(queued_sequences_);
+      metrics_->queued_tokens.Set(queued_tokens_);
+    }
+  }
+  wake_loop_.notify_one();
+  return Status();
+}
+
+void Scheduler::Cancel(WorkRequest& request) {
+  request.cancelled.store(true);
+  std::lock_guard lock(mutex_);  // so the loop cannot miss the wake-up between its check and its wait
+  wake_loop_.notify_one();
+}
+
+void Scheduler::Drain() {
+  std::unique_lock lock(mutex_);
+  if (!draining_) spdlog::info("scheduler: draining: {} requests unfinished, {} sequences queued", unfinished_requests_, queued_sequences_);
+  draining_ = true;
+  drained_.wait(lock, [this] { return unfinished_requests_ == 0; });
+}
+
+bool Scheduler::draining() const {
+  std::lock_guard lock(mutex_);
+  return draining_;
+}
+
+Scheduler::QueueDepth Scheduler::queue_depth() const {
+  std::lock_guard lock(mutex_);
+  return {queued_sequences_, queued_tokens_};
+}
+
+std::vector<BatchRecord> Scheduler::RecentBatches() const {
+  std::lock_guard lock(records_mutex_);
+  return {records_.begin(), records_.end()};
+}
+
+std::vector<std::shared_ptr<WorkRequest>> Scheduler::PurgeLocked() {
+  std::vector<std::shared_ptr<WorkRequest>> removed;
+  const Clock::time_point now = Clock::now();
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    WorkRequest& request = **it;
+    const bool cancelled = request.cancelled.load();
+    const bool expired = now >= request.deadline;
+    if (!cancelled && !expired && request.status.ok()) {
+      ++it;
+      continue;
+    }
+    if (request.status.ok()) {
+      request.status = cancelled ? Status::Error(StatusCode::kCancelled, "the request was cancelled")
+                                 : Status::Error(StatusCode::kDeadlineExceeded,
+                                                 "the request's deadline passed before it was computed");
+    }
+    const int64_t sequences = static_cast<int64_t>(request.lengths.size() - request.next_sequence);
+    const int64_t tokens = request.token_offsets.back() - request.token_offsets[request.next_sequence];
+    queued_sequences_ -= sequences;
+    queued_tokens_ -= tokens;
+    if (metrics_) metrics_->dropped_sequences.Increment(static_cast<uint64_t>(sequences));
+    request.next_sequence = request.lengths.size();
+    removed.push_back(std::move(*it));
+    it = queue_.erase(it);
+  }
+  if (metrics_ && !removed.empty()) {
+    metrics_->queued_sequences.Set(queued_sequences_);
+    metrics_->queued_tokens.Set(queued_tokens_);
+  }
+  return removed;
+}
+
+std::unique_ptr<Scheduler::Batch> Scheduler::CutLocked() {
+  auto batch = std::make_unique<Batch>();
+  batch->cut_time = Clock::now();
+  batch->key = KeyOf(*queue_.front());
+  batch->record.index = next_batch_index_++;
+  Clock::time_point oldest = batch->cut_time;
+  int64_t tokens = 0;
+  int64_t sequences = 0;
+  bool full = false;
+  // First come, first served: whole sequences in arrival order until the next one would not
+  // fit. Requests of another step kind keep their place for a later batch.
+  for (auto it = queue_.begin(); it != queue_.end() && !full;) {
+    WorkRequest& request = **it;
+    if (KeyOf(request) != batch->key) {
+      ++it;
+      continue;
+    }
+    Batch::Slice slice{*it, request.next_sequence, 0, sequences};
+    while (request.next_sequence < request.lengths.size()) {
+      const int64_t length = request.lengths[request.next_sequence];
+      if (sequences > 0 &&
+          (tokens + length > options_.max_batch_tokens || sequences + 1 > options_.max_batch_sequences)) {
+        full = true;
+        break;
+      }
+      tokens += length;
+      ++sequences;
+      ++slice.sequences;
+      ++request.next_sequence;
+    }
+    if (slice.sequences > 0) {
+      if (request.timing.batches == 0) {
+        request.timing.queue_microseconds = MicrosecondsBetween(request.submitted, batch->cut_time);
+        if (metrics_) metrics_->queue_seconds.Observe(request.timing.queue_microseconds * 1e-6);
+      }
+      ++request.timing.batches;
+      ++request.batches_in_flight;
+      oldest = std::min(oldest, request.submitted);
+      batch->slices.push_back(std::move(slice));
+    }
+    it = request.next_sequence == request.lengths.size() ? queue_.erase(it) : std::next(it);
+  }
+  queued_sequences_ -= sequences;
+  queued_tokens_ -= tokens;
+  if (metrics_) {
+    metrics_->queued_sequences.Set(queued_sequences_);
+    metrics_->queued_tokens.Set(queued_tokens_);
+  }
+  batch->record.requests = static_cast<int>(batch->slices.size());
+  batch->record.sequences = static_cast<int>(sequences);
+  batch->record.tokens = tokens;
+  batch->record.queue_milliseconds = MillisecondsBetween(oldest, batch->cut_time);
+  return batch;
+}
+
+void Scheduler::Prepare(Batch& batch) {
+  const Clock::time_point start = Clock::now();
+  batch.token_ids.resize(batch.record.tokens);
+  batch.token_type_ids.clear();
+  batch.cu_seqlens.assign(1, 0);
+  for (const Batch::Slice& slice : batch.slices) {
+    if (!slice.request->token_type_ids.empty()) batch.any_token_types = true;
+  }
+  if (batch.any_token_types) batch.token_type_ids.assign(batch.record.tokens, 0);
+  for (const Batch::Slice& slice : batch.slices) {
+    const WorkRequest& request = *slice.request;
+    const int64_t first_token = request.token_offsets[slice.first_sequence];
+    const int64_t end_token = request.token_offsets[slice.first_sequence + slice.sequences];
+    const int64_t destination = batch.cu_seqlens.back();
+    std::memcpy(batch.token_ids.data() + destination, request.token_ids.data() + first_token * sizeof(int32_t),
+                (end_token - first_token) * sizeof(int32_t));
+    if (!request.token_type_ids.empty()) {
+      std::memcpy(batch.token_type_ids.data() + destination,
+                  request.token_type_ids.data() + first_token * sizeof(int32_t),
+                  (end_token - first_token) * sizeof(int32_t));
+    }
+    for (size_t sequence = slice.first_sequence; sequence < slice.first_sequence + slice.sequences; ++sequence) {
+      batch.cu_seqlens.push_back(batch.cu_seqlens.back() + request.lengths[sequence]);
+    }
+  }
+  batch.record.prepare_milliseconds = MillisecondsBetween(start, Clock::now());
+}
+
+void Scheduler::ComputeThread() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    wake_compute_.wait(lock, [this] { return to_compute_ != nullptr || stopping_; });
+    if (!to_compute_) return;
+    std::unique_ptr<Batch> batch = std::move(to_compute_);
+    lock.unlock();
+
+    const Clock::time_point start = Clock::now();
+    engine::Batch engine_batch{batch->token_ids, batch->cu_seqlens, batch->token_type_ids};
+    engine::StepOptions step_options;
+    if (batch->key.kind == WorkKind::kScore) {
+      step_options.output = engine::StepOutput::kScores;
+    } else {
+      step_options.pooling = batch->key.pooling;
+      step_options.normalize = false;  // per request, after its own `dimensions`
+    }
+    batch->result = step_(engine_batch, step_options);
+    if (batch->result.ok()) {
+      Status ready = batch->result->Wait();
+      if (!ready.ok()) batch->result = ready;
+    }
+    batch->record.compute_milliseconds = MillisecondsBetween(start, Clock::now());
+
+    lock.lock();
+    computed_ = std::move(batch);
+    compute_busy_ = false;
+    wake_loop_.notify_one();
+  }
+}
+
+void Scheduler::LoopThread() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    std::vector<std::shared_ptr<WorkRequest>> purged = PurgeLocked();
+    std::unique_ptr<Batch> finished = std::move(computed_);
+    std::unique_ptr<Batch> next;
+    if (!compute_busy_ && !queue_.empty()) {
+      next = CutLocked();
+      compute_busy_ = true;
+    }
+    if (!finished && !next && purged.empty()) {
+      if (stopping_ && queue_.empty() && !compute_busy_) return;
+      // Wakes on Submit, Cancel and a computed batch; the timeout expires queued deadlines.
+      wake_loop_.wait_for(lock, std::chrono::milliseconds(50));
+      continue;
+    }
+    lock.unlock();
+
+    // Dispatch the next batch before scattering the previous one: the engine computes while
+    // this thread copies results out and answers requests.
+    if (next) {
+      Prepare(*next);
+      std::lock_guard compute_lock(mutex_);
+      to_compute_ = std::move(next);
+      wake_compute_.notify_one();
+    }
+    if (finished) Scatter(*finished);
+    for (const auto& request : purged) FinishIfDone(request);
+
+    lock.lock();
+  }
+}
+
+void Scheduler::Scatter(Batch& batch) {
+  const Clock::time_point start = Clock::now();
+  const bool ok = batch.result.ok();
+  const Status failure =
+      ok ? Status() : Status::Error(StatusCode::kError, "inference failed: " + batch.result.status().message());
+  for (const Batch::Slice& slice : batch.slices) {
+    WorkRequest& request = *slice.request;
+    --request.batches_in_flight;
+    request.timing.compute_microseconds += static_cast<uint64_t>(batch.record.compute_milliseconds * 1000);
+    if (!ok) {
+      if (request.status.ok()) request.status = failure;
+      continue;
+    }
+    if (!request.status.ok()) continue;  // cancelled or expired meanwhile: drop the rows
+    const engine::LazyResult& result = *batch.result;
+    float* output = reinterpret_cast<float*>(request.output.data());
+    for (size_t k = 0; k < slice.sequences; ++k) {
+      std::span<const float> row = result.Row(slice.first_row + static_cast<int64_t>(k));
+      float* destination = output + (slice.first_sequence + k) * request.columns;
+      const size_t columns = static_cast<size_t>(request.columns);
+      std::memcpy(destination, row.data(), columns * sizeof(float));
+      if (request.kind == WorkKind::kEmbed && request.normalize) {
+        // As torch.nn.functional.normalize: divide by max(‖x‖₂, 1e-12).
+        double squares = 0;
+        for (size_t i = 0; i < columns; ++i) squares += static_cast<double>(destination[i]) * destination[i];
+        const float scale = static_cast<float>(1.0 / std::max(std::sqrt(squares), 1e-12));
+        for (size_t i = 0; i < columns; ++i) destination[i] *= scale;
+      }
+    }
+    request.sequences_done += slice.sequences;
+  }
+  batch.record.scatter_milliseconds = MillisecondsBetween(start, Clock::now());
+
+  if (metrics_) {
+    metrics_->batch_tokens.Observe(static_cast<double>(batch.record.tokens));
+    metrics_->batch_sequences.Observe(batch.record.sequences);
+    metrics_->compute_seconds.Observe(batch.record.compute_milliseconds * 1e-3);
+    metrics_->sequences.Increment(batch.record.sequences);
+    metrics_->tokens.Increment(batch.record.tokens);
+  }
+  const BatchRecord& record = batch.record;
+  spdlog::debug("batch {}: {} requests, {} sequences, {} tokens | queued {:.2f} ms | prepared {:.3f} ms | "
+                "computed {:.2f} ms | scattered {:.3f} ms while the next batch computed",
+                record.index, record.requests, record.sequences, record.tokens, record.queue_milliseconds,
+                record.prepare_milliseconds, record.compute_milliseconds, record.scatter_milliseconds);
+  if (!ok) spdlog::error("batch {} failed: {}", record.index, batch.result.status().message());
+  {
+    std::lock_guard lock(records_mutex_);
+    records_.push_back(record);
+    if (records_.size() > kMaxRecords) records_.pop_front();
+  }
+  for (const Batch::Slice& slice : batch.slices) {
+    // A failed request with sequences still queued is finished by PurgeLocked, which drops them.
+    const bool still_queued = slice.request->next_sequence < slice.request->lengths.size();
+    if (slice.request->status.ok() || !still_queued) FinishIfDone(slice.request);
+  }
+}
+
+void Scheduler::FinishIfDone(const std::shared_ptr<WorkRequest>& request) {
+  if (request->finished || request->batches_in_flight > 0) return;
+  const bool all_done = request->sequences_done == request->lengths.size();
+  if (request->status.ok() && !all_done) return;
+  request->finished = true;
+  if (!request->status.ok()) request->output.clear();
+  CountFinished(*request);
+  if (request->on_done) request->on_done(*request);
+  std::lock_guard lock(mutex_);
+  if (--unfinished_requests_ == 0) drained_.notify_all();
+}
+
+void Scheduler::CountFinished(const WorkRequest& request) {
+  if (!metrics_) return;
+  switch (request.status.code()) {
+    case StatusCode::kOk: metrics_->requests_ok.Increment(); break;
+    case StatusCode::kCancelled: metrics_->requests_cancelled.Increment(); break;
+    case StatusCode::kDeadlineExceeded: metrics_->requests_expired.Increment(); break;
+    default: metrics_->requests_failed.Increment(); break;
+  }
+}
+
+}  // namespace stamen::server

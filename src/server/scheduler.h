@@ -1,0 +1,151 @@
+// The worker's scheduler: one first-come-first-served queue of sequences across all requests,
+// cut into batches by a token budget, run through the engine on a compute thread while the
+// next batch is cut and prepared and the previous one's results are scattered back.
+//
+//   Submit ──► queue ──cut──► prepare ──► compute thread: engine Step + Wait ──► scatter ──► on_done
+//                  ▲ (loop thread)                                             (loop thread)
+//                  └── requests arriving while a batch computes merge into the next batch
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "common/metrics.h"
+#include "engine/engine.h"
+#include "server/work_request.h"
+
+namespace stamen::server {
+
+struct SchedulerOptions {
+  int64_t max_batch_tokens = 2048;  // tokens per batch (a longer single sequence runs alone)
+  int64_t max_batch_sequences = 256;
+  int64_t max_queued_tokens = 1 << 20;  // beyond: Submit fails with kResourceExhausted
+};
+
+// What requests are validated against before they are queued, so one bad request fails alone
+// instead of failing the batch it would have joined.
+struct ModelLimits {
+  int64_t vocabulary_size = 0;
+  int64_t max_sequence_length = 0;  // 0: no limit known
+  int64_t hidden_size = 0;
+  int64_t type_vocabulary_size = 0;  // 0: token type ids must be 0
+  int64_t num_labels = 0;            // > 0 for models with a classification head
+  std::optional<engine::ops::PoolingMode> default_pooling;
+
+  static ModelLimits Of(const engine::Engine& engine);
+};
+
+// One batch as it ran, for logs and tests.
+struct BatchRecord {
+  uint64_t index = 0;
+  int requests = 0;
+  int sequences = 0;
+  int64_t tokens = 0;
+  double queue_milliseconds = 0;    // oldest sequence's wait before this batch was cut
+  double prepare_milliseconds = 0;  // packing ids into the engine's batch
+  double compute_milliseconds = 0;  // engine Step until its result was ready
+  double scatter_milliseconds = 0;  // copying results into the requests
+};
+
+struct SchedulerMetrics {
+  explicit SchedulerMetrics(metrics::Registry& registry);
+  metrics::Gauge& queued_sequences;
+  metrics::Gauge& queued_tokens;
+  metrics::Histogram& batch_tokens;
+  metrics::Histogram& batch_sequences;
+  metrics::Histogram& queue_seconds;
+  metrics::Histogram& compute_seconds;
+  metrics::Counter& requests_ok;
+  metrics::Counter& requests_invalid;
+  metrics::Counter& requests_rejected;  // queue full or draining
+  metrics::Counter& requests_cancelled;
+  metrics::Counter& requests_expired;
+  metrics::Counter& requests_failed;
+  metrics::Counter& dropped_sequences;  // queued sequences of cancelled or expired requests, never computed
+  metrics::Counter& sequences;
+  metrics::Counter& tokens;
+};
+
+class Scheduler {
+ public:
+  using StepFunction =
+      std::function<StatusOr<engine::LazyResult>(const engine::Batch&, const engine::StepOptions&)>;
+
+  // `metrics` may be null; it must outlive the scheduler.
+  Scheduler(StepFunction step, ModelLimits limits, SchedulerOptions options, SchedulerMetrics* metrics);
+  // Drains, then stops the threads.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Validates and queues `request`. On error nothing is queued, on_done is not called and the
+  // error says why: kInvalidArgument (bad ids, lengths, options), kResourceExhausted (queue
+  // full), kUnavailable (draining).
+  Status Submit(std::shared_ptr<WorkRequest> request);
+  // Marks `request` cancelled and wakes the scheduler, which drops its queued sequences and
+  // finishes it with kCancelled once no batch of it is computing.
+  void Cancel(WorkRequest& request);
+  // Refuses new requests from now on; returns once every accepted request has finished.
+  void Drain();
+  bool draining() const;
+
+  const ModelLimits& limits() const { return limits_; }
+  const SchedulerOptions& options() const { return options_; }
+  struct QueueDepth {
+    int64_t sequences = 0;
+    int64_t tokens = 0;
+  };
+  QueueDepth queue_depth() const;
+  // The most recent batches (up to 4096), oldest first.
+  std::vector<BatchRecord> RecentBatches() const;
+
+ private:
+  struct Batch;
+  Status Validate(const WorkRequest& request) const;
+  void LoopThread();
+  void ComputeThread();
+  // With mutex_ held: removes cancelled/expired requests' queued sequences; returns the
+  // requests that can be finished now.
+  std::vector<std::shared_ptr<WorkRequest>> PurgeLocked();
+  std::unique_ptr<Batch> CutLocked();
+  void Prepare(Batch& batch);
+  void Scatter(Batch& batch);
+  // Finishes `request` if nothing of it is queued or computing any more.
+  void FinishIfDone(const std::shared_ptr<WorkRequest>& request);
+  void CountFinished(const WorkRequest& request);
+
+  StepFunction step_;
+  ModelLimits limits_;
+  SchedulerOptions options_;
+  SchedulerMetrics* metrics_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_loop_;
+  std::condition_variable wake_compute_;
+  std::condition_variable drained_;
+  std::deque<std::shared_ptr<WorkRequest>> queue_;  // requests with sequences not yet in a batch
+  int64_t queued_sequences_ = 0;
+  int64_t queued_tokens_ = 0;
+  int64_t unfinished_requests_ = 0;
+  bool draining_ = false;
+  bool stopping_ = false;
+  bool compute_busy_ = false;
+  std::unique_ptr<Batch> to_compute_;  // handed from the loop to the compute thread
+  std::unique_ptr<Batch> computed_;    // handed back
+  uint64_t next_batch_index_ = 0;
+
+  mutable std::mutex records_mutex_;
+  std::deque<BatchRecord> records_;
+
+  std::thread compute_thread_;
+  std::thread loop_thread_;
+};
+
+}  // namespace stamen::server

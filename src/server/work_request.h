@@ -1,0 +1,71 @@
+// One request's sequences as the scheduler sees them, whichever transport brought them (gRPC
+// from a gateway in another process, or a function call from the gateway in `stamen serve`),
+// and the results the scheduler writes back.
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/ops/pooling.h"
+
+namespace stamen::server {
+
+// Token ids and vectors travel as little-endian bytes and are read in place.
+static_assert(std::endian::native == std::endian::little, "stamen's wire format assumes a little-endian host");
+
+using Clock = std::chrono::steady_clock;
+
+enum class WorkKind {
+  kEmbed,  // one pooled vector per sequence
+  kScore,  // the classification head's logits per sequence
+};
+
+struct WorkTiming {
+  uint64_t queue_microseconds = 0;
+  uint64_t compute_microseconds = 0;
+  uint32_t batches = 0;
+};
+
+struct WorkRequest {
+  // --- set by the submitter, read-only once submitted ---
+  WorkKind kind = WorkKind::kEmbed;
+  std::optional<engine::ops::PoolingMode> pooling;  // unset: the model's default
+  bool normalize = true;                           // embeddings: L2-normalise after `dimensions`
+  int64_t dimensions = 0;                          // embeddings: leading dimensions kept; 0 = all
+  std::string token_ids;                           // int32 little-endian, sequences end to end
+  std::vector<int32_t> lengths;                    // tokens per sequence
+  std::string token_type_ids;                      // int32 little-endian per token, or empty
+  Clock::time_point deadline = Clock::time_point::max();
+  // Called exactly once, from the scheduler's thread, when every sequence has its result or
+  // the request failed, was cancelled or expired (then `status` says which). Must not block.
+  std::function<void(WorkRequest&)> on_done;
+
+  // --- written by the scheduler, valid in on_done ---
+  Status status;
+  std::string output;   // float32 little-endian, lengths.size() × columns, in sequence order
+  int64_t columns = 0;  // floats per sequence
+  WorkTiming timing;
+
+  // Thread-safe; the scheduler drops the request's queued sequences at its next turn (wake it
+  // with Scheduler::Cancel).
+  std::atomic<bool> cancelled{false};
+
+  int64_t total_tokens() const { return static_cast<int64_t>(token_ids.size() / sizeof(int32_t)); }
+
+  // --- the scheduler's bookkeeping ---
+  std::vector<int64_t> token_offsets;  // first token of each sequence, plus the end
+  size_t next_sequence = 0;            // first sequence not yet put in a batch
+  size_t sequences_done = 0;           // sequences whose results are written
+  int batches_in_flight = 0;
+  Clock::time_point submitted;
+  bool finished = false;
+};
+
+}  // namespace stamen::server
