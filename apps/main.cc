@@ -1,5 +1,7 @@
 // The `stamen` binary: one program, one subcommand per job.
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "bench/bench_command.h"
 #include "embed_command.h"
@@ -9,6 +11,9 @@
 #include "worker_command.h"
 
 int main(int argc, char** argv) {
+  // Logs go to stderr: stdout carries the commands' output (ids, vectors, JSON).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("stamen"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   CLI::App app{"stamen: serving stack for text-embedding and reranking models"};
   app.require_subcommand(1);
   stamen::apps::AddTokenizeCommand(app);

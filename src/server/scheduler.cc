@@ -219,7 +219,10 @@ void Scheduler::Cancel(WorkRequest& request) {
 
 void Scheduler::Drain() {
   std::unique_lock lock(mutex_);
-  if (!draining_) spdlog::info("scheduler: draining: {} requests unfinished, {} sequences queued", unfinished_requests_, queued_sequences_);
+  if (!draining_ && unfinished_requests_ > 0) {
+    spdlog::info("scheduler: draining: finishing {} accepted requests ({} sequences still queued)",
+                 unfinished_requests_, queued_sequences_);
+  }
   draining_ = true;
   drained_.wait(lock, [this] { return unfinished_requests_ == 0; });
 }

@@ -1,0 +1,91 @@
+// Small random-weight model folders for the server tests, written by `stamen make-model`
+// into a folder that lives as long as the test process.
+#pragma once
+
+#include <stdlib.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace stamen::server::testing {
+
+inline const std::string& ScratchFolder() {
+  static const std::string folder = [] {
+    std::string pattern = (std::filesystem::temp_directory_path() / "stamen_server_XXXXXX").string();
+    std::string made = mkdtemp(pattern.data()) != nullptr ? pattern : "";
+    static struct Remover {
+      std::string path;
+      ~Remover() {
+        std::error_code error;
+        std::filesystem::remove_all(path, error);
+      }
+    } remover{made};
+    return made;
+  }();
+  return folder;
+}
+
+// `stamen make-model --like <like>` with one layer and a 1,000-token vocabulary.
+inline std::string MakeModel(const std::string& like) {
+  const std::string out = ScratchFolder() + "/" + like;
+  if (!std::filesystem::exists(out + "/config.json")) {
+    const std::string command = std::string("'") + STAMEN_CLI + "' make-model --like " + like +
+                                " --random-seed 11 --layers 1 --vocab-size 1000 --out '" + out + "' > /dev/null";
+    if (std::system(command.c_str()) != 0) return "";
+  }
+  return out;
+}
+
+inline std::string TinyEmbedder() { return MakeModel("all-MiniLM-L6-v2"); }
+inline std::string TinyReranker() { return MakeModel("bge-reranker-base"); }
+
+// Packs int32 values as the wire format's little-endian bytes.
+inline std::string Pack(const std::vector<int32_t>& values) {
+  std::string bytes(values.size() * sizeof(int32_t), '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+inline std::vector<float> UnpackFloats(const std::string& bytes) {
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+// Sequences of random ids (from 1, so never a pad id) with the given lengths.
+inline std::vector<std::vector<int32_t>> RandomSequences(std::mt19937& random, const std::vector<int>& lengths,
+                                                         int32_t vocabulary = 1000) {
+  std::uniform_int_distribution<int32_t> id(1, vocabulary - 1);
+  std::vector<std::vector<int32_t>> sequences;
+  for (int length : lengths) {
+    std::vector<int32_t> sequence(length);
+    for (int32_t& value : sequence) value = id(random);
+    sequences.push_back(std::move(sequence));
+  }
+  return sequences;
+}
+
+// What the engine gives for `sequences` run alone, one Step for all: the reference the
+// batched results are compared with.
+inline std::vector<std::vector<float>> ComputeAlone(engine::Engine& engine,
+                                                    const std::vector<std::vector<int32_t>>& sequences,
+                                                    const engine::StepOptions& options) {
+  std::vector<std::vector<float>> rows;
+  for (const auto& sequence : sequences) {
+    const std::vector<int32_t> cu_seqlens = {0, static_cast<int32_t>(sequence.size())};
+    auto result = engine.Step({sequence, cu_seqlens, {}}, options);
+    if (!result.ok() || !result->Wait().ok()) return {};
+    auto row = result->Row(0);
+    rows.emplace_back(row.begin(), row.end());
+  }
+  return rows;
+}
+
+}  // namespace stamen::server::testing
