@@ -5,6 +5,7 @@
 
 #include "bench/bench_command.h"
 #include "embed_command.h"
+#include "gateway_commands.h"
 #include "make_model_command.h"
 #include "rerank_command.h"
 #include "tokenize_command.h"
@@ -20,6 +21,8 @@ int main(int argc, char** argv) {
   stamen::apps::AddEmbedCommand(app);
   stamen::apps::AddRerankCommand(app);
   stamen::apps::AddMakeModelCommand(app);
+  stamen::apps::AddServeCommand(app);
+  stamen::apps::AddGatewayCommand(app);
   stamen::apps::AddWorkerCommand(app);
   stamen::bench::AddBenchCommand(app);
   CLI11_PARSE(app, argc, argv);

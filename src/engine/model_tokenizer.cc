@@ -95,10 +95,12 @@ void ModelTokenizer::EncodeContent(std::string_view text, std::vector<int32_t>* 
   for (size_t i = 0; i < encoding_.ids.size(); ++i) (*ids)[i] = FairseqId(encoding_.ids[i]);
 }
 
-void ModelTokenizer::Encode(std::string_view text, size_t max_length, std::vector<int32_t>* ids) {
+void ModelTokenizer::Encode(std::string_view text, size_t max_length, std::vector<int32_t>* ids,
+                            tokenizer::TruncationSide side) {
   if (kind_ == Kind::kTokenizer) {
     tokenizer::EncodeOptions options;
     options.max_length = max_length;
+    options.truncation_side = side;
     tokenizer_->Encode(text, options, &encoding_, &scratch_);
     ids->assign(encoding_.ids.begin(), encoding_.ids.end());
     return;
@@ -106,10 +108,46 @@ void ModelTokenizer::Encode(std::string_view text, size_t max_length, std::vecto
   EncodeContent(text, &first_);
   size_t keep = first_.size();
   if (max_length > 0) keep = std::min(keep, max_length > 2 ? max_length - 2 : 0);
+  const auto begin = side == tokenizer::TruncationSide::kRight
+                         ? first_.begin()
+                         : first_.end() - static_cast<std::ptrdiff_t>(keep);
   ids->clear();
   ids->push_back(kFairseqBos);
-  ids->insert(ids->end(), first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(keep));
+  ids->insert(ids->end(), begin, begin + static_cast<std::ptrdiff_t>(keep));
   ids->push_back(kFairseqEos);
+}
+
+std::vector<ModelTokenizer::Token> ModelTokenizer::Tokenize(std::string_view text, bool add_special_tokens) {
+  tokenizer::EncodeOptions options;
+  options.with_pieces = true;
+  options.add_special_tokens = false;
+  tokenizer_->Encode(text, options, &encoding_, &scratch_);
+  std::vector<Token> content;
+  for (size_t i = 0; i < encoding_.ids.size(); ++i) {
+    const int32_t id = kind_ == Kind::kTokenizer ? encoding_.ids[i] : FairseqId(encoding_.ids[i]);
+    content.push_back({id, encoding_.pieces[i], encoding_.offsets[i].first, encoding_.offsets[i].second, false});
+  }
+  if (!add_special_tokens) return content;
+  // The special tokens are what the full encoding adds around the content.
+  std::vector<int32_t> full;
+  Encode(text, 0, &full);
+  std::vector<Token> tokens;
+  size_t leading = 0;
+  while (leading < full.size() && (content.empty() || full[leading] != content.front().id) &&
+         full.size() - leading > content.size()) {
+    ++leading;
+  }
+  for (size_t i = 0; i < full.size(); ++i) {
+    if (i >= leading && i < leading + content.size()) {
+      tokens.push_back(content[i - leading]);
+    } else {
+      const std::string piece = kind_ == Kind::kTokenizer ? std::string(tokenizer_->IdToPiece(full[i]))
+                                : full[i] == kFairseqBos    ? "<s>"
+                                                            : "</s>";
+      tokens.push_back({full[i], piece, 0, 0, true});
+    }
+  }
+  return tokens;
 }
 
 void ModelTokenizer::EncodePair(std::string_view first, std::string_view second, size_t max_length,

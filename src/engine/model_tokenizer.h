@@ -37,9 +37,19 @@ class ModelTokenizer {
   static StatusOr<std::unique_ptr<ModelTokenizer>> Load(const std::string& model_dir, const ModelConfig& config);
 
   // One text → ids with the model's special tokens, at most `max_length` ids (0: no limit):
-  // the content is cut on the right, the special tokens (the final one included) are kept.
+  // the content is cut on `side`, the special tokens (the final one included) are kept.
   // Not thread-safe: one caller per ModelTokenizer (it reuses its scratch memory).
-  void Encode(std::string_view text, size_t max_length, std::vector<int32_t>* ids);
+  void Encode(std::string_view text, size_t max_length, std::vector<int32_t>* ids,
+              tokenizer::TruncationSide side = tokenizer::TruncationSide::kRight);
+  // One text → ids, pieces and byte offsets (special tokens, when added, have offsets [0, 0)
+  // and `special` set), for the /tokenize route.
+  struct Token {
+    int32_t id;
+    std::string piece;
+    uint32_t begin, end;
+    bool special;
+  };
+  std::vector<Token> Tokenize(std::string_view text, bool add_special_tokens);
   // A (first, second) pair with the pair template; truncation to `max_length` takes tokens
   // from the longer text first (transformers' "longest_first"). `type_ids` gets the segment
   // of each id (0 for the first text's part of the template, 1 for the second's).

@@ -27,12 +27,13 @@ std::string_view Request::Header(std::string_view name) const {
 
 namespace {
 
-std::string ErrorBody(std::string_view message, std::string_view type) {
-  std::string body = "{\"error\":\"";
-  body += message;  // fixed ASCII messages only: nothing to escape
-  body += "\",\"error_type\":\"";
+// The API's error shape ({"error": {"message", "type", "code"}}); fixed ASCII messages only.
+std::string ErrorBody(int status, std::string_view message, std::string_view type) {
+  std::string body = "{\"error\":{\"message\":\"";
+  body += message;
+  body += "\",\"type\":\"";
   body += type;
-  body += "\"}";
+  body += "\",\"code\":" + std::to_string(status) + "}}";
   return body;
 }
 
@@ -85,7 +86,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (error) return OnReadError(error);
     auto& header = parser_->get();
     if (auto length = parser_->content_length(); length && *length > server_->options.body_limit) {
-      return WriteError(413, "payload too large: the body exceeds the payload limit", "payload_too_large");
+      return WriteError(413, "payload too large: the body exceeds the payload limit", "invalid_request_error");
     }
     if (beast::iequals(header[bhttp::field::expect], "100-continue")) {
       auto continue_response = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_, 11);
@@ -106,13 +107,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnReadError(beast::error_code error) {
     if (error == bhttp::error::body_limit) {
-      return WriteError(413, "payload too large: the body exceeds the payload limit", "payload_too_large");
+      return WriteError(413, "payload too large: the body exceeds the payload limit", "invalid_request_error");
     }
     if (error == bhttp::error::end_of_stream || error == asio::error::eof || error == beast::error::timeout ||
         error == asio::error::operation_aborted || error == asio::error::connection_reset) {
       return Shutdown();
     }
-    WriteError(400, "malformed HTTP request", "validation");
+    WriteError(400, "malformed HTTP request", "invalid_request_error");
   }
 
   void OnRequest(beast::error_code error) {
@@ -163,7 +164,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     keep_alive_ = false;
     Response response;
     response.status = status;
-    response.body = ErrorBody(message, type);
+    response.body = ErrorBody(status, message, type);
     Write(std::move(response), false);
   }
 

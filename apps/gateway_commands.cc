@@ -1,0 +1,147 @@
+#include "gateway_commands.h"
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <sstream>
+
+#include "gateway/gateway.h"
+#include "server/local_worker.h"
+#include "termination_signal.h"
+
+namespace stamen::apps {
+namespace {
+
+struct GatewayCommandOptions {
+  gateway::GatewayOptions gateway;
+  std::string workers;  // --workers host:port,...
+  std::string pooling;
+  std::string log_level = "info";
+};
+
+// Options the gateway and serve share, with TEI's names.
+void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
+  gateway::GatewayOptions& g = options.gateway;
+  command->add_option("--model", g.model_dir, "Hugging Face model folder (tokenizer, config)")->required();
+  command->add_option("--model-id", g.model_id, "Name reported by /info and in responses (default: folder name)");
+  command->add_option("--host", g.host, "Address to listen on")->capture_default_str();
+  command->add_option("--port", g.port, "HTTP port")->capture_default_str();
+  command->add_option("--max-concurrent-requests", g.max_concurrent_requests,
+                      "Requests in flight beyond which new ones get 429")->capture_default_str();
+  command->add_option("--max-client-batch-size", g.max_client_batch_size, "Most inputs in one request (413 beyond)")
+      ->capture_default_str();
+  command->add_option("--payload-limit", g.payload_limit, "Largest request body in bytes (413 beyond)")
+      ->capture_default_str();
+  command->add_flag("--auto-truncate", g.auto_truncate,
+                    "Truncate inputs longer than the model's maximum instead of answering 422");
+  command->add_option("--default-prompt", g.default_prompt, "Text prepended to inputs that name no prompt");
+  command->add_option("--default-prompt-name", g.default_prompt_name,
+                      "Prompt of config_sentence_transformers.json used when a request names none");
+  command->add_option("--pooling", options.pooling, "Override the model's pooling: cls, mean, max, last-token");
+  command->add_option("--api-key", g.api_key, "Require 'Authorization: Bearer <key>' on every route but /health");
+  command->add_option("--tokenization-workers", g.tokenization_workers, "Tokenization threads (0: one per core)")
+      ->capture_default_str();
+  command->add_option("--http-threads", g.http_threads, "HTTP I/O threads")->capture_default_str();
+  command->add_option("--log-level", options.log_level, "trace, debug (a line per batch), info, warn, error")
+      ->capture_default_str();
+}
+
+int Fail(const std::string& command, const std::string& message) {
+  spdlog::error("stamen {}: {}", command, message);
+  return 2;
+}
+
+bool ResolvePooling(GatewayCommandOptions& options, std::string* error) {
+  if (options.pooling.empty()) return true;
+  std::string name = options.pooling == "last-token" ? "last_token" : options.pooling;
+  options.gateway.pooling = engine::ops::PoolingModeFromName(name);
+  if (!options.gateway.pooling) *error = "unknown --pooling '" + options.pooling + "' (cls, mean, max, last-token)";
+  return options.gateway.pooling.has_value();
+}
+
+int RunServe(GatewayCommandOptions& options, server::LocalWorkerOptions worker_options) {
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  std::string error;
+  if (!ResolvePooling(options, &error)) return Fail("serve", error);
+  BlockTerminationSignals();
+  metrics::Registry registry;
+  worker_options.model_dir = options.gateway.model_dir;
+  worker_options.model_id = options.gateway.model_id;
+  auto worker = server::LocalWorker::Load(worker_options, registry);
+  if (!worker.ok()) return Fail("serve", worker.status().message());
+  options.gateway.in_process_worker = std::make_shared<gateway::InProcessBackend>(**worker);
+  // One chunk per batch the worker cuts.
+  options.gateway.dispatcher.chunk_tokens = static_cast<int64_t>((*worker)->info().max_batch_tokens());
+  auto started = gateway::Gateway::Start(options.gateway, registry);
+  if (!started.ok()) return Fail("serve", started.status().message());
+  spdlog::info("serve: ready: try  curl http://{}:{}/v1/embeddings -H 'Content-Type: application/json' "
+               "-d '{{\"input\": \"Hello world\"}}'",
+               options.gateway.host, (*started)->port());
+  const std::string signal = WaitForTerminationSignal();
+  spdlog::info("serve: {} received", signal);
+  (*started)->Shutdown(std::chrono::seconds(30));
+  (*worker)->scheduler().Drain();
+  options.gateway.in_process_worker.reset();
+  spdlog::info("serve: stopped");
+  return 0;
+}
+
+int RunGateway(GatewayCommandOptions& options) {
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  std::string error;
+  if (!ResolvePooling(options, &error)) return Fail("gateway", error);
+  std::stringstream list(options.workers);
+  for (std::string entry; std::getline(list, entry, ',');) {
+    if (!entry.empty()) options.gateway.worker_addresses.push_back(entry);
+  }
+  if (options.gateway.worker_addresses.empty()) return Fail("gateway", "--workers names no worker");
+  BlockTerminationSignals();
+  metrics::Registry registry;
+  auto started = gateway::Gateway::Start(options.gateway, registry);
+  if (!started.ok()) return Fail("gateway", started.status().message());
+  const std::string signal = WaitForTerminationSignal();
+  spdlog::info("gateway: {} received", signal);
+  (*started)->Shutdown(std::chrono::seconds(30));
+  return 0;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto options = std::make_shared<GatewayCommandOptions>();
+  auto worker = std::make_shared<server::LocalWorkerOptions>();
+  CLI::App* command = app.add_subcommand(
+      "serve", "Serve a model over HTTP (OpenAI, TEI, Cohere APIs): gateway and worker in one process");
+  AddGatewayOptions(command, *options);
+  worker->scheduler.max_batch_tokens = 0;
+  command->add_option("--max-batch-tokens", worker->scheduler.max_batch_tokens,
+                      "Token budget of one batch (default: the backend's, 2048 on CPU)");
+  command->add_option("--max-batch-requests", worker->scheduler.max_batch_sequences, "Most sequences in one batch")
+      ->capture_default_str();
+  command->add_option("--max-queued-tokens", worker->scheduler.max_queued_tokens,
+                      "Tokens waiting beyond which requests get 429")->capture_default_str();
+  command->add_option("--threads", worker->engine.num_threads, "CPU threads of the engine (0: all cores)")
+      ->capture_default_str();
+  command->callback([options, worker] {
+    const int code = RunServe(*options, *worker);
+    if (code != 0) std::exit(code);
+  });
+}
+
+void AddGatewayCommand(CLI::App& app) {
+  auto options = std::make_shared<GatewayCommandOptions>();
+  CLI::App* command = app.add_subcommand("gateway", "Serve the HTTP API in front of `stamen worker` processes");
+  AddGatewayOptions(command, *options);
+  command->add_option("--workers", options->workers,
+                      "Workers as host:port,...; a name resolving to several addresses (a Kubernetes headless "
+                      "Service) gives one worker per address, re-resolved every 10 s")
+      ->required();
+  command->add_option("--chunk-tokens", options->gateway.dispatcher.chunk_tokens,
+                      "Tokens per chunk a request is split into across workers")->capture_default_str();
+  command->callback([options] {
+    const int code = RunGateway(*options);
+    if (code != 0) std::exit(code);
+  });
+}
+
+}  // namespace stamen::apps

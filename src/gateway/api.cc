@@ -1,0 +1,316 @@
+#include "gateway/api.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace stamen::gateway {
+
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+ApiError Invalid(std::string message) { return ApiError{400, std::move(message), "invalid_request_error"}; }
+
+const char* TypeName(element_type type) {
+  switch (type) {
+    case element_type::ARRAY: return "an array";
+    case element_type::OBJECT: return "an object";
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE: return "a number";
+    case element_type::STRING: return "a string";
+    case element_type::BOOL: return "a boolean";
+    case element_type::NULL_VALUE: return "null";
+  }
+  return "a value";
+}
+
+// Parses `body` into an object (the parser must outlive it).
+std::variant<object, ApiError> ParseObject(simdjson::dom::parser& parser, std::string_view body) {
+  element root;
+  if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS) {
+    return Invalid("the request body is not valid JSON");
+  }
+  object fields;
+  if (root.get(fields) != simdjson::SUCCESS) return Invalid(std::string("the request body must be a JSON object, not ") + TypeName(root.type()));
+  return fields;
+}
+
+std::optional<ApiError> ReadBool(object fields, const char* key, bool* out) {
+  element value;
+  if (fields[key].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
+  if (value.get(*out) != simdjson::SUCCESS) return Invalid(std::string("'") + key + "' must be a boolean");
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadOptionalBool(object fields, const char* key, std::optional<bool>* out) {
+  element value;
+  if (fields[key].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
+  bool flag;
+  if (value.get(flag) != simdjson::SUCCESS) return Invalid(std::string("'") + key + "' must be a boolean");
+  *out = flag;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadString(object fields, const char* key, std::string* out) {
+  element value;
+  if (fields[key].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
+  std::string_view text;
+  if (value.get(text) != simdjson::SUCCESS) return Invalid(std::string("'") + key + "' must be a string");
+  *out = std::string(text);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadPositive(object fields, const char* key, std::optional<int64_t>* out) {
+  element value;
+  if (fields[key].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
+  int64_t number;
+  if (value.get(number) != simdjson::SUCCESS || number < 1) {
+    return Invalid(std::string("'") + key + "' must be a positive integer");
+  }
+  *out = number;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadTruncationDirection(object fields, Truncation* out) {
+  std::string direction;
+  if (auto error = ReadString(fields, "truncation_direction", &direction)) return error;
+  if (direction.empty()) return std::nullopt;
+  for (char& c : direction) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (direction == "right") {
+    *out = Truncation::kRight;
+  } else if (direction == "left") {
+    *out = Truncation::kLeft;
+  } else {
+    return Invalid("'truncation_direction' must be \"left\" or \"right\"");
+  }
+  return std::nullopt;
+}
+
+// Token ids: an array of integers in int32 range.
+std::optional<std::vector<int32_t>> ReadIds(array values) {
+  std::vector<int32_t> ids;
+  for (element value : values) {
+    int64_t id;
+    if (value.get(id) != simdjson::SUCCESS || id < INT32_MIN || id > INT32_MAX) return std::nullopt;
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  return ids;
+}
+
+// str | [str] | [int] | [[int]]
+std::optional<ApiError> ReadInputs(element value, const char* key, std::vector<Input>* inputs) {
+  const std::string name = std::string("'") + key + "'";
+  std::string_view text;
+  if (value.get(text) == simdjson::SUCCESS) {
+    inputs->emplace_back(std::string(text));
+    return std::nullopt;
+  }
+  array items;
+  if (value.get(items) != simdjson::SUCCESS) {
+    return Invalid(name + " must be a string, an array of strings, an array of token ids or an array of arrays of token ids, not " + TypeName(value.type()));
+  }
+  if (items.size() == 0) return Invalid(name + " is empty");
+  const element first = items.at(0).value_unsafe();
+  if (first.is_int64() || first.is_uint64()) {
+    auto ids = ReadIds(items);
+    if (!ids) return Invalid(name + ": token ids must all be integers in int32 range");
+    inputs->emplace_back(std::move(*ids));
+    return std::nullopt;
+  }
+  size_t index = 0;
+  for (element item : items) {
+    if (item.get(text) == simdjson::SUCCESS) {
+      inputs->emplace_back(std::string(text));
+    } else if (array ids_array; item.get(ids_array) == simdjson::SUCCESS) {
+      auto ids = ReadIds(ids_array);
+      if (!ids) return Invalid(name + "[" + std::to_string(index) + "]: token ids must be integers in int32 range");
+      if (ids->empty()) return Invalid(name + "[" + std::to_string(index) + "] is empty");
+      inputs->emplace_back(std::move(*ids));
+    } else {
+      return Invalid(name + "[" + std::to_string(index) + "] must be a string or an array of token ids, not " +
+                     TypeName(item.type()));
+    }
+    ++index;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string ErrorBody(const ApiError& error) {
+  std::string body = "{\"error\":{\"message\":";
+  AppendJsonString(body, error.message);
+  body += ",\"type\":";
+  AppendJsonString(body, error.type);
+  body += ",\"code\":" + std::to_string(error.status) + "}}";
+  return body;
+}
+
+std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool openai) {
+  simdjson::dom::parser parser;
+  auto parsed = ParseObject(parser, body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  object fields = std::get<object>(parsed);
+  EmbedCall call;
+  const char* input_key = openai ? "input" : "inputs";
+  element input;
+  if (fields[input_key].get(input) != simdjson::SUCCESS || input.is_null()) {
+    return Invalid(std::string("missing '") + input_key + "'");
+  }
+  if (auto error = ReadInputs(input, input_key, &call.inputs)) return *error;
+  std::optional<int64_t> dimensions;
+  if (auto error = ReadPositive(fields, "dimensions", &dimensions)) return *error;
+  call.dimensions = dimensions.value_or(0);
+  if (openai) {
+    std::string format;
+    if (auto error = ReadString(fields, "encoding_format", &format)) return *error;
+    if (format == "base64") {
+      call.base64 = true;
+    } else if (!format.empty() && format != "float") {
+      return Invalid("'encoding_format' must be \"float\" or \"base64\"");
+    }
+    if (auto error = ReadString(fields, "model", &call.model)) return *error;
+    std::string user;
+    if (auto error = ReadString(fields, "user", &user)) return *error;
+  } else {
+    if (auto error = ReadBool(fields, "normalize", &call.normalize)) return *error;
+    if (auto error = ReadOptionalBool(fields, "truncate", &call.truncate)) return *error;
+    if (auto error = ReadTruncationDirection(fields, &call.truncation_direction)) return *error;
+    if (auto error = ReadString(fields, "prompt_name", &call.prompt_name)) return *error;
+  }
+  return call;
+}
+
+std::variant<RerankCall, ApiError> ParseRerankCall(std::string_view body, bool cohere) {
+  simdjson::dom::parser parser;
+  auto parsed = ParseObject(parser, body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  object fields = std::get<object>(parsed);
+  RerankCall call;
+  element query;
+  if (fields["query"].get(query) != simdjson::SUCCESS || query.is_null()) return Invalid("missing 'query'");
+  std::string_view text;
+  if (query.get(text) != simdjson::SUCCESS) return Invalid("'query' must be a string");
+  if (text.empty()) return Invalid("'query' is empty");
+  call.query = std::string(text);
+  const char* documents_key = cohere ? "documents" : "texts";
+  element documents;
+  if (fields[documents_key].get(documents) != simdjson::SUCCESS || documents.is_null()) {
+    return Invalid(std::string("missing '") + documents_key + "'");
+  }
+  array items;
+  if (documents.get(items) != simdjson::SUCCESS) return Invalid(std::string("'") + documents_key + "' must be an array");
+  if (items.size() == 0) return Invalid(std::string("'") + documents_key + "' is empty");
+  size_t index = 0;
+  for (element item : items) {
+    const std::string name = std::string("'") + documents_key + "'[" + std::to_string(index++) + "]";
+    object document;
+    if (cohere && item.get(document) == simdjson::SUCCESS) {
+      // Cohere and Jina also take {"text": …}.
+      if (document["text"].get(text) != simdjson::SUCCESS) return Invalid(name + " must have a string 'text'");
+    } else if (item.get(text) != simdjson::SUCCESS) {
+      return Invalid(name + " must be a string" + (cohere ? " or {\"text\": string}" : ""));
+    }
+    if (text.empty()) return Invalid(name + " is empty");
+    call.documents.emplace_back(text);
+  }
+  if (auto error = ReadOptionalBool(fields, "truncate", &call.truncate)) return *error;
+  if (auto error = ReadTruncationDirection(fields, &call.truncation_direction)) return *error;
+  if (cohere) {
+    if (auto error = ReadPositive(fields, "top_n", &call.top_n)) return *error;
+    if (auto error = ReadBool(fields, "return_documents", &call.return_documents)) return *error;
+    if (auto error = ReadString(fields, "model", &call.model)) return *error;
+  } else {
+    if (auto error = ReadBool(fields, "raw_scores", &call.raw_scores)) return *error;
+    if (auto error = ReadBool(fields, "return_text", &call.return_documents)) return *error;
+  }
+  return call;
+}
+
+std::variant<TokenizeCall, ApiError> ParseTokenizeCall(std::string_view body) {
+  simdjson::dom::parser parser;
+  auto parsed = ParseObject(parser, body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  object fields = std::get<object>(parsed);
+  TokenizeCall call;
+  element input;
+  if (fields["inputs"].get(input) != simdjson::SUCCESS || input.is_null()) return Invalid("missing 'inputs'");
+  std::vector<Input> inputs;
+  if (auto error = ReadInputs(input, "inputs", &inputs)) return *error;
+  for (Input& item : inputs) {
+    if (auto* text = std::get_if<std::string>(&item)) {
+      call.inputs.push_back(std::move(*text));
+    } else {
+      return Invalid("'inputs' must be a string or an array of strings");
+    }
+  }
+  if (auto error = ReadBool(fields, "add_special_tokens", &call.add_special_tokens)) return *error;
+  if (auto error = ReadString(fields, "prompt_name", &call.prompt_name)) return *error;
+  return call;
+}
+
+void AppendFloat(std::string& out, float value) {
+  if (!std::isfinite(value)) {
+    out += "null";  // JSON has no NaN or infinity
+    return;
+  }
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  out.append(buffer, result.ptr);
+}
+
+void AppendJsonString(std::string& out, std::string_view text) {
+  out += '"';
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (byte < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[byte >> 4];
+          out += kHex[byte & 15];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+std::string Base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t triple = (static_cast<uint8_t>(bytes[i]) << 16) | (static_cast<uint8_t>(bytes[i + 1]) << 8) |
+                            static_cast<uint8_t>(bytes[i + 2]);
+    out += kAlphabet[triple >> 18];
+    out += kAlphabet[(triple >> 12) & 63];
+    out += kAlphabet[(triple >> 6) & 63];
+    out += kAlphabet[triple & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t triple = static_cast<uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) triple |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    out += kAlphabet[triple >> 18];
+    out += kAlphabet[(triple >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(triple >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+}  // namespace stamen::gateway

@@ -1,0 +1,69 @@
+// The HTTP API's request bodies and response bodies (shapes in ../shared/docs/api.md):
+// parsing with simdjson into plain structs, with the 4xx error each malformed body earns,
+// and writing JSON with std::to_chars. No I/O here: the fuzz target and tests call it directly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace stamen::gateway {
+
+// An HTTP error answer: status and the message of `{"error": {"message", "type", "code"}}`.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+};
+std::string ErrorBody(const ApiError& error);
+
+// One input: a text or token ids given by the client.
+using Input = std::variant<std::string, std::vector<int32_t>>;
+
+enum class Truncation { kRight, kLeft };
+
+// POST /v1/embeddings (OpenAI), POST /embed (TEI): what both say, in one shape.
+struct EmbedCall {
+  std::vector<Input> inputs;
+  bool base64 = false;                 // OpenAI encoding_format "base64"
+  int64_t dimensions = 0;              // 0: all
+  bool normalize = true;               // TEI only; OpenAI always normalises
+  std::optional<bool> truncate;        // unset: the server's --auto-truncate
+  Truncation truncation_direction = Truncation::kRight;
+  std::string prompt_name;             // TEI: a prompt of the model's sentence-transformers config
+  std::string model;                   // OpenAI: echoed back
+};
+// `openai` picks the OpenAI shape ({input, …}); otherwise TEI's ({inputs, …}).
+std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool openai);
+
+// POST /rerank (TEI) and POST /v1/rerank (Cohere / Jina).
+struct RerankCall {
+  std::string query;
+  std::vector<std::string> documents;
+  std::optional<bool> truncate;
+  Truncation truncation_direction = Truncation::kRight;
+  bool raw_scores = false;        // TEI: logits instead of sigmoid scores
+  bool return_documents = false;  // TEI return_text / Cohere return_documents
+  std::optional<int64_t> top_n;   // Cohere: keep the best n
+  std::string model;
+};
+std::variant<RerankCall, ApiError> ParseRerankCall(std::string_view body, bool cohere);
+
+// POST /tokenize (TEI).
+struct TokenizeCall {
+  std::vector<std::string> inputs;
+  bool add_special_tokens = true;
+  std::string prompt_name;
+};
+std::variant<TokenizeCall, ApiError> ParseTokenizeCall(std::string_view body);
+
+// --- writing ---
+void AppendFloat(std::string& out, float value);
+void AppendJsonString(std::string& out, std::string_view text);
+// Base64 (RFC 4648, padded) of raw bytes.
+std::string Base64(std::string_view bytes);
+
+}  // namespace stamen::gateway

@@ -1,0 +1,346 @@
+#include "gateway/dispatcher.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace stamen::gateway {
+
+using server::WorkRequest;
+
+// A request split into chunks.
+struct Dispatcher::JobState {
+  std::shared_ptr<WorkRequest> job;
+  std::function<void(WorkRequest&)> done;
+  std::mutex mutex;
+  std::vector<std::shared_ptr<ChunkState>> chunks;
+  size_t remaining = 0;
+  bool cancelled = false;
+};
+
+struct Dispatcher::ChunkState {
+  size_t first_sequence = 0;
+  std::shared_ptr<WorkRequest> work;
+  std::shared_ptr<WorkerSlot> worker;  // where it runs now
+  int attempts = 0;
+};
+
+Dispatcher::Dispatcher(DispatcherOptions options, metrics::Registry& registry)
+    : options_(options),
+      registry_(registry),
+      chunks_total_(registry.AddCounter("stamen_gateway_chunks_total", "Chunks sent to workers")),
+      retries_total_(registry.AddCounter("stamen_gateway_retries_total", "Chunks retried on another worker")),
+      healthy_workers_(registry.AddGauge("stamen_gateway_healthy_workers", "Workers passing their health check")) {
+  options_.chunk_tokens = std::max<int64_t>(options_.chunk_tokens, 1);
+}
+
+Dispatcher::~Dispatcher() {
+  {
+    std::lock_guard lock(stop_mutex_);
+    stopping_ = true;
+  }
+  stop_.notify_all();
+  if (maintenance_.joinable()) maintenance_.join();
+}
+
+std::shared_ptr<WorkerSlot> Dispatcher::NewSlot(std::shared_ptr<WorkerBackend> backend) {
+  auto slot = std::make_shared<WorkerSlot>();
+  slot->chunks = &registry_.AddCounter("stamen_gateway_worker_chunks_total", "Chunks sent, by worker",
+                                       "worker=\"" + backend->address() + "\"");
+  slot->backend = std::move(backend);
+  return slot;
+}
+
+void Dispatcher::AddWorker(std::shared_ptr<WorkerBackend> backend) {
+  auto slot = NewSlot(std::move(backend));
+  std::lock_guard lock(mutex_);
+  workers_.push_back(std::move(slot));
+  healthy_workers_.Set(static_cast<int64_t>(workers_.size()));
+}
+
+Status Dispatcher::SetWorkerAddresses(const std::vector<std::string>& entries, BackendFactory factory) {
+  for (const std::string& entry : entries) {
+    const size_t colon = entry.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) {
+      return Status::Error("worker address '" + entry + "' is not host:port");
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    entries_ = entries;
+    factory_ = std::move(factory);
+  }
+  Resolve();
+  if (workers().empty()) return Status::Error("no worker address could be resolved");
+  return Status();
+}
+
+void Dispatcher::Resolve() {
+  std::vector<std::string> entries;
+  BackendFactory factory;
+  {
+    std::lock_guard lock(mutex_);
+    entries = entries_;
+    factory = factory_;
+  }
+  if (entries.empty()) return;
+  std::vector<std::string> addresses;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::resolver resolver(io);
+  for (const std::string& entry : entries) {
+    const size_t colon = entry.rfind(':');
+    const std::string host = entry.substr(0, colon);
+    const std::string port = entry.substr(colon + 1);
+    boost::system::error_code error;
+    const auto results = resolver.resolve(host, port, error);
+    if (error) {
+      spdlog::warn("gateway: cannot resolve worker {}: {}", entry, error.message());
+      continue;
+    }
+    for (const auto& result : results) {
+      const auto endpoint = result.endpoint();
+      const std::string address = endpoint.address().is_v6()
+                                      ? "[" + endpoint.address().to_string() + "]:" + std::to_string(endpoint.port())
+                                      : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+      if (std::find(addresses.begin(), addresses.end(), address) == addresses.end()) addresses.push_back(address);
+    }
+  }
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<WorkerSlot>> kept;
+  for (const auto& worker : workers_) {
+    if (std::find(addresses.begin(), addresses.end(), worker->backend->address()) != addresses.end()) {
+      kept.push_back(worker);
+    } else {
+      spdlog::info("gateway: worker {} is gone from DNS", worker->backend->address());
+    }
+  }
+  for (const std::string& address : addresses) {
+    const bool known = std::any_of(kept.begin(), kept.end(),
+                                   [&](const auto& worker) { return worker->backend->address() == address; });
+    if (!known) {
+      spdlog::info("gateway: worker {} added", address);
+      kept.push_back(NewSlot(factory(address)));
+    }
+  }
+  // A slot dropped here lives on while calls on it are in flight (they hold it).
+  workers_ = std::move(kept);
+}
+
+void Dispatcher::Start() {
+  maintenance_ = std::thread([this] { MaintenanceThread(); });
+}
+
+void Dispatcher::MaintenanceThread() {
+  auto next_resolve = std::chrono::steady_clock::now() + options_.resolve_interval;
+  std::unique_lock lock(stop_mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    if (std::chrono::steady_clock::now() >= next_resolve) {
+      Resolve();
+      next_resolve = std::chrono::steady_clock::now() + options_.resolve_interval;
+    }
+    int64_t healthy = 0;
+    for (const auto& worker : workers()) {
+      const Status status = worker->backend->CheckHealth(std::min(options_.health_interval, std::chrono::milliseconds(2000)));
+      const bool was_healthy = worker->healthy.exchange(status.ok());
+      if (was_healthy && !status.ok()) spdlog::warn("gateway: worker {} is down: {}", worker->backend->address(), status.message());
+      if (!was_healthy && status.ok()) spdlog::info("gateway: worker {} is up", worker->backend->address());
+      healthy += status.ok();
+    }
+    healthy_workers_.Set(healthy);
+    lock.lock();
+    stop_.wait_for(lock, options_.health_interval, [this] { return stopping_; });
+  }
+}
+
+std::vector<std::shared_ptr<WorkerSlot>> Dispatcher::workers() const {
+  std::lock_guard lock(mutex_);
+  return workers_;
+}
+
+bool Dispatcher::AnyHealthy() const {
+  std::lock_guard lock(mutex_);
+  return std::any_of(workers_.begin(), workers_.end(), [](const auto& worker) { return worker->healthy.load(); });
+}
+
+std::shared_ptr<WorkerSlot> Dispatcher::Pick(const WorkerSlot* avoid) {
+  std::lock_guard lock(mutex_);
+  if (workers_.empty()) return nullptr;
+  // Least outstanding tokens among healthy workers; the starting point rotates so that ties
+  // spread over all workers.
+  const size_t start = rotation_.fetch_add(1) % workers_.size();
+  std::shared_ptr<WorkerSlot> best;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const auto& worker = workers_[(start + i) % workers_.size()];
+    if (!worker->healthy.load() || worker.get() == avoid) continue;
+    if (!best || worker->outstanding_tokens.load() < best->outstanding_tokens.load()) best = worker;
+  }
+  return best;
+}
+
+namespace {
+
+// A fresh request with `source`'s inputs (a retry must not inherit the first attempt's
+// scheduler bookkeeping).
+std::shared_ptr<WorkRequest> CopyInputs(const WorkRequest& source) {
+  auto copy = std::make_shared<WorkRequest>();
+  copy->kind = source.kind;
+  copy->pooling = source.pooling;
+  copy->normalize = source.normalize;
+  copy->dimensions = source.dimensions;
+  copy->deadline = source.deadline;
+  copy->lengths = source.lengths;
+  copy->token_ids = source.token_ids;
+  copy->token_type_ids = source.token_type_ids;
+  return copy;
+}
+
+}  // namespace
+
+std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkRequest> job,
+                                                      std::function<void(WorkRequest&)> done) {
+  auto state = std::make_shared<JobState>();
+  state->job = job;
+  state->done = std::move(done);
+  job->columns = 0;
+  // Cut whole sequences into chunks of about chunk_tokens tokens.
+  const auto* lengths = job->lengths.data();
+  const size_t count = job->lengths.size();
+  size_t first = 0;
+  int64_t token_offset = 0;
+  while (first < count) {
+    size_t end = first;
+    int64_t tokens = 0;
+    while (end < count && (end == first || tokens + lengths[end] <= options_.chunk_tokens)) tokens += lengths[end++];
+    auto chunk = std::make_shared<ChunkState>();
+    chunk->first_sequence = first;
+    auto work = std::make_shared<WorkRequest>();
+    work->kind = job->kind;
+    work->pooling = job->pooling;
+    work->normalize = job->normalize;
+    work->dimensions = job->dimensions;
+    work->deadline = job->deadline;
+    work->lengths.assign(lengths + first, lengths + end);
+    work->token_ids = job->token_ids.substr(token_offset * sizeof(int32_t), tokens * sizeof(int32_t));
+    if (!job->token_type_ids.empty()) {
+      work->token_type_ids = job->token_type_ids.substr(token_offset * sizeof(int32_t), tokens * sizeof(int32_t));
+    }
+    chunk->work = std::move(work);
+    state->chunks.push_back(std::move(chunk));
+    token_offset += tokens;
+    first = end;
+  }
+  state->remaining = state->chunks.size();
+  if (state->chunks.empty()) {
+    job->status = Status::Error(StatusCode::kInvalidArgument, "the request has no sequences");
+    state->done(*job);
+    return state;
+  }
+  // Copy: a chunk may finish (and the vector be read) while later ones are being sent.
+  const auto chunks = state->chunks;
+  for (const auto& chunk : chunks) SendChunk(state, chunk, Pick(nullptr));
+  return state;
+}
+
+void Dispatcher::SendChunk(const std::shared_ptr<JobState>& job, const std::shared_ptr<ChunkState>& chunk,
+                           std::shared_ptr<WorkerSlot> worker) {
+  WorkRequest& work = *chunk->work;
+  ++chunk->attempts;
+  if (!worker) {
+    work.status = Status::Error(StatusCode::kUnavailable, "no healthy worker to run the request");
+    OnChunkDone(job, chunk, nullptr);
+    return;
+  }
+  {
+    std::lock_guard lock(job->mutex);
+    chunk->worker = worker;
+  }
+  const int64_t tokens = work.total_tokens();
+  worker->outstanding_tokens += tokens;
+  worker->chunks->Increment();
+  chunks_total_.Increment();
+  work.on_done = [this, job, chunk, worker, tokens](WorkRequest&) {
+    worker->outstanding_tokens -= tokens;
+    OnChunkDone(job, chunk, worker);
+  };
+  worker->backend->Submit(chunk->work);
+}
+
+void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::shared_ptr<ChunkState>& chunk,
+                             const std::shared_ptr<WorkerSlot>& worker) {
+  WorkRequest& work = *chunk->work;
+  const StatusCode code = work.status.code();
+  const bool worker_failed = code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
+                             code == StatusCode::kError || code == StatusCode::kResourceExhausted;
+  bool cancelled;
+  {
+    std::lock_guard lock(job->mutex);
+    cancelled = job->cancelled;
+  }
+  const bool deadline_left = server::Clock::now() < work.deadline;
+  if (worker && worker_failed && !cancelled && deadline_left && chunk->attempts < 2) {
+    // Retry once, elsewhere; with no other worker the first error stands.
+    if (std::shared_ptr<WorkerSlot> other = Pick(worker.get())) {
+      if (code != StatusCode::kResourceExhausted && worker->healthy.exchange(false)) {
+        spdlog::warn("gateway: worker {} failed a call ({}); sending its work elsewhere until it passes a health check",
+                     worker->backend->address(), work.status.message());
+      }
+      retries_total_.Increment();
+      auto retry = CopyInputs(work);
+      {
+        std::lock_guard lock(job->mutex);
+        chunk->work = std::move(retry);
+      }
+      SendChunk(job, chunk, std::move(other));
+      return;
+    }
+  }
+
+  WorkRequest& whole = *job->job;
+  bool finished;
+  {
+    std::lock_guard lock(job->mutex);
+    if (work.status.ok()) {
+      if (whole.columns == 0) {
+        whole.columns = work.columns;
+        whole.output.assign(whole.lengths.size() * whole.columns * sizeof(float), '\0');
+      }
+      if (work.columns == whole.columns) {
+        std::memcpy(whole.output.data() + chunk->first_sequence * whole.columns * sizeof(float), work.output.data(),
+                    work.output.size());
+      } else if (whole.status.ok()) {
+        whole.status = Status::Error("workers disagree on the output size (" + std::to_string(work.columns) +
+                                     " vs " + std::to_string(whole.columns) + "): are they serving the same model?");
+      }
+      whole.timing.queue_microseconds = std::max(whole.timing.queue_microseconds, work.timing.queue_microseconds);
+      whole.timing.compute_microseconds =
+          std::max(whole.timing.compute_microseconds, work.timing.compute_microseconds);
+      whole.timing.batches += work.timing.batches;
+    } else if (whole.status.ok()) {
+      whole.status = work.status;
+    }
+    chunk->work.reset();  // its bytes are copied; free them now
+    finished = --job->remaining == 0;
+  }
+  if (!finished) return;
+  if (!whole.status.ok()) whole.output.clear();
+  job->done(whole);
+}
+
+void Dispatcher::Cancel(const std::shared_ptr<JobState>& job) {
+  std::vector<std::pair<std::shared_ptr<WorkerSlot>, std::shared_ptr<WorkRequest>>> running;
+  {
+    std::lock_guard lock(job->mutex);
+    job->cancelled = true;
+    for (const auto& chunk : job->chunks) {
+      if (chunk->work && chunk->worker) running.emplace_back(chunk->worker, chunk->work);
+    }
+  }
+  for (const auto& [worker, work] : running) worker->backend->Cancel(*work);
+}
+
+}  // namespace stamen::gateway

@@ -1,0 +1,94 @@
+// The gateway's key job: a request with many sequences is split into chunks by token count,
+// the chunks run concurrently on the workers with the fewest outstanding tokens, and the
+// results are put back together in input order. A failed chunk is retried once on another
+// worker; no result is lost or duplicated. Workers are health-checked and, when given by DNS
+// name, re-resolved so that a Kubernetes headless Service's pods come and go.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/metrics.h"
+#include "gateway/worker_backend.h"
+
+namespace stamen::gateway {
+
+struct DispatcherOptions {
+  int64_t chunk_tokens = 2048;  // tokens per chunk (whole sequences; a longer one goes alone)
+  std::chrono::milliseconds health_interval{1000};
+  std::chrono::milliseconds resolve_interval{10000};
+  std::chrono::milliseconds call_timeout{60000};  // per chunk call to a gRPC worker
+};
+
+// One worker as the dispatcher tracks it.
+struct WorkerSlot {
+  std::shared_ptr<WorkerBackend> backend;
+  std::atomic<int64_t> outstanding_tokens{0};
+  std::atomic<bool> healthy{true};
+  metrics::Counter* chunks = nullptr;  // chunks sent to it
+};
+
+class Dispatcher {
+ public:
+  using BackendFactory = std::function<std::shared_ptr<WorkerBackend>(const std::string& address)>;
+
+  Dispatcher(DispatcherOptions options, metrics::Registry& registry);
+  ~Dispatcher();
+
+  // A fixed worker (the in-process one of `stamen serve`).
+  void AddWorker(std::shared_ptr<WorkerBackend> backend);
+  // Workers given as host:port entries; a host that resolves to several addresses gives one
+  // worker per address. Resolved now and every resolve_interval.
+  Status SetWorkerAddresses(const std::vector<std::string>& entries, BackendFactory factory);
+  // Starts the health checks (and re-resolution).
+  void Start();
+
+  struct JobState;
+  // Runs every sequence of `job` and calls `done` once (from any thread) with job.status,
+  // job.output (sequences × columns floats, in order) and job.timing (the slowest chunk's
+  // queue and compute time) filled. job.on_done is not used. The handle cancels it.
+  std::shared_ptr<JobState> Run(std::shared_ptr<server::WorkRequest> job,
+                                std::function<void(server::WorkRequest&)> done);
+  // Drops the job's chunks that have not run yet (the job then ends with kCancelled).
+  void Cancel(const std::shared_ptr<JobState>& job);
+
+  bool AnyHealthy() const;
+  std::vector<std::shared_ptr<WorkerSlot>> workers() const;
+
+ private:
+  struct ChunkState;
+  void SendChunk(const std::shared_ptr<JobState>& job, const std::shared_ptr<ChunkState>& chunk,
+                 std::shared_ptr<WorkerSlot> worker);
+  std::shared_ptr<WorkerSlot> Pick(const WorkerSlot* avoid);
+  void OnChunkDone(const std::shared_ptr<JobState>& job, const std::shared_ptr<ChunkState>& chunk,
+                   const std::shared_ptr<WorkerSlot>& worker);
+  void Resolve();
+  void MaintenanceThread();
+  std::shared_ptr<WorkerSlot> NewSlot(std::shared_ptr<WorkerBackend> backend);
+
+  DispatcherOptions options_;
+  metrics::Registry& registry_;
+  metrics::Counter& chunks_total_;
+  metrics::Counter& retries_total_;
+  metrics::Gauge& healthy_workers_;
+
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<WorkerSlot>> workers_;
+  std::vector<std::string> entries_;
+  BackendFactory factory_;
+  std::atomic<uint64_t> rotation_{0};
+
+  std::mutex stop_mutex_;
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  std::thread maintenance_;
+};
+
+}  // namespace stamen::gateway

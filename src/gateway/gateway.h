@@ -1,0 +1,92 @@
+// The HTTP gateway: routes of ../shared/docs/api.md on the Beast server, tokenization and
+// input templating on a thread pool, the work chunked and balanced over workers by the
+// Dispatcher, answers written as JSON (or base64) on the same pool.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/metrics.h"
+#include "engine/model_config.h"
+#include "engine/model_tokenizer.h"
+#include "gateway/api.h"
+#include "gateway/dispatcher.h"
+#include "gateway/task_pool.h"
+#include "http/http_server.h"
+
+namespace stamen::gateway {
+
+struct GatewayOptions {
+  std::string model_dir;  // tokenizer and model description
+  std::string model_id;   // reported in /info and responses; the folder's name when empty
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;
+  int http_threads = 2;
+  int tokenization_workers = 0;  // 0: one per core
+  size_t payload_limit = 16 * 1024 * 1024;  // bytes (TEI's 2 MB surprises users)
+  int64_t max_client_batch_size = 2048;     // inputs per request (OpenAI's limit)
+  int64_t max_concurrent_requests = 512;    // beyond: 429
+  bool auto_truncate = false;               // truncate over-long inputs unless a request says no
+  std::string default_prompt;               // text prepended when a request names no prompt
+  std::string default_prompt_name;          // a prompt of the model's config, same use
+  std::string api_key;                      // Bearer token required on every route but /health
+  std::optional<engine::ops::PoolingMode> pooling;  // overrides the model's pooling
+  std::chrono::milliseconds request_timeout{60000};
+  DispatcherOptions dispatcher;
+  // Where the work runs: an in-process worker, or gRPC worker addresses.
+  std::shared_ptr<WorkerBackend> in_process_worker;
+  std::vector<std::string> worker_addresses;
+};
+
+class Gateway {
+ public:
+  // `registry` (which must outlive the gateway) gets the gateway's metrics and is what
+  // /metrics renders (an in-process worker registers its own there too).
+  static StatusOr<std::unique_ptr<Gateway>> Start(const GatewayOptions& options, metrics::Registry& registry);
+  ~Gateway();
+
+  uint16_t port() const { return http_->port(); }
+  // Stops accepting connections, lets requests in flight finish (up to `drain`), stops.
+  void Shutdown(std::chrono::milliseconds drain);
+
+ private:
+  explicit Gateway(metrics::Registry& registry) : registry_(registry) {}
+  void Handle(http::Request request, http::Respond respond);
+  void Embed(const http::Request& request, bool openai, http::Respond respond);
+  void Rerank(const http::Request& request, bool cohere, http::Respond respond);
+  void Tokenize(const http::Request& request, http::Respond respond);
+  std::string InfoBody() const;
+  // The prompt text for `prompt_name` (or the defaults), or an error.
+  std::variant<std::string, ApiError> Prompt(const std::string& prompt_name) const;
+  void CountResponse(const std::string& route, int status);
+
+  GatewayOptions options_;
+  metrics::Registry& registry_;
+  engine::ModelConfig config_;
+  engine::SentenceTransformersConfig sentence_transformers_;
+  int64_t max_input_length_ = 0;
+  int64_t dimensions_ = 0;
+  std::string model_id_;
+  bool reranker_ = false;
+
+  std::vector<std::unique_ptr<engine::ModelTokenizer>> tokenizers_;  // one per pool thread
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<TaskPool> pool_;
+  std::unique_ptr<http::Server> http_;
+
+  std::atomic<int64_t> in_flight_{0};
+  std::mutex counters_mutex_;
+  std::map<std::pair<std::string, int>, metrics::Counter*> responses_;
+  metrics::Histogram* request_seconds_ = nullptr;
+  metrics::Histogram* tokenization_seconds_ = nullptr;
+  metrics::Counter* tokens_total_ = nullptr;
+  bool shut_down_ = false;
+};
+
+}  // namespace stamen::gateway
