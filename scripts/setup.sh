@@ -18,6 +18,7 @@ DEBIAN_PACKAGES=(
   # libraries the code links
   libsimdjson-dev libcli11-dev libspdlog-dev libfmt-dev
   libdnnl-dev  # oneDNN: the CPU GEMM of src/engine
+  libcurl4-openssl-dev  # HTTPS downloads from the Hugging Face hub (src/hub)
   # tooling: callgrind, libFuzzer (fuzz preset)
   valgrind clang-14 libclang-rt-14-dev
 )
