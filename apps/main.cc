@@ -4,6 +4,7 @@
 #include "bench/bench_command.h"
 #include "embed_command.h"
 #include "make_model_command.h"
+#include "pull_command.h"
 #include "rerank_command.h"
 #include "tokenize_command.h"
 
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   stamen::apps::AddEmbedCommand(app);
   stamen::apps::AddRerankCommand(app);
   stamen::apps::AddMakeModelCommand(app);
+  stamen::apps::AddPullCommand(app);
   stamen::bench::AddBenchCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

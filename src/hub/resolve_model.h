@@ -15,9 +15,9 @@ namespace stamen::hub {
 
 struct ResolveOptions {
   std::string revision = "main";  // branch, tag or commit hash
-  std::string cache_dir;          // empty: $HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub
-  std::string endpoint;           // empty: $HF_ENDPOINT, else https://huggingface.co
-  std::string token;              // empty: $HF_TOKEN, else the file $HF_TOKEN_PATH or $HF_HOME/token
+  std::string cache_dir{};        // empty: $HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub
+  std::string endpoint{};         // empty: $HF_ENDPOINT, else https://huggingface.co
+  std::string token{};            // empty: $HF_TOKEN, else the file $HF_TOKEN_PATH or $HF_HOME/token
   bool offline = false;           // never touch the network (also when HF_HUB_OFFLINE=1)
   bool progress = true;           // progress bars on stderr, when stderr is a terminal
 };
