@@ -14,8 +14,8 @@ namespace stamen::hub {
 struct RepoFile {
   std::string path;        // "rfilename": "config.json", "1_Pooling/config.json"
   int64_t size = -1;       // bytes; -1 when the API did not say
-  std::string blob_id;     // git blob sha1 ("blobId"); the cache's blob name for non-LFS files
-  std::string lfs_sha256;  // "lfs.sha256" for LFS files: the blob name and the checksum
+  std::string blob_id{};   // git blob sha1 ("blobId"); the cache's blob name for non-LFS files
+  std::string lfs_sha256{};// "lfs.sha256" for LFS files: the blob name and the checksum
   // The name of the file's blob in the cache: the LFS sha256, else the git blob id.
   const std::string& blob() const { return lfs_sha256.empty() ? blob_id : lfs_sha256; }
 };
