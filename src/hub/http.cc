@@ -136,6 +136,24 @@ HttpResponse HttpFetch(const HttpRequest& request) {
       response.curl_error = "aborted";
     }
   }
+  switch (response.curl_code) {
+    case CURLE_OK:
+      response.transient = response.status >= 500 || response.status == 429 || response.status == 408;
+      break;
+    case CURLE_ABORTED_BY_CALLBACK:
+    case CURLE_WRITE_ERROR:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_TOO_MANY_REDIRECTS:
+    case CURLE_FAILED_INIT:
+      break;
+    default:
+      response.transient = !response.aborted_by_callback;
+  }
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
   return response;

@@ -39,6 +39,9 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;
   std::string body;
   bool aborted_by_callback = false;
+  // Worth retrying: the transfer broke off or timed out, or the server answered 408, 429 or
+  // 5xx. Not: a name that does not resolve, a refused certificate, a callback's abort.
+  bool transient = false;
 
   bool completed() const { return curl_code == 0; }
   std::string Header(const std::string& lowercase_name) const {

@@ -80,10 +80,7 @@ class ProgressBar {
   Clock::time_point last_{};
 };
 
-bool Transient(const HttpResponse& response) {
-  if (!response.completed()) return !response.aborted_by_callback;
-  return response.status >= 500 || response.status == 429 || response.status == 408;
-}
+bool Transient(const HttpResponse& response) { return response.transient; }
 
 // The user-facing error for an answer that was not a success.
 Status HttpError(const HubConfig& config, const HttpResponse& response, const std::string& repo_id,

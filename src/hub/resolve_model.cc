@@ -32,7 +32,12 @@ StatusOr<std::string> ResolveModel(const std::string& model, const ResolveOption
                          partly + " and offline mode is on (--offline or HF_HUB_OFFLINE=1): run `stamen pull " +
                          model + "` where the hub is reachable, or set HF_HUB_CACHE to a cache that has it");
   }
-  return PullModel(model, options);
+  auto pulled = PullModel(model, options);
+  if (!pulled.ok() && std::filesystem::is_directory(model.substr(0, model.find('/')), error)) {
+    // "models/x" may have been meant as a local path.
+    return Status::Error("no model folder '" + model + "', and as a hub id: " + pulled.status().message());
+  }
+  return pulled;
 }
 
 }  // namespace stamen::hub

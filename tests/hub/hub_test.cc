@@ -503,6 +503,15 @@ TEST_F(HubTest, IncompleteSnapshotIsCompletedOnline) {
   EXPECT_EQ(ReadFile(*resolved + "/model.safetensors"), FileOf(repo_, "model.safetensors").content);
 }
 
+TEST_F(HubTest, UnreachableHubIsNamed) {
+  ResolveOptions options = options_;
+  options.endpoint = "http://127.0.0.1:1";  // nothing listens there
+  const auto failed = ResolveModel("org/tiny", options);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("cannot reach http://127.0.0.1:1 for org/tiny"), std::string::npos)
+      << failed.status().message();
+}
+
 TEST_F(HubTest, FoldersAreUsedAsTheyAre) {
   const auto resolved = ResolveModel(cache_.path(), options_);
   ASSERT_TRUE(resolved.ok());
