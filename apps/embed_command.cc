@@ -15,12 +15,14 @@
 #include "command_io.h"
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
+#include "hub/resolve_model.h"
 
 namespace stamen::apps {
 namespace {
 
 struct EmbedOptions {
   std::string model;
+  bool offline = false;
   std::string pooling;
   bool no_normalize = false;
   int64_t dimensions = 0;
@@ -43,9 +45,13 @@ std::optional<engine::ops::PoolingMode> ParsePooling(const std::string& name) {
   return engine::ops::PoolingModeFromName(name);
 }
 
-int RunEmbed(const EmbedOptions& options) {
+int RunEmbed(EmbedOptions options) {
   if (options.device != "cpu") return Fail("device '" + options.device + "' is not available (supported: cpu)");
   if (options.batch_lines == 0 || options.batch_tokens == 0) return Fail("--batch-lines and --batch-tokens must be positive");
+  // A folder, or a hub id resolved through the Hugging Face cache (pulled when missing).
+  auto model_dir = hub::ResolveModel(options.model, {.offline = options.offline});
+  if (!model_dir.ok()) return Fail(model_dir.status().message());
+  options.model = *model_dir;
   auto loaded = engine::Engine::Load(options.model, {.num_threads = options.threads});
   if (!loaded.ok()) return Fail(loaded.status().message());
   engine::Engine& engine = **loaded;
@@ -151,8 +157,11 @@ void AddEmbedCommand(CLI::App& app) {
   auto options = std::make_shared<EmbedOptions>();
   CLI::App* command = app.add_subcommand(
       "embed", "Embed stdin, one text per line, printing one JSON array of floats per line");
-  command->add_option("--model", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer)")
+  command->add_option("--model", options->model,
+                      "Hugging Face model folder (config.json, safetensors, tokenizer), or hub id org/name "
+                      "(from the hub cache, pulled when missing)")
       ->required();
+  command->add_flag("--offline", options->offline, "Never touch the network: org/name must be in the hub cache");
   command->add_option("--pooling", options->pooling,
                       "cls, mean, max or last-token (default: the folder's 1_Pooling/config.json)");
   command->add_flag("--no-normalize", options->no_normalize, "Do not L2-normalise the vectors");

@@ -7,6 +7,7 @@
 #include "embed_command.h"
 #include "gateway_commands.h"
 #include "make_model_command.h"
+#include "pull_command.h"
 #include "rerank_command.h"
 #include "tokenize_command.h"
 #include "worker_command.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   stamen::apps::AddEmbedCommand(app);
   stamen::apps::AddRerankCommand(app);
   stamen::apps::AddMakeModelCommand(app);
+  stamen::apps::AddPullCommand(app);
   stamen::apps::AddServeCommand(app);
   stamen::apps::AddGatewayCommand(app);
   stamen::apps::AddWorkerCommand(app);

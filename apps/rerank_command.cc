@@ -11,12 +11,14 @@
 #include "command_io.h"
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
+#include "hub/resolve_model.h"
 
 namespace stamen::apps {
 namespace {
 
 struct RerankOptions {
   std::string model;
+  bool offline = false;
   std::string device = "cpu";
   int threads = 0;
   size_t batch_lines = 32;
@@ -28,9 +30,13 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-int RunRerank(const RerankOptions& options) {
+int RunRerank(RerankOptions options) {
   if (options.device != "cpu") return Fail("device '" + options.device + "' is not available (supported: cpu)");
   if (options.batch_lines == 0 || options.batch_tokens == 0) return Fail("--batch-lines and --batch-tokens must be positive");
+  // A folder, or a hub id resolved through the Hugging Face cache (pulled when missing).
+  auto model_dir = hub::ResolveModel(options.model, {.offline = options.offline});
+  if (!model_dir.ok()) return Fail(model_dir.status().message());
+  options.model = *model_dir;
   auto loaded = engine::Engine::Load(options.model, {.num_threads = options.threads});
   if (!loaded.ok()) return Fail(loaded.status().message());
   engine::Engine& engine = **loaded;
@@ -85,7 +91,10 @@ void AddRerankCommand(CLI::App& app) {
   auto options = std::make_shared<RerankOptions>();
   CLI::App* command = app.add_subcommand(
       "rerank", "Score stdin's query<TAB>document lines with a cross-encoder, one raw score (logit) per line");
-  command->add_option("--model", options->model, "Hugging Face cross-encoder folder")->required();
+  command->add_option("--model", options->model,
+                      "Hugging Face cross-encoder folder, or hub id org/name (from the hub cache, pulled when missing)")
+      ->required();
+  command->add_flag("--offline", options->offline, "Never touch the network: org/name must be in the hub cache");
   command->add_option("--device", options->device, "Where to run (cpu)");
   command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
   command->add_option("--batch-lines", options->batch_lines, "Most pairs per engine step");

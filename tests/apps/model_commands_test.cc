@@ -380,7 +380,7 @@ TEST_F(RandomModels, ErrorsAreClear) {
       {"embed --token-ids" + embedder, "\n", "line 1: no tokens"},
       {"rerank" + reranker, "query without a tab\n", "line 1 has no tab"},
       {"rerank" + embedder, "a\tb\n", "not a cross-encoder"},
-      {"embed --model /nonexistent/folder", "x\n", "/nonexistent/folder/config.json"},
+      {"embed --model /nonexistent/folder", "x\n", "no model folder '/nonexistent/folder'"},
   };
   for (const Case& c : cases) {
     const Result result = RunStamen(c.arguments, c.input);

@@ -1,0 +1,40 @@
+// Which files of a hub repository make a stamen model folder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stamen::hub {
+
+// One file of a repository as the hub's API lists it (`siblings` with `?blobs=true`).
+struct RepoFile {
+  std::string path;        // "rfilename": "config.json", "1_Pooling/config.json"
+  int64_t size = -1;       // bytes; -1 when the API did not say
+  std::string blob_id{};   // git blob sha1 ("blobId"); the cache's blob name for non-LFS files
+  std::string lfs_sha256{};// "lfs.sha256" for LFS files: the blob name and the checksum
+  // The name of the file's blob in the cache: the LFS sha256, else the git blob id.
+  const std::string& blob() const { return lfs_sha256.empty() ? blob_id : lfs_sha256; }
+};
+
+// A relative path without "..", ".", empty parts, a leading '/', backslashes or control
+// characters: safe to join under a snapshot folder.
+Status ValidateRepoFilePath(std::string_view path);
+
+// The files stamen loads, in the repository's order:
+//   - config.json (required);
+//   - weights: model.safetensors, else model.safetensors.index.json with every
+//     model-NNNNN-of-NNNNN.safetensors shard; a repository with only other formats
+//     (pytorch_model.bin, ONNX, …) is an error, and those are never chosen;
+//   - tokenizer files: tokenizer.json, tokenizer_config.json, special_tokens_map.json,
+//     added_tokens.json, vocab.txt, vocab.json, merges.txt, sentencepiece.bpe.model,
+//     spiece.model, tokenizer.model;
+//   - sentence-transformers files: modules.json, config_sentence_transformers.json,
+//     sentence_*_config.json, and the .json and .safetensors files of the module folders
+//     (1_Pooling/config.json, 2_Dense/…, 2_Normalize/…).
+StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& files, const std::string& repo_id);
+
+}  // namespace stamen::hub
