@@ -27,6 +27,9 @@
 #ifndef STAMEN_BPE_REFERENCE_SCRIPT
 #error "STAMEN_BPE_REFERENCE_SCRIPT must name bpe_reference.py"
 #endif
+#ifndef STAMEN_CLI
+#error "STAMEN_CLI must name the stamen binary"
+#endif
 #ifndef STAMEN_BPE_CACHE_DIR
 #error "STAMEN_BPE_CACHE_DIR must name a writable folder"
 #endif
@@ -427,6 +430,32 @@ TEST_F(BpeExactnessTest, CharacterLevelBpeMatches) {
     const std::string name = std::string("character-level") + (fuse ? " fuse_unk" : "") + (fallback ? " byte_fallback" : "");
     Check(*loaded.value(), path, lines, Mode{name});
     Check(*loaded.value(), path, lines, Mode{name + " decode", false, true, 0, true});
+  }
+}
+
+// `stamen tokenize --model tokenizer.json` prints, one line per input line, the ids of Encode
+// (checked against Hugging Face above), alone and with the batch encoder; invalid UTF-8
+// reaches it as raw bytes.
+TEST_F(BpeExactnessTest, TokenizeCommandPrintsEncodeIds) {
+  std::vector<Line> lines;
+  for (Line& line : CorpusLines(8)) {
+    if (line.text.find('\n') == std::string::npos) lines.push_back(std::move(line));
+  }
+  const std::string input = (directory_ / "lines.txt").string();
+  {
+    std::ofstream stream(input, std::ios::binary);
+    for (const Line& line : lines) stream << line.text << '\n';
+  }
+  std::vector<std::string> expected;
+  Encoding encoding;
+  Scratch scratch;
+  for (const Line& line : lines) expected.push_back(Encode(*qwen_, line.text, Mode{}, &encoding, &scratch));
+  for (const char* flags : {"", " --batch"}) {
+    const std::string output = (directory_ / "got.txt").string();
+    const std::string command = ShellQuote(STAMEN_CLI) + " tokenize --model " + ShellQuote(kQwenJson) + flags + " <" +
+                                ShellQuote(input) + " >" + ShellQuote(output);
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    Compare(lines, expected, SplitLines(ReadFileOrFail(output)), std::string("stamen tokenize") + flags);
   }
 }
 
