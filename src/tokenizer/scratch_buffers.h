@@ -35,6 +35,21 @@ struct CombiningMark {
   bool head;       // the first character of its input character's decomposition
 };
 
+// BPE: one symbol of a word being merged (the linked list of the long-word path).
+struct BpeSymbol {
+  int32_t id;
+  uint32_t length;  // bytes of the word it covers
+  int32_t prev;
+  int32_t next;
+};
+
+// BPE: a candidate merge of the symbol at `position` with the next one (the heap entries).
+struct BpeCandidate {
+  int32_t rank;
+  int32_t position;
+  int32_t new_id;
+};
+
 struct Scratch::Buffers {
   std::string valid_text;  // the input with invalid UTF-8 replaced, when it had any
   std::vector<uint32_t> valid_text_origins;  // input offset of each byte of valid_text
@@ -53,6 +68,16 @@ struct Scratch::Buffers {
   std::vector<ViterbiCell<float>> float_cells;
   std::vector<ViterbiCell<double>> double_cells;
   std::vector<PieceSpan> pieces;
+  // BPE: the word's symbols and candidate merges, and the word as the vocabulary spells it.
+  std::vector<int32_t> bpe_ids;
+  std::vector<uint32_t> bpe_lengths;
+  std::vector<int32_t> bpe_ranks;
+  std::vector<int32_t> bpe_new_ids;
+  std::vector<BpeSymbol> bpe_symbols;
+  std::vector<BpeCandidate> bpe_heap;
+  std::vector<char32_t> bpe_points;
+  std::string bpe_piece;
+  std::vector<Word> bpe_words;
   Encoding first;
   Encoding second;
 };

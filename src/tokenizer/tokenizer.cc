@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/huggingface_tokenizer.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
@@ -38,6 +39,7 @@ const char* PageKindName(PageKind kind) {
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromBytes(std::string_view bytes, bool is_json) {
   if (is_json && IsWordPieceTokenizerJson(bytes)) return LoadWordPieceTokenizer(bytes);
+  if (is_json && IsBpeTokenizerJson(bytes)) return LoadBpeTokenizer(bytes);
   return is_json ? LoadHuggingFaceTokenizer(bytes) : LoadSentencePieceTokenizer(bytes);
 }
 
@@ -47,7 +49,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
   fs::path file = path;
   if (fs::is_directory(file, error)) {
     bool found = false;
-    for (const char* name : {"tokenizer.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model", "vocab.txt"}) {
+    for (const char* name : {"tokenizer.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model", "vocab.json",
+                             "vocab.txt"}) {
       if (fs::exists(file / name, error)) {
         file /= name;
         found = true;
@@ -56,9 +59,11 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
     }
     if (!found) {
       return Status::Error(path + ": no tokenizer.json, sentencepiece.bpe.model, spiece.model, "
-                                  "tokenizer.model or vocab.txt in this directory");
+                                  "tokenizer.model, vocab.json (with merges.txt) or vocab.txt in this directory");
     }
   }
+  // A BPE vocab.json with merges.txt beside it (either file may be named).
+  if (file.filename() == "vocab.json" || file.filename() == "merges.txt") return LoadBpeVocabularyFiles(file.string());
   // A WordPiece vocab.txt, with the tokenizer_config.json beside it.
   if (file.extension() == ".txt") return LoadWordPieceVocabularyFile(file.string());
   std::ifstream stream(file, std::ios::binary);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/allocation_counter.h"
+#include "edge_cases.h"
 #include "test_corpus.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,7 +26,8 @@ constexpr int kRepetitions = 50;
 // character and invalid UTF-8, so every encoder path is taken.
 const std::string kText =
     "Hello world, this is a test. Всеобщая декларация прав человека. 世界人権宣言 "
-    "<mask> 𐌰𐌱 caf\xC3\xA9  \xFF\x80 nnn ーーーー 12345";
+    "<mask> 𐌰𐌱 caf\xC3\xA9  \xFF\x80 nnn ーーーー 12345 e\xCC\x81 <|endoftext|> it's\n\n  x " +
+    testing::Repeat("吾輩は猫である", 20);
 const std::string kOther = "All human beings are born free and equal in dignity and rights.";
 
 class AllocationTest : public ::testing::TestWithParam<const char*> {
@@ -104,9 +106,15 @@ TEST(AllocationCounterTest, CountsAllocations) {
 
 INSTANTIATE_TEST_SUITE_P(Models, AllocationTest,
                          ::testing::Values("models/synthetic-unigram-250k/sentencepiece.bpe.model",
-                                           "models/synthetic-unigram-250k/tokenizer.json"),
+                                           "models/synthetic-unigram-250k/tokenizer.json",
+                                           "models/qwen2-bpe/tokenizer.json", "models/qwen2-bpe/vocab.json"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
-                           const bool json = std::string_view(info.param).ends_with(".json");
+                           const std::string_view path = info.param;
+                           if (path.starts_with("models/qwen2-bpe/")) {
+                             return std::string(path.ends_with("tokenizer.json") ? "qwen2_bpe_tokenizer_json"
+                                                                                 : "qwen2_bpe_vocab_json");
+                           }
+                           const bool json = path.ends_with(".json");
                            return std::string(json ? "tokenizer_json" : "sentencepiece_model");
                          });
 

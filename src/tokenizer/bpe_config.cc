@@ -1,0 +1,255 @@
+// Reads BPE tokenizers with simdjson's DOM API: tokenizer.json, or vocab.json + merges.txt
+// (+ tokenizer_config.json) with Qwen2's settings.
+#include "tokenizer/bpe_config.h"
+
+#include <simdjson.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include "tokenizer/json_fields.h"
+
+namespace stamen::tokenizer {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+Status Parse(const simdjson::padded_string& json, simdjson::dom::parser* parser, element* root) {
+  if (auto error = parser->parse(json).get(*root); error != simdjson::SUCCESS) {
+    return Status::Error(std::string("not valid JSON: ") + simdjson::error_message(error));
+  }
+  return Status();
+}
+
+Status ParseNormalizer(element node, BpeConfig* config) {
+  if (node.is_null()) return Status();
+  const std::string_view type = StringOr(node, "type", "");
+  if (type == "Sequence") {
+    array children;
+    if (node["normalizers"].get(children) != simdjson::SUCCESS) return Status::Error("normalizer Sequence without a list");
+    for (element child : children) {
+      Status status = ParseNormalizer(child, config);
+      if (!status.ok()) return status;
+    }
+    return Status();
+  }
+  if (type != "NFC") {
+    return Status::Error("normalizer \"" + std::string(type) + "\" is not supported with a BPE model (supported: NFC, "
+                         "a Sequence of it, or none)");
+  }
+  config->nfc = true;
+  return Status();
+}
+
+Status ParsePreTokenizer(element node, BpeConfig* config) {
+  if (node.is_null()) return Status();
+  const std::string_view type = StringOr(node, "type", "");
+  if (type == "Sequence") {
+    array children;
+    if (node["pretokenizers"].get(children) != simdjson::SUCCESS) return Status::Error("pre_tokenizer Sequence without a list");
+    for (element child : children) {
+      Status status = ParsePreTokenizer(child, config);
+      if (!status.ok()) return status;
+    }
+    return Status();
+  }
+  if (type == "ByteLevel") {
+    if (config->byte_level) return Status::Error("pre_tokenizer with two ByteLevel steps is not supported");
+    config->byte_level = true;
+    config->byte_level_add_prefix_space = BoolOr(node, "add_prefix_space", true);
+    config->byte_level_use_regex = BoolOr(node, "use_regex", true);
+    return Status();
+  }
+  if (type == "Split") {
+    if (config->split || config->byte_level) {
+      return Status::Error("pre_tokenizer Split is supported once, before ByteLevel");
+    }
+    std::string_view regex;
+    if (node["pattern"]["Regex"].get(regex) != simdjson::SUCCESS) {
+      return Status::Error("pre_tokenizer Split without a Regex pattern is not supported");
+    }
+    bpe::SplitPattern pattern;
+    if (!bpe::RecognizeSplitPattern(regex, &pattern)) {
+      return Status::Error("pre_tokenizer Split pattern \"" + std::string(regex) +
+                           "\" is not supported (supported: the GPT-2, Qwen2 and cl100k/Llama-3 patterns)");
+    }
+    const std::string_view behavior = StringOr(node, "behavior", "");
+    if (behavior != "Isolated" || BoolOr(node, "invert", false)) {
+      return Status::Error("pre_tokenizer Split with behavior \"" + std::string(behavior) +
+                           "\" is not supported (supported: Isolated, not inverted)");
+    }
+    config->split = pattern;
+    return Status();
+  }
+  return Status::Error("pre_tokenizer \"" + std::string(type) +
+                       "\" is not supported with a BPE model (supported: Split, ByteLevel, a Sequence of them)");
+}
+
+Status ReadMerge(element entry, size_t index, std::pair<std::string, std::string>* merge) {
+  std::string_view text;
+  if (entry.get(text) == simdjson::SUCCESS) {
+    const size_t space = text.find(' ');
+    if (space == std::string_view::npos || text.find(' ', space + 1) != std::string_view::npos) {
+      return Status::Error("BPE merge " + std::to_string(index) + " \"" + std::string(text) + "\" is not \"a b\"");
+    }
+    *merge = {std::string(text.substr(0, space)), std::string(text.substr(space + 1))};
+    return Status();
+  }
+  array pair;
+  std::string_view left, right;
+  if (entry.get(pair) != simdjson::SUCCESS || pair.size() != 2 || pair.at(0).get(left) != simdjson::SUCCESS ||
+      pair.at(1).get(right) != simdjson::SUCCESS) {
+    return Status::Error("BPE merge " + std::to_string(index) + " is neither \"a b\" nor [a, b]");
+  }
+  *merge = {std::string(left), std::string(right)};
+  return Status();
+}
+
+Status ReadVocabulary(element node, const char* what, BpeConfig* config) {
+  object vocabulary;
+  if (node.get(vocabulary) != simdjson::SUCCESS) return Status::Error(std::string(what) + " is not an object");
+  config->vocabulary.reserve(vocabulary.size());
+  for (auto [piece, value] : vocabulary) {
+    int64_t id = 0;
+    if (value.get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
+      return Status::Error(std::string(what) + " entry \"" + std::string(piece) + "\" has no valid id");
+    }
+    config->vocabulary.emplace_back(std::string(piece), static_cast<int32_t>(id));
+  }
+  return Status();
+}
+
+Status ParseModel(element model, BpeConfig* config) {
+  element vocabulary;
+  if (model["vocab"].get(vocabulary) != simdjson::SUCCESS) return Status::Error("BPE model without a vocab");
+  Status status = ReadVocabulary(vocabulary, "BPE vocab", config);
+  if (!status.ok()) return status;
+  array merges;
+  if (model["merges"].get(merges) != simdjson::SUCCESS) return Status::Error("BPE model without a merges list");
+  config->merges.reserve(merges.size());
+  for (element entry : merges) {
+    std::pair<std::string, std::string> merge;
+    status = ReadMerge(entry, config->merges.size(), &merge);
+    if (!status.ok()) return status;
+    config->merges.push_back(std::move(merge));
+  }
+  element dropout;
+  double dropout_value = 0;
+  if (model["dropout"].get(dropout) == simdjson::SUCCESS && !dropout.is_null() &&
+      (dropout.get(dropout_value) != simdjson::SUCCESS || dropout_value != 0.0)) {
+    return Status::Error("BPE dropout is not supported (encoding would be random)");
+  }
+  std::string_view unknown;
+  if (model["unk_token"].get(unknown) == simdjson::SUCCESS) config->unknown_token = std::string(unknown);
+  config->continuing_subword_prefix = std::string(StringOr(model, "continuing_subword_prefix", ""));
+  config->end_of_word_suffix = std::string(StringOr(model, "end_of_word_suffix", ""));
+  config->fuse_unknown = BoolOr(model, "fuse_unk", false);
+  config->byte_fallback = BoolOr(model, "byte_fallback", false);
+  config->ignore_merges = BoolOr(model, "ignore_merges", false);
+  return Status();
+}
+
+}  // namespace
+
+bool IsBpeJson(std::string_view json) {
+  simdjson::dom::parser parser;
+  element root;
+  const simdjson::padded_string padded(json);
+  if (!Parse(padded, &parser, &root).ok()) return false;
+  std::string_view type;
+  return root["model"]["type"].get(type) == simdjson::SUCCESS && type == "BPE";
+}
+
+StatusOr<BpeConfig> ParseBpeJson(std::string_view json) {
+  simdjson::dom::parser parser;
+  element root;
+  const simdjson::padded_string padded(json);
+  Status status = Parse(padded, &parser, &root);
+  if (!status.ok()) return status;
+  BpeConfig config;
+  config.format = "huggingface";
+  element part;
+  if (root["model"].get(part) != simdjson::SUCCESS || StringOr(part, "type", "") != "BPE") {
+    return Status::Error("the model is not BPE");
+  }
+  status = ParseModel(part, &config);
+  if (status.ok() && root["normalizer"].get(part) == simdjson::SUCCESS) status = ParseNormalizer(part, &config);
+  if (status.ok() && root["pre_tokenizer"].get(part) == simdjson::SUCCESS) status = ParsePreTokenizer(part, &config);
+  if (status.ok()) status = ParseHuggingFaceSharedSections(json, &config.added_tokens, &config.post_processor);
+  if (status.ok() && root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null()) {
+    const std::string_view type = StringOr(part, "type", "");
+    if (type == "ByteLevel") {
+      config.decoder_is_byte_level = true;
+    } else if (type == "Sequence") {
+      array children;
+      if (part["decoders"].get(children) == simdjson::SUCCESS) {
+        for (element child : children) config.decoder_is_byte_level |= StringOr(child, "type", "") == "ByteLevel";
+      }
+    }
+  }
+  if (!status.ok()) return status;
+  return config;
+}
+
+StatusOr<BpeConfig> ParseBpeVocabularyFiles(std::string_view vocab_json, std::string_view merges_txt,
+                                            std::string_view tokenizer_config_json) {
+  BpeConfig config;
+  config.format = "vocab.json";
+  config.nfc = true;
+  config.split = bpe::SplitPattern::kQwen2;
+  config.byte_level = true;
+  config.decoder_is_byte_level = true;
+  {
+    simdjson::dom::parser parser;
+    element root;
+    const simdjson::padded_string padded(vocab_json);
+    Status status = Parse(padded, &parser, &root);
+    if (status.ok()) status = ReadVocabulary(root, "vocab.json", &config);
+    if (!status.ok()) return Status::Error("vocab.json: " + status.message());
+  }
+  // merges.txt: "a b" per line; a first line starting with "#version" and empty lines skipped.
+  size_t line_number = 0;
+  for (size_t position = 0; position < merges_txt.size();) {
+    size_t end = merges_txt.find('\n', position);
+    if (end == std::string_view::npos) end = merges_txt.size();
+    std::string_view line = merges_txt.substr(position, end - position);
+    position = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || (line_number == 1 && line.starts_with("#version"))) continue;
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
+        line.find(' ', space + 1) != std::string_view::npos) {
+      return Status::Error("merges.txt line " + std::to_string(line_number) + " is not \"a b\"");
+    }
+    config.merges.emplace_back(std::string(line.substr(0, space)), std::string(line.substr(space + 1)));
+  }
+  if (tokenizer_config_json.empty()) return config;
+  simdjson::dom::parser parser;
+  element root;
+  const simdjson::padded_string padded(tokenizer_config_json);
+  Status status = Parse(padded, &parser, &root);
+  if (!status.ok()) return Status::Error("tokenizer_config.json: " + status.message());
+  object decoder;
+  if (root["added_tokens_decoder"].get(decoder) == simdjson::SUCCESS) {
+    for (auto [key, entry] : decoder) {
+      AddedToken token;
+      token.id = static_cast<int32_t>(std::strtol(std::string(key).c_str(), nullptr, 10));
+      token.content = std::string(StringOr(entry, "content", ""));
+      if (token.content.empty()) {
+        return Status::Error("tokenizer_config.json: added token " + std::string(key) + " has no content");
+      }
+      token.single_word = BoolOr(entry, "single_word", false);
+      token.lstrip = BoolOr(entry, "lstrip", false);
+      token.rstrip = BoolOr(entry, "rstrip", false);
+      token.special = BoolOr(entry, "special", false);
+      token.normalized = BoolOr(entry, "normalized", !token.special);
+      config.added_tokens.push_back(std::move(token));
+    }
+  }
+  return config;
+}
+
+}  // namespace stamen::tokenizer

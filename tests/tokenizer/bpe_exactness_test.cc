@@ -1,0 +1,478 @@
+// Checks the BPE tokenizer against Hugging Face tokenizers 0.23.3 (bpe_reference.py in the
+// project venv) with the real Qwen2 tokenizer: every line of udhr.tsv, botchan and wagahaiwa,
+// the shared edge cases and BPE-specific ones (newlines, whitespace runs, digits, contractions,
+// NFC, special-token strings), alone and in pairs through a template, decoded, and in variants
+// of the file (GPT-2 ByteLevel split, prefix space, the cl100k pattern, ignore_merges); a
+// character-level BPE with continuing_subword_prefix, end_of_word_suffix, unk and
+// byte_fallback; and the vocab.json + merges.txt folder against the tokenizer.json.
+// References are cached in the build tree, keyed by everything they depend on.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "edge_cases.h"
+#include "test_corpus.h"
+#include "tokenizer/tokenizer.h"
+
+#ifndef STAMEN_PYTHON
+#error "STAMEN_PYTHON must name the venv python"
+#endif
+#ifndef STAMEN_BPE_REFERENCE_SCRIPT
+#error "STAMEN_BPE_REFERENCE_SCRIPT must name bpe_reference.py"
+#endif
+#ifndef STAMEN_CLI
+#error "STAMEN_CLI must name the stamen binary"
+#endif
+#ifndef STAMEN_BPE_CACHE_DIR
+#error "STAMEN_BPE_CACHE_DIR must name a writable folder"
+#endif
+
+namespace stamen::tokenizer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Abbreviate;
+using testing::Escape;
+using testing::ReadFileOrFail;
+using testing::SharedPath;
+using testing::SplitLines;
+
+struct Line {
+  std::string text;
+  std::string origin;
+};
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char byte : bytes) {
+    out.push_back(kDigits[byte >> 4]);
+    out.push_back(kDigits[byte & 15]);
+  }
+  return out;
+}
+
+std::string ShellQuote(const std::string& value) {
+  std::string quoted = "'";
+  for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string Repeat(std::string_view unit, size_t count) { return testing::Repeat(unit, count); }
+
+// Cases aimed at byte-level BPE and the Qwen2 pattern; texts may hold newlines.
+std::vector<Line> BpeEdgeCases() {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"newline", "a\nb"},
+      {"newlines", "\n\n\n"},
+      {"crlf", "one\r\ntwo\r\n"},
+      {"spaces before newline", "a   \n  b"},
+      {"newline then spaces", "a\n   b"},
+      {"tabs and newlines", "\t\n\t x\t\t\ny"},
+      {"space run at end", "end     "},
+      {"space run before word", "a     b"},
+      {"space run before punctuation", "a     ."},
+      {"space run before digit", "a     1"},
+      {"mixed whitespace", " \t\v\f\r\n\u00A0\u3000x"},
+      {"punctuation then newlines", "Hello!!!\n\n\nWorld?\r\n"},
+      {"digits", "0123456789 12 345 6789 3.14159 1,000,000"},
+      {"digits of scripts", "٠١٢٣ ०१२३ ①②③ ⅠⅡⅢ ½ ²³ １２３"},
+      {"contractions", "don't won't it's we're they've I'm y'all we'll I'd"},
+      {"upper-case contractions", "DON'T IT'S WE'RE THEY'VE I'M WE'LL I'D 'S 'T 'RE 'Ve 'lL"},
+      {"long s contraction", "it\u017F x'\u017F 'ſt"},
+      {"apostrophes", "'' ''' 'x 'abc rock'n'roll ' s"},
+      {"emoji", "I ❤️ Unicode 😀😀😀! 👨‍👩‍👧‍👦 🇯🇵 1️⃣"},
+      {"combining marks (NFC)", "e\u0301 a\u0308 o\u0323\u0302 A\u030A\u0301 \u1100\u1161\u11A8 \u0B47\u0B3E"},
+      {"canonical reordering", "a\u0301\u0323 a\u0323\u0301 q\u0307\u0323 \u0344 \u0958 \u2126 \u212B"},
+      {"mark at start", "\u0301abc"},
+      {"special tokens", "<|endoftext|>"},
+      {"special tokens in text", "Hello<|endoftext|>world <|im_start|>user\nhi<|im_end|>\n"},
+      {"special-like", "<|endoftext| <|im_start <|ENDOFTEXT|> <|endoftext|><|endoftext|>"},
+      {"long CJK run", Repeat("吾輩は猫である名前はまだ無い", 40)},
+      {"long letter run", Repeat("abcdefghij", 300)},
+      {"long Cyrillic word", Repeat("Всеобщая", 50)},
+      {"code", "def f(x):\n    return x**2  # square\n\tpass\n"},
+      {"url", "https://example.com/a?b=c&d=e user@example.org"},
+      {"invalid utf-8", "caf\xC3 \xFF\xFE abc \xED\xA0\x80 z\xF0\x9F\x98 end"},
+      {"nul", std::string("a\0b", 3)},
+  };
+  std::vector<Line> lines;
+  for (const auto& [name, text] : cases) {
+    lines.push_back({text, "edge case \"" + name + "\""});
+    lines.push_back({"Hello " + text + " world", "edge case \"" + name + "\" inside text"});
+  }
+  return lines;
+}
+
+// Every `stride`-th line of udhr.tsv (text column), botchan and wagahaiwa, then the shared
+// and BPE edge cases.
+std::vector<Line> CorpusLines(size_t stride) {
+  std::vector<Line> lines;
+  const std::vector<testing::UdhrLine> udhr = testing::ReadUdhr();
+  for (size_t i = 0; i < udhr.size(); i += stride) {
+    lines.push_back({udhr[i].text, "udhr.tsv line " + std::to_string(i + 1) + " (" + udhr[i].language + ")"});
+  }
+  for (const char* corpus : {"corpus/botchan.txt", "corpus/wagahaiwa_nekodearu.txt"}) {
+    const std::vector<std::string> texts = SplitLines(ReadFileOrFail(SharedPath(corpus)));
+    for (size_t i = 0; i < texts.size(); i += stride) {
+      lines.push_back({texts[i], std::string(corpus) + " line " + std::to_string(i + 1)});
+    }
+  }
+  for (const testing::EdgeCase& edge_case : testing::EdgeCases(udhr)) {
+    lines.push_back({edge_case.text, "shared edge case \"" + edge_case.name + "\""});
+  }
+  for (Line& line : BpeEdgeCases()) lines.push_back(std::move(line));
+  return lines;
+}
+
+struct Mode {
+  std::string name;
+  bool pair = false;
+  bool add_special_tokens = true;
+  size_t max_length = 0;
+  bool decode = false;
+
+  std::string Flags() const {
+    std::string flags;
+    if (pair) flags += " --pair";
+    if (!add_special_tokens) flags += " --no-special-tokens";
+    if (max_length > 0) flags += " --max-length=" + std::to_string(max_length);
+    if (decode) flags += " --decode";
+    return flags;
+  }
+};
+
+std::string Encode(const Tokenizer& tokenizer, const std::string& text, const Mode& mode, Encoding* encoding,
+                   Scratch* scratch) {
+  EncodeOptions options;
+  options.add_special_tokens = mode.add_special_tokens;
+  options.max_length = mode.max_length;
+  if (mode.pair) {
+    // A pair line is `A<US>B` (unit separator, which no test text holds).
+    const size_t split = text.find('\x1F');
+    const std::string_view view = text;
+    tokenizer.EncodePair(view.substr(0, split), view.substr(split + 1), options, encoding, scratch);
+  } else {
+    tokenizer.Encode(text, options, encoding, scratch);
+  }
+  if (mode.decode) {
+    return "x" + Hex(tokenizer.Decode(encoding->ids, true)) + " x" + Hex(tokenizer.Decode(encoding->ids, false));
+  }
+  std::string out;
+  for (size_t i = 0; i < encoding->ids.size(); ++i) {
+    if (i > 0) out.push_back(' ');
+    out += std::to_string(encoding->ids[i]);
+  }
+  return out;
+}
+
+class BpeExactnessTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto loaded = Tokenizer::Load(SharedPath("models/qwen2-bpe/tokenizer.json"));
+    if (loaded.ok()) qwen_ = std::move(loaded.value()).release();
+    else load_error_ = new std::string(loaded.status().message());
+  }
+  static void TearDownTestSuite() {
+    delete qwen_;
+    qwen_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(STAMEN_PYTHON)) << "the Hugging Face reference needs the project venv: " << STAMEN_PYTHON
+                                           << " is missing; run scripts/setup.sh (tokenizers==0.23.3)";
+    ASSERT_NE(qwen_, nullptr) << (load_error_ ? *load_error_ : "");
+    std::error_code error;
+    fs::create_directories(STAMEN_BPE_CACHE_DIR, error);
+    std::string pattern = (fs::temp_directory_path() / "stamen_bpe_XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    directory_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code error;
+    if (!directory_.empty()) fs::remove_all(directory_, error);
+  }
+
+  std::vector<std::string> Reference(const std::string& model, const std::vector<Line>& lines, const Mode& mode) {
+    const std::string input = (directory_ / "input.hex").string();
+    const std::string output = (directory_ / "expected.txt").string();
+    const std::string errors = (directory_ / "stderr.txt").string();
+    {
+      std::ofstream stream(input, std::ios::binary);
+      for (const Line& line : lines) {
+        if (mode.pair) {
+          const size_t split = line.text.find('\x1F');
+          stream << Hex(line.text.substr(0, split)) << ' ' << Hex(line.text.substr(split + 1)) << '\n';
+        } else {
+          stream << Hex(line.text) << '\n';
+        }
+      }
+    }
+    const std::string command = ShellQuote(STAMEN_PYTHON) + " " + ShellQuote(STAMEN_BPE_REFERENCE_SCRIPT) + " " +
+                                ShellQuote(model) + " " + ShellQuote(input) + " " + ShellQuote(output) + mode.Flags() +
+                                " --cache-dir=" + ShellQuote(STAMEN_BPE_CACHE_DIR) + " 2>" + ShellQuote(errors);
+    const int status = std::system(command.c_str());
+    EXPECT_EQ(status, 0) << "bpe_reference.py failed: " << command << "\n" << ReadFileOrFail(errors);
+    if (status != 0) return {};
+    return SplitLines(ReadFileOrFail(output));
+  }
+
+  void Compare(const std::vector<Line>& lines, const std::vector<std::string>& expected,
+               const std::vector<std::string>& got, const std::string& what) {
+    ASSERT_EQ(expected.size(), lines.size()) << what << ": the reference printed the wrong number of lines";
+    ASSERT_EQ(got.size(), lines.size());
+    size_t mismatches = 0;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (expected[i] == got[i]) continue;
+      if (++mismatches <= 10) {
+        ADD_FAILURE() << what << ": " << lines[i].origin << " differs from Hugging Face\n  input:    \""
+                      << Escape(lines[i].text) << "\"\n  expected: " << Abbreviate(expected[i])
+                      << "\n  got:      " << Abbreviate(got[i]);
+      }
+    }
+    std::printf("[ exactness ] %s: %zu lines checked, %zu mismatches\n", what.c_str(), lines.size(), mismatches);
+    EXPECT_EQ(mismatches, 0u) << what;
+  }
+
+  void Check(const Tokenizer& tokenizer, const std::string& model, const std::vector<Line>& lines, const Mode& mode) {
+    const std::vector<std::string> expected = Reference(model, lines, mode);
+    if (HasFailure()) return;
+    std::vector<std::string> got;
+    Encoding encoding;
+    Scratch scratch;
+    for (const Line& line : lines) got.push_back(Encode(tokenizer, line.text, mode, &encoding, &scratch));
+    Compare(lines, expected, got, mode.name);
+  }
+
+  // A copy of the Qwen2 tokenizer.json with `replacements` made, loaded.
+  std::unique_ptr<Tokenizer> Variant(const std::vector<std::pair<std::string, std::string>>& replacements,
+                                     std::string* path) {
+    std::string json = ReadFileOrFail(SharedPath("models/qwen2-bpe/tokenizer.json"));
+    for (const auto& [from, to] : replacements) {
+      const size_t found = json.find(from);
+      EXPECT_NE(found, std::string::npos) << from;
+      if (found == std::string::npos) return nullptr;
+      json.replace(found, from.size(), to);
+    }
+    *path = (directory_ / "variant.json").string();
+    std::ofstream(*path, std::ios::binary) << json;
+    auto loaded = Tokenizer::Load(*path);
+    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+    return loaded.ok() ? std::move(loaded.value()) : nullptr;
+  }
+
+  static inline Tokenizer* qwen_ = nullptr;
+  static inline std::string* load_error_ = nullptr;
+  fs::path directory_;
+};
+
+const std::string kQwenJson = SharedPath("models/qwen2-bpe/tokenizer.json");
+
+TEST_F(BpeExactnessTest, Qwen2MatchesOnEveryCorpusLine) {
+  const std::vector<Line> lines = CorpusLines(1);
+  Check(*qwen_, kQwenJson, lines, Mode{"qwen2 tokenizer.json"});
+  // The batch encoder on two threads gives the same ids as one Encode per text.
+  std::vector<std::string_view> texts(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) texts[i] = lines[i].text;
+  std::vector<Encoding> batch;
+  qwen_->EncodeBatch(texts, EncodeOptions(), &batch, 2);
+  Encoding encoding;
+  Scratch scratch;
+  size_t mismatches = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    qwen_->Encode(lines[i].text, EncodeOptions(), &encoding, &scratch);
+    mismatches += batch[i].ids != encoding.ids;
+  }
+  EXPECT_EQ(mismatches, 0u) << "EncodeBatch differs from Encode";
+}
+
+TEST_F(BpeExactnessTest, DecodeMatches) { Check(*qwen_, kQwenJson, CorpusLines(16), Mode{"qwen2 decode", false, true, 0, true}); }
+
+// vocab.json + merges.txt (+ tokenizer_config.json) with Qwen2's settings: the same ids as the
+// tokenizer.json, itself checked against Hugging Face above.
+TEST_F(BpeExactnessTest, VocabJsonAndMergesTxtMatchTokenizerJson) {
+  const fs::path folder = directory_ / "vocab_only";
+  fs::create_directory(folder);
+  for (const char* name : {"vocab.json", "merges.txt", "tokenizer_config.json"}) {
+    fs::copy_file(SharedPath(std::string("models/qwen2-bpe/") + name), folder / name);
+  }
+  for (const std::string& path : {folder.string(), (folder / "vocab.json").string()}) {
+    auto loaded = Tokenizer::Load(path);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    const Tokenizer& files = *loaded.value();
+    EXPECT_EQ(files.GetStats().format, "vocab.json");
+    EXPECT_EQ(files.VocabularySize(), qwen_->VocabularySize());
+    const std::vector<Line> lines = CorpusLines(1);
+    std::vector<std::string> expected, got;
+    Encoding encoding;
+    Scratch scratch;
+    for (const Line& line : lines) {
+      expected.push_back(Encode(*qwen_, line.text, Mode{}, &encoding, &scratch));
+      got.push_back(Encode(files, line.text, Mode{}, &encoding, &scratch));
+    }
+    Compare(lines, expected, got, "vocab.json + merges.txt vs tokenizer.json (" + path + ")");
+  }
+}
+
+// Qwen3-Embedding's layout: a TemplateProcessing that appends <|endoftext|>, with pairs and
+// truncation.
+TEST_F(BpeExactnessTest, TemplateProcessingMatches) {
+  const std::string byte_level_post =
+      R"("post_processor": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false})";
+  const std::string eos = R"({"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}})";
+  const std::string eos1 = R"({"SpecialToken": {"id": "<|endoftext|>", "type_id": 1}})";
+  const std::string template_post =
+      R"("post_processor": {"type": "Sequence", "processors": [{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}, {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}}, )" +
+      eos + R"(], "pair": [{"Sequence": {"id": "A", "type_id": 0}}, )" + eos +
+      R"(, {"Sequence": {"id": "B", "type_id": 1}}, )" + eos1 +
+      R"(], "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [151643], "tokens": ["<|endoftext|>"]}}}]})";
+  std::string path;
+  auto tokenizer = Variant({{byte_level_post, template_post}}, &path);
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_EQ(tokenizer->SpecialTokenCount(false), 1u);
+  std::vector<Line> lines = CorpusLines(8);
+  Check(*tokenizer, path, lines, Mode{"template single"});
+  Check(*tokenizer, path, lines, Mode{"template single --no-special-tokens", false, false});
+  Check(*tokenizer, path, lines, Mode{"template single --max-length=24", false, true, 24});
+  std::vector<Line> pairs;
+  for (size_t i = 0; i + 1 < lines.size(); i += 2) {
+    if (lines[i].text.size() > 4096 || lines[i + 1].text.size() > 4096) continue;
+    if (lines[i].text.find('\x1F') != std::string::npos || lines[i + 1].text.find('\x1F') != std::string::npos) continue;
+    pairs.push_back({lines[i].text + '\x1F' + lines[i + 1].text, lines[i].origin + " + " + lines[i + 1].origin});
+  }
+  Check(*tokenizer, path, pairs, Mode{"template pair", true});
+  Check(*tokenizer, path, pairs, Mode{"template pair --max-length=41", true, true, 41});
+}
+
+// Other pre-tokenizer setups on the Qwen2 vocabulary: GPT-2's (ByteLevel with its own split and
+// a prefix space, no normalizer), ByteLevel's split without prefix space, the cl100k pattern,
+// ignore_merges, no pre-tokenizer at all.
+TEST_F(BpeExactnessTest, ConfigurationVariantsMatch) {
+  const std::string split =
+      R"({"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}, "behavior": "Isolated", "invert": false}, )";
+  const std::string byte_level =
+      R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}]})";
+  const std::string normalizer = R"("normalizer": {"type": "NFC"})";
+  const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> variants = {
+      {"gpt-2 byte level (prefix space, regex, no NFC)",
+       {{normalizer, R"("normalizer": null)"},
+        {split, ""},
+        {byte_level, R"({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}]})"}}},
+      {"split then byte level with regex", {{byte_level, R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true}]})"}}},
+      {"split then byte level with prefix space", {{byte_level, R"({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": false}]})"}}},
+      {"cl100k pattern", {{R"(\\p{N}| ?[^)", R"(\\p{N}{1,3}| ?[^)"}}},
+      {"ignore_merges", {{R"("ignore_merges": false)", R"("ignore_merges": true)"}}},
+      {"no pre-tokenizer split", {{split, ""}}},
+  };
+  std::vector<Line> lines = CorpusLines(16);
+  for (const auto& [name, replacements] : variants) {
+    std::string path;
+    auto tokenizer = Variant(replacements, &path);
+    ASSERT_NE(tokenizer, nullptr) << name;
+    Check(*tokenizer, path, lines, Mode{name});
+  }
+}
+
+// A character-level BPE built here: continuing_subword_prefix "##", end_of_word_suffix "</w>",
+// an unknown token (fused or not), byte fallback over ASCII bytes only, merges as [a, b] pairs.
+TEST_F(BpeExactnessTest, CharacterLevelBpeMatches) {
+  std::vector<std::string> vocabulary = {"<unk>"};
+  for (int byte = 0; byte < 0x80; ++byte) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", byte);
+    vocabulary.push_back(name);
+  }
+  for (char c = 'a'; c <= 'z'; ++c) {
+    for (const std::string& form : {std::string(1, c), "##" + std::string(1, c), std::string(1, c) + "</w>",
+                                    "##" + std::string(1, c) + "</w>"}) {
+      vocabulary.push_back(form);
+    }
+  }
+  for (const char* form : {"é", "##é", "é</w>", " ", "##.", ".</w>"}) vocabulary.push_back(form);
+  const std::vector<std::pair<std::string, std::string>> merges = {
+      {"t", "##h"}, {"th", "##e</w>"}, {"a", "##n"}, {"an", "##d</w>"}, {"##i", "##n"}, {"##in", "##g</w>"},
+      {"i", "##n"}, {"##e", "##r"}, {"##er", "##s</w>"}, {"o", "##f</w>"}, {"r", "##i"}, {"ri", "##g"},
+      {"rig", "##h"}, {"righ", "##t"}, {"right", "##s</w>"}, {"h", "##u"}, {"hu", "##m"}, {"hum", "##a"},
+      {"huma", "##n</w>"}, {"##a", "##l</w>"}};
+  for (const auto& [left, right] : merges) vocabulary.push_back(left + right.substr(2));
+  auto json_string = [](const std::string& text) {
+    std::string out = "\"";
+    for (char c : text) out += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    return out + "\"";
+  };
+  auto make = [&](bool fuse_unknown, bool byte_fallback) {
+    std::string json = R"({"version": "1.0", "added_tokens": [{"id": 0, "content": "<unk>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}], "normalizer": {"type": "NFC"}, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"}, "behavior": "Isolated", "invert": false}, "post_processor": null, "decoder": null, "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "continuing_subword_prefix": "##", "end_of_word_suffix": "</w>", "fuse_unk": )";
+    json += fuse_unknown ? "true" : "false";
+    json += R"(, "byte_fallback": )";
+    json += byte_fallback ? "true" : "false";
+    json += R"(, "ignore_merges": false, "vocab": {)";
+    for (size_t i = 0; i < vocabulary.size(); ++i) json += (i ? ", " : "") + json_string(vocabulary[i]) + ": " + std::to_string(i);
+    json += R"(}, "merges": [)";
+    for (size_t i = 0; i < merges.size(); ++i) {
+      json += (i ? ", [" : "[") + json_string(merges[i].first) + ", " + json_string(merges[i].second) + "]";
+    }
+    return json + "]}}";
+  };
+  std::vector<Line> lines = CorpusLines(64);
+  lines.push_back({"the human rights and freedoms of everyone Ünïcödé 123 éé x", "character-level sample"});
+  for (const auto& [fuse, fallback] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+    const std::string path = (directory_ / "char_bpe.json").string();
+    std::ofstream(path, std::ios::binary) << make(fuse, fallback);
+    auto loaded = Tokenizer::Load(path);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    const std::string name = std::string("character-level") + (fuse ? " fuse_unk" : "") + (fallback ? " byte_fallback" : "");
+    Check(*loaded.value(), path, lines, Mode{name});
+    Check(*loaded.value(), path, lines, Mode{name + " decode", false, true, 0, true});
+  }
+}
+
+// `stamen tokenize --model tokenizer.json` prints, one line per input line, the ids of Encode
+// (checked against Hugging Face above), alone and with the batch encoder; invalid UTF-8
+// reaches it as raw bytes.
+TEST_F(BpeExactnessTest, TokenizeCommandPrintsEncodeIds) {
+  std::vector<Line> lines;
+  for (Line& line : CorpusLines(8)) {
+    if (line.text.find('\n') == std::string::npos) lines.push_back(std::move(line));
+  }
+  const std::string input = (directory_ / "lines.txt").string();
+  {
+    std::ofstream stream(input, std::ios::binary);
+    for (const Line& line : lines) stream << line.text << '\n';
+  }
+  std::vector<std::string> expected;
+  Encoding encoding;
+  Scratch scratch;
+  for (const Line& line : lines) expected.push_back(Encode(*qwen_, line.text, Mode{}, &encoding, &scratch));
+  for (const char* flags : {"", " --batch"}) {
+    const std::string output = (directory_ / "got.txt").string();
+    const std::string command = ShellQuote(STAMEN_CLI) + " tokenize --model " + ShellQuote(kQwenJson) + flags + " <" +
+                                ShellQuote(input) + " >" + ShellQuote(output);
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    Compare(lines, expected, SplitLines(ReadFileOrFail(output)), std::string("stamen tokenize") + flags);
+  }
+}
+
+TEST(BpeLoaderTest, UnsupportedPatternIsNamed) {
+  const std::string json =
+      R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\w+"}, "behavior": "Isolated", "invert": false}})";
+  auto loaded = Tokenizer::LoadFromBytes(json, true);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("\\w+"), std::string::npos) << loaded.status().message();
+}
+
+TEST(BpeLoaderTest, MergeOutsideVocabularyIsAnError) {
+  const std::string json = R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})";
+  auto loaded = Tokenizer::LoadFromBytes(json, true);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("\"ab\""), std::string::npos) << loaded.status().message();
+}
+
+}  // namespace
+}  // namespace stamen::tokenizer
