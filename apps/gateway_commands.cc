@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "gateway/gateway.h"
+#include "hub/resolve_model.h"
 #include "server/local_worker.h"
 #include "termination_signal.h"
 
@@ -16,13 +17,31 @@ struct GatewayCommandOptions {
   gateway::GatewayOptions gateway;
   std::string workers;  // --workers host:port,...
   std::string pooling;
+  bool offline = false;
   std::string log_level = "info";
 };
+
+// --model DIR or org/name (found in, or pulled into, the Hugging Face cache); the model id
+// defaults to the hub id.
+bool ResolveModelFolder(GatewayCommandOptions& options, std::string* error) {
+  auto folder = hub::ResolveModel(options.gateway.model_dir, {.offline = options.offline});
+  if (!folder.ok()) {
+    *error = folder.status().message();
+    return false;
+  }
+  if (options.gateway.model_id.empty() && folder.value() != options.gateway.model_dir) {
+    options.gateway.model_id = options.gateway.model_dir;
+  }
+  options.gateway.model_dir = folder.value();
+  return true;
+}
 
 // Options the gateway and serve share, with TEI's names.
 void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   gateway::GatewayOptions& g = options.gateway;
-  command->add_option("--model", g.model_dir, "Hugging Face model folder (tokenizer, config)")->required();
+  command->add_option("--model", g.model_dir, "Hugging Face model folder, or a hub id org/name (pulled when missing)")
+      ->required();
+  command->add_flag("--offline", options.offline, "Never touch the network: org/name must be in the hub cache");
   command->add_option("--model-id", g.model_id, "Name reported by /info and in responses (default: folder name)");
   command->add_option("--host", g.host, "Address to listen on")->capture_default_str();
   command->add_option("--port", g.port, "HTTP port")->capture_default_str();
@@ -62,7 +81,7 @@ bool ResolvePooling(GatewayCommandOptions& options, std::string* error) {
 int RunServe(GatewayCommandOptions& options, server::LocalWorkerOptions worker_options) {
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   std::string error;
-  if (!ResolvePooling(options, &error)) return Fail("serve", error);
+  if (!ResolvePooling(options, &error) || !ResolveModelFolder(options, &error)) return Fail("serve", error);
   BlockTerminationSignals();
   metrics::Registry registry;
   worker_options.model_dir = options.gateway.model_dir;
@@ -89,7 +108,7 @@ int RunServe(GatewayCommandOptions& options, server::LocalWorkerOptions worker_o
 int RunGateway(GatewayCommandOptions& options) {
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   std::string error;
-  if (!ResolvePooling(options, &error)) return Fail("gateway", error);
+  if (!ResolvePooling(options, &error) || !ResolveModelFolder(options, &error)) return Fail("gateway", error);
   std::stringstream list(options.workers);
   for (std::string entry; std::getline(list, entry, ',');) {
     if (!entry.empty()) options.gateway.worker_addresses.push_back(entry);

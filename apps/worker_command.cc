@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "hub/resolve_model.h"
 #include "server/grpc_worker.h"
 #include "termination_signal.h"
 
@@ -12,11 +13,20 @@ namespace {
 
 struct WorkerCommandOptions {
   server::GrpcWorkerOptions server;
+  bool offline = false;
   std::string log_level = "info";
 };
 
-int RunWorker(const WorkerCommandOptions& options) {
+int RunWorker(WorkerCommandOptions& options) {
   spdlog::set_level(spdlog::level::from_str(options.log_level));
+  auto& worker = options.server.worker;
+  auto folder = hub::ResolveModel(worker.model_dir, {.offline = options.offline});
+  if (!folder.ok()) {
+    spdlog::error("stamen worker: {}", folder.status().message());
+    return 2;
+  }
+  if (worker.model_id.empty() && folder.value() != worker.model_dir) worker.model_id = worker.model_dir;
+  worker.model_dir = folder.value();
   BlockTerminationSignals();
   auto started = server::GrpcWorker::Start(options.server);
   if (!started.ok()) {
@@ -35,7 +45,8 @@ void AddWorkerCommand(CLI::App& app) {
   auto options = std::make_shared<WorkerCommandOptions>();
   CLI::App* command = app.add_subcommand("worker", "Serve a model over gRPC (stamen.v1.Inference) with token-budget batching");
   server::GrpcWorkerOptions& server = options->server;
-  command->add_option("--model", server.worker.model_dir, "Hugging Face model folder")->required();
+  command->add_option("--model", server.worker.model_dir, "Hugging Face model folder, or a hub id org/name")->required();
+  command->add_flag("--offline", options->offline, "Never touch the network: org/name must be in the hub cache");
   command->add_option("--model-id", server.worker.model_id, "Name reported by Info (default: the folder's name)");
   command->add_option("--listen", server.listen, "gRPC address host:port (port 0: any free port)")
       ->capture_default_str();

@@ -176,7 +176,7 @@ TEST_F(GrpcWorkerTest, InfoHealthAndMetrics) {
     grpc::ClientContext context;
     ASSERT_TRUE(stub->Info(&context, {}, &info).ok());
   }
-  EXPECT_EQ(info.model_id(), "all-MiniLM-L6-v2");
+  EXPECT_EQ(info.model_id(), "all-MiniLM-L6-v2-1000");
   EXPECT_EQ(info.architecture(), "BertModel");
   EXPECT_EQ(info.model_kind(), "embedding");
   EXPECT_EQ(info.dimensions(), 384u);

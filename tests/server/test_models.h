@@ -32,12 +32,14 @@ inline const std::string& ScratchFolder() {
   return folder;
 }
 
-// `stamen make-model --like <like>` with one layer and a 1,000-token vocabulary.
-inline std::string MakeModel(const std::string& like) {
-  const std::string out = ScratchFolder() + "/" + like;
+// `stamen make-model --like <like>` with one layer and a `vocabulary`-token vocabulary
+// (with the real model's tokenizer: texts are only safe when it covers the tokenizer's ids).
+inline std::string MakeModel(const std::string& like, int vocabulary = 1000) {
+  const std::string out = ScratchFolder() + "/" + like + "-" + std::to_string(vocabulary);
   if (!std::filesystem::exists(out + "/config.json")) {
     const std::string command = std::string("'") + STAMEN_CLI + "' make-model --like " + like +
-                                " --random-seed 11 --layers 1 --vocab-size 1000 --out '" + out + "' > /dev/null";
+                                " --random-seed 11 --layers 1 --vocab-size " + std::to_string(vocabulary) +
+                                " --out '" + out + "' > /dev/null 2>&1";
     if (std::system(command.c_str()) != 0) return "";
   }
   return out;
