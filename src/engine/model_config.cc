@@ -136,6 +136,16 @@ Status ReadFamilySettings(const JsonObject& root, ModelConfig* config) {
     config->norm_eps = 1e-6;
     STAMEN_RETURN_IF_ERROR(root.Optional("rms_norm_eps", &config->norm_eps));
     STAMEN_RETURN_IF_ERROR(root.Optional("rope_theta", &config->rope_theta));
+    // transformers ≥ 5 writes {"rope_parameters": {"rope_theta": …, "rope_type": "default"}}.
+    JsonObject rope = root;
+    bool has_rope_parameters = false;
+    STAMEN_RETURN_IF_ERROR(root.OptionalObject("rope_parameters", &rope, &has_rope_parameters));
+    if (has_rope_parameters) {
+      STAMEN_RETURN_IF_ERROR(rope.Optional("rope_theta", &config->rope_theta));
+      std::string rope_type = "default";
+      STAMEN_RETURN_IF_ERROR(rope.Optional("rope_type", &rope_type));
+      if (rope_type != "default") return rope.Error("rope_type", "'" + rope_type + "' is not supported (only plain RoPE)");
+    }
     if (!(config->rope_theta > 0)) return root.Error("rope_theta", "must be positive");
     if (root.Has("rope_scaling")) return root.Error("rope_scaling", "is not supported (only plain RoPE)");
     config->causal = true;
