@@ -9,9 +9,11 @@
 
 namespace {
 std::atomic<uint64_t> allocation_count{0};
+std::atomic<uint64_t> allocated_bytes{0};
 
 void* CountedAllocate(std::size_t size, std::size_t alignment) {
   allocation_count.fetch_add(1, std::memory_order_relaxed);
+  allocated_bytes.fetch_add(size, std::memory_order_relaxed);
   if (size == 0) size = 1;
   void* memory = alignment > alignof(std::max_align_t)
                      ? std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment)
@@ -23,6 +25,7 @@ void* CountedAllocate(std::size_t size, std::size_t alignment) {
 
 namespace stamen::bench {
 uint64_t AllocationCount() { return allocation_count.load(std::memory_order_relaxed); }
+uint64_t AllocatedBytes() { return allocated_bytes.load(std::memory_order_relaxed); }
 }  // namespace stamen::bench
 
 void* operator new(std::size_t size) { return CountedAllocate(size, 0); }

@@ -9,5 +9,7 @@ namespace stamen::bench {
 
 // Allocations made by the whole process so far.
 uint64_t AllocationCount();
+// Bytes those allocations asked for.
+uint64_t AllocatedBytes();
 
 }  // namespace stamen::bench

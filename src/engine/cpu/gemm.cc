@@ -82,13 +82,36 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
     dnnl::engine& engine = cache.engine();
-    dnnl::memory source({{m, k}, f32, tag::ab}, engine, input.raw_data());
-    dnnl::memory weights({{k, n}, f32, tag::ba}, engine, weight.raw_data());
-    dnnl::memory destination({{m, n}, f32, tag::ab}, engine, output.raw_data());
-    std::unordered_map<int, dnnl::memory> arguments = {
-        {DNNL_ARG_SRC, source}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, destination}};
-    if (!bias.empty()) arguments.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, n}, f32, tag::ab}, engine, bias.raw_data()));
-    dnnl::stream stream(engine);
+    // oneDNN memory objects carry their shape, so they are kept per thread and per shape and
+    // only pointed at this call's buffers: a step of a shape seen before allocates nothing here.
+    struct Memories {
+      dnnl::memory source, weights, destination, bias;
+    };
+    using ShapeKey = std::tuple<int64_t, int64_t, int64_t>;
+    thread_local std::map<ShapeKey, Memories> memories;
+    if (memories.size() > 1024) memories.clear();  // bounded: token counts vary without end
+    auto [found, added] = memories.try_emplace(ShapeKey{m, k, n});
+    Memories& memory = found->second;
+    if (added) {
+      memory.source = dnnl::memory({{m, k}, f32, tag::ab}, engine, nullptr);
+      memory.weights = dnnl::memory({{k, n}, f32, tag::ba}, engine, nullptr);
+      memory.destination = dnnl::memory({{m, n}, f32, tag::ab}, engine, nullptr);
+      memory.bias = dnnl::memory({{1, n}, f32, tag::ab}, engine, nullptr);
+    }
+    memory.source.set_data_handle(input.raw_data());
+    memory.weights.set_data_handle(weight.raw_data());
+    memory.destination.set_data_handle(output.raw_data());
+    // Per thread and reused: a stream and the argument maps (their nodes stay allocated).
+    thread_local dnnl::stream stream(engine);
+    thread_local std::unordered_map<int, dnnl::memory> with_bias, without_bias;
+    std::unordered_map<int, dnnl::memory>& arguments = bias.empty() ? without_bias : with_bias;
+    arguments[DNNL_ARG_SRC] = memory.source;
+    arguments[DNNL_ARG_WEIGHTS] = memory.weights;
+    arguments[DNNL_ARG_DST] = memory.destination;
+    if (!bias.empty()) {
+      memory.bias.set_data_handle(bias.raw_data());
+      arguments[DNNL_ARG_BIAS] = memory.bias;
+    }
     matmul.execute(stream, arguments);
     stream.wait();
   } catch (const dnnl::error& error) {
