@@ -45,7 +45,8 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   ServerOptions options;
   Handler handler;
   asio::io_context io;
-  tcp::acceptor acceptor{io};
+  // On its own strand: the accept loop and Stop()'s close never run at the same time.
+  tcp::acceptor acceptor{asio::make_strand(io)};
   std::vector<std::thread> threads;
   std::atomic<int64_t> active_requests{0};
   std::mutex connections_mutex;
@@ -216,8 +217,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 void Server::State::Accept() {
   acceptor.async_accept(asio::make_strand(io), [this](beast::error_code error, tcp::socket socket) {
+    if (!acceptor.is_open()) return;  // stopping: Stop() closed the acceptor
     if (error) {
-      if (error == asio::error::operation_aborted) return;  // stopping
+      if (error == asio::error::operation_aborted) return;
       spdlog::warn("http: accept failed: {}", error.message());
     } else {
       socket.set_option(tcp::no_delay(true));
@@ -264,7 +266,7 @@ int64_t Server::active_requests() const { return state_->active_requests.load();
 void Server::Stop(std::chrono::milliseconds drain) {
   if (state_->stopped) return;
   state_->stopped = true;
-  asio::post(state_->io, [state = state_.get()] {
+  asio::post(state_->acceptor.get_executor(), [state = state_.get()] {
     beast::error_code ignored;
     state->acceptor.close(ignored);
   });
