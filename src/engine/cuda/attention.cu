@@ -11,6 +11,7 @@
 // This is the portable scalar-FMA version (no tensor-core MMA): correct for any even head_dim
 // up to 256, grouped-query heads and causal masks. A tensor-core version is future work that
 // needs a GPU to tune.
+#include <atomic>
 #include <cmath>
 
 #include "engine/cuda/common.cuh"
@@ -238,11 +239,15 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   const int64_t sequences = cu_seqlens.dim(0) - 1;
   if (tokens == 0 || sequences <= 0) return Status();
   const SharedLayout shared = MakeLayout(static_cast<int>(layout.head_dim));
-  if (shared.bytes > 48 * 1024) {
+  // Opt in to more than 48 KiB once per size (never during a capture: an eager step of the
+  // same shapes always comes first).
+  static std::atomic<size_t> allowed{0};
+  if (shared.bytes > 48 * 1024 && shared.bytes > allowed.load()) {
     STAMEN_RETURN_IF_ERROR(CheckCuda(cudaFuncSetAttribute(RaggedAttentionKernel,
                                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                           static_cast<int>(shared.bytes)),
                                      "attention (shared memory)"));
+    allowed.store(shared.bytes);
   }
   const int64_t tiles = (tokens + kBlockM - 1) / kBlockM + sequences;
   const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(layout.num_heads));

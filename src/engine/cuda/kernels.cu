@@ -1,6 +1,7 @@
 // The CUDA backend's elementwise, normalisation, embedding, rotary and pooling kernels: bf16
 // storage, fp32 arithmetic. One launch per op, on the current context's stream; grids depend
 // only on tensor shapes, so every launch can be captured into a CUDA graph and replayed.
+#include <atomic>
 #include <cmath>
 
 #include "engine/cuda/common.cuh"
@@ -255,13 +256,20 @@ int RowThreads(int64_t n) {
   return static_cast<int>(warps >= kThreads / 32 ? kThreads : (warps < 1 ? 32 : warps * 32));
 }
 
-// Shared memory above the default 48 KiB needs an opt-in per kernel.
+// Shared memory above the default 48 KiB needs an opt-in per kernel. Raised only when a larger
+// size is first needed (an eager step always precedes a capture of the same shapes, so no
+// attribute call happens while a graph is being captured).
 template <typename Kernel>
-Status AllowSharedMemory(Kernel kernel, size_t bytes, const char* name) {
-  if (bytes <= 48 * 1024) return Status();
-  return CheckCuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-                   name);
+Status AllowSharedMemory(Kernel kernel, size_t bytes, std::atomic<size_t>& allowed, const char* name) {
+  if (bytes <= 48 * 1024 || bytes <= allowed.load()) return Status();
+  STAMEN_RETURN_IF_ERROR(CheckCuda(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), name));
+  allowed.store(bytes);
+  return Status();
 }
+
+std::atomic<size_t> layer_norm_shared{0};
+std::atomic<size_t> rms_norm_shared{0};
 
 }  // namespace
 
@@ -311,7 +319,7 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   const int64_t n = input.dim(1);
   if (rows == 0) return Status();
   const size_t shared = static_cast<size_t>(n) * sizeof(float);
-  STAMEN_RETURN_IF_ERROR(AllowSharedMemory(LayerNormKernel, shared, "layer_norm (shared memory)"));
+  STAMEN_RETURN_IF_ERROR(AllowSharedMemory(LayerNormKernel, shared, layer_norm_shared, "layer_norm (shared memory)"));
   LayerNormKernel<<<static_cast<unsigned int>(rows), RowThreads(n), shared, (*context)->stream()>>>(
       input.data<bf16>(), residual.empty() ? nullptr : residual.data<bf16>(), gamma.data<bf16>(), beta.data<bf16>(),
       eps, output.data<bf16>(), static_cast<int>(n));
@@ -325,7 +333,7 @@ Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& out
   const int64_t n = input.dim(1);
   if (rows == 0) return Status();
   const size_t shared = static_cast<size_t>(n) * sizeof(float);
-  STAMEN_RETURN_IF_ERROR(AllowSharedMemory(RmsNormKernel, shared, "rms_norm (shared memory)"));
+  STAMEN_RETURN_IF_ERROR(AllowSharedMemory(RmsNormKernel, shared, rms_norm_shared, "rms_norm (shared memory)"));
   RmsNormKernel<<<static_cast<unsigned int>(rows), RowThreads(n), shared, (*context)->stream()>>>(
       input.data<bf16>(), weight.data<bf16>(), eps, output.data<bf16>(), static_cast<int>(n));
   return CheckLaunch("rms_norm");
