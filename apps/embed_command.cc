@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "command_io.h"
+#include "device_option.h"
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
 #include "hub/resolve_model.h"
@@ -46,13 +47,14 @@ std::optional<engine::ops::PoolingMode> ParsePooling(const std::string& name) {
 }
 
 int RunEmbed(EmbedOptions options) {
-  if (options.device != "cpu") return Fail("device '" + options.device + "' is not available (supported: cpu)");
+  engine::EngineOptions engine_options{.num_threads = options.threads};
+  if (std::string error = ApplyDeviceOption(options.device, &engine_options); !error.empty()) return Fail(error);
   if (options.batch_lines == 0 || options.batch_tokens == 0) return Fail("--batch-lines and --batch-tokens must be positive");
   // A folder, or a hub id resolved through the Hugging Face cache (pulled when missing).
   auto model_dir = hub::ResolveModel(options.model, {.offline = options.offline});
   if (!model_dir.ok()) return Fail(model_dir.status().message());
   options.model = *model_dir;
-  auto loaded = engine::Engine::Load(options.model, {.num_threads = options.threads});
+  auto loaded = engine::Engine::Load(options.model, engine_options);
   if (!loaded.ok()) return Fail(loaded.status().message());
   engine::Engine& engine = **loaded;
 
@@ -169,7 +171,7 @@ void AddEmbedCommand(CLI::App& app) {
   command->add_option("--prompt-name", options->prompt_name,
                       "Prepend this prompt of config_sentence_transformers.json to every text");
   command->add_flag("--token-ids", options->token_ids, "Lines are space-separated token ids, used as they are");
-  command->add_option("--device", options->device, "Where to run (cpu)");
+  command->add_option("--device", options->device, "Where to run: cpu, cuda or cuda:N (bf16 on the GPU)");
   command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
   command->add_option("--batch-lines", options->batch_lines, "Most lines per engine step");
   command->add_option("--batch-tokens", options->batch_tokens, "Most tokens per engine step (a longer line runs alone)");

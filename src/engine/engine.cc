@@ -12,9 +12,45 @@
 #include "engine/ops/pooling.h"
 #include "engine/weight_store.h"
 
-namespace stamen::engine {
+#if STAMEN_WITH_CUDA
+#include "engine/cuda/runner.h"
+#else
+namespace stamen::engine::cuda {
+class Runner {};  // never made: Load refuses Device::kCuda in a build without the backend
+}  // namespace stamen::engine::cuda
+#endif
 
-Status LazyResult::Wait() { return status_; }
+namespace stamen::engine {
+namespace {
+
+// The engine checks ids on the host before a device step (CUDA kernels cannot report them);
+// the messages are those of the CPU gather.
+Status CheckIds(std::span<const int32_t> ids, int64_t rows, const std::string& what) {
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] < 0 || ids[t] >= rows) {
+      return Status::Error(what + "id " + std::to_string(ids[t]) + " at index " + std::to_string(t) +
+                           " is outside the embedding table of " + std::to_string(rows) + " rows");
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status LazyResult::Wait() {
+  if (wait_) {
+    status_ = wait_();
+    wait_ = nullptr;
+  }
+  return status_;
+}
+
+LazyResult LazyResult::Deferred(Tensor values, std::function<Status()> wait) {
+  LazyResult result;
+  result.values_ = std::move(values);
+  result.wait_ = std::move(wait);
+  return result;
+}
 
 std::span<const float> LazyResult::Row(int64_t row) const {
   if (values_.empty() || row < 0 || row >= values_.dim(0)) return {};
@@ -22,7 +58,15 @@ std::span<const float> LazyResult::Row(int64_t row) const {
   return {values_.data<float>() + row * columns, static_cast<size_t>(columns)};
 }
 
+Engine::Engine() = default;
 Engine::~Engine() = default;
+
+DeviceStats Engine::device_stats() const {
+#if STAMEN_WITH_CUDA
+  if (runner_ != nullptr) return runner_->stats();
+#endif
+  return DeviceStats();
+}
 
 StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, const EngineOptions& options) {
   std::unique_ptr<Engine> engine(new Engine());
@@ -45,10 +89,30 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
   }
   auto weights = WeightStore::OpenDirectory(model_dir);
   if (!weights.ok()) return weights.status();
-  auto model = decoder ? LoadQwenModel(engine->config_, *weights) : LoadBertModel(engine->config_, *weights);
-  if (!model.ok()) return model.status();
-  engine->model_ = std::move(model.value());
+  engine->device_ = options.device;
+  if (options.device == Device::kCpu) {
+    auto model = decoder ? LoadQwenModel(engine->config_, *weights) : LoadBertModel(engine->config_, *weights);
+    if (!model.ok()) return model.status();
+    engine->model_ = std::move(model.value());
+    return engine;
+  }
+#if STAMEN_WITH_CUDA
+  auto runner = cuda::Runner::Create(options);
+  if (!runner.ok()) return Status::Error("cannot run on cuda: " + runner.status().message());
+  engine->runner_ = std::move(runner.value());
+  const Placement placement{Device::kCuda, DataType::kBF16};
+  STAMEN_RETURN_IF_ERROR(engine->runner_->Run([&]() -> Status {
+    auto model = decoder ? LoadQwenModel(engine->config_, *weights, placement)
+                         : LoadBertModel(engine->config_, *weights, placement);
+    if (!model.ok()) return model.status();
+    engine->model_ = std::move(model.value());
+    return Status();
+  }));
   return engine;
+#else
+  return Status::Error("cannot run on cuda: this build has no CUDA backend (build where nvcc is found, e.g. "
+                       "with the cuda preset)");
+#endif
 }
 
 Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops::PoolingMode* pooling) const {
@@ -83,12 +147,29 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
     case StepOutput::kTokenEmbeddings:
       break;
   }
+  const int64_t longest = model_->max_sequence_length();
+  for (size_t s = 0; s + 1 < batch.cu_seqlens.size(); ++s) {
+    const int64_t length = int64_t{batch.cu_seqlens[s + 1]} - batch.cu_seqlens[s];
+    if (longest > 0 && length > longest) {
+      return Status::Error("sequence " + std::to_string(s) + " has " + std::to_string(length) +
+                           " tokens; the model takes at most " + std::to_string(longest));
+    }
+  }
+  if (device_ != Device::kCpu) {
+    STAMEN_RETURN_IF_ERROR(CheckIds(batch.token_ids, config_.vocab_size, ""));
+    if (!batch.token_type_ids.empty()) {
+      STAMEN_RETURN_IF_ERROR(CheckIds(batch.token_type_ids, config_.type_vocab_size, "token type ids: "));
+    }
+  }
   return Status();
 }
 
 StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options) {
   ops::PoolingMode pooling = ops::PoolingMode::kCls;
   STAMEN_RETURN_IF_ERROR(ValidateBatch(batch, options, &pooling));
+#if STAMEN_WITH_CUDA
+  if (runner_ != nullptr) return runner_->Step(*model_, config_, batch, options, pooling);
+#endif
   // OpenMP's thread count is per calling thread, so each engine's driver thread sets its own.
   if (num_threads_ > 0) omp_set_num_threads(num_threads_);
   const int64_t tokens = static_cast<int64_t>(batch.token_ids.size());

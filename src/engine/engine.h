@@ -1,10 +1,13 @@
 // Public interface of the stamen engine: load a Hugging Face model folder and run ragged
 // batches of token ids through it, getting one pooled vector (or classification scores) per
 // sequence. `Step` is the one entry point; its result is lazy so a device backend can return
-// before the device finishes (on the CPU it is complete on return).
+// before the device finishes (on the CPU it is complete on return; on CUDA it is a pinned
+// host buffer filled by an asynchronous copy, and Wait() blocks on the copy's event).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -18,6 +21,28 @@
 namespace stamen::engine {
 
 class Model;
+namespace cuda {
+class Runner;
+}
+
+// Full-model CUDA graphs (device = cuda only). A configuration is (sequence count, token count
+// rounded up to a bucket); its first step runs eagerly (warm-up, buffers), its second is
+// captured, later ones replay the graph.
+struct CudaGraphOptions {
+  bool enabled = true;
+  int64_t bucket = 64;               // token bucket up to large_bucket_from tokens
+  int64_t large_bucket = 256;        // token bucket above it
+  int64_t large_bucket_from = 1024;
+  // Steps with more tokens than this run eagerly (the inflection point: beyond it the GPU
+  // is busy longer than the CPU takes to launch the kernels, so graphs buy nothing). The
+  // engine lowers it when it measures an eager step whose GPU time exceeds its launch time.
+  int64_t max_tokens = 8192;
+  bool measure_inflection = true;
+  int64_t max_sequences = 512;
+  // Static input buffers and graph executables of all configurations together; the least
+  // recently used graph is dropped to stay under it.
+  size_t memory_cap_bytes = size_t{1} << 30;
+};
 
 struct EngineOptions {
   // Decoder families only: override config.json's causal attention (false = bidirectional,
@@ -27,6 +52,24 @@ struct EngineOptions {
   // setting, by default all cores).
   // Tiny models and loaded machines are faster with 1: a parallel region costs microseconds.
   int num_threads = 0;
+  // Where the model runs. kCuda needs a build with the CUDA backend and a GPU; weights are
+  // converted to bf16 on the device once at load.
+  Device device = Device::kCpu;
+  int cuda_device = 0;
+  CudaGraphOptions cuda_graphs = {};
+};
+
+// What the CUDA backend did so far (all zero on the CPU).
+struct DeviceStats {
+  int64_t graph_captures = 0;
+  int64_t graph_replays = 0;
+  int64_t eager_runs = 0;
+  int64_t capture_failures = 0;
+  int64_t graphs = 0;             // held now
+  int64_t graph_evictions = 0;
+  size_t graph_bytes = 0;         // accounted against memory_cap_bytes
+  double capture_seconds = 0.0;   // total time spent capturing and instantiating
+  int64_t inflection_tokens = 0;  // current graph limit (max_tokens, or lower once measured)
 };
 
 // A batch of sequences packed end to end: sequence s is token_ids[cu_seqlens[s] :
@@ -63,10 +106,15 @@ class LazyResult {
   const Tensor& values() const { return values_; }
   std::span<const float> Row(int64_t row) const;
 
+  // For device backends: `values` (host memory, e.g. a pinned buffer) becomes valid once
+  // `wait` has returned ok; Wait() calls it once.
+  static LazyResult Deferred(Tensor values, std::function<Status()> wait);
+
  private:
   friend class Engine;
   Tensor values_;
   Status status_;
+  std::function<Status()> wait_;
 };
 
 class Engine {
@@ -88,15 +136,20 @@ class Engine {
   // without one (steps must then name it).
   std::optional<ops::PoolingMode> default_pooling() const { return default_pooling_; }
   int64_t hidden_size() const { return config_.hidden_size; }
+  Device device() const { return device_; }
+  DeviceStats device_stats() const;
 
  private:
-  Engine() = default;
+  Engine();
   Status ValidateBatch(const Batch& batch, const StepOptions& options, ops::PoolingMode* pooling) const;
 
   ModelConfig config_;
   SentenceTransformersConfig sentence_transformers_;
   std::optional<ops::PoolingMode> default_pooling_;
   int num_threads_ = 0;
+  Device device_ = Device::kCpu;
+  // Declared before model_ so the model's device memory goes before the context.
+  std::unique_ptr<cuda::Runner> runner_;
   std::unique_ptr<Model> model_;
 };
 

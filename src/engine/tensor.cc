@@ -6,6 +6,10 @@
 #include <limits>
 #include <new>
 
+#if STAMEN_WITH_CUDA
+#include "engine/cuda/runtime.h"
+#endif
+
 namespace stamen::engine {
 
 size_t ElementSize(DataType type) {
@@ -76,10 +80,12 @@ bool Shape::operator==(const Shape& other) const {
 }
 
 StatusOr<Tensor> Tensor::Allocate(DataType type, const Shape& shape, Device device) {
+#if !STAMEN_WITH_CUDA
   if (device != Device::kCpu) {
     return Status::Error("cannot allocate on device " + std::string(DeviceName(device)) +
                          ": this build has only the cpu backend");
   }
+#endif
   int64_t count = 1;
   for (int axis = 0; axis < shape.rank(); ++axis) {
     const int64_t dim = shape[axis];
@@ -92,6 +98,22 @@ StatusOr<Tensor> Tensor::Allocate(DataType type, const Shape& shape, Device devi
   // Round up so vector loops may read a full cache line past the last element's line start.
   const size_t bytes = static_cast<size_t>(count) * ElementSize(type);
   const size_t padded = (bytes / kAlignment + 1) * kAlignment;
+#if STAMEN_WITH_CUDA
+  if (device == Device::kCuda) {
+    auto memory = cuda::AllocateDevice(padded);
+    if (!memory.ok()) {
+      return Status::Error("cannot allocate " + std::string(DataTypeName(type)) + shape.ToString() +
+                           " on cuda: " + memory.status().message());
+    }
+    Tensor tensor;
+    tensor.data_ = memory->get();
+    tensor.owner_ = std::move(memory.value());
+    tensor.dtype_ = type;
+    tensor.device_ = device;
+    tensor.shape_ = shape;
+    return tensor;
+  }
+#endif
   void* memory = std::aligned_alloc(kAlignment, padded);
   if (memory == nullptr) {
     return Status::Error("out of memory allocating " + std::to_string(bytes) + " bytes for " +
@@ -143,6 +165,23 @@ Tensor Tensor::Rows(int64_t begin, int64_t end) const {
 std::string Tensor::Describe() const {
   if (empty()) return "empty tensor";
   return std::string(DataTypeName(dtype_)) + shape_.ToString() + " " + std::string(DeviceName(device_));
+}
+
+Status CopyTensor(const Tensor& source, Tensor& target) {
+  if (source.empty() || target.empty() || source.dtype() != target.dtype() ||
+      source.NumElements() != target.NumElements()) {
+    return Status::Error("cannot copy " + source.Describe() + " into " + target.Describe());
+  }
+  if (source.device() == Device::kCpu && target.device() == Device::kCpu) {
+    std::memmove(target.raw_data(), source.raw_data(), source.NumBytes());
+    return Status();
+  }
+#if STAMEN_WITH_CUDA
+  return cuda::CopyBytes(target.raw_data(), target.device(), source.raw_data(), source.device(), source.NumBytes());
+#else
+  return Status::Error("cannot copy " + source.Describe() + " into " + target.Describe() +
+                       ": this build has only the cpu backend");
+#endif
 }
 
 }  // namespace stamen::engine

@@ -52,7 +52,8 @@ class Tensor {
 
   Tensor() = default;  // empty: no memory; ops reject it with an error
 
-  // Allocates `shape` zero-filled; fails on overflow, out-of-memory or a device not built in.
+  // Allocates `shape` zero-filled; fails on overflow, out-of-memory or a device not built in
+  // (or, for cuda, when no GPU is present).
   static StatusOr<Tensor> Allocate(DataType type, const Shape& shape, Device device = Device::kCpu);
   // Views `data` without owning it; `keep_alive` (optional) is held as long as any copy lives.
   static Tensor Wrap(void* data, DataType type, const Shape& shape, Device device = Device::kCpu,
@@ -90,5 +91,9 @@ class Tensor {
   Device device_ = Device::kCpu;
   Shape shape_;
 };
+
+// Copies the elements of `source` into `target` (same dtype and element count) across any
+// pair of devices; waits for a device copy to finish.
+Status CopyTensor(const Tensor& source, Tensor& target);
 
 }  // namespace stamen::engine

@@ -374,7 +374,9 @@ TEST_F(RandomModels, ErrorsAreClear) {
       {"embed" + reranker, "x\n", "--pooling"},                       // no 1_Pooling/config.json
       {"embed --pooling sum" + embedder, "x\n", "unknown --pooling"},
       {"embed --dimensions 769" + embedder, "x\n", "outside 1..768"},
-      {"embed --device cuda" + embedder, "x\n", "supported: cpu"},
+      {"embed --device tpu" + embedder, "x\n", "supported: cpu"},
+      // No GPU here, no such GPU there, or no CUDA backend in the build: an error either way.
+      {"embed --device cuda:99" + embedder, "x\n", "cuda"},
       {"embed --token-ids" + embedder, "0 5 2\n0 five 2\n", "line 2: 'five' is not a token id"},
       {"embed --token-ids" + embedder, "0 99999 2\n", "line 1: token id 99999 is outside the vocabulary"},
       {"embed --token-ids" + embedder, "\n", "line 1: no tokens"},

@@ -28,4 +28,16 @@ Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accum
   return Status();
 }
 
+void SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions) {
+  const int32_t* bounds = cu_seqlens.data<int32_t>();
+  const int64_t sequences = cu_seqlens.dim(0) - 1;
+  int32_t* out = positions.data<int32_t>();
+  const int64_t tokens = positions.dim(0);
+  int64_t t = 0;
+  for (int64_t s = 0; s < sequences; ++s) {
+    for (; t < bounds[s + 1] && t < tokens; ++t) out[t] = offset + static_cast<int32_t>(t - bounds[s]);
+  }
+  for (; t < tokens; ++t) out[t] = offset;
+}
+
 }  // namespace stamen::engine::cpu

@@ -26,6 +26,7 @@ void RopeTable(const Tensor& positions, double base, Tensor& table);
 void ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
 // Fails on an id outside the table.
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate);
+void SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
 void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, bool causal,
                Tensor& output);
 void Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);

@@ -12,6 +12,7 @@
 
 #include "engine/models/model.h"
 #include "engine/ops/attention.h"
+#include "engine/ops/convert.h"
 #include "engine/ops/embedding.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/norm.h"
@@ -36,16 +37,18 @@ struct ClassifierHead {
 
 // Workspace slots.
 enum Slot : size_t { kHidden, kQkv, kContext, kProjected, kIntermediate, kPositions, kTokenTypes, kPooled, kDense,
-                     kLogits };
+                     kLogits, kPooledTyped };
 
 class BertModel final : public Model {
  public:
-  static StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights);
+  static StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
+                                                const Placement& placement);
   StatusOr<Tensor> Forward(const ModelInput& input) override;
   StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override;
+  int64_t max_sequence_length() const override { return config_.max_position_embeddings - position_offset_; }
 
  private:
-  explicit BertModel(const ModelConfig& config) : config_(config) {}
+  BertModel(const ModelConfig& config, const Placement& placement) : Model(placement), config_(config) {}
   Status LoadWeights(const WeightStore& weights);
   Status Embed(const ModelInput& input, Tensor& hidden);
   Status RunLayer(const EncoderLayer& layer, const ModelInput& input, Tensor& hidden);
@@ -56,11 +59,11 @@ class BertModel final : public Model {
   Tensor embedding_norm_gamma_, embedding_norm_beta_;
   std::vector<EncoderLayer> layers_;
   ClassifierHead head_;
-  Workspace workspace_;
 };
 
-StatusOr<std::unique_ptr<Model>> BertModel::Load(const ModelConfig& config, const WeightStore& weights) {
-  std::unique_ptr<BertModel> model(new BertModel(config));
+StatusOr<std::unique_ptr<Model>> BertModel::Load(const ModelConfig& config, const WeightStore& weights,
+                                                 const Placement& placement) {
+  std::unique_ptr<BertModel> model(new BertModel(config, placement));
   if (config.family == ModelFamily::kRoberta) model->position_offset_ = config.pad_token_id.value_or(1) + 1;
   STAMEN_RETURN_IF_ERROR(model->LoadWeights(weights));
   return std::unique_ptr<Model>(std::move(model));
@@ -76,7 +79,7 @@ Status BertModel::LoadWeights(const WeightStore& weights) {
   auto found = model_weights::FindPrefix(weights, prefixes, "embeddings.word_embeddings.weight");
   if (!found.ok()) return found.status();
   const std::string prefix = *found;
-  model_weights::TensorLoader loader(weights);
+  model_weights::TensorLoader loader(weights, placement_);
   auto load = [&](Tensor& target, const std::string& name, const Shape& shape) { loader.Load(target, name, shape); };
   const std::string embeddings = prefix + "embeddings.";
   load(word_embeddings_, embeddings + "word_embeddings.weight", {config_.vocab_size, h});
@@ -126,22 +129,14 @@ Status BertModel::Embed(const ModelInput& input, Tensor& hidden) {
   const int64_t tokens = input.token_ids.dim(0);
   auto positions = workspace_.Get(kPositions, DataType::kI32, {tokens});
   if (!positions.ok()) return positions.status();
-  const int64_t longest_allowed = config_.max_position_embeddings - position_offset_;
-  const std::span<const int32_t> bounds = input.cu_seqlens_host;
-  for (size_t s = 0; s + 1 < bounds.size(); ++s) {
-    if (bounds[s + 1] - bounds[s] > longest_allowed) {
-      return Status::Error("sequence " + std::to_string(s) + " has " + std::to_string(bounds[s + 1] - bounds[s]) +
-                           " tokens; the model takes at most " + std::to_string(longest_allowed));
-    }
-    for (int32_t t = bounds[s]; t < bounds[s + 1]; ++t) {
-      positions->data<int32_t>()[t] = static_cast<int32_t>(position_offset_ + (t - bounds[s]));
-    }
-  }
+  // Sequence lengths were checked by the engine (max_sequence_length); positions are made on
+  // the device so a captured graph recomputes them for each replayed batch.
+  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, static_cast<int32_t>(position_offset_), *positions));
   Tensor token_types = input.token_type_ids;
   if (token_types.empty()) {
     auto zeros = workspace_.Get(kTokenTypes, DataType::kI32, {tokens});
     if (!zeros.ok()) return zeros.status();
-    std::fill_n(zeros->data<int32_t>(), tokens, 0);
+    STAMEN_RETURN_IF_ERROR(ops::Zero(*zeros));
     token_types = *zeros;
   }
   STAMEN_RETURN_IF_ERROR(ops::Gather(word_embeddings_, input.token_ids, hidden));
@@ -157,10 +152,11 @@ Status BertModel::RunLayer(const EncoderLayer& layer, const ModelInput& input, T
   const int64_t h = config_.hidden_size;
   const float eps = static_cast<float>(config_.norm_eps);
   const ops::QkvLayout layout{config_.num_attention_heads, config_.num_attention_heads, config_.head_dim};
-  auto qkv = workspace_.Get(kQkv, DataType::kF32, {tokens, layout.row_size()});
-  auto context = workspace_.Get(kContext, DataType::kF32, {tokens, h});
-  auto projected = workspace_.Get(kProjected, DataType::kF32, {tokens, h});
-  auto intermediate = workspace_.Get(kIntermediate, DataType::kF32, {tokens, config_.intermediate_size});
+  const DataType type = placement_.dtype;
+  auto qkv = workspace_.Get(kQkv, type, {tokens, layout.row_size()});
+  auto context = workspace_.Get(kContext, type, {tokens, h});
+  auto projected = workspace_.Get(kProjected, type, {tokens, h});
+  auto intermediate = workspace_.Get(kIntermediate, type, {tokens, config_.intermediate_size});
   for (const auto* buffer : {&qkv, &context, &projected, &intermediate}) {
     if (!buffer->ok()) return buffer->status();
   }
@@ -176,7 +172,7 @@ Status BertModel::RunLayer(const EncoderLayer& layer, const ModelInput& input, T
 }
 
 StatusOr<Tensor> BertModel::Forward(const ModelInput& input) {
-  auto hidden = workspace_.Get(kHidden, DataType::kF32, {input.token_ids.dim(0), config_.hidden_size});
+  auto hidden = workspace_.Get(kHidden, placement_.dtype, {input.token_ids.dim(0), config_.hidden_size});
   if (!hidden.ok()) return hidden.status();
   STAMEN_RETURN_IF_ERROR(Embed(input, *hidden));
   for (const EncoderLayer& layer : layers_) STAMEN_RETURN_IF_ERROR(RunLayer(layer, input, *hidden));
@@ -186,13 +182,20 @@ StatusOr<Tensor> BertModel::Forward(const ModelInput& input) {
 StatusOr<Tensor> BertModel::Classify(const ModelInput& input, const Tensor& hidden) {
   if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
   const int64_t sequences = input.cu_seqlens.dim(0) - 1;
+  const DataType type = placement_.dtype;
   auto pooled = workspace_.Get(kPooled, DataType::kF32, {sequences, config_.hidden_size});
-  auto dense = workspace_.Get(kDense, DataType::kF32, {sequences, config_.hidden_size});
-  auto logits = workspace_.Get(kLogits, DataType::kF32, {sequences, config_.num_labels});
-  for (const auto* buffer : {&pooled, &dense, &logits}) {
+  auto pooled_typed = workspace_.Get(kPooledTyped, type, {sequences, config_.hidden_size});
+  auto dense = workspace_.Get(kDense, type, {sequences, config_.hidden_size});
+  auto logits = workspace_.Get(kLogits, type, {sequences, config_.num_labels});
+  for (const auto* buffer : {&pooled, &pooled_typed, &dense, &logits}) {
     if (!buffer->ok()) return buffer->status();
   }
+  // Pooling yields F32 on every device; the head's gemms run in the compute type.
   STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, input.cu_seqlens, ops::PoolingMode::kCls, *pooled));
+  if (type != DataType::kF32) {
+    STAMEN_RETURN_IF_ERROR(ops::Convert(*pooled, *pooled_typed));
+    pooled = pooled_typed;
+  }
   STAMEN_RETURN_IF_ERROR(
       ops::Gemm(*pooled, head_.dense_weight, head_.dense_bias, *dense, {.activation = ops::Activation::kTanh}));
   STAMEN_RETURN_IF_ERROR(ops::Gemm(*dense, head_.output_weight, head_.output_bias, *logits));
@@ -201,8 +204,9 @@ StatusOr<Tensor> BertModel::Classify(const ModelInput& input, const Tensor& hidd
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Model>> LoadBertModel(const ModelConfig& config, const WeightStore& weights) {
-  return BertModel::Load(config, weights);
+StatusOr<std::unique_ptr<Model>> LoadBertModel(const ModelConfig& config, const WeightStore& weights,
+                                               const Placement& placement) {
+  return BertModel::Load(config, weights, placement);
 }
 
 }  // namespace stamen::engine

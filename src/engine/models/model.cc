@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/ops/convert.h"
+
 namespace stamen::engine {
 
 StatusOr<Tensor> Workspace::Get(size_t slot, DataType type, const Shape& shape) {
@@ -13,9 +15,12 @@ StatusOr<Tensor> Workspace::Get(size_t slot, DataType type, const Shape& shape) 
   if (buffer.empty() || buffer.NumBytes() < needed) {
     // Grow by half again so a slowly rising token count reallocates O(log) times.
     const int64_t bytes = static_cast<int64_t>(std::max(needed, buffer.NumBytes() * 3 / 2));
-    auto grown = Tensor::Allocate(DataType::kI32, Shape{(bytes + 3) / 4});
+    // Drop the old buffer first so device memory is not held twice.
+    buffer = Tensor();
+    auto grown = Tensor::Allocate(DataType::kI32, Shape{(bytes + 3) / 4}, device_);
     if (!grown.ok()) return grown.status();
     buffer = std::move(grown.value());
+    ++generation_;
   }
   // Reinterpret the byte buffer at the requested type: every dtype divides 64-byte alignment.
   Tensor typed = Tensor::Wrap(buffer.raw_data(), type, shape, buffer.device(), nullptr);
@@ -54,9 +59,30 @@ StatusOr<Tensor> LoadStacked(const WeightStore& weights, std::span<const std::st
   return stacked;
 }
 
+StatusOr<Tensor> Place(const Tensor& tensor, const Placement& placement) {
+  if (placement.device == Device::kCpu && placement.dtype == tensor.dtype()) return tensor;
+  Tensor host = tensor;
+  if (placement.dtype != tensor.dtype()) {
+    auto converted = Tensor::Allocate(placement.dtype, tensor.shape());
+    if (!converted.ok()) return converted.status();
+    STAMEN_RETURN_IF_ERROR(ops::Convert(tensor, *converted));
+    host = std::move(converted.value());
+  }
+  if (placement.device == Device::kCpu) return host;
+  auto device = Tensor::Allocate(placement.dtype, tensor.shape(), placement.device);
+  if (!device.ok()) return device.status();
+  STAMEN_RETURN_IF_ERROR(CopyTensor(host, *device));
+  return device;
+}
+
 void TensorLoader::Keep(StatusOr<Tensor> tensor, Tensor& target) {
   if (tensor.ok()) {
-    target = std::move(tensor.value());
+    auto placed = Place(*tensor, placement_);
+    if (placed.ok()) {
+      target = std::move(placed.value());
+    } else {
+      status_ = placed.status();
+    }
   } else {
     status_ = tensor.status();
   }

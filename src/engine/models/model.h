@@ -16,8 +16,17 @@
 
 namespace stamen::engine {
 
+// Where a model's weights and activations live: F32 on the CPU; BF16 on CUDA (weights are
+// converted once at load and uploaded; kernels accumulate in fp32).
+struct Placement {
+  Device device = Device::kCpu;
+  DataType dtype = DataType::kF32;
+};
+
 // One step's batch, already validated by the engine: token ids and token types are in range
 // for the embedding tables only after the gather checks them.
+// All tensors live on the model's device. T may exceed cu_seqlens[S] (a CUDA graph's token
+// bucket): the extra tokens are padding whose outputs nobody reads.
 struct ModelInput {
   Tensor token_ids;                      // I32 [T]
   Tensor token_type_ids;                 // I32 [T], or empty for all zeros
@@ -30,26 +39,46 @@ struct ModelInput {
 // for again with a larger size.
 class Workspace {
  public:
+  explicit Workspace(Device device = Device::kCpu) : device_(device) {}
   StatusOr<Tensor> Get(size_t slot, DataType type, const Shape& shape);
+  // Counts reallocations: a CUDA graph captured at one generation holds pointers into the
+  // buffers, so it may only be replayed while the generation is unchanged.
+  uint64_t generation() const { return generation_; }
+  Device device() const { return device_; }
 
  private:
+  Device device_;
+  uint64_t generation_ = 0;
   std::vector<Tensor> buffers_;
 };
 
 class Model {
  public:
+  explicit Model(const Placement& placement) : placement_(placement), workspace_(placement.device) {}
   virtual ~Model() = default;
-  // The last hidden state [T, hidden] (after the final norm for decoders); a view into the
-  // model's workspace, valid until the next call.
+  // The last hidden state [T, hidden] (after the final norm for decoders) in the placement's
+  // dtype; a view into the model's workspace, valid until the next call. Enqueues device work
+  // only (no host reads of device data, no synchronisation), so it can be captured as a graph.
   virtual StatusOr<Tensor> Forward(const ModelInput& input) = 0;
   // Classification logits [S, num_labels] from Forward's result; only for models with a head.
   virtual StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden);
+  // The most tokens one sequence may have (0: no limit); the engine checks it on the host.
+  virtual int64_t max_sequence_length() const = 0;
+
+  const Placement& placement() const { return placement_; }
+  uint64_t workspace_generation() const { return workspace_.generation(); }
+
+ protected:
+  Placement placement_;
+  Workspace workspace_;
 };
 
 // BERT, RoBERTa and XLM-RoBERTa encoders, with or without a sequence-classification head.
-StatusOr<std::unique_ptr<Model>> LoadBertModel(const ModelConfig& config, const WeightStore& weights);
+StatusOr<std::unique_ptr<Model>> LoadBertModel(const ModelConfig& config, const WeightStore& weights,
+                                               const Placement& placement = {});
 // Qwen2 and Qwen3 decoders used as embedding models.
-StatusOr<std::unique_ptr<Model>> LoadQwenModel(const ModelConfig& config, const WeightStore& weights);
+StatusOr<std::unique_ptr<Model>> LoadQwenModel(const ModelConfig& config, const WeightStore& weights,
+                                               const Placement& placement = {});
 
 // Weight loading helpers shared by the families.
 namespace model_weights {
@@ -62,12 +91,16 @@ StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std
 // them along axis 0: fused q|k|v or gate|up projections run as one gemm.
 StatusOr<Tensor> LoadStacked(const WeightStore& weights, std::span<const std::string> names,
                              std::span<const int64_t> rows, int64_t columns);
+// `tensor` (F32 on the host) as the placement wants it: itself on the CPU; converted to the
+// placement's dtype and copied to the device otherwise.
+StatusOr<Tensor> Place(const Tensor& tensor, const Placement& placement);
 
 // Loads a model's tensors one after another and keeps the first error, so a model can list
 // its weights without a check after each; once an error is kept, further loads do nothing.
 class TensorLoader {
  public:
-  explicit TensorLoader(const WeightStore& weights) : weights_(weights) {}
+  explicit TensorLoader(const WeightStore& weights, const Placement& placement = {})
+      : weights_(weights), placement_(placement) {}
   // `target` = weights.Load(name, shape).
   void Load(Tensor& target, const std::string& name, const Shape& shape);
   // `target` = LoadStacked(weights, names, rows, columns).
@@ -77,6 +110,7 @@ class TensorLoader {
  private:
   void Keep(StatusOr<Tensor> tensor, Tensor& target);
   const WeightStore& weights_;
+  Placement placement_;
   Status status_;
 };
 

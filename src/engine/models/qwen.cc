@@ -6,6 +6,7 @@
 //   rotate q and k by RoPE;   x += Attention(qkv)·W_oᵀ
 //   x += (silu(n·W_gateᵀ) ⊙ n·W_upᵀ)·W_downᵀ,  n = RMSNorm(x)
 // and a final RMSNorm. Positions restart at 0 for every sequence of the ragged batch.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -34,12 +35,16 @@ enum Slot : size_t { kHidden, kNormed, kQkv, kContext, kGateUp, kActivated, kPos
 
 class QwenModel final : public Model {
  public:
-  static StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights);
+  static StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
+                                                const Placement& placement);
   StatusOr<Tensor> Forward(const ModelInput& input) override;
+  int64_t max_sequence_length() const override { return std::max<int64_t>(config_.max_position_embeddings, 0); }
 
  private:
-  explicit QwenModel(const ModelConfig& config)
-      : config_(config), layout_{config.num_attention_heads, config.num_key_value_heads, config.head_dim} {}
+  QwenModel(const ModelConfig& config, const Placement& placement)
+      : Model(placement),
+        config_(config),
+        layout_{config.num_attention_heads, config.num_key_value_heads, config.head_dim} {}
   Status LoadWeights(const WeightStore& weights);
   Status RunLayer(const DecoderLayer& layer, const ModelInput& input, const Tensor& rope, Tensor& hidden);
 
@@ -48,11 +53,11 @@ class QwenModel final : public Model {
   Tensor embeddings_;
   Tensor final_norm_;
   std::vector<DecoderLayer> layers_;
-  Workspace workspace_;
 };
 
-StatusOr<std::unique_ptr<Model>> QwenModel::Load(const ModelConfig& config, const WeightStore& weights) {
-  std::unique_ptr<QwenModel> model(new QwenModel(config));
+StatusOr<std::unique_ptr<Model>> QwenModel::Load(const ModelConfig& config, const WeightStore& weights,
+                                                 const Placement& placement) {
+  std::unique_ptr<QwenModel> model(new QwenModel(config, placement));
   STAMEN_RETURN_IF_ERROR(model->LoadWeights(weights));
   return std::unique_ptr<Model>(std::move(model));
 }
@@ -68,7 +73,7 @@ Status QwenModel::LoadWeights(const WeightStore& weights) {
   auto found = model_weights::FindPrefix(weights, prefixes, "embed_tokens.weight");
   if (!found.ok()) return found.status();
   const std::string prefix = *found;
-  model_weights::TensorLoader loader(weights);
+  model_weights::TensorLoader loader(weights, placement_);
   auto load = [&](Tensor& target, const std::string& name, const Shape& shape) { loader.Load(target, name, shape); };
   auto stack = [&](Tensor& target, const std::vector<std::string>& names, const std::vector<int64_t>& rows,
                    int64_t columns) { loader.Stack(target, names, rows, columns); };
@@ -102,11 +107,12 @@ Status QwenModel::LoadWeights(const WeightStore& weights) {
 Status QwenModel::RunLayer(const DecoderLayer& layer, const ModelInput& input, const Tensor& rope, Tensor& hidden) {
   const int64_t tokens = hidden.dim(0);
   const float eps = static_cast<float>(config_.norm_eps);
-  auto normed = workspace_.Get(kNormed, DataType::kF32, {tokens, config_.hidden_size});
-  auto qkv = workspace_.Get(kQkv, DataType::kF32, {tokens, layout_.row_size()});
-  auto context = workspace_.Get(kContext, DataType::kF32, {tokens, layout_.num_heads * layout_.head_dim});
-  auto gate_up = workspace_.Get(kGateUp, DataType::kF32, {tokens, 2 * config_.intermediate_size});
-  auto activated = workspace_.Get(kActivated, DataType::kF32, {tokens, config_.intermediate_size});
+  const DataType type = placement_.dtype;
+  auto normed = workspace_.Get(kNormed, type, {tokens, config_.hidden_size});
+  auto qkv = workspace_.Get(kQkv, type, {tokens, layout_.row_size()});
+  auto context = workspace_.Get(kContext, type, {tokens, layout_.num_heads * layout_.head_dim});
+  auto gate_up = workspace_.Get(kGateUp, type, {tokens, 2 * config_.intermediate_size});
+  auto activated = workspace_.Get(kActivated, type, {tokens, config_.intermediate_size});
   for (const auto* buffer : {&normed, &qkv, &context, &gate_up, &activated}) {
     if (!buffer->ok()) return buffer->status();
   }
@@ -126,20 +132,14 @@ Status QwenModel::RunLayer(const DecoderLayer& layer, const ModelInput& input, c
 
 StatusOr<Tensor> QwenModel::Forward(const ModelInput& input) {
   const int64_t tokens = input.token_ids.dim(0);
-  auto hidden = workspace_.Get(kHidden, DataType::kF32, {tokens, config_.hidden_size});
+  auto hidden = workspace_.Get(kHidden, placement_.dtype, {tokens, config_.hidden_size});
   auto positions = workspace_.Get(kPositions, DataType::kI32, {tokens});
   auto rope = workspace_.Get(kRope, DataType::kF32, {tokens, config_.head_dim});
   for (const auto* buffer : {&hidden, &positions, &rope}) {
     if (!buffer->ok()) return buffer->status();
   }
-  const std::span<const int32_t> bounds = input.cu_seqlens_host;
-  for (size_t s = 0; s + 1 < bounds.size(); ++s) {
-    if (config_.max_position_embeddings > 0 && bounds[s + 1] - bounds[s] > config_.max_position_embeddings) {
-      return Status::Error("sequence " + std::to_string(s) + " has " + std::to_string(bounds[s + 1] - bounds[s]) +
-                           " tokens; the model takes at most " + std::to_string(config_.max_position_embeddings));
-    }
-    for (int32_t t = bounds[s]; t < bounds[s + 1]; ++t) positions->data<int32_t>()[t] = t - bounds[s];
-  }
+  // Lengths were checked by the engine; positions restart at 0 per sequence, on the device.
+  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, *positions));
   STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings_, input.token_ids, *hidden));
   STAMEN_RETURN_IF_ERROR(ops::RopeTable(*positions, config_.rope_theta, *rope));
   for (const DecoderLayer& layer : layers_) STAMEN_RETURN_IF_ERROR(RunLayer(layer, input, *rope, *hidden));
@@ -149,8 +149,9 @@ StatusOr<Tensor> QwenModel::Forward(const ModelInput& input) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Model>> LoadQwenModel(const ModelConfig& config, const WeightStore& weights) {
-  return QwenModel::Load(config, weights);
+StatusOr<std::unique_ptr<Model>> LoadQwenModel(const ModelConfig& config, const WeightStore& weights,
+                                               const Placement& placement) {
+  return QwenModel::Load(config, weights, placement);
 }
 
 }  // namespace stamen::engine

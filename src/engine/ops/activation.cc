@@ -3,6 +3,9 @@
 
 #include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
+#if STAMEN_WITH_CUDA
+#include "engine/cuda/kernels.h"
+#endif
 
 namespace stamen::engine::ops {
 
@@ -16,29 +19,36 @@ std::optional<Activation> ActivationFromName(std::string_view name) {
 }
 
 Status Activate(Activation activation, const Tensor& input, Tensor& output) {
-  if (input.empty() || input.dtype() != DataType::kF32 || output.empty() || output.dtype() != DataType::kF32 ||
-      !(input.shape() == output.shape())) {
+  if (input.empty() || output.empty() || input.dtype() != output.dtype() || !(input.shape() == output.shape())) {
     return Status::Error("activate: expected F32 input and output of one shape, got " + input.Describe() + " and " +
                          output.Describe());
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("activate", {&input, &output}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("activate", input.device(), {&input, &output}));
   if (input.device() == Device::kCpu) {
     cpu::Activate(activation, input, output);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (input.device() == Device::kCuda) return cuda::Activate(activation, input, output);
+#endif
   return internal::DeviceNotBuilt("activate", input.device());
 }
 
 Status SiluMul(const Tensor& gate_up, Tensor& output) {
-  STAMEN_RETURN_IF_ERROR(internal::Expect("silu_mul", "gate_up", gate_up, DataType::kF32, 2));
-  STAMEN_RETURN_IF_ERROR(internal::Expect("silu_mul", "output", output, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("silu_mul", "gate_up", gate_up, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("silu_mul", "output", output, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("silu_mul", "output", output, 0, gate_up.dim(0)));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("silu_mul", "gate_up", gate_up, 1, 2 * output.dim(1)));
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("silu_mul", {&gate_up, &output}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("silu_mul", output.device(), {&gate_up, &output}));
   if (output.device() == Device::kCpu) {
     cpu::SiluMul(gate_up, output);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (output.device() == Device::kCuda) return cuda::SiluMul(gate_up, output);
+#endif
   return internal::DeviceNotBuilt("silu_mul", output.device());
 }
 

@@ -5,6 +5,9 @@
 
 #include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
+#if STAMEN_WITH_CUDA
+#include "engine/cuda/kernels.h"
+#endif
 
 namespace stamen::engine::ops {
 
@@ -33,18 +36,22 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& l
     return Status::Error("attention: " + std::to_string(layout.num_heads) + " query heads cannot share " +
                          std::to_string(layout.num_kv_heads) + " key/value heads");
   }
-  STAMEN_RETURN_IF_ERROR(internal::Expect("attention", "qkv", qkv, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("attention", "qkv", qkv, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "qkv", qkv, 1, layout.row_size()));
   STAMEN_RETURN_IF_ERROR(internal::Expect("attention", "cu_seqlens", cu_seqlens, DataType::kI32, 1));
-  STAMEN_RETURN_IF_ERROR(internal::Expect("attention", "output", output, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("attention", "output", output, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "output", output, 0, qkv.dim(0)));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "output", output, 1, layout.num_heads * layout.head_dim));
   if (cu_seqlens.dim(0) < 1) return Status::Error("attention: cu_seqlens is empty");
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("attention", {&qkv, &cu_seqlens, &output}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("attention", qkv.device(), {&qkv, &output}));
   if (qkv.device() == Device::kCpu) {
     cpu::Attention(qkv, cu_seqlens, layout, causal, output);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (qkv.device() == Device::kCuda) return cuda::Attention(qkv, cu_seqlens, layout, causal, output);
+#endif
   return internal::DeviceNotBuilt("attention", qkv.device());
 }
 

@@ -13,6 +13,29 @@ Status Expect(std::string_view op, std::string_view argument, const Tensor& tens
   return Status();
 }
 
+Status ExpectFloat(std::string_view op, std::string_view argument, const Tensor& tensor, int rank) {
+  if (tensor.empty() || (tensor.dtype() != DataType::kF32 && tensor.dtype() != DataType::kBF16) ||
+      tensor.rank() != rank) {
+    return Status::Error(std::string(op) + ": " + std::string(argument) + " is " + tensor.Describe() +
+                         ", expected F32 (or BF16 on cuda) of rank " + std::to_string(rank));
+  }
+  return Status();
+}
+
+DataType ComputeType(Device device) { return device == Device::kCuda ? DataType::kBF16 : DataType::kF32; }
+
+Status ExpectComputeType(std::string_view op, Device device, std::initializer_list<const Tensor*> tensors) {
+  const DataType type = ComputeType(device);
+  for (const Tensor* tensor : tensors) {
+    if (tensor->empty()) continue;
+    if (tensor->dtype() != type) {
+      return Status::Error(std::string(op) + ": the " + std::string(DeviceName(device)) + " backend computes in " +
+                           std::string(DataTypeName(type)) + ", got " + tensor->Describe());
+    }
+  }
+  return Status();
+}
+
 Status ExpectDim(std::string_view op, std::string_view argument, const Tensor& tensor, int axis, int64_t size) {
   if (axis >= tensor.rank() || tensor.dim(axis) != size) {
     return Status::Error(std::string(op) + ": " + std::string(argument) + " is " + tensor.Describe() +

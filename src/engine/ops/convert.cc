@@ -1,8 +1,13 @@
 // Convert: argument checks and device dispatch.
 #include "engine/ops/convert.h"
 
+#include <cstring>
+
 #include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
+#if STAMEN_WITH_CUDA
+#include "engine/cuda/kernels.h"
+#endif
 
 namespace stamen::engine::ops {
 namespace {
@@ -24,7 +29,22 @@ Status Convert(const Tensor& input, Tensor& output) {
     cpu::Convert(input, output);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (input.device() == Device::kCuda) return cuda::Convert(input, output);
+#endif
   return internal::DeviceNotBuilt("convert", input.device());
+}
+
+Status Zero(Tensor& tensor) {
+  if (tensor.empty()) return Status::Error("zero: the tensor is empty");
+  if (tensor.device() == Device::kCpu) {
+    std::memset(tensor.raw_data(), 0, tensor.NumBytes());
+    return Status();
+  }
+#if STAMEN_WITH_CUDA
+  if (tensor.device() == Device::kCuda) return cuda::Zero(tensor);
+#endif
+  return internal::DeviceNotBuilt("zero", tensor.device());
 }
 
 }  // namespace stamen::engine::ops

@@ -10,4 +10,7 @@ namespace stamen::engine::ops {
 // copies are allowed for every dtype; `input` may be unaligned (a view into a file).
 Status Convert(const Tensor& input, Tensor& output);
 
+// Sets every byte of `tensor` to zero (any dtype, any device).
+Status Zero(Tensor& tensor);
+
 }  // namespace stamen::engine::ops

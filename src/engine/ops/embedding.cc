@@ -3,18 +3,40 @@
 
 #include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
+#if STAMEN_WITH_CUDA
+#include "engine/cuda/kernels.h"
+#endif
 
 namespace stamen::engine::ops {
 
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate) {
-  STAMEN_RETURN_IF_ERROR(internal::Expect("gather", "table", table, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("gather", "table", table, 2));
   STAMEN_RETURN_IF_ERROR(internal::Expect("gather", "ids", ids, DataType::kI32, 1));
-  STAMEN_RETURN_IF_ERROR(internal::Expect("gather", "output", output, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("gather", "output", output, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("gather", "output", output, 0, ids.dim(0)));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("gather", "output", output, 1, table.dim(1)));
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("gather", {&table, &ids, &output}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("gather", table.device(), {&table, &output}));
   if (table.device() == Device::kCpu) return cpu::Gather(table, ids, output, accumulate);
+#if STAMEN_WITH_CUDA
+  if (table.device() == Device::kCuda) return cuda::Gather(table, ids, output, accumulate);
+#endif
   return internal::DeviceNotBuilt("gather", table.device());
+}
+
+Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions) {
+  STAMEN_RETURN_IF_ERROR(internal::Expect("sequence_positions", "cu_seqlens", cu_seqlens, DataType::kI32, 1));
+  STAMEN_RETURN_IF_ERROR(internal::Expect("sequence_positions", "positions", positions, DataType::kI32, 1));
+  if (cu_seqlens.dim(0) < 1) return Status::Error("sequence_positions: cu_seqlens is empty");
+  STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("sequence_positions", {&cu_seqlens, &positions}));
+  if (positions.device() == Device::kCpu) {
+    cpu::SequencePositions(cu_seqlens, offset, positions);
+    return Status();
+  }
+#if STAMEN_WITH_CUDA
+  if (positions.device() == Device::kCuda) return cuda::SequencePositions(cu_seqlens, offset, positions);
+#endif
+  return internal::DeviceNotBuilt("sequence_positions", positions.device());
 }
 
 }  // namespace stamen::engine::ops

@@ -1,6 +1,8 @@
 // Embedding lookup: gather rows of a table by token (or position, or token type) id.
 #pragma once
 
+#include <cstdint>
+
 #include "engine/status.h"
 #include "engine/tensor.h"
 
@@ -10,5 +12,10 @@ namespace stamen::engine::ops {
 // embeddings in place). table F32 [rows, n], ids I32 [T], output F32 [T, n]. An id outside
 // [0, rows) is an error naming the id and its index (bad input, not a crash).
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate = false);
+
+// positions[t] = offset + (t - start of t's sequence) for the ragged batch `cu_seqlens` I32
+// [S + 1] (validated); tokens past cu_seqlens[S] (padding of a bucketed batch) get `offset`.
+// positions I32 [T], T ≥ cu_seqlens[S]. Runs on the device, so a captured graph recomputes it.
+Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
 
 }  // namespace stamen::engine::ops

@@ -3,62 +3,79 @@
 
 #include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
+#if STAMEN_WITH_CUDA
+#include "engine/cuda/kernels.h"
+#endif
 
 namespace stamen::engine::ops {
 
 Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
                  Tensor& output) {
-  STAMEN_RETURN_IF_ERROR(internal::Expect("layer_norm", "input", input, DataType::kF32, 2));
-  STAMEN_RETURN_IF_ERROR(internal::Expect("layer_norm", "gamma", gamma, DataType::kF32, 1));
-  STAMEN_RETURN_IF_ERROR(internal::Expect("layer_norm", "beta", beta, DataType::kF32, 1));
-  STAMEN_RETURN_IF_ERROR(internal::Expect("layer_norm", "output", output, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "input", input, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "gamma", gamma, 1));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "beta", beta, 1));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "output", output, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("layer_norm", "gamma", gamma, 0, input.dim(1)));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("layer_norm", "beta", beta, 0, input.dim(1)));
   if (!(output.shape() == input.shape())) {
     return Status::Error("layer_norm: output is " + output.Describe() + ", input " + input.Describe());
   }
   if (!residual.empty()) {
-    if (residual.dtype() != DataType::kF32 || !(residual.shape() == input.shape())) {
+    if (residual.dtype() != input.dtype() || !(residual.shape() == input.shape())) {
       return Status::Error("layer_norm: residual is " + residual.Describe() + ", input " + input.Describe());
     }
     STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("layer_norm", {&input, &residual}));
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("layer_norm", {&input, &gamma, &beta, &output}));
+  STAMEN_RETURN_IF_ERROR(
+      internal::ExpectComputeType("layer_norm", input.device(), {&input, &residual, &gamma, &beta, &output}));
   if (input.device() == Device::kCpu) {
     cpu::LayerNorm(input, residual, gamma, beta, eps, output);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (input.device() == Device::kCuda) return cuda::LayerNorm(input, residual, gamma, beta, eps, output);
+#endif
   return internal::DeviceNotBuilt("layer_norm", input.device());
 }
 
 Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output) {
-  STAMEN_RETURN_IF_ERROR(internal::Expect("rms_norm", "input", input, DataType::kF32, 2));
-  STAMEN_RETURN_IF_ERROR(internal::Expect("rms_norm", "weight", weight, DataType::kF32, 1));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("rms_norm", "input", input, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("rms_norm", "weight", weight, 1));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("rms_norm", "weight", weight, 0, input.dim(1)));
-  if (output.dtype() != DataType::kF32 || !(output.shape() == input.shape())) {
+  if (output.dtype() != input.dtype() || !(output.shape() == input.shape())) {
     return Status::Error("rms_norm: output is " + output.Describe() + ", input " + input.Describe());
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("rms_norm", {&input, &weight, &output}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("rms_norm", input.device(), {&input, &weight, &output}));
   if (input.device() == Device::kCpu) {
     cpu::RmsNorm(input, weight, eps, output);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (input.device() == Device::kCuda) return cuda::RmsNorm(input, weight, eps, output);
+#endif
   return internal::DeviceNotBuilt("rms_norm", input.device());
 }
 
 Status RmsNormHeads(Tensor& qkv, const QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
                     float eps) {
-  STAMEN_RETURN_IF_ERROR(internal::Expect("rms_norm_heads", "qkv", qkv, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("rms_norm_heads", "qkv", qkv, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("rms_norm_heads", "qkv", qkv, 1, layout.row_size()));
-  STAMEN_RETURN_IF_ERROR(internal::Expect("rms_norm_heads", "query_weight", query_weight, DataType::kF32, 1));
-  STAMEN_RETURN_IF_ERROR(internal::Expect("rms_norm_heads", "key_weight", key_weight, DataType::kF32, 1));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("rms_norm_heads", "query_weight", query_weight, 1));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("rms_norm_heads", "key_weight", key_weight, 1));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("rms_norm_heads", "query_weight", query_weight, 0, layout.head_dim));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("rms_norm_heads", "key_weight", key_weight, 0, layout.head_dim));
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("rms_norm_heads", {&qkv, &query_weight, &key_weight}));
+  STAMEN_RETURN_IF_ERROR(
+      internal::ExpectComputeType("rms_norm_heads", qkv.device(), {&qkv, &query_weight, &key_weight}));
   if (qkv.device() == Device::kCpu) {
     cpu::RmsNormHeads(qkv, layout, query_weight, key_weight, eps);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (qkv.device() == Device::kCuda) return cuda::RmsNormHeads(qkv, layout, query_weight, key_weight, eps);
+#endif
   return internal::DeviceNotBuilt("rms_norm_heads", qkv.device());
 }
 

@@ -3,6 +3,9 @@
 
 #include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
+#if STAMEN_WITH_CUDA
+#include "engine/cuda/kernels.h"
+#endif
 
 namespace stamen::engine::ops {
 
@@ -25,7 +28,7 @@ std::string_view PoolingModeName(PoolingMode mode) {
 }
 
 Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, PoolingMode mode, Tensor& output) {
-  STAMEN_RETURN_IF_ERROR(internal::Expect("pool", "hidden", hidden, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("pool", "hidden", hidden, 2));
   STAMEN_RETURN_IF_ERROR(internal::Expect("pool", "cu_seqlens", cu_seqlens, DataType::kI32, 1));
   STAMEN_RETURN_IF_ERROR(internal::Expect("pool", "output", output, DataType::kF32, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("pool", "output", output, 0, cu_seqlens.dim(0) - 1));
@@ -33,10 +36,14 @@ Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, PoolingMode mode, Te
     return Status::Error("pool: output is " + output.Describe() + ", wider than hidden " + hidden.Describe());
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("pool", {&hidden, &cu_seqlens, &output}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("pool", hidden.device(), {&hidden}));
   if (hidden.device() == Device::kCpu) {
     cpu::Pool(hidden, cu_seqlens, mode, output);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (hidden.device() == Device::kCuda) return cuda::Pool(hidden, cu_seqlens, mode, output);
+#endif
   return internal::DeviceNotBuilt("pool", hidden.device());
 }
 
@@ -50,6 +57,9 @@ Status L2Normalize(const Tensor& input, Tensor& output) {
     cpu::L2Normalize(input, output);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (input.device() == Device::kCuda) return cuda::L2Normalize(input, output);
+#endif
   return internal::DeviceNotBuilt("l2_normalize", input.device());
 }
 

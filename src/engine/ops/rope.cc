@@ -3,6 +3,9 @@
 
 #include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
+#if STAMEN_WITH_CUDA
+#include "engine/cuda/kernels.h"
+#endif
 
 namespace stamen::engine::ops {
 
@@ -16,20 +19,27 @@ Status RopeTable(const Tensor& positions, double base, Tensor& table) {
     cpu::RopeTable(positions, base, table);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (table.device() == Device::kCuda) return cuda::RopeTable(positions, base, table);
+#endif
   return internal::DeviceNotBuilt("rope_table", table.device());
 }
 
 Status ApplyRope(Tensor& qkv, const QkvLayout& layout, const Tensor& table) {
-  STAMEN_RETURN_IF_ERROR(internal::Expect("apply_rope", "qkv", qkv, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("apply_rope", "qkv", qkv, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("apply_rope", "qkv", qkv, 1, layout.row_size()));
   STAMEN_RETURN_IF_ERROR(internal::Expect("apply_rope", "table", table, DataType::kF32, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("apply_rope", "table", table, 0, qkv.dim(0)));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("apply_rope", "table", table, 1, layout.head_dim));
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("apply_rope", {&qkv, &table}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("apply_rope", qkv.device(), {&qkv}));
   if (qkv.device() == Device::kCpu) {
     cpu::ApplyRope(qkv, layout, table);
     return Status();
   }
+#if STAMEN_WITH_CUDA
+  if (qkv.device() == Device::kCuda) return cuda::ApplyRope(qkv, layout, table);
+#endif
   return internal::DeviceNotBuilt("apply_rope", qkv.device());
 }
 

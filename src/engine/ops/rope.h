@@ -8,7 +8,7 @@
 
 namespace stamen::engine::ops {
 
-// table [T, head_dim]: cos of each angle in columns [0, d/2), sin in [d/2, d), for
+// table F32 [T, head_dim] on every device (angles stay fp32): cos of each angle in columns [0, d/2), sin in [d/2, d), for
 // positions I32 [T]. Computed once per step and shared by every layer.
 Status RopeTable(const Tensor& positions, double base, Tensor& table);
 

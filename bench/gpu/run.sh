@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The CUDA backend's whole verification on a machine with a GPU, in one run (target: under
+# 8 minutes on an H200 with 16 cores). Writes everything under $OUT (default: bench/gpu/out):
+#   gpu.txt                nvidia-smi and the device the engine sees
+#   build.log, timings.txt configure/build of the cuda preset (only the targets needed)
+#   cuda_test.log/.xml     GPU unit tests: every kernel vs the CPU backend (rel. err ≤ 1e-2),
+#                          ragged attention with uneven lengths and GQA, whole models vs the
+#                          CPU fp32 engine (cosine ≥ 0.999), graph eager/capture/replay
+#   engine_tests.log       the CPU engine tests in the same build (nothing broke)
+#   bench_<model>.jsonl    latency, scoring, throughput, graphs-vs-eager, bf16 gemm TFLOP/s
+#   summary.txt            pass/fail per step and the targets of issue 6
+# Usage: bench/gpu/run.sh            (from the repository root; OUT=/some/dir to choose)
+#        bench/gpu/run.sh --check    (bash syntax and tools only, no GPU needed)
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OUT="${OUT:-$ROOT/bench/gpu/out}"
+JOBS="${JOBS:-$(nproc)}"
+QUICK="${QUICK:-}"   # set to 1 for fewer timed runs
+
+if [[ "${1:-}" == "--check" ]]; then
+  bash -n "$0" && echo "syntax ok"
+  for tool in cmake ninja nvcc; do command -v "$tool" >/dev/null || echo "missing: $tool"; done
+  exit 0
+fi
+
+mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+: > "$SUMMARY"
+note() { echo "$*" | tee -a "$SUMMARY"; }
+step_time() { local start=$1; echo $(( $(date +%s) - start )); }
+START=$(date +%s)
+
+note "# stamen CUDA check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+{ nvidia-smi || echo "nvidia-smi failed"; nvcc --version; } > "$OUT/gpu.txt" 2>&1
+note "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+
+# 1. Build (cuda preset: fails if nvcc is missing). Only what this check runs.
+t=$(date +%s)
+export PATH="/usr/local/cuda/bin:$PATH"
+if cmake --preset cuda > "$OUT/build.log" 2>&1 &&
+   cmake --build "$ROOT/build/cuda" -j "$JOBS" --target cuda_backend_test stamen_cuda_bench stamen_make_model \
+     ops_test golden_test loader_test >> "$OUT/build.log" 2>&1; then
+  note "build: ok ($(step_time "$t") s)"
+else
+  note "build: FAILED ($(step_time "$t") s), see build.log"; tail -40 "$OUT/build.log"; exit 1
+fi
+echo "build_seconds $(step_time "$t")" > "$OUT/timings.txt"
+BIN="$ROOT/build/cuda"
+
+# 2. Models: random weights shaped like the real ones. Small copies (2 layers, small vocab)
+#    for the correctness tests; full-depth ones for the benchmarks.
+MODELS="$OUT/models"
+mkdir -p "$MODELS"
+TOKENIZER="$MODELS/tokenizer.json"   # ids are fed directly; any tokenizer file will do
+echo '{"version":"1.0","model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}' > "$TOKENIZER"
+make_model() {  # like out [extra args]
+  local like=$1 out=$2; shift 2
+  [[ -f "$out/model.safetensors" ]] && return 0
+  "$BIN/bench/stamen_make_model" make-model --like "$like" --random-seed 6 --tokenizer "$TOKENIZER" --out "$out" "$@" \
+    >> "$OUT/models.log" 2>&1
+}
+t=$(date +%s)
+make_model xlm-roberta-base "$MODELS/small-xlmr" --layers 2 --vocab-size 4000
+make_model bge-reranker-base "$MODELS/small-reranker" --layers 2 --vocab-size 4000
+make_model qwen3-0.6b "$MODELS/small-qwen3" --layers 2 --vocab-size 4000
+make_model all-MiniLM-L6-v2 "$MODELS/small-minilm" --vocab-size 4000
+make_model xlm-roberta-base "$MODELS/xlmr-base" --vocab-size 32000
+make_model bge-reranker-base "$MODELS/reranker-base" --vocab-size 32000
+make_model qwen3-0.6b "$MODELS/qwen3-0.6b"
+note "models: $(ls "$MODELS" | grep -vc tokenizer) folders ($(step_time "$t") s), see models.log"
+echo "models_seconds $(step_time "$t")" >> "$OUT/timings.txt"
+
+# 3. GPU unit and model tests (they SKIP without a GPU: a skip here is a failure).
+t=$(date +%s)
+export STAMEN_CUDA_TEST_MODELS="$MODELS/small-xlmr:$MODELS/small-reranker:$MODELS/small-qwen3:$MODELS/small-minilm"
+"$BIN/tests/cuda/cuda_backend_test" --gtest_output="xml:$OUT/cuda_test.xml" > "$OUT/cuda_test.log" 2>&1
+status=$?
+skipped=$(grep -c "^\[  SKIPPED \]" "$OUT/cuda_test.log" || true)
+if [[ $status -eq 0 && $skipped -le 2 ]]; then
+  note "cuda tests: ok ($(step_time "$t") s, $skipped skipped lines)"
+else
+  note "cuda tests: FAILED (exit $status, $skipped skipped lines), see cuda_test.log"
+  grep -E "Failure|SKIPPED|Skipped|error" "$OUT/cuda_test.log" | head -30 | tee -a "$SUMMARY"
+fi
+grep "relative error\|worst cosine\|captures" "$OUT/cuda_test.log" > "$OUT/cuda_accuracy.txt" || true
+echo "cuda_tests_seconds $(step_time "$t")" >> "$OUT/timings.txt"
+
+# 4. The CPU engine tests of the same build.
+t=$(date +%s)
+ok=1
+for test in ops_test golden_test loader_test; do
+  "$BIN/tests/engine/$test" >> "$OUT/engine_tests.log" 2>&1 || ok=0
+done
+note "cpu engine tests: $([[ $ok == 1 ]] && echo ok || echo FAILED) ($(step_time "$t") s)"
+
+# 5. Benchmarks (each bounded so the whole run stays under 8 minutes).
+t=$(date +%s)
+for model in qwen3-0.6b xlmr-base reranker-base; do
+  timeout 150 "$BIN/bench/stamen_cuda_bench" "$MODELS/$model" ${QUICK:+--quick} > "$OUT/bench_$model.jsonl" \
+    2> "$OUT/bench_$model.err" || note "bench $model: exit $? (see bench_$model.err)"
+done
+note "benchmarks: $(step_time "$t") s"
+echo "bench_seconds $(step_time "$t")" >> "$OUT/timings.txt"
+
+# 6. Targets (issue 6, H200, bf16, 0.6B shape).
+Q="$OUT/bench_qwen3-0.6b.jsonl"
+p50_512=$(grep '"batch1@512"' "$Q" | sed -E 's/.*"p50_ms":([0-9.]+).*/\1/')
+speedup=$(grep '"suite":"graphs"' "$Q" | sed -E 's/.*"speedup":([0-9.]+).*/\1/')
+tflops=$(grep '"suite":"gemm"' "$Q" | sed -E 's/.*"tflops":([0-9.]+).*/\1/')
+tps=$(grep '"4x100x512"' "$Q" | sed -E 's/.*"tokens_per_second":([0-9.]+).*/\1/')
+note "target batch1@512 p50 <= 2 ms: ${p50_512:-n/a} ms"
+note "target graph replay vs eager @128 >= 2x: ${speedup:-n/a}x"
+if [[ -n "${tflops:-}" && -n "${tps:-}" ]]; then
+  # A 0.6B-parameter forward pass is ~2 FLOP per parameter per token (attention extra).
+  util=$(awk -v t="$tps" -v f="$tflops" 'BEGIN { printf "%.1f", 100 * t * 2 * 0.44e9 / (f * 1e12) }')
+  note "target throughput 4x100x512 >= 60% of gemm FLOP rate: ${util}% (${tps} tok/s, gemm ${tflops} TFLOP/s, 0.44e9 non-embedding params)"
+fi
+note "total: $(step_time "$START") s"

@@ -1,0 +1,47 @@
+// The CUDA backend: one function per op, called by the op's device-independent part after it
+// has checked dtypes (BF16 weights and activations), shapes and devices. Each enqueues its
+// kernels on the stream of the current cuda::Context (see context.h) and returns at once;
+// errors are launch errors, never results (kernels do not report bad data: the engine checks
+// ids and lengths on the host before a step reaches the device).
+// This header needs no CUDA headers, so the ops compile with the host compiler alone.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/ops/activation.h"
+#include "engine/ops/attention.h"
+#include "engine/ops/gemm.h"
+#include "engine/ops/pooling.h"
+#include "engine/status.h"
+#include "engine/tensor.h"
+
+namespace stamen::engine::cuda {
+
+Status Convert(const Tensor& input, Tensor& output);
+Status Zero(Tensor& tensor);
+// cuBLASLt: bf16 in, fp32 accumulate, bias (and ReLU / tanh-GELU) fused in the epilogue.
+Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
+            const ops::GemmOptions& options);
+Status Activate(ops::Activation activation, const Tensor& input, Tensor& output);
+Status SiluMul(const Tensor& gate_up, Tensor& output);
+Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
+                 Tensor& output);
+Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output);
+Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
+                    float eps);
+Status RopeTable(const Tensor& positions, double base, Tensor& table);
+Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
+// Ids are clamped into the table (the engine has checked them on the host).
+Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate);
+Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
+Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, bool causal,
+                 Tensor& output);
+Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
+Status L2Normalize(const Tensor& input, Tensor& output);
+
+// The reference gemm (a plain tiled kernel, fp32 accumulation): the fallback when cuBLASLt
+// offers no algorithm for a shape, and a cross-check for the cuBLASLt path in tests.
+Status ReferenceGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
+                     const ops::GemmOptions& options);
+
+}  // namespace stamen::engine::cuda
