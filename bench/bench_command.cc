@@ -1,6 +1,7 @@
 // Registers the `bench` subcommand group.
 #include "bench/bench_command.h"
 
+#include "bench/serve_suites.h"
 #include "bench/tokenizer_benchmark.h"
 
 namespace stamen::bench {
@@ -10,6 +11,9 @@ void AddBenchCommand(CLI::App& app) {
   bench->require_subcommand(1);
   AddTokenizerBenchmark(*bench);
   AddTokenizerBatchBenchmark(*bench);
+  AddServeBenchmark(*bench);
+  AddStackBenchmarks(*bench);
+  AddReportCommand(*bench);
 }
 
 }  // namespace stamen::bench
