@@ -154,6 +154,11 @@ StatusOr<InputMaker::Pair> InputMaker::MakePair(int64_t tokens, int variant) {
   const size_t start = static_cast<size_t>(variant) * 7919 % words_.size();
   // One query for every pair, as in a reranking request; the documents differ by variant.
   pair.query = "what did the teacher say to the students about the school?";
+  const int64_t vocabulary = config_.vocab_size;
+  tokenizer_->Encode(pair.query, 0, &scratch_);
+  if (vocabulary > 0 && std::any_of(scratch_.begin(), scratch_.end(), [&](int32_t id) { return id >= vocabulary; })) {
+    pair.query = Words(0, 8);  // a cut vocabulary: words known to fit
+  }
   const size_t document_start = start;
   pair.document = ExactText(
       tokens, [&](const std::string& document) { return CountPair(pair.query, document); },
