@@ -85,6 +85,15 @@ class HttpClient final : public Client {
   }
 
   Status Exchange(bhttp::verb verb, const std::string& path, const std::string& body, std::string* answer) {
+    // A kept-alive connection the server closed while idle fails at once: reconnect and retry
+    // once, as HTTP clients do (the request was not processed).
+    const bool reused = socket_.is_open();
+    Status status = ExchangeOnce(verb, path, body, answer);
+    if (!status.ok() && reused && !socket_.is_open()) status = ExchangeOnce(verb, path, body, answer);
+    return status;
+  }
+
+  Status ExchangeOnce(bhttp::verb verb, const std::string& path, const std::string& body, std::string* answer) {
     if (!socket_.is_open()) STAMEN_RETURN_IF_ERROR(Connect());
     bhttp::request<bhttp::string_body> message(verb, path, 11);
     message.set(bhttp::field::host, host_);

@@ -6,7 +6,7 @@
 //   http-ids   an in-process `stamen gateway` in front of that worker: POST /embed with
 //              token-id arrays (HTTP + JSON, no tokenization);
 //   http-text  the same gateway, POST /v1/embeddings with text (HTTP + JSON + tokenization).
-// Rounds alternate the layers (a few requests each) so that a shared machine's changing load
+// Rounds alternate the layers (a few requests each, each round starting at the next layer) so that a shared machine's changing load
 // falls on all of them alike; the ratios are the result.
 //
 // `stamen bench worker` (issue 4: engine vs grpc), `stamen bench gateway` (issue 5: grpc vs
@@ -46,6 +46,7 @@ struct StackOptions {
   int requests = 0;  // per layer and round; 0: 20 at batch 1, else 1
   int64_t max_batch_tokens = 0;  // 0: the worker's default
   int threads = 0;
+  bool rotate = true;
 };
 
 // The engine called directly: the worker's cut (whole sequences up to the token budget and
@@ -118,6 +119,9 @@ int RunStack(const std::string& command, const StackOptions& options) {
     gateway_options.port = 0;
     gateway_options.worker_addresses = {worker_address};
     gateway_options.dispatcher.chunk_tokens = static_cast<int64_t>(info.max_batch_tokens());
+    // A 100 × 512-token request can take minutes on a small loaded CPU: time it, don't drop it.
+    gateway_options.request_timeout = std::chrono::minutes(10);
+    gateway_options.dispatcher.call_timeout = std::chrono::minutes(10);
     auto started = gateway::Gateway::Start(gateway_options, gateway_registry);
     if (!started.ok()) return Fail(command, started.status().message());
     gateway = std::move(started.value());
@@ -238,7 +242,10 @@ int RunStack(const std::string& command, const StackOptions& options) {
       const int per_round = options.requests > 0 ? options.requests : (batch == 1 ? 20 : 1);
       std::map<std::string, std::vector<double>> latencies;
       for (int round = 0; round < options.rounds; ++round) {
-        for (const std::string& layer : options.layers) {
+        // Each round starts at another layer, so that no layer always runs first or last.
+        std::vector<std::string> order = options.layers;
+        if (options.rotate) std::rotate(order.begin(), order.begin() + round % order.size(), order.end());
+        for (const std::string& layer : order) {
           for (int i = 0; i < per_round; ++i) {
             const auto start = Clock::now();
             const Status status = send(layer, nullptr);
@@ -395,6 +402,8 @@ void AddStackCommand(CLI::App& bench, const std::string& name, const std::string
   command->add_option("--max-batch-tokens", options->max_batch_tokens, "The worker's token budget (0: its default)")
       ->capture_default_str();
   command->add_option("--threads", options->threads, "Engine threads (0: all cores)")->capture_default_str();
+  command->add_flag("!--fixed-order", options->rotate,
+                    "Run the layers in the same order every round (default: each round starts at the next layer)");
   command->add_option("--corpus", options->corpus, "Text the inputs are cut from");
   command->add_option("--json", options->json, "Write the results here");
   command->callback([options, name] {
