@@ -2,6 +2,7 @@
 #include "bench/bench_command.h"
 
 #include "bench/engine_benchmark.h"
+#include "bench/serve_suites.h"
 #include "bench/tokenizer_benchmark.h"
 
 namespace stamen::bench {
@@ -12,6 +13,9 @@ void AddBenchCommand(CLI::App& app) {
   AddTokenizerBenchmark(*bench);
   AddTokenizerBatchBenchmark(*bench);
   AddEngineBenchmark(*bench);
+  AddServeBenchmark(*bench);
+  AddStackBenchmarks(*bench);
+  AddReportCommand(*bench);
 }
 
 }  // namespace stamen::bench
