@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <memory>
 #include <sstream>
 
@@ -61,6 +62,9 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   command->add_option("--tokenization-workers", g.tokenization_workers, "Tokenization threads (0: one per core)")
       ->capture_default_str();
   command->add_option("--http-threads", g.http_threads, "HTTP I/O threads")->capture_default_str();
+  command->add_option_function<double>(
+             "--request-timeout", [&g](double seconds) { g.request_timeout = std::chrono::milliseconds(std::llround(seconds * 1000)); },
+             "Seconds a request may take from tokenization to answer before it gets 504 (default 60)");
   command->add_option("--log-level", options.log_level, "trace, debug (a line per batch), info, warn, error")
       ->capture_default_str();
 }
