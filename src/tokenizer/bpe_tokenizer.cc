@@ -156,8 +156,6 @@ class BpeTokenizer final : public VocabularyTokenizer<BpeTokenizer, BpeConfig> {
   MergeSlot* merge_slots_ = nullptr;
   size_t merge_mask_ = 0;
   int merge_shift_ = 64;
-  AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
-  AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
 };
 
 StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::Create(BpeConfig config) {
@@ -256,15 +254,9 @@ StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::Create(BpeConfig config) {
 
 void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
                                  Encoding* out) const {
-  out->Clear();
-  // Text reaching Hugging Face is a Rust string: invalid bytes arrive as U+FFFD. Offsets are
-  // computed in that text and mapped back at the end.
-  const bool replaced =
-      utf8::ReplaceInvalid(text, &buffers->valid_text, with_pieces ? &buffers->valid_text_origins : nullptr);
-  if (replaced) text = buffers->valid_text;
+  // Invalid bytes become U+FFFD; offsets are computed in that text and mapped back at the end.
+  const bool replaced = StartContent(&text, with_pieces, buffers, out);
   std::vector<TextSegment>& segments = buffers->segments;
-  segments.clear();
-  raw_matcher_.Split(text, 0, static_cast<uint32_t>(text.size()), config_.added_tokens, &segments);
   const size_t raw_segments = segments.size();
   for (size_t index = 0; index < raw_segments; ++index) {
     const TextSegment segment = segments[index];
@@ -305,13 +297,7 @@ void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratc
     }
     segments.resize(inner_begin);
   }
-  out->type_ids.assign(out->ids.size(), 0);
-  if (replaced && with_pieces) {
-    for (auto& [begin, end] : out->offsets) {
-      begin = buffers->valid_text_origins[begin];
-      end = buffers->valid_text_origins[end];
-    }
-  }
+  FinishContent(replaced, with_pieces, *buffers, out);
 }
 
 void BpeTokenizer::EncodeText(std::string_view text, uint32_t begin, uint32_t end, const SourceMap& map,

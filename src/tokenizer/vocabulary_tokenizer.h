@@ -12,10 +12,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/added_token_matcher.h"
 #include "tokenizer/huggingface_config.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace stamen::tokenizer {
 
@@ -83,6 +85,31 @@ class VocabularyTokenizer : public Tokenizer {
     return Status();
   }
 
+  // Starts one text's content: clears `out`, replaces invalid UTF-8 in `*text` with U+FFFD (as
+  // the Rust string reaching Hugging Face holds it; the origins kept for offsets) and splits it
+  // at the added tokens matched before normalization into `buffers->segments`. Returns whether
+  // `*text` was repaired (then it points into `buffers`), for FinishContent.
+  bool StartContent(std::string_view* text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out) const {
+    out->Clear();
+    const bool replaced =
+        utf8::ReplaceInvalid(*text, &buffers->valid_text, with_pieces ? &buffers->valid_text_origins : nullptr);
+    if (replaced) *text = buffers->valid_text;
+    buffers->segments.clear();
+    raw_matcher_.Split(*text, 0, static_cast<uint32_t>(text->size()), config_.added_tokens, &buffers->segments);
+    return replaced;
+  }
+
+  // Ends one text's content: type ids 0, and offsets in repaired text mapped back to the input.
+  static void FinishContent(bool replaced, bool with_pieces, const Scratch::Buffers& buffers, Encoding* out) {
+    out->type_ids.assign(out->ids.size(), 0);
+    if (replaced && with_pieces) {
+      for (auto& [begin, end] : out->offsets) {
+        begin = buffers.valid_text_origins[begin];
+        end = buffers.valid_text_origins[end];
+      }
+    }
+  }
+
   void AppendAddedToken(int32_t index, uint32_t begin, uint32_t end, bool with_pieces, Encoding* out) const {
     const AddedToken& token = config_.added_tokens[static_cast<size_t>(index)];
     out->ids.push_back(token.id);
@@ -96,6 +123,8 @@ class VocabularyTokenizer : public Tokenizer {
   std::vector<std::string> pieces_;  // by id; added tokens override the model's pieces
   std::vector<bool> special_;
   PieceMap ids_;  // piece → id, the added tokens' last (for PieceToId)
+  AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
+  AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
 
  private:
   const Derived& derived() const { return static_cast<const Derived&>(*this); }

@@ -50,8 +50,6 @@ class WordPieceTokenizer final : public VocabularyTokenizer<WordPieceTokenizer, 
   PieceTrie word_start_trie_;    // every piece, as a word's first piece
   PieceTrie continuation_trie_;  // pieces that start with the prefix, without it
   int32_t unknown_id_ = -1;
-  AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
-  AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
 };
 
 StatusOr<std::unique_ptr<Tokenizer>> WordPieceTokenizer::Create(WordPieceConfig config) {
@@ -111,15 +109,10 @@ StatusOr<std::unique_ptr<Tokenizer>> WordPieceTokenizer::Create(WordPieceConfig 
 
 void WordPieceTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
                                        Encoding* out) const {
-  out->Clear();
-  // Text reaching Hugging Face is a Rust string: invalid bytes arrive as U+FFFD (which
-  // clean_text then drops). Offsets are computed in that text and mapped back at the end.
-  const bool replaced =
-      utf8::ReplaceInvalid(text, &buffers->valid_text, with_pieces ? &buffers->valid_text_origins : nullptr);
-  if (replaced) text = buffers->valid_text;
+  // Invalid bytes become U+FFFD (which clean_text then drops); offsets are computed in that
+  // text and mapped back at the end.
+  const bool replaced = StartContent(&text, with_pieces, buffers, out);
   std::vector<TextSegment>& segments = buffers->segments;
-  segments.clear();
-  raw_matcher_.Split(text, 0, static_cast<uint32_t>(text.size()), config_.added_tokens, &segments);
   const size_t raw_segments = segments.size();
   for (size_t index = 0; index < raw_segments; ++index) {
     const TextSegment segment = segments[index];
@@ -151,13 +144,7 @@ void WordPieceTokenizer::EncodeContent(std::string_view text, bool with_pieces, 
     }
     segments.resize(inner_begin);
   }
-  out->type_ids.assign(out->ids.size(), 0);
-  if (replaced && with_pieces) {
-    for (auto& [begin, end] : out->offsets) {
-      begin = buffers->valid_text_origins[begin];
-      end = buffers->valid_text_origins[end];
-    }
-  }
+  FinishContent(replaced, with_pieces, *buffers, out);
 }
 
 void WordPieceTokenizer::EncodeNormalized(uint32_t begin, uint32_t end, bool with_pieces, Scratch::Buffers* buffers,
