@@ -16,13 +16,6 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-Status Parse(const simdjson::padded_string& json, simdjson::dom::parser* parser, element* root) {
-  if (auto error = parser->parse(json).get(*root); error != simdjson::SUCCESS) {
-    return Status::Error(std::string("not valid JSON: ") + simdjson::error_message(error));
-  }
-  return Status();
-}
-
 Status ParseNormalizer(element node, BpeConfig* config) {
   if (node.is_null()) return Status();
   const std::string_view type = StringOr(node, "type", "");
@@ -153,20 +146,13 @@ Status ParseModel(element model, BpeConfig* config) {
 
 }  // namespace
 
-bool IsBpeJson(std::string_view json) {
-  simdjson::dom::parser parser;
-  element root;
-  const simdjson::padded_string padded(json);
-  if (!Parse(padded, &parser, &root).ok()) return false;
-  std::string_view type;
-  return root["model"]["type"].get(type) == simdjson::SUCCESS && type == "BPE";
-}
+bool IsBpeJson(std::string_view json) { return HasModelType(json, "BPE"); }
 
 StatusOr<BpeConfig> ParseBpeJson(std::string_view json) {
   simdjson::dom::parser parser;
   element root;
   const simdjson::padded_string padded(json);
-  Status status = Parse(padded, &parser, &root);
+  Status status = ParseJson(padded, &parser, &root);
   if (!status.ok()) return status;
   BpeConfig config;
   config.format = "huggingface";
@@ -205,7 +191,7 @@ StatusOr<BpeConfig> ParseBpeVocabularyFiles(std::string_view vocab_json, std::st
     simdjson::dom::parser parser;
     element root;
     const simdjson::padded_string padded(vocab_json);
-    Status status = Parse(padded, &parser, &root);
+    Status status = ParseJson(padded, &parser, &root);
     if (status.ok()) status = ReadVocabulary(root, "vocab.json", &config);
     if (!status.ok()) return Status::Error("vocab.json: " + status.message());
   }
@@ -230,25 +216,10 @@ StatusOr<BpeConfig> ParseBpeVocabularyFiles(std::string_view vocab_json, std::st
   simdjson::dom::parser parser;
   element root;
   const simdjson::padded_string padded(tokenizer_config_json);
-  Status status = Parse(padded, &parser, &root);
+  Status status = ParseJson(padded, &parser, &root);
   if (!status.ok()) return Status::Error("tokenizer_config.json: " + status.message());
-  object decoder;
-  if (root["added_tokens_decoder"].get(decoder) == simdjson::SUCCESS) {
-    for (auto [key, entry] : decoder) {
-      AddedToken token;
-      token.id = static_cast<int32_t>(std::strtol(std::string(key).c_str(), nullptr, 10));
-      token.content = std::string(StringOr(entry, "content", ""));
-      if (token.content.empty()) {
-        return Status::Error("tokenizer_config.json: added token " + std::string(key) + " has no content");
-      }
-      token.single_word = BoolOr(entry, "single_word", false);
-      token.lstrip = BoolOr(entry, "lstrip", false);
-      token.rstrip = BoolOr(entry, "rstrip", false);
-      token.special = BoolOr(entry, "special", false);
-      token.normalized = BoolOr(entry, "normalized", !token.special);
-      config.added_tokens.push_back(std::move(token));
-    }
-  }
+  status = ReadAddedTokensDecoder(root, &config.added_tokens);
+  if (!status.ok()) return status;
   return config;
 }
 

@@ -17,8 +17,6 @@
 #include <climits>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "tokenizer/added_token_matcher.h"
@@ -27,6 +25,7 @@
 #include "tokenizer/huge_page_buffer.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/utf8.h"
+#include "tokenizer/vocabulary_tokenizer.h"
 
 namespace stamen::tokenizer {
 namespace {
@@ -70,12 +69,6 @@ bool PieceBytes(std::string_view piece, std::string* bytes) {
   return true;
 }
 
-struct PieceHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view piece) const { return std::hash<std::string_view>{}(piece); }
-};
-using PieceMap = std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>>;
-
 // Words shorter than this merge by scanning a compact array; longer ones use the heap.
 constexpr size_t kShortWord = 48;
 
@@ -90,44 +83,19 @@ struct SourceMap {
   }
 };
 
-class BpeTokenizer final : public Tokenizer {
+class BpeTokenizer final : public VocabularyTokenizer<BpeTokenizer, BpeConfig> {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> Create(BpeConfig config);
 
-  void Encode(std::string_view text, const EncodeOptions& options, Encoding* out, Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    EncodeContent(text, options.with_pieces, &buffers, &buffers.first);
-    config_.post_processor.Assemble(&buffers.first, nullptr, options, out);
-  }
-
-  void EncodePair(std::string_view first, std::string_view second, const EncodeOptions& options, Encoding* out,
-                  Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    EncodeContent(first, options.with_pieces, &buffers, &buffers.first);
-    EncodeContent(second, options.with_pieces, &buffers, &buffers.second);
-    config_.post_processor.Assemble(&buffers.first, &buffers.second, options, out);
-  }
-
   std::string Decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
 
-  size_t VocabularySize() const override { return pieces_.size(); }
-  std::string_view IdToPiece(int32_t id) const override {
-    return id >= 0 && static_cast<size_t>(id) < pieces_.size() ? std::string_view(pieces_[static_cast<size_t>(id)])
-                                                               : std::string_view();
-  }
-  int32_t PieceToId(std::string_view piece) const override {
-    const auto found = ids_.find(piece);
-    return found == ids_.end() ? -1 : found->second;
-  }
-  bool IsSpecial(int32_t id) const override {
-    return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[static_cast<size_t>(id)];
-  }
-  size_t SpecialTokenCount(bool pair) const override { return config_.post_processor.SpecialCount(pair); }
   Stats GetStats() const override {
     return {VocabularySize(), merge_mask_ + 1, merge_buffer_.size(), merge_buffer_.kind(), config_.format};
   }
 
  private:
+  friend VocabularyTokenizer;
+
   struct MergeSlot {
     uint64_t key;  // left id << 32 | right id; kEmptyKey when free
     int32_t rank;
@@ -177,19 +145,7 @@ class BpeTokenizer final : public Tokenizer {
   void InitialSymbols(std::string_view word, Scratch::Buffers* buffers) const;
   void MergeShort(Scratch::Buffers* buffers) const;
   void MergeLong(Scratch::Buffers* buffers) const;
-  void AppendAddedToken(int32_t index, uint32_t begin, uint32_t end, bool with_pieces, Encoding* out) const {
-    const AddedToken& token = config_.added_tokens[static_cast<size_t>(index)];
-    out->ids.push_back(token.id);
-    if (with_pieces) {
-      out->pieces.push_back(token.content);
-      out->offsets.emplace_back(begin, end);
-    }
-  }
 
-  BpeConfig config_;
-  std::vector<std::string> pieces_;  // by id; added tokens override the model's pieces
-  std::vector<bool> special_;
-  PieceMap ids_;             // piece → id, the added tokens' last (for PieceToId)
   PieceMap model_ids_;       // the model's vocabulary alone
   PieceMap word_ids_;        // ignore_merges: whole words, as raw bytes when byte-level
   std::array<int32_t, 256> byte_ids_{};           // byte-level: id of each byte's character
@@ -200,25 +156,12 @@ class BpeTokenizer final : public Tokenizer {
   MergeSlot* merge_slots_ = nullptr;
   size_t merge_mask_ = 0;
   int merge_shift_ = 64;
-  AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
-  AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
 };
 
 StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::Create(BpeConfig config) {
   auto tokenizer = std::make_unique<BpeTokenizer>();
   BpeTokenizer& t = *tokenizer;
-  size_t size = 0;
-  for (const auto& [piece, id] : config.vocabulary) size = std::max(size, static_cast<size_t>(id) + 1);
-  for (const AddedToken& token : config.added_tokens) {
-    if (token.id < 0) return Status::Error("added token \"" + token.content + "\" has a negative id");
-    size = std::max(size, static_cast<size_t>(token.id) + 1);
-  }
-  if (size > 2 * (config.vocabulary.size() + config.added_tokens.size()) + 1024) {
-    return Status::Error("token id " + std::to_string(size - 1) + " is far beyond the " +
-                         std::to_string(config.vocabulary.size() + config.added_tokens.size()) + " tokens");
-  }
-  t.pieces_.resize(size);
-  t.special_.resize(size);
+  STAMEN_RETURN_IF_ERROR(t.ResizeTables(config));
   t.model_ids_.reserve(config.vocabulary.size());
   for (const auto& [piece, id] : config.vocabulary) {
     t.pieces_[static_cast<size_t>(id)] = piece;
@@ -305,31 +248,15 @@ StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::Create(BpeConfig config) {
     if (!normalized.empty()) t.normalized_matcher_.Add(static_cast<int32_t>(index), normalized);
   }
   t.config_ = std::move(config);
-  const PostProcessor& post_processor = t.config_.post_processor;
-  for (const auto* items : {&post_processor.single, &post_processor.pair}) {
-    for (const TemplateItem& item : *items) {
-      for (int32_t id : item.special_ids) {
-        if (id < 0 || static_cast<size_t>(id) >= size) {
-          return Status::Error("post_processor special token id " + std::to_string(id) +
-                               " is outside the vocabulary of " + std::to_string(size));
-        }
-      }
-    }
-  }
+  STAMEN_RETURN_IF_ERROR(CheckPostProcessorIds(t.config_.post_processor, t.pieces_.size()));
   return std::unique_ptr<Tokenizer>(std::move(tokenizer));
 }
 
 void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
                                  Encoding* out) const {
-  out->Clear();
-  // Text reaching Hugging Face is a Rust string: invalid bytes arrive as U+FFFD. Offsets are
-  // computed in that text and mapped back at the end.
-  const bool replaced =
-      utf8::ReplaceInvalid(text, &buffers->valid_text, with_pieces ? &buffers->valid_text_origins : nullptr);
-  if (replaced) text = buffers->valid_text;
+  // Invalid bytes become U+FFFD; offsets are computed in that text and mapped back at the end.
+  const bool replaced = StartContent(&text, with_pieces, buffers, out);
   std::vector<TextSegment>& segments = buffers->segments;
-  segments.clear();
-  raw_matcher_.Split(text, 0, static_cast<uint32_t>(text.size()), config_.added_tokens, &segments);
   const size_t raw_segments = segments.size();
   for (size_t index = 0; index < raw_segments; ++index) {
     const TextSegment segment = segments[index];
@@ -370,13 +297,7 @@ void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratc
     }
     segments.resize(inner_begin);
   }
-  out->type_ids.assign(out->ids.size(), 0);
-  if (replaced && with_pieces) {
-    for (auto& [begin, end] : out->offsets) {
-      begin = buffers->valid_text_origins[begin];
-      end = buffers->valid_text_origins[end];
-    }
-  }
+  FinishContent(replaced, with_pieces, *buffers, out);
 }
 
 void BpeTokenizer::EncodeText(std::string_view text, uint32_t begin, uint32_t end, const SourceMap& map,
@@ -659,18 +580,6 @@ std::string BpeTokenizer::Decode(std::span<const int32_t> ids, bool skip_special
   return utf8::ReplaceInvalid(text, &repaired) ? repaired : text;
 }
 
-std::string ReadFile(const std::filesystem::path& path, Status* status) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) {
-    *status = Status::Error(path.string() + ": cannot open file");
-    return {};
-  }
-  std::ostringstream contents;
-  contents << stream.rdbuf();
-  if (stream.bad()) *status = Status::Error(path.string() + ": read error");
-  return std::move(contents).str();
-}
-
 }  // namespace
 
 bool IsBpeTokenizerJson(std::string_view json) { return IsBpeJson(json); }
@@ -693,13 +602,13 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadBpeVocabularyFiles(const std::string& p
   std::error_code error;
   const fs::path directory = fs::is_directory(path, error) ? fs::path(path) : fs::path(path).parent_path();
   Status status;
-  const std::string vocab = ReadFile(directory / "vocab.json", &status);
+  const std::string vocab = ReadTokenizerFile(directory / "vocab.json", &status);
   if (!status.ok()) return status;
-  const std::string merges = ReadFile(directory / "merges.txt", &status);
+  const std::string merges = ReadTokenizerFile(directory / "merges.txt", &status);
   if (!status.ok()) return status;
   std::string config;
   if (fs::exists(directory / "tokenizer_config.json", error)) {
-    config = ReadFile(directory / "tokenizer_config.json", &status);
+    config = ReadTokenizerFile(directory / "tokenizer_config.json", &status);
     if (!status.ok()) return status;
   }
   auto tokenizer = LoadBpeVocabulary(vocab, merges, config);

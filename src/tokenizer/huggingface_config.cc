@@ -338,13 +338,12 @@ StatusOr<HuggingFaceConfig> ParseHuggingFaceConfig(std::string_view json) {
   simdjson::dom::parser parser;
   element root;
   const simdjson::padded_string padded(json);
-  if (auto error = parser.parse(padded).get(root); error != simdjson::SUCCESS) {
-    return Status::Error(std::string("not valid JSON: ") + simdjson::error_message(error));
-  }
+  Status status = ParseJson(padded, &parser, &root);
+  if (!status.ok()) return status;
   HuggingFaceConfig config;
   element model;
   if (root["model"].get(model) != simdjson::SUCCESS) return Status::Error("no \"model\" section");
-  Status status = ParseModel(model, &config);
+  status = ParseModel(model, &config);
   if (!status.ok()) return status;
   element part;
   if (root["normalizer"].get(part) == simdjson::SUCCESS) status = ParseNormalizer(part, &config.normalizers);
@@ -372,11 +371,9 @@ Status ParseHuggingFaceSharedSections(std::string_view json, std::vector<AddedTo
   simdjson::dom::parser parser;
   element root;
   const simdjson::padded_string padded(json);
-  if (auto error = parser.parse(padded).get(root); error != simdjson::SUCCESS) {
-    return Status::Error(std::string("not valid JSON: ") + simdjson::error_message(error));
-  }
+  Status status = ParseJson(padded, &parser, &root);
+  if (!status.ok()) return status;
   element part;
-  Status status;
   if (root["post_processor"].get(part) == simdjson::SUCCESS) status = ParsePostProcessor(part, post_processor);
   if (status.ok() && root["added_tokens"].get(part) == simdjson::SUCCESS) status = ParseAddedTokens(part, added_tokens);
   return status;

@@ -1,10 +1,18 @@
-// Reading optional fields of tokenizer.json objects with simdjson's DOM, shared by the
-// Unigram and WordPiece readers: a missing or mistyped field yields the given default.
+// Reading tokenizer.json and tokenizer_config.json with simdjson's DOM, shared by the Unigram,
+// BPE and WordPiece readers: optional fields (a missing or mistyped one yields the given
+// default), parsing with the error message they all give, and tokenizer_config.json's added
+// tokens.
 #pragma once
 
 #include <simdjson.h>
 
+#include <cstdlib>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tokenizer/huggingface_config.h"
 
 namespace stamen::tokenizer {
 
@@ -16,6 +24,47 @@ inline std::string_view StringOr(simdjson::dom::element parent, const char* key,
 inline bool BoolOr(simdjson::dom::element parent, const char* key, bool fallback) {
   bool value = false;
   return parent[key].get(value) == simdjson::SUCCESS ? value : fallback;
+}
+
+// Parses `json` into `*root`, which lives as long as `parser` (and `json`).
+inline Status ParseJson(const simdjson::padded_string& json, simdjson::dom::parser* parser,
+                        simdjson::dom::element* root) {
+  if (auto error = parser->parse(json).get(*root); error != simdjson::SUCCESS) {
+    return Status::Error(std::string("not valid JSON: ") + simdjson::error_message(error));
+  }
+  return Status();
+}
+
+// Whether `json` is a tokenizer.json whose model is of `type` ("BPE", "WordPiece").
+inline bool HasModelType(std::string_view json, std::string_view type) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  const simdjson::padded_string padded(json);
+  if (!ParseJson(padded, &parser, &root).ok()) return false;
+  std::string_view model_type;
+  return root["model"]["type"].get(model_type) == simdjson::SUCCESS && model_type == type;
+}
+
+// Appends the tokens of tokenizer_config.json's `added_tokens_decoder` ({"id": {"content": …,
+// flags}}) in the file's order; `normalized` defaults to "not special", as in transformers.
+inline Status ReadAddedTokensDecoder(simdjson::dom::element root, std::vector<AddedToken>* added_tokens) {
+  simdjson::dom::object decoder;
+  if (root["added_tokens_decoder"].get(decoder) != simdjson::SUCCESS) return Status();
+  for (auto [key, entry] : decoder) {
+    AddedToken token;
+    token.id = static_cast<int32_t>(std::strtol(std::string(key).c_str(), nullptr, 10));
+    token.content = std::string(StringOr(entry, "content", ""));
+    if (token.content.empty()) {
+      return Status::Error("tokenizer_config.json: added token " + std::string(key) + " has no content");
+    }
+    token.single_word = BoolOr(entry, "single_word", false);
+    token.lstrip = BoolOr(entry, "lstrip", false);
+    token.rstrip = BoolOr(entry, "rstrip", false);
+    token.special = BoolOr(entry, "special", false);
+    token.normalized = BoolOr(entry, "normalized", !token.special);
+    added_tokens->push_back(std::move(token));
+  }
+  return Status();
 }
 
 }  // namespace stamen::tokenizer

@@ -78,13 +78,6 @@ Status ParseModel(element model, WordPieceConfig* config) {
   return Status();
 }
 
-Status Parse(const simdjson::padded_string& json, simdjson::dom::parser* parser, element* root) {
-  if (auto error = parser->parse(json).get(*root); error != simdjson::SUCCESS) {
-    return Status::Error(std::string("not valid JSON: ") + simdjson::error_message(error));
-  }
-  return Status();
-}
-
 // A special-token setting of tokenizer_config.json: "[CLS]" or {"content": "[CLS]", ...}.
 std::string_view TokenContent(element node) {
   std::string_view content;
@@ -94,20 +87,13 @@ std::string_view TokenContent(element node) {
 
 }  // namespace
 
-bool IsWordPieceJson(std::string_view json) {
-  simdjson::dom::parser parser;
-  element root;
-  const simdjson::padded_string padded(json);
-  if (!Parse(padded, &parser, &root).ok()) return false;
-  std::string_view type;
-  return root["model"]["type"].get(type) == simdjson::SUCCESS && type == "WordPiece";
-}
+bool IsWordPieceJson(std::string_view json) { return HasModelType(json, "WordPiece"); }
 
 StatusOr<WordPieceConfig> ParseWordPieceJson(std::string_view json) {
   simdjson::dom::parser parser;
   element root;
   const simdjson::padded_string padded(json);
-  Status status = Parse(padded, &parser, &root);
+  Status status = ParseJson(padded, &parser, &root);
   if (!status.ok()) return status;
   WordPieceConfig config;
   config.format = "huggingface";
@@ -163,7 +149,7 @@ StatusOr<WordPieceConfig> ParseWordPieceVocabulary(std::string_view vocab_txt, s
   simdjson::dom::parser parser;
   element root;
   const simdjson::padded_string padded(tokenizer_config_json.empty() ? std::string_view("{}") : tokenizer_config_json);
-  Status status = Parse(padded, &parser, &root);
+  Status status = ParseJson(padded, &parser, &root);
   if (!status.ok()) return Status::Error("tokenizer_config.json: " + status.message());
   config.normalizer.clean_text = true;
   config.normalizer.handle_chinese_chars = BoolOr(root, "tokenize_chinese_chars", true);
@@ -174,24 +160,11 @@ StatusOr<WordPieceConfig> ParseWordPieceVocabulary(std::string_view vocab_txt, s
   // special tokens (special, matched verbatim); a token not in vocab.txt gets the next id.
   auto next_id = static_cast<int32_t>(config.vocabulary.size());
   std::unordered_map<std::string, int32_t> added_ids;
-  object decoder;
-  if (root["added_tokens_decoder"].get(decoder) == simdjson::SUCCESS) {
-    for (auto [key, entry] : decoder) {
-      AddedToken token;
-      token.id = static_cast<int32_t>(std::strtol(std::string(key).c_str(), nullptr, 10));
-      token.content = std::string(StringOr(entry, "content", ""));
-      if (token.content.empty()) {
-        return Status::Error("tokenizer_config.json: added token " + std::string(key) + " has no content");
-      }
-      token.single_word = BoolOr(entry, "single_word", false);
-      token.lstrip = BoolOr(entry, "lstrip", false);
-      token.rstrip = BoolOr(entry, "rstrip", false);
-      token.special = BoolOr(entry, "special", false);
-      token.normalized = BoolOr(entry, "normalized", !token.special);
-      next_id = std::max(next_id, token.id + 1);
-      added_ids[token.content] = token.id;
-      config.added_tokens.push_back(std::move(token));
-    }
+  status = ReadAddedTokensDecoder(root, &config.added_tokens);
+  if (!status.ok()) return status;
+  for (const AddedToken& token : config.added_tokens) {
+    next_id = std::max(next_id, token.id + 1);
+    added_ids[token.content] = token.id;
   }
   std::string names[5];  // unk, sep, pad, cls, mask: BertTokenizer's defaults
   const char* keys[5] = {"unk_token", "sep_token", "pad_token", "cls_token", "mask_token"};

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "tokenizer/added_token_matcher.h"
@@ -14,6 +12,7 @@
 #include "tokenizer/piece_trie.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/utf8.h"
+#include "tokenizer/vocabulary_tokenizer.h"
 #include "tokenizer/wordpiece_config.h"
 
 namespace stamen::tokenizer {
@@ -25,51 +24,20 @@ void ReplaceAll(std::string* text, std::string_view from, std::string_view to) {
   }
 }
 
-// Lets `ids_` be searched with a string_view.
-struct PieceHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view piece) const { return std::hash<std::string_view>{}(piece); }
-};
-
-class WordPieceTokenizer final : public Tokenizer {
+class WordPieceTokenizer final : public VocabularyTokenizer<WordPieceTokenizer, WordPieceConfig> {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> Create(WordPieceConfig config);
 
-  void Encode(std::string_view text, const EncodeOptions& options, Encoding* out, Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    EncodeContent(text, options.with_pieces, &buffers, &buffers.first);
-    config_.post_processor.Assemble(&buffers.first, nullptr, options, out);
-  }
-
-  void EncodePair(std::string_view first, std::string_view second, const EncodeOptions& options, Encoding* out,
-                  Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    EncodeContent(first, options.with_pieces, &buffers, &buffers.first);
-    EncodeContent(second, options.with_pieces, &buffers, &buffers.second);
-    config_.post_processor.Assemble(&buffers.first, &buffers.second, options, out);
-  }
-
   std::string Decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
 
-  size_t VocabularySize() const override { return pieces_.size(); }
-  std::string_view IdToPiece(int32_t id) const override {
-    return id >= 0 && static_cast<size_t>(id) < pieces_.size() ? std::string_view(pieces_[static_cast<size_t>(id)])
-                                                               : std::string_view();
-  }
-  int32_t PieceToId(std::string_view piece) const override {
-    const auto found = ids_.find(piece);
-    return found == ids_.end() ? -1 : found->second;
-  }
-  bool IsSpecial(int32_t id) const override {
-    return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[static_cast<size_t>(id)];
-  }
-  size_t SpecialTokenCount(bool pair) const override { return config_.post_processor.SpecialCount(pair); }
   Stats GetStats() const override {
     return {VocabularySize(), word_start_trie_.slot_count() + continuation_trie_.slot_count(),
             word_start_trie_.bytes() + continuation_trie_.bytes(), word_start_trie_.page_kind(), config_.format};
   }
 
  private:
+  friend VocabularyTokenizer;
+
   void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out) const;
   // Pre-tokenizes normalized bytes [begin, end) and appends each word's pieces.
   void EncodeNormalized(uint32_t begin, uint32_t end, bool with_pieces, Scratch::Buffers* buffers,
@@ -77,42 +45,16 @@ class WordPieceTokenizer final : public Tokenizer {
   // Greedy longest-match-first over normalized bytes [begin, end) of one word.
   void AppendWord(uint32_t begin, uint32_t end, bool with_pieces, const Scratch::Buffers& buffers,
                   Encoding* out) const;
-  void AppendAddedToken(int32_t index, uint32_t begin, uint32_t end, bool with_pieces, Encoding* out) const {
-    const AddedToken& token = config_.added_tokens[static_cast<size_t>(index)];
-    out->ids.push_back(token.id);
-    if (with_pieces) {
-      out->pieces.push_back(token.content);
-      out->offsets.emplace_back(begin, end);
-    }
-  }
 
-  WordPieceConfig config_;
   BertNormalizer normalizer_;
   PieceTrie word_start_trie_;    // every piece, as a word's first piece
   PieceTrie continuation_trie_;  // pieces that start with the prefix, without it
   int32_t unknown_id_ = -1;
-  std::vector<std::string> pieces_;  // by id; added tokens override the model's pieces
-  std::vector<bool> special_;
-  std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>> ids_;
-  AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
-  AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
 };
 
 StatusOr<std::unique_ptr<Tokenizer>> WordPieceTokenizer::Create(WordPieceConfig config) {
   auto tokenizer = std::make_unique<WordPieceTokenizer>();
-  size_t size = 0;
-  for (const auto& [piece, id] : config.vocabulary) size = std::max(size, static_cast<size_t>(id) + 1);
-  for (const AddedToken& token : config.added_tokens) {
-    if (token.id < 0) return Status::Error("added token \"" + token.content + "\" has a negative id");
-    size = std::max(size, static_cast<size_t>(token.id) + 1);
-  }
-  // Ids index tables: a few holes are fine, ids far beyond the number of pieces are not.
-  if (size > 2 * (config.vocabulary.size() + config.added_tokens.size()) + 1024) {
-    return Status::Error("token id " + std::to_string(size - 1) + " is far beyond the " +
-                         std::to_string(config.vocabulary.size() + config.added_tokens.size()) + " tokens");
-  }
-  tokenizer->pieces_.resize(size);
-  tokenizer->special_.resize(size);
+  STAMEN_RETURN_IF_ERROR(tokenizer->ResizeTables(config));
   std::unordered_map<std::string_view, int32_t> vocabulary_ids;  // later duplicates win, as in Hugging Face
   for (const auto& [piece, id] : config.vocabulary) {
     tokenizer->pieces_[static_cast<size_t>(id)] = piece;
@@ -161,32 +103,16 @@ StatusOr<std::unique_ptr<Tokenizer>> WordPieceTokenizer::Create(WordPieceConfig 
   config.vocabulary.clear();
   config.vocabulary.shrink_to_fit();
   tokenizer->config_ = std::move(config);
-
-  const PostProcessor& post_processor = tokenizer->config_.post_processor;
-  for (const auto* items : {&post_processor.single, &post_processor.pair}) {
-    for (const TemplateItem& item : *items) {
-      for (int32_t id : item.special_ids) {
-        if (id < 0 || static_cast<size_t>(id) >= size) {
-          return Status::Error("post_processor special token id " + std::to_string(id) +
-                               " is outside the vocabulary of " + std::to_string(size));
-        }
-      }
-    }
-  }
+  STAMEN_RETURN_IF_ERROR(CheckPostProcessorIds(tokenizer->config_.post_processor, tokenizer->pieces_.size()));
   return std::unique_ptr<Tokenizer>(std::move(tokenizer));
 }
 
 void WordPieceTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
                                        Encoding* out) const {
-  out->Clear();
-  // Text reaching Hugging Face is a Rust string: invalid bytes arrive as U+FFFD (which
-  // clean_text then drops). Offsets are computed in that text and mapped back at the end.
-  const bool replaced =
-      utf8::ReplaceInvalid(text, &buffers->valid_text, with_pieces ? &buffers->valid_text_origins : nullptr);
-  if (replaced) text = buffers->valid_text;
+  // Invalid bytes become U+FFFD (which clean_text then drops); offsets are computed in that
+  // text and mapped back at the end.
+  const bool replaced = StartContent(&text, with_pieces, buffers, out);
   std::vector<TextSegment>& segments = buffers->segments;
-  segments.clear();
-  raw_matcher_.Split(text, 0, static_cast<uint32_t>(text.size()), config_.added_tokens, &segments);
   const size_t raw_segments = segments.size();
   for (size_t index = 0; index < raw_segments; ++index) {
     const TextSegment segment = segments[index];
@@ -218,13 +144,7 @@ void WordPieceTokenizer::EncodeContent(std::string_view text, bool with_pieces, 
     }
     segments.resize(inner_begin);
   }
-  out->type_ids.assign(out->ids.size(), 0);
-  if (replaced && with_pieces) {
-    for (auto& [begin, end] : out->offsets) {
-      begin = buffers->valid_text_origins[begin];
-      end = buffers->valid_text_origins[end];
-    }
-  }
+  FinishContent(replaced, with_pieces, *buffers, out);
 }
 
 void WordPieceTokenizer::EncodeNormalized(uint32_t begin, uint32_t end, bool with_pieces, Scratch::Buffers* buffers,
@@ -317,18 +237,6 @@ std::string WordPieceTokenizer::Decode(std::span<const int32_t> ids, bool skip_s
   return text;
 }
 
-std::string ReadFile(const std::filesystem::path& path, Status* status) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) {
-    *status = Status::Error(path.string() + ": cannot open file");
-    return {};
-  }
-  std::ostringstream contents;
-  contents << stream.rdbuf();
-  if (stream.bad()) *status = Status::Error(path.string() + ": read error");
-  return std::move(contents).str();
-}
-
 }  // namespace
 
 bool IsWordPieceTokenizerJson(std::string_view json) { return IsWordPieceJson(json); }
@@ -349,13 +257,13 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabulary(std::string_view vo
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabularyFile(const std::string& vocab_path) {
   namespace fs = std::filesystem;
   Status status;
-  const std::string vocab = ReadFile(vocab_path, &status);
+  const std::string vocab = ReadTokenizerFile(vocab_path, &status);
   if (!status.ok()) return status;
   const fs::path config_path = fs::path(vocab_path).parent_path() / "tokenizer_config.json";
   std::error_code error;
   std::string config;
   if (fs::exists(config_path, error)) {
-    config = ReadFile(config_path, &status);
+    config = ReadTokenizerFile(config_path, &status);
     if (!status.ok()) return status;
   }
   auto tokenizer = LoadWordPieceVocabulary(vocab, config);

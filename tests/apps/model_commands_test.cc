@@ -30,6 +30,7 @@
 
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
+#include "temp_dir.h"
 
 namespace stamen::apps {
 namespace {
@@ -42,46 +43,13 @@ constexpr double kMinCosine = 0.9999;
 
 using Rows = std::vector<std::vector<double>>;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "stamen_apps_XXXXXX").string();
-    path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  std::string File(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using test::ReadFile;
+using test::Result;
+using test::TempDir;
 
 // Runs `stamen <arguments>` with `input` on stdin.
 Result RunStamen(const std::string& arguments, const std::string& input) {
-  TempDir io;
-  std::ofstream(io.File("in"), std::ios::binary) << input;
-  const std::string command = "'" + kCli + "' " + arguments + " < '" + io.File("in") + "' > '" + io.File("out") +
-                              "' 2> '" + io.File("err") + "'";
-  const int status = std::system(command.c_str());
-  Result result;
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = ReadFile(io.File("out"));
-  result.err = ReadFile(io.File("err"));
-  return result;
+  return test::RunCommand("'" + kCli + "' " + arguments, input);
 }
 
 // One JSON array of numbers per line.

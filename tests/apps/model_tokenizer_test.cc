@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/model_tokenizer.h"
+#include "temp_dir.h"
 
 namespace stamen::engine {
 namespace {
@@ -21,21 +22,7 @@ namespace fs = std::filesystem;
 const std::string kShared = STAMEN_SHARED_DIR;
 const std::string kXlmr = kShared + "/models/xlmr-trimmed-32k";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "stamen_apps_XXXXXX").string();
-    path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using stamen::test::TempDir;
 
 ModelConfig XlmrConfig() {
   ModelConfig config;

@@ -18,6 +18,7 @@
 #include "hub/file_selection.h"
 #include "hub/resolve_model.h"
 #include "hub/sha256.h"
+#include "temp_dir.h"
 
 namespace stamen::hub {
 namespace {
@@ -31,28 +32,8 @@ using testing::FakeRequest;
 
 const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "stamen_hub_XXXXXX").string();
-    path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using stamen::test::ReadFile;
+using stamen::test::TempDir;
 
 void WriteFile(const std::string& path, const std::string& content) {
   fs::create_directories(fs::path(path).parent_path());

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "fake_hub.h"
+#include "temp_dir.h"
 
 namespace stamen::hub {
 namespace {
@@ -25,47 +26,14 @@ const std::string kShared = STAMEN_SHARED_DIR;
 const std::string kCommit = "89abcdef0123456789abcdef0123456789abcdef";
 const std::string kIds = "101 7 99 102\n101 102\n";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "stamen_pull_XXXXXX").string();
-    path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  std::string File(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using test::ReadFile;
+using test::Result;
+using test::TempDir;
 
 // Runs `<environment> stamen <arguments>` with `input` on stdin.
 Result RunStamen(const std::string& environment, const std::string& arguments, const std::string& input) {
-  TempDir io;
-  std::ofstream(io.File("in"), std::ios::binary) << input;
-  const std::string command = "env -u HF_TOKEN -u HF_HUB_OFFLINE -u HF_HUB_CACHE " + environment + " '" + kCli + "' " +
-                              arguments + " < '" + io.File("in") + "' > '" + io.File("out") + "' 2> '" +
-                              io.File("err") + "'";
-  const int status = std::system(command.c_str());
-  Result result;
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = ReadFile(io.File("out"));
-  result.err = ReadFile(io.File("err"));
-  return result;
+  return test::RunCommand(
+      "env -u HF_TOKEN -u HF_HUB_OFFLINE -u HF_HUB_CACHE " + environment + " '" + kCli + "' " + arguments, input);
 }
 
 class PullCommandTest : public ::testing::Test {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "edge_cases.h"
+#include "reference_lines.h"
 #include "test_corpus.h"
 #include "tokenizer/tokenizer.h"
 
@@ -38,32 +39,12 @@ namespace stamen::tokenizer {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::Abbreviate;
-using testing::Escape;
+using testing::Hex;
+using testing::Line;
 using testing::ReadFileOrFail;
 using testing::SharedPath;
+using testing::ShellQuote;
 using testing::SplitLines;
-
-struct Line {
-  std::string text;
-  std::string origin;
-};
-
-std::string Hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char byte : bytes) {
-    out.push_back(kDigits[byte >> 4]);
-    out.push_back(kDigits[byte & 15]);
-  }
-  return out;
-}
-
-std::string ShellQuote(const std::string& value) {
-  std::string quoted = "'";
-  for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
 
 std::string Repeat(std::string_view unit, size_t count) { return testing::Repeat(unit, count); }
 
@@ -217,28 +198,13 @@ class BpeExactnessTest : public ::testing::Test {
     }
     const std::string command = ShellQuote(STAMEN_PYTHON) + " " + ShellQuote(STAMEN_BPE_REFERENCE_SCRIPT) + " " +
                                 ShellQuote(model) + " " + ShellQuote(input) + " " + ShellQuote(output) + mode.Flags() +
-                                " --cache-dir=" + ShellQuote(STAMEN_BPE_CACHE_DIR) + " 2>" + ShellQuote(errors);
-    const int status = std::system(command.c_str());
-    EXPECT_EQ(status, 0) << "bpe_reference.py failed: " << command << "\n" << ReadFileOrFail(errors);
-    if (status != 0) return {};
-    return SplitLines(ReadFileOrFail(output));
+                                " --cache-dir=" + ShellQuote(STAMEN_BPE_CACHE_DIR);
+    return testing::RunReference(command, output, errors, "bpe_reference.py");
   }
 
   void Compare(const std::vector<Line>& lines, const std::vector<std::string>& expected,
                const std::vector<std::string>& got, const std::string& what) {
-    ASSERT_EQ(expected.size(), lines.size()) << what << ": the reference printed the wrong number of lines";
-    ASSERT_EQ(got.size(), lines.size());
-    size_t mismatches = 0;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (expected[i] == got[i]) continue;
-      if (++mismatches <= 10) {
-        ADD_FAILURE() << what << ": " << lines[i].origin << " differs from Hugging Face\n  input:    \""
-                      << Escape(lines[i].text) << "\"\n  expected: " << Abbreviate(expected[i])
-                      << "\n  got:      " << Abbreviate(got[i]);
-      }
-    }
-    std::printf("[ exactness ] %s: %zu lines checked, %zu mismatches\n", what.c_str(), lines.size(), mismatches);
-    EXPECT_EQ(mismatches, 0u) << what;
+    testing::CompareLines(lines, expected, got, what, what);
   }
 
   void Check(const Tokenizer& tokenizer, const std::string& model, const std::vector<Line>& lines, const Mode& mode) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "edge_cases.h"
+#include "reference_lines.h"
 #include "test_corpus.h"
 
 #ifndef STAMEN_CLI
@@ -33,19 +34,8 @@ using testing::Abbreviate;
 using testing::Escape;
 using testing::SharedPath;
 
-// One input line and where it came from, for failure messages.
-struct Line {
-  std::string text;
-  std::string origin;
-};
-
-std::string ShellQuote(const std::string& value) {
-  std::string quoted = "'";
-  for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-
+using testing::Line;
+using testing::ShellQuote;
 
 // Single texts: every `stride`-th udhr paragraph, both novels line by line, and the one-line
 // edge cases alone and inside text. The reference runs at about 1.5 MB/s, so modes other

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reference_lines.h"
 #include "test_corpus.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -42,16 +43,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// One input line and where it came from, for failure messages.
-struct Line {
-  std::string text;
-  std::string origin;
-};
-
-using testing::Abbreviate;
-using testing::Escape;
+using testing::Hex;
+using testing::Line;
 using testing::ReadFileOrFail;
 using testing::SharedPath;
+using testing::ShellQuote;
 using testing::SplitLines;
 
 bool IsValidUtf8(std::string_view text) {
@@ -61,18 +57,6 @@ bool IsValidUtf8(std::string_view text) {
     position += decoded.length;
   }
   return true;
-}
-
-
-
-std::string Hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char byte : bytes) {
-    out.push_back(kDigits[byte >> 4]);
-    out.push_back(kDigits[byte & 15]);
-  }
-  return out;
 }
 
 // Texts that take every path: accents and combining marks (NFD, Mn, the reordered marks),
@@ -224,12 +208,6 @@ std::string Encode(const Tokenizer& tokenizer, const std::string& line, const Mo
   return Format(tokenizer, *encoding, mode.output);
 }
 
-std::string ShellQuote(const std::string& value) {
-  std::string quoted = "'";
-  for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
 class WordPieceExactnessTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -267,31 +245,14 @@ class WordPieceExactnessTest : public ::testing::TestWithParam<const char*> {
     }
     const std::string command = ShellQuote(STAMEN_PYTHON) + " " + ShellQuote(STAMEN_WORDPIECE_REFERENCE_SCRIPT) + " " +
                                 ShellQuote(model_) + " " + ShellQuote(input) + " " + ShellQuote(output) +
-                                mode.ReferenceFlags() + " --cache-dir=" + ShellQuote(STAMEN_WORDPIECE_CACHE_DIR) +
-                                " 2>" + ShellQuote(errors);
-    const int status = std::system(command.c_str());
-    EXPECT_EQ(status, 0) << "wordpiece_reference.py failed: " << command << "\n" << ReadFileOrFail(errors);
-    if (status != 0) return {};
-    return SplitLines(ReadFileOrFail(output));
+                                mode.ReferenceFlags() + " --cache-dir=" + ShellQuote(STAMEN_WORDPIECE_CACHE_DIR);
+    return testing::RunReference(command, output, errors, "wordpiece_reference.py");
   }
 
   // Compares `got` with `expected` line by line; reports the first mismatches with inputs.
   void Compare(const std::vector<Line>& lines, const std::vector<std::string>& expected,
                const std::vector<std::string>& got, const std::string& mode) {
-    ASSERT_EQ(expected.size(), lines.size()) << mode << ": the reference printed the wrong number of lines";
-    ASSERT_EQ(got.size(), lines.size());
-    size_t mismatches = 0;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (expected[i] == got[i]) continue;
-      if (++mismatches <= 10) {
-        ADD_FAILURE() << mode << ": " << lines[i].origin << " differs from Hugging Face\n  input:    \""
-                      << Escape(lines[i].text) << "\"\n  expected: " << Abbreviate(expected[i])
-                      << "\n  got:      " << Abbreviate(got[i]);
-      }
-    }
-    std::printf("[ exactness ] %s %s: %zu lines checked, %zu mismatches\n", GetParam(), mode.c_str(), lines.size(),
-                mismatches);
-    EXPECT_EQ(mismatches, 0u) << mode;
+    testing::CompareLines(lines, expected, got, mode, std::string(GetParam()) + " " + mode);
   }
 
   void Check(const std::vector<Line>& lines, const Mode& mode) {

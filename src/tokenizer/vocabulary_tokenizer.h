@@ -1,0 +1,133 @@
+// What the BPE and WordPiece tokenizers share: pieces and special flags by id, piece → id,
+// the post-processor's template around each text's content ids, added tokens appended as
+// they match, and the checks on token ids when a tokenizer is built.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/added_token_matcher.h"
+#include "tokenizer/huggingface_config.h"
+#include "tokenizer/post_processor.h"
+#include "tokenizer/scratch_buffers.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+namespace stamen::tokenizer {
+
+// Lets a piece map be searched with a string_view.
+struct PieceHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view piece) const { return std::hash<std::string_view>{}(piece); }
+};
+using PieceMap = std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>>;
+
+// The whole of a file, or "" with `*status` set to the error (naming the file).
+std::string ReadTokenizerFile(const std::filesystem::path& path, Status* status);
+
+// Ids the tables are indexed by: one past the largest id of `vocabulary` and `added_tokens`,
+// or an error when an added token's id is negative or the ids lie far beyond the number of
+// pieces (a few holes are fine).
+StatusOr<size_t> TokenTableSize(const std::vector<std::pair<std::string, int32_t>>& vocabulary,
+                                const std::vector<AddedToken>& added_tokens);
+
+// An error when a special token of `post_processor`'s templates is not an id below `size`.
+Status CheckPostProcessorIds(const PostProcessor& post_processor, size_t size);
+
+// `Derived` (which makes this class its friend) provides
+//   void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers*, Encoding*) const;
+// the content ids of one text, before the post-processor. `Config` has `added_tokens` and
+// `post_processor`.
+template <typename Derived, typename Config>
+class VocabularyTokenizer : public Tokenizer {
+ public:
+  void Encode(std::string_view text, const EncodeOptions& options, Encoding* out, Scratch* scratch) const override {
+    Scratch::Buffers& buffers = scratch->buffers();
+    derived().EncodeContent(text, options.with_pieces, &buffers, &buffers.first);
+    config_.post_processor.Assemble(&buffers.first, nullptr, options, out);
+  }
+
+  void EncodePair(std::string_view first, std::string_view second, const EncodeOptions& options, Encoding* out,
+                  Scratch* scratch) const override {
+    Scratch::Buffers& buffers = scratch->buffers();
+    derived().EncodeContent(first, options.with_pieces, &buffers, &buffers.first);
+    derived().EncodeContent(second, options.with_pieces, &buffers, &buffers.second);
+    config_.post_processor.Assemble(&buffers.first, &buffers.second, options, out);
+  }
+
+  size_t VocabularySize() const override { return pieces_.size(); }
+  std::string_view IdToPiece(int32_t id) const override {
+    return id >= 0 && static_cast<size_t>(id) < pieces_.size() ? std::string_view(pieces_[static_cast<size_t>(id)])
+                                                               : std::string_view();
+  }
+  int32_t PieceToId(std::string_view piece) const override {
+    const auto found = ids_.find(piece);
+    return found == ids_.end() ? -1 : found->second;
+  }
+  bool IsSpecial(int32_t id) const override {
+    return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[static_cast<size_t>(id)];
+  }
+  size_t SpecialTokenCount(bool pair) const override { return config_.post_processor.SpecialCount(pair); }
+
+ protected:
+  // Sizes `pieces_` and `special_` for the ids of `config` (see TokenTableSize).
+  Status ResizeTables(const Config& config) {
+    const StatusOr<size_t> size = TokenTableSize(config.vocabulary, config.added_tokens);
+    if (!size.ok()) return size.status();
+    pieces_.resize(size.value());
+    special_.resize(size.value());
+    return Status();
+  }
+
+  // Starts one text's content: clears `out`, replaces invalid UTF-8 in `*text` with U+FFFD (as
+  // the Rust string reaching Hugging Face holds it; the origins kept for offsets) and splits it
+  // at the added tokens matched before normalization into `buffers->segments`. Returns whether
+  // `*text` was repaired (then it points into `buffers`), for FinishContent.
+  bool StartContent(std::string_view* text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out) const {
+    out->Clear();
+    const bool replaced =
+        utf8::ReplaceInvalid(*text, &buffers->valid_text, with_pieces ? &buffers->valid_text_origins : nullptr);
+    if (replaced) *text = buffers->valid_text;
+    buffers->segments.clear();
+    raw_matcher_.Split(*text, 0, static_cast<uint32_t>(text->size()), config_.added_tokens, &buffers->segments);
+    return replaced;
+  }
+
+  // Ends one text's content: type ids 0, and offsets in repaired text mapped back to the input.
+  static void FinishContent(bool replaced, bool with_pieces, const Scratch::Buffers& buffers, Encoding* out) {
+    out->type_ids.assign(out->ids.size(), 0);
+    if (replaced && with_pieces) {
+      for (auto& [begin, end] : out->offsets) {
+        begin = buffers.valid_text_origins[begin];
+        end = buffers.valid_text_origins[end];
+      }
+    }
+  }
+
+  void AppendAddedToken(int32_t index, uint32_t begin, uint32_t end, bool with_pieces, Encoding* out) const {
+    const AddedToken& token = config_.added_tokens[static_cast<size_t>(index)];
+    out->ids.push_back(token.id);
+    if (with_pieces) {
+      out->pieces.push_back(token.content);
+      out->offsets.emplace_back(begin, end);
+    }
+  }
+
+  Config config_;
+  std::vector<std::string> pieces_;  // by id; added tokens override the model's pieces
+  std::vector<bool> special_;
+  PieceMap ids_;  // piece → id, the added tokens' last (for PieceToId)
+  AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
+  AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
+
+ private:
+  const Derived& derived() const { return static_cast<const Derived&>(*this); }
+};
+
+}  // namespace stamen::tokenizer
