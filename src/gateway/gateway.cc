@@ -35,7 +35,9 @@ ApiError DispatchError(const Status& status) {
     case StatusCode::kResourceExhausted: return {429, "overloaded: " + status.message(), "overloaded"};
     case StatusCode::kUnavailable: return {503, status.message(), "unavailable"};
     case StatusCode::kDeadlineExceeded: return {504, "the request timed out: " + status.message(), "timeout"};
-    case StatusCode::kCancelled: return {503, status.message(), "cancelled"};
+    // Only a client that hung up cancels work (the gateway then cancels its dispatch): nobody
+    // reads this answer; 499 (nginx's "client closed request") keeps the metrics honest.
+    case StatusCode::kCancelled: return {499, "the client closed the connection: " + status.message(), "cancelled"};
     default: return {500, "inference failed: " + status.message(), "server_error"};
   }
 }
