@@ -112,14 +112,20 @@ HttpAnswer Http(int port, const std::string& method, const std::string& path, co
   boost::asio::ip::tcp::socket socket(io);
   boost::system::error_code error;
   socket.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)}, error);
-  if (error) return answer;
+  if (error) {
+    answer.body = "connect: " + error.message();
+    return answer;
+  }
   timeval limit{static_cast<time_t>(timeout.count()), 0};
   setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
   std::string request = method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
   if (!body.empty()) request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   request += "\r\n" + body;
   boost::asio::write(socket, boost::asio::buffer(request), error);
-  if (error) return answer;
+  if (error) {
+    answer.body = "write: " + error.message();
+    return answer;
+  }
   std::string raw;
   char buffer[65536];
   while (true) {
@@ -127,7 +133,10 @@ HttpAnswer Http(int port, const std::string& method, const std::string& path, co
     raw.append(buffer, n);
     if (error) break;
   }
-  if (raw.rfind("HTTP/1.1 ", 0) != 0) return answer;
+  if (raw.rfind("HTTP/1.1 ", 0) != 0) {
+    answer.body = "no answer (" + error.message() + "), " + std::to_string(raw.size()) + " bytes: " + raw.substr(0, 200);
+    return answer;
+  }
   answer.status = std::atoi(raw.c_str() + 9);
   const size_t header_end = raw.find("\r\n\r\n");
   if (header_end != std::string::npos) answer.body = raw.substr(header_end + 4);
