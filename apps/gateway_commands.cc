@@ -20,6 +20,9 @@ struct GatewayCommandOptions {
   std::string pooling;
   bool offline = false;
   std::string log_level = "info";
+  double request_timeout_seconds = 60;  // --request-timeout
+  double worker_timeout_seconds = 60;   // --worker-timeout (gateway)
+  double health_interval_seconds = 1;   // --health-interval (gateway)
 };
 
 // --model DIR or org/name (found in, or pulled into, the Hugging Face cache); the model id
@@ -35,6 +38,10 @@ bool ResolveModelFolder(GatewayCommandOptions& options, std::string* error) {
   }
   options.gateway.model_dir = folder.value();
   return true;
+}
+
+std::chrono::milliseconds Milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
 // Options the gateway and serve share, with TEI's names.
@@ -62,9 +69,10 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   command->add_option("--tokenization-workers", g.tokenization_workers, "Tokenization threads (0: one per core)")
       ->capture_default_str();
   command->add_option("--http-threads", g.http_threads, "HTTP I/O threads")->capture_default_str();
-  command->add_option_function<double>(
-             "--request-timeout", [&g](double seconds) { g.request_timeout = std::chrono::milliseconds(std::llround(seconds * 1000)); },
-             "Seconds a request may take from tokenization to answer before it gets 504 (default 60)");
+  command->add_option("--request-timeout", options.request_timeout_seconds,
+                      "Seconds a request may take, tokenization to answer (504 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command->add_option("--log-level", options.log_level, "trace, debug (a line per batch), info, warn, error")
       ->capture_default_str();
 }
@@ -86,6 +94,7 @@ int RunServe(GatewayCommandOptions& options, server::LocalWorkerOptions worker_o
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   std::string error;
   if (!ResolvePooling(options, &error) || !ResolveModelFolder(options, &error)) return Fail("serve", error);
+  options.gateway.request_timeout = Milliseconds(options.request_timeout_seconds);
   BlockTerminationSignals();
   metrics::Registry registry;
   worker_options.model_dir = options.gateway.model_dir;
@@ -113,6 +122,9 @@ int RunGateway(GatewayCommandOptions& options) {
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   std::string error;
   if (!ResolvePooling(options, &error) || !ResolveModelFolder(options, &error)) return Fail("gateway", error);
+  options.gateway.request_timeout = Milliseconds(options.request_timeout_seconds);
+  options.gateway.dispatcher.call_timeout = Milliseconds(options.worker_timeout_seconds);
+  options.gateway.dispatcher.health_interval = Milliseconds(options.health_interval_seconds);
   std::stringstream list(options.workers);
   for (std::string entry; std::getline(list, entry, ',');) {
     if (!entry.empty()) options.gateway.worker_addresses.push_back(entry);
@@ -161,6 +173,14 @@ void AddGatewayCommand(CLI::App& app) {
       ->required();
   command->add_option("--chunk-tokens", options->gateway.dispatcher.chunk_tokens,
                       "Tokens per chunk a request is split into across workers")->capture_default_str();
+  command->add_option("--worker-timeout", options->worker_timeout_seconds,
+                      "Seconds one chunk may take on a worker before it is given up on and retried on another")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_option("--health-interval", options->health_interval_seconds,
+                      "Seconds between health checks of each worker (also their timeout, at most 2 s)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command->callback([options] {
     const int code = RunGateway(*options);
     if (code != 0) std::exit(code);

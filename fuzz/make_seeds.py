@@ -3,7 +3,8 @@
 
 The seeds are tiny but valid inputs, so the fuzzers start inside the parsers' happy paths:
 hand-built SentencePiece ModelProto files (protobuf wire format), minimal Unigram
-tokenizer.json files, and a few texts. Rerun after changing this file and commit the output:
+tokenizer.json files, a few texts, small safetensors files, model folder files, HTTP request
+bodies of each route and stamen.v1 Embed/Score requests. Rerun after changing this file and commit the output:
     python3 fuzz/make_seeds.py
 """
 import json
@@ -174,6 +175,118 @@ def encode_seeds():
     return seeds
 
 
+def safetensors_file(tensors, metadata=None):
+    """A .safetensors file: {name: (dtype, shape, raw bytes)} packed in order."""
+    header, data = {}, b""
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def safetensors_seeds():
+    floats = struct.pack("<6f", 0.5, -1.0, 2.0, 0.0, 1e-3, 3.5)
+    return {
+        "f32": safetensors_file({"embeddings.weight": ("F32", [2, 3], floats)}, {"format": "pt"}),
+        "mixed": safetensors_file({
+            "a.bf16": ("BF16", [4], struct.pack("<4H", 0x3F80, 0xBF80, 0x4000, 0)),
+            "b.f16": ("F16", [2, 2], struct.pack("<4H", 0x3C00, 0xBC00, 0x4000, 0)),
+            "c.i64": ("I64", [1], struct.pack("<q", 7)),
+            "d.i32": ("I32", [2], struct.pack("<2i", 1, -1)),
+            "e.f64": ("F64", [1], struct.pack("<d", 1.0)),
+            "scalar": ("F32", [], struct.pack("<f", 1.0)),
+            "empty": ("F32", [0, 3], b""),
+        }),
+        "empty_header": struct.pack("<Q", 2) + b"{}",
+        "short": b"\x10\x00\x00",
+    }
+
+
+SEPARATOR = b"\n#file#\n"
+
+
+def model_config_seeds():
+    configs = pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "models" / "configs"
+    seeds = {}
+    bert = {"architectures": ["BertModel"], "model_type": "bert", "hidden_size": 8, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "intermediate_size": 16, "hidden_act": "gelu", "layer_norm_eps": 1e-12,
+            "max_position_embeddings": 32, "type_vocab_size": 2, "vocab_size": 50, "pad_token_id": 0}
+    reranker = dict(bert, architectures=["XLMRobertaForSequenceClassification"], model_type="xlm-roberta",
+                    id2label={"0": "LABEL_0"}, num_labels=1)
+    qwen = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 8, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 16,
+            "hidden_act": "silu", "rms_norm_eps": 1e-6, "max_position_embeddings": 64, "vocab_size": 50,
+            "rope_theta": 1000000.0}
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+    pooling_flags = {"word_embedding_dimension": 8, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True}
+    pooling_new = {"pooling_mode": "lasttoken", "include_prompt": False}
+    prompts = {"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query"}
+    sentence = {"max_seq_length": 16, "do_lower_case": False}
+
+    def folder(*parts):
+        return SEPARATOR.join(json.dumps(part).encode() for part in parts)
+
+    seeds["bert_only"] = folder(bert)
+    seeds["bert_sentence_transformers"] = folder(bert, modules, pooling_flags, prompts, sentence)
+    seeds["reranker"] = folder(reranker)
+    seeds["qwen_lasttoken"] = folder(qwen, modules[:2], pooling_new, {"prompts": {}}, sentence)
+    seeds["bad_module_path"] = folder(bert, [dict(modules[1], path="../x")])
+    for name in ("all-MiniLM-L6-v2", "multilingual-e5-large"):
+        config = configs / name / "config.json"
+        if config.exists():
+            seeds[f"real_{name}"] = config.read_bytes()
+    return seeds
+
+
+def http_body_seeds():
+    # First byte: 0 OpenAI embeddings, 1 TEI embed, 2 TEI rerank, 3 Cohere rerank, 4 tokenize.
+    bodies = [
+        (0, {"input": "Hello world", "model": "m"}),
+        (0, {"input": ["a", "b"], "encoding_format": "base64", "dimensions": 8}),
+        (0, {"input": [[101, 7592, 102], [1, 2]], "encoding_format": "float"}),
+        (0, {"input": [1, 2, 3]}),
+        (1, {"inputs": ["query text", "other"], "normalize": False, "truncate": True,
+             "truncation_direction": "left", "prompt_name": "query"}),
+        (1, {"inputs": "one"}),
+        (2, {"query": "what", "texts": ["a", "b"], "raw_scores": True, "return_text": True, "truncate": False}),
+        (3, {"query": "what", "documents": ["a", {"text": "b"}], "top_n": 1, "return_documents": True,
+             "model": "r"}),
+        (4, {"inputs": ["Hello", "world"], "add_special_tokens": False, "prompt_name": "query"}),
+        (4, {"inputs": "Hello"}),
+    ]
+    seeds = {f"body_{index}": bytes([route]) + json.dumps(body).encode() for index, (route, body) in enumerate(bodies)}
+    seeds["not_json"] = b"\x00{\"input\": "
+    seeds["not_object"] = b"\x01[1, 2]"
+    return seeds
+
+
+def grpc_request_seeds():
+    def ints(values):
+        return struct.pack(f"<{len(values)}i", *values)
+
+    def sequences(ids, lengths, types=b""):
+        return field_bytes(1, ints(ids)) + field_bytes(2, ints(lengths)) + (field_bytes(3, types) if types else b"")
+
+    embed = field_bytes(1, sequences([101, 7592, 102, 5, 6], [3, 2]))
+    embed_options = embed + field_varint(2, 2) + field_varint(3, 0) + field_varint(4, 64)
+    score = field_bytes(1, sequences([0, 5, 2, 2, 7, 2], [6], ints([0, 0, 0, 1, 1, 1])))
+    # First byte: bit 0 Score, other bits pick the model limits (see fuzz_grpc_request.cc).
+    return {
+        "embed": b"\x00" + embed,
+        "embed_options": b"\x00" + embed_options,
+        "embed_small_vocab": b"\x02" + embed,
+        "score": b"\x11" + score,
+        "bad_lengths": b"\x00" + field_bytes(1, field_bytes(1, ints([1, 2])) + field_bytes(2, ints([5]))),
+        "empty": b"\x00",
+    }
+
+
 def write(target, seeds):
     folder = CORPUS / target
     folder.mkdir(parents=True, exist_ok=True)
@@ -185,6 +298,10 @@ def main():
     write("fuzz_sentencepiece_model", sentencepiece_seeds())
     write("fuzz_tokenizer_json", huggingface_seeds())
     write("fuzz_encode", encode_seeds())
+    write("fuzz_safetensors", safetensors_seeds())
+    write("fuzz_model_config", model_config_seeds())
+    write("fuzz_http_bodies", http_body_seeds())
+    write("fuzz_grpc_request", grpc_request_seeds())
 
 
 if __name__ == "__main__":

@@ -1,10 +1,39 @@
 #!/usr/bin/env bash
-# The project's test command: installs dependencies, builds the release preset, runs ctest.
-# Exits with ctest's status; ctest's summary line is the last thing printed.
+# The project's test command: installs dependencies, builds a preset (default: release), runs
+# ctest. Exits with ctest's status; ctest's summary line is the last thing printed.
+# Usage: scripts/test.sh [release|debug] [extra ctest arguments...]
+#   debug: the same tests under AddressSanitizer + UndefinedBehaviorSanitizer. Every report,
+#   also from the `stamen` processes the tests start, goes to build/debug/sanitizer/, and any
+#   report fails the run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+preset="${1:-release}"
+shift || true
+
 scripts/setup.sh
-scripts/build.sh release
-# --no-tests=error: a test command that silently runs nothing is a failure.
-exec ctest --preset release --parallel 2 --output-on-failure --no-tests=error
+scripts/build.sh "$preset"
+if [[ "$preset" != debug ]]; then
+  # --no-tests=error: a test command that silently runs nothing is a failure.
+  exec ctest --preset "$preset" --parallel 2 --output-on-failure --no-tests=error "$@"
+fi
+
+reports="$PWD/build/debug/sanitizer"
+rm -rf "$reports"
+mkdir -p "$reports"
+# log_path: reports of child processes (killed workers too) land in files, not lost in logs.
+export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0:strict_string_checks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+status=0
+ctest --preset debug --parallel 2 --output-on-failure --no-tests=error "$@" || status=$?
+if compgen -G "$reports/*" > /dev/null; then
+  echo "test: sanitizer reports in $reports:"
+  for report in "$reports"/*; do
+    echo "--- $report"
+    head -n 80 "$report"
+  done
+  echo "test: FAILED: $(ls "$reports" | wc -l) sanitizer report(s)"
+  exit 1
+fi
+echo "test: no sanitizer reports"
+exit "$status"

@@ -35,7 +35,9 @@ ApiError DispatchError(const Status& status) {
     case StatusCode::kResourceExhausted: return {429, "overloaded: " + status.message(), "overloaded"};
     case StatusCode::kUnavailable: return {503, status.message(), "unavailable"};
     case StatusCode::kDeadlineExceeded: return {504, "the request timed out: " + status.message(), "timeout"};
-    case StatusCode::kCancelled: return {503, status.message(), "cancelled"};
+    // Only a client that hung up cancels work (the gateway then cancels its dispatch): nobody
+    // reads this answer; 499 (nginx's "client closed request") keeps the metrics honest.
+    case StatusCode::kCancelled: return {499, "the client closed the connection: " + status.message(), "cancelled"};
     default: return {500, "inference failed: " + status.message(), "server_error"};
   }
 }
@@ -128,6 +130,9 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   g.tokenization_seconds_ = &registry.AddHistogram("stamen_gateway_tokenization_seconds", "Tokenization time per request",
                                                    metrics::ExponentialBuckets(0.00005, 2, 16));
   g.tokens_total_ = &registry.AddCounter("stamen_gateway_tokens_total", "Tokens sent to workers");
+  g.client_disconnects_ = &registry.AddCounter(
+      "stamen_gateway_client_disconnects_total",
+      "Requests whose client hung up before the answer; their work not yet computed was cancelled");
 
   http::ServerOptions http_options;
   http_options.host = options.host;
@@ -263,7 +268,9 @@ void Gateway::Embed(const http::Request& request, bool openai, http::Respond res
   if (auto* error = std::get_if<ApiError>(&prompt)) return respond(ErrorResponse(*error));
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
 
-  pool_->Post([this, call, prompt = std::get<std::string>(prompt), truncate, openai, respond](size_t thread) {
+  pool_->Post([this, call, prompt = std::get<std::string>(prompt), truncate, openai, respond,
+               client = request.client](size_t thread) {
+    if (ClientGone(client, respond)) return;
     const Clock::time_point tokenization_start = Clock::now();
     engine::ModelTokenizer& tokenizer = *tokenizers_[thread];
     auto job = std::make_shared<WorkRequest>();
@@ -308,7 +315,7 @@ void Gateway::Embed(const http::Request& request, bool openai, http::Respond res
     tokens_total_->Increment(all_ids.size());
     const size_t total_tokens = all_ids.size();
 
-    dispatcher_->Run(job, [this, job, call, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
+    Dispatch(client, job, [this, job, call, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
       if (!done.status.ok()) return respond(ErrorResponse(DispatchError(done.status)));
       // Formatting thousands of floats is real work: off the worker's thread, onto the pool.
       pool_->Post([this, job, call, openai, respond, tokenization_ms, total_tokens](size_t) {
@@ -378,7 +385,8 @@ void Gateway::Rerank(const http::Request& request, bool cohere, http::Respond re
                                            std::to_string(options_.max_client_batch_size)}));
   }
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
-  pool_->Post([this, call, cohere, truncate, respond](size_t thread) {
+  pool_->Post([this, call, cohere, truncate, respond, client = request.client](size_t thread) {
+    if (ClientGone(client, respond)) return;
     const Clock::time_point tokenization_start = Clock::now();
     engine::ModelTokenizer& tokenizer = *tokenizers_[thread];
     auto job = std::make_shared<WorkRequest>();
@@ -404,7 +412,7 @@ void Gateway::Rerank(const http::Request& request, bool cohere, http::Respond re
     tokenization_seconds_->Observe(tokenization_ms / 1000);
     tokens_total_->Increment(all_ids.size());
     const size_t total_tokens = all_ids.size();
-    dispatcher_->Run(job, [this, call, cohere, respond, tokenization_ms, total_tokens](WorkRequest& done) {
+    Dispatch(client, job, [this, call, cohere, respond, tokenization_ms, total_tokens](WorkRequest& done) {
       if (!done.status.ok()) return respond(ErrorResponse(DispatchError(done.status)));
       const float* logits = reinterpret_cast<const float*>(done.output.data());
       std::vector<double> scores(done.lengths.size());
@@ -439,6 +447,26 @@ void Gateway::Rerank(const http::Request& request, bool cohere, http::Respond re
       AddTimingHeaders(response, tokenization_ms, done.timing);
       respond(std::move(response));
     });
+  });
+}
+
+bool Gateway::ClientGone(const std::shared_ptr<http::ClientWatch>& client, const http::Respond& respond) {
+  if (!client || !client->gone()) return false;
+  client_disconnects_->Increment();
+  // Nobody reads this answer; it completes the request's bookkeeping (499: nginx's "client
+  // closed request").
+  respond(ErrorResponse({499, "the client closed the connection", "cancelled"}));
+  return true;
+}
+
+void Gateway::Dispatch(const std::shared_ptr<http::ClientWatch>& client, std::shared_ptr<WorkRequest> job,
+                       std::function<void(WorkRequest&)> done) {
+  std::shared_ptr<Dispatcher::JobState> handle = dispatcher_->Run(std::move(job), std::move(done));
+  if (!client) return;
+  // A weak handle: the watch lives as long as the connection, the job's state must not.
+  client->OnGone([this, weak = std::weak_ptr<Dispatcher::JobState>(handle)] {
+    client_disconnects_->Increment();
+    if (auto job = weak.lock()) dispatcher_->Cancel(job);
   });
 }
 

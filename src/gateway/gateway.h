@@ -62,6 +62,12 @@ class Gateway {
   void Rerank(const http::Request& request, bool cohere, http::Respond respond);
   void Tokenize(const http::Request& request, http::Respond respond);
   std::string InfoBody() const;
+  // Runs `job` on the workers; when the HTTP client hangs up first, the job's work still
+  // queued on the workers is cancelled.
+  void Dispatch(const std::shared_ptr<http::ClientWatch>& client, std::shared_ptr<server::WorkRequest> job,
+                std::function<void(server::WorkRequest&)> done);
+  // True (and the request answered) when its client is already gone: no work is started.
+  bool ClientGone(const std::shared_ptr<http::ClientWatch>& client, const http::Respond& respond);
   // The prompt text for `prompt_name` (or the defaults), or an error.
   std::variant<std::string, ApiError> Prompt(const std::string& prompt_name) const;
   void CountResponse(const std::string& route, int status);
@@ -86,6 +92,7 @@ class Gateway {
   metrics::Histogram* request_seconds_ = nullptr;
   metrics::Histogram* tokenization_seconds_ = nullptr;
   metrics::Counter* tokens_total_ = nullptr;
+  metrics::Counter* client_disconnects_ = nullptr;
   bool shut_down_ = false;
 };
 

@@ -25,6 +25,36 @@ std::string_view Request::Header(std::string_view name) const {
   return {};
 }
 
+void ClientWatch::OnGone(std::function<void()> callback) {
+  {
+    std::lock_guard lock(mutex_);
+    if (disarmed_) return;
+    if (!gone_.load()) {
+      callback_ = std::move(callback);
+      return;
+    }
+  }
+  if (callback) callback();
+}
+
+void ClientWatch::MarkGone() {
+  std::function<void()> callback;
+  {
+    std::lock_guard lock(mutex_);
+    if (gone_.exchange(true)) return;
+    callback = std::move(callback_);
+    callback_ = nullptr;
+  }
+  if (callback) callback();
+}
+
+void ClientWatch::Disarm() {
+  std::function<void()> dropped;
+  std::lock_guard lock(mutex_);
+  disarmed_ = true;
+  dropped.swap(callback_);  // destroyed after the lock is released (declared first)
+}
+
 namespace {
 
 // The API's error shape ({"error": {"message", "type", "code"}}); fixed ASCII messages only.
@@ -45,6 +75,10 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   ServerOptions options;
   Handler handler;
   asio::io_context io;
+  // Keeps the I/O threads running while no socket operation is pending: a handler working
+  // for a client that already hung up (no watch read left) must still be able to post its
+  // answer, also while Stop drains after the acceptor is closed.
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
   // On its own strand: the accept loop and Stop()'s close never run at the same time.
   tcp::acceptor acceptor{asio::make_strand(io)};
   std::vector<std::thread> threads;
@@ -134,8 +168,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       request.headers.emplace_back(std::move(name), std::string(field.value()));
     }
     request.body = std::move(message.body());
-    client_gone_ = std::make_shared<std::atomic<bool>>(false);
-    request.client_gone = client_gone_;
+    client_ = std::make_shared<ClientWatch>();
+    request.client = client_;
     ++server_->active_requests;
     WatchForDisconnect();
     // The handler may answer from any thread; the answer comes back to this strand.
@@ -153,7 +187,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         buffer_.prepare(4096), [self = shared_from_this()](beast::error_code error, size_t bytes) {
           self->watching_ = false;
           self->buffer_.commit(bytes);
-          if (error && error != asio::error::operation_aborted) self->client_gone_->store(true);
+          if (error && error != asio::error::operation_aborted) self->client_->MarkGone();
           if (self->read_after_watch_) {
             self->read_after_watch_ = false;
             self->ContinueAfterWrite();
@@ -170,6 +204,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Write(Response response, bool counted) {
+    if (client_) client_->Disarm();
     if (watching_) {
       beast::error_code ignored;
       stream_.socket().cancel(ignored);  // ends the disconnect watch (operation_aborted)
@@ -195,7 +230,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ContinueAfterWrite() {
-    if (client_gone_ && client_gone_->load()) return Shutdown();
+    if (client_ && client_->gone()) return Shutdown();
     ReadHeader();
   }
 
@@ -209,7 +244,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<Server::State> server_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  std::shared_ptr<std::atomic<bool>> client_gone_;
+  std::shared_ptr<ClientWatch> client_;
   bool keep_alive_ = true;
   bool watching_ = false;
   bool read_after_watch_ = false;
@@ -253,6 +288,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Ha
                          error.message());
   }
   state->Accept();
+  state->keep_running.emplace(state->io.get_executor());
   for (int i = 0; i < std::max(options.threads, 1); ++i) {
     state->threads.emplace_back([raw = state.get()] { raw->io.run(); });
   }
@@ -288,6 +324,7 @@ void Server::Stop(std::chrono::milliseconds drain) {
     if (state_->connections.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  state_->keep_running.reset();
   state_->io.stop();
   for (auto& thread : state_->threads) thread.join();
   state_->threads.clear();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,15 +17,38 @@
 
 namespace stamen::http {
 
+// Whether the client of one request is still connected. The server marks it gone when the
+// client hangs up before the answer is written, and then runs the callback registered with
+// OnGone (once, on an I/O thread; it must not block) so that the handler can drop long work.
+class ClientWatch {
+ public:
+  bool gone() const { return gone_.load(); }
+  // Registers what to run when the client goes (replacing an earlier callback); runs it at
+  // once, on this thread, when the client is already gone.
+  void OnGone(std::function<void()> callback);
+  // --- the server's side ---
+  void MarkGone();
+  // The answer is being written: the callback is dropped (it may hold the request's state)
+  // and later ones are ignored.
+  void Disarm();
+
+ private:
+  std::atomic<bool> gone_{false};
+  bool disarmed_ = false;
+  std::mutex mutex_;
+  std::function<void()> callback_;
+};
+
 struct Request {
   std::string method;  // "GET", "POST", …
   std::string path;    // the target without its query
   std::string query;   // after '?', or empty
   std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
   std::string body;
-  // Set when the client closed its connection before the answer was written (checked by the
-  // server while the handler works), so long work can be dropped.
-  std::shared_ptr<std::atomic<bool>> client_gone;
+  // Notices a client that closes its connection before the answer is written (the server
+  // watches the socket while the handler works), so long work can be dropped. Never null for
+  // requests the server hands to a handler.
+  std::shared_ptr<ClientWatch> client;
 
   // The first header named `name` (lower case), or empty.
   std::string_view Header(std::string_view name) const;

@@ -17,20 +17,6 @@ grpc::StatusCode GrpcCode(StatusCode code) {
   return grpc::StatusCode::UNKNOWN;
 }
 
-Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request) {
-  const std::string& lengths = sequences.lengths();
-  if (lengths.size() % sizeof(int32_t) != 0 || sequences.token_ids().size() % sizeof(int32_t) != 0 ||
-      sequences.token_type_ids().size() % sizeof(int32_t) != 0) {
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "token_ids, lengths and token_type_ids must be packed int32 (a multiple of 4 bytes)");
-  }
-  request.lengths.resize(lengths.size() / sizeof(int32_t));
-  std::memcpy(request.lengths.data(), lengths.data(), lengths.size());
-  request.token_ids = sequences.token_ids();
-  request.token_type_ids = sequences.token_type_ids();
-  return Status();
-}
-
 namespace {
 
 // A call that waits for the scheduler. Owns the work; cancellation by the client (or its
@@ -84,29 +70,12 @@ grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, Scheduler& s
   return reactor;
 }
 
-std::optional<engine::ops::PoolingMode> PoolingOf(v1::Pooling pooling) {
-  switch (pooling) {
-    case v1::POOLING_CLS: return engine::ops::PoolingMode::kCls;
-    case v1::POOLING_MEAN: return engine::ops::PoolingMode::kMean;
-    case v1::POOLING_LAST_TOKEN: return engine::ops::PoolingMode::kLastToken;
-    case v1::POOLING_MAX: return engine::ops::PoolingMode::kMax;
-    default: return std::nullopt;
-  }
-}
-
 }  // namespace
 
 grpc::ServerUnaryReactor* InferenceService::Embed(grpc::CallbackServerContext* context,
                                                   const v1::EmbedRequest* request, v1::EmbedResponse* response) {
   auto work = std::make_shared<WorkRequest>();
-  work->kind = WorkKind::kEmbed;
-  Status decoded = DecodeSequences(request->sequences(), *work);
-  if (decoded.ok() && request->pooling() != v1::POOLING_MODEL_DEFAULT && !PoolingOf(request->pooling())) {
-    decoded = Status::Error(StatusCode::kInvalidArgument, "unknown pooling " + std::to_string(request->pooling()));
-  }
-  work->pooling = PoolingOf(request->pooling());
-  work->normalize = request->has_normalize() ? request->normalize() : true;
-  work->dimensions = request->dimensions();
+  const Status decoded = DecodeEmbedRequest(*request, *work);
   return Run(context, worker_.scheduler(), std::move(work), decoded, [response](WorkRequest& done) {
     response->set_count(static_cast<uint32_t>(done.lengths.size()));
     response->set_dimensions(static_cast<uint32_t>(done.columns));
@@ -118,8 +87,7 @@ grpc::ServerUnaryReactor* InferenceService::Embed(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* InferenceService::Score(grpc::CallbackServerContext* context,
                                                   const v1::ScoreRequest* request, v1::ScoreResponse* response) {
   auto work = std::make_shared<WorkRequest>();
-  work->kind = WorkKind::kScore;
-  const Status decoded = DecodeSequences(request->sequences(), *work);
+  const Status decoded = DecodeScoreRequest(*request, *work);
   return Run(context, worker_.scheduler(), std::move(work), decoded, [response](WorkRequest& done) {
     response->set_count(static_cast<uint32_t>(done.lengths.size()));
     response->set_num_labels(static_cast<uint32_t>(done.columns));

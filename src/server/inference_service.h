@@ -7,6 +7,7 @@
 
 #include "proto/stamen/v1/inference.grpc.pb.h"
 #include "server/local_worker.h"
+#include "server/request_validation.h"
 
 namespace stamen::server {
 
@@ -29,9 +30,5 @@ class InferenceService final : public v1::Inference::CallbackService {
 
 // The gRPC code of a stamen error kind.
 grpc::StatusCode GrpcCode(StatusCode code);
-
-// Decodes packed sequences into `request` (ids and type ids are copied as bytes, lengths read);
-// a malformed field is kInvalidArgument.
-Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request);
 
 }  // namespace stamen::server

@@ -20,12 +20,6 @@ uint64_t MicrosecondsBetween(Clock::time_point begin, Clock::time_point end) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(end - begin).count());
 }
 
-int32_t ReadInt32(const std::string& bytes, size_t index) {
-  int32_t value;
-  std::memcpy(&value, bytes.data() + index * sizeof(int32_t), sizeof(value));
-  return value;
-}
-
 // Requests whose sequences may share a batch: one engine Step runs one output kind and one
 // pooling (normalisation and dimensions are applied per request when scattering).
 struct StepKey {
@@ -112,66 +106,8 @@ Scheduler::~Scheduler() {
   compute_thread_.join();
 }
 
-Status Scheduler::Validate(const WorkRequest& request) const {
-  auto invalid = [](std::string message) { return Status::Error(StatusCode::kInvalidArgument, std::move(message)); };
-  if (request.token_ids.size() % sizeof(int32_t) != 0) return invalid("token ids are not a whole number of int32 values");
-  if (request.lengths.empty()) return invalid("the request has no sequences");
-  const int64_t tokens = request.total_tokens();
-  if (!request.token_type_ids.empty() && request.token_type_ids.size() != request.token_ids.size()) {
-    return invalid("token type ids: " + std::to_string(request.token_type_ids.size() / sizeof(int32_t)) +
-                   " values for " + std::to_string(tokens) + " tokens");
-  }
-  if (request.kind == WorkKind::kScore && limits_.num_labels == 0) {
-    return invalid("this model has no classification head: it embeds, it does not score");
-  }
-  if (request.kind == WorkKind::kEmbed) {
-    if (limits_.num_labels > 0) return invalid("this model is a reranker/classifier: it scores, it does not embed");
-    if (!request.pooling && !limits_.default_pooling) {
-      return invalid("the model folder names no pooling; the request must choose one (cls, mean, last-token)");
-    }
-    if (request.dimensions < 0 || request.dimensions > limits_.hidden_size) {
-      return invalid("dimensions " + std::to_string(request.dimensions) + " outside 1.." +
-                     std::to_string(limits_.hidden_size));
-    }
-  }
-  int64_t offset = 0;
-  for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {
-    const int64_t length = request.lengths[sequence];
-    if (length <= 0) return invalid("sequence " + std::to_string(sequence) + " is empty");
-    if (limits_.max_sequence_length > 0 && length > limits_.max_sequence_length) {
-      return invalid("sequence " + std::to_string(sequence) + " has " + std::to_string(length) +
-                     " tokens; the model takes at most " + std::to_string(limits_.max_sequence_length));
-    }
-    if (length > tokens - offset) {
-      return invalid("the lengths add up to more than the " + std::to_string(tokens) + " token ids sent");
-    }
-    for (int64_t position = 0; position < length; ++position) {
-      const int32_t id = ReadInt32(request.token_ids, offset + position);
-      if (id < 0 || id >= limits_.vocabulary_size) {
-        return invalid("token id " + std::to_string(id) + " at position " + std::to_string(position) +
-                       " of sequence " + std::to_string(sequence) + " is outside the vocabulary (0.." +
-                       std::to_string(limits_.vocabulary_size - 1) + ")");
-      }
-      if (!request.token_type_ids.empty()) {
-        const int32_t type = ReadInt32(request.token_type_ids, offset + position);
-        if (type < 0 || type >= std::max<int64_t>(limits_.type_vocabulary_size, 1)) {
-          return invalid("token type id " + std::to_string(type) + " at position " + std::to_string(position) +
-                         " of sequence " + std::to_string(sequence) + " is outside 0.." +
-                         std::to_string(std::max<int64_t>(limits_.type_vocabulary_size, 1) - 1));
-        }
-      }
-    }
-    offset += length;
-  }
-  if (offset != tokens) {
-    return invalid("the lengths add up to " + std::to_string(offset) + " but " + std::to_string(tokens) +
-                   " token ids were sent");
-  }
-  return Status();
-}
-
 Status Scheduler::Submit(std::shared_ptr<WorkRequest> request) {
-  Status valid = Validate(*request);
+  Status valid = ValidateWorkRequest(*request, limits_);
   if (!valid.ok()) {
     if (metrics_) metrics_->requests_invalid.Increment();
     return valid;

@@ -19,6 +19,7 @@
 
 #include "common/metrics.h"
 #include "engine/engine.h"
+#include "server/request_validation.h"
 #include "server/work_request.h"
 
 namespace stamen::server {
@@ -27,19 +28,6 @@ struct SchedulerOptions {
   int64_t max_batch_tokens = 2048;  // tokens per batch (a longer single sequence runs alone)
   int64_t max_batch_sequences = 256;
   int64_t max_queued_tokens = 1 << 20;  // beyond: Submit fails with kResourceExhausted
-};
-
-// What requests are validated against before they are queued, so one bad request fails alone
-// instead of failing the batch it would have joined.
-struct ModelLimits {
-  int64_t vocabulary_size = 0;
-  int64_t max_sequence_length = 0;  // 0: no limit known
-  int64_t hidden_size = 0;
-  int64_t type_vocabulary_size = 0;  // 0: token type ids must be 0
-  int64_t num_labels = 0;            // > 0 for models with a classification head
-  std::optional<engine::ops::PoolingMode> default_pooling;
-
-  static ModelLimits Of(const engine::Engine& engine);
 };
 
 // One batch as it ran, for logs and tests.
@@ -108,7 +96,6 @@ class Scheduler {
 
  private:
   struct Batch;
-  Status Validate(const WorkRequest& request) const;
   void LoopThread();
   void ComputeThread();
   // With mutex_ held: removes cancelled/expired requests' queued sequences; returns the

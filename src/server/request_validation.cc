@@ -1,0 +1,118 @@
+#include "server/request_validation.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace stamen::server {
+
+namespace {
+
+int32_t ReadInt32(const std::string& bytes, size_t index) {
+  int32_t value;
+  std::memcpy(&value, bytes.data() + index * sizeof(int32_t), sizeof(value));
+  return value;
+}
+
+std::optional<engine::ops::PoolingMode> PoolingOf(v1::Pooling pooling) {
+  switch (pooling) {
+    case v1::POOLING_CLS: return engine::ops::PoolingMode::kCls;
+    case v1::POOLING_MEAN: return engine::ops::PoolingMode::kMean;
+    case v1::POOLING_LAST_TOKEN: return engine::ops::PoolingMode::kLastToken;
+    case v1::POOLING_MAX: return engine::ops::PoolingMode::kMax;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request) {
+  const std::string& lengths = sequences.lengths();
+  if (lengths.size() % sizeof(int32_t) != 0 || sequences.token_ids().size() % sizeof(int32_t) != 0 ||
+      sequences.token_type_ids().size() % sizeof(int32_t) != 0) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "token_ids, lengths and token_type_ids must be packed int32 (a multiple of 4 bytes)");
+  }
+  request.lengths.resize(lengths.size() / sizeof(int32_t));
+  if (!lengths.empty()) std::memcpy(request.lengths.data(), lengths.data(), lengths.size());
+  request.token_ids = sequences.token_ids();
+  request.token_type_ids = sequences.token_type_ids();
+  return Status();
+}
+
+Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request) {
+  request.kind = WorkKind::kEmbed;
+  STAMEN_RETURN_IF_ERROR(DecodeSequences(message.sequences(), request));
+  if (message.pooling() != v1::POOLING_MODEL_DEFAULT && !PoolingOf(message.pooling())) {
+    return Status::Error(StatusCode::kInvalidArgument, "unknown pooling " + std::to_string(message.pooling()));
+  }
+  request.pooling = PoolingOf(message.pooling());
+  request.normalize = message.has_normalize() ? message.normalize() : true;
+  request.dimensions = message.dimensions();
+  return Status();
+}
+
+Status DecodeScoreRequest(const v1::ScoreRequest& message, WorkRequest& request) {
+  request.kind = WorkKind::kScore;
+  return DecodeSequences(message.sequences(), request);
+}
+
+Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits) {
+  auto invalid = [](std::string message) { return Status::Error(StatusCode::kInvalidArgument, std::move(message)); };
+  if (request.token_ids.size() % sizeof(int32_t) != 0) return invalid("token ids are not a whole number of int32 values");
+  if (request.lengths.empty()) return invalid("the request has no sequences");
+  const int64_t tokens = request.total_tokens();
+  if (!request.token_type_ids.empty() && request.token_type_ids.size() != request.token_ids.size()) {
+    return invalid("token type ids: " + std::to_string(request.token_type_ids.size() / sizeof(int32_t)) +
+                   " values for " + std::to_string(tokens) + " tokens");
+  }
+  if (request.kind == WorkKind::kScore && limits.num_labels == 0) {
+    return invalid("this model has no classification head: it embeds, it does not score");
+  }
+  if (request.kind == WorkKind::kEmbed) {
+    if (limits.num_labels > 0) return invalid("this model is a reranker/classifier: it scores, it does not embed");
+    if (!request.pooling && !limits.default_pooling) {
+      return invalid("the model folder names no pooling; the request must choose one (cls, mean, last-token)");
+    }
+    if (request.dimensions < 0 || request.dimensions > limits.hidden_size) {
+      return invalid("dimensions " + std::to_string(request.dimensions) + " outside 1.." +
+                     std::to_string(limits.hidden_size));
+    }
+  }
+  int64_t offset = 0;
+  for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {
+    const int64_t length = request.lengths[sequence];
+    if (length <= 0) return invalid("sequence " + std::to_string(sequence) + " is empty");
+    if (limits.max_sequence_length > 0 && length > limits.max_sequence_length) {
+      return invalid("sequence " + std::to_string(sequence) + " has " + std::to_string(length) +
+                     " tokens; the model takes at most " + std::to_string(limits.max_sequence_length));
+    }
+    if (length > tokens - offset) {
+      return invalid("the lengths add up to more than the " + std::to_string(tokens) + " token ids sent");
+    }
+    for (int64_t position = 0; position < length; ++position) {
+      const int32_t id = ReadInt32(request.token_ids, offset + position);
+      if (id < 0 || id >= limits.vocabulary_size) {
+        return invalid("token id " + std::to_string(id) + " at position " + std::to_string(position) +
+                       " of sequence " + std::to_string(sequence) + " is outside the vocabulary (0.." +
+                       std::to_string(limits.vocabulary_size - 1) + ")");
+      }
+      if (!request.token_type_ids.empty()) {
+        const int32_t type = ReadInt32(request.token_type_ids, offset + position);
+        if (type < 0 || type >= std::max<int64_t>(limits.type_vocabulary_size, 1)) {
+          return invalid("token type id " + std::to_string(type) + " at position " + std::to_string(position) +
+                         " of sequence " + std::to_string(sequence) + " is outside 0.." +
+                         std::to_string(std::max<int64_t>(limits.type_vocabulary_size, 1) - 1));
+        }
+      }
+    }
+    offset += length;
+  }
+  if (offset != tokens) {
+    return invalid("the lengths add up to " + std::to_string(offset) + " but " + std::to_string(tokens) +
+                   " token ids were sent");
+  }
+  return Status();
+}
+
+}  // namespace stamen::server

@@ -1,0 +1,46 @@
+// What a worker checks on the bytes a client sends before any of it is queued: the packed
+// sequences of a gRPC request decoded into a WorkRequest, and the WorkRequest validated
+// against the model's limits, so one bad request fails alone instead of failing the batch it
+// would have joined. Free of the engine and of gRPC's server side, so that the fuzz target
+// links only this and the generated protobuf code.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "common/status.h"
+#include "proto/stamen/v1/inference.pb.h"
+#include "server/work_request.h"
+
+namespace stamen::engine {
+class Engine;
+}
+
+namespace stamen::server {
+
+// What requests are validated against.
+struct ModelLimits {
+  int64_t vocabulary_size = 0;
+  int64_t max_sequence_length = 0;  // 0: no limit known
+  int64_t hidden_size = 0;
+  int64_t type_vocabulary_size = 0;  // 0: token type ids must be 0
+  int64_t num_labels = 0;            // > 0 for models with a classification head
+  std::optional<engine::ops::PoolingMode> default_pooling;
+
+  static ModelLimits Of(const engine::Engine& engine);  // defined with the scheduler
+};
+
+// Decodes packed sequences into `request` (ids and type ids are copied as bytes, lengths read);
+// a malformed field is kInvalidArgument.
+Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request);
+// The whole of an Embed or Score call: sequences and options (kind, pooling, normalize,
+// dimensions). An unknown pooling value is kInvalidArgument.
+Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request);
+Status DecodeScoreRequest(const v1::ScoreRequest& message, WorkRequest& request);
+
+// Ok when `request` can run on a model with `limits`: ids packed, lengths positive and adding
+// up to the ids sent, ids and type ids in range, sequences within the maximum length, the
+// kind and options ones the model serves. Otherwise kInvalidArgument saying what is wrong.
+Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits);
+
+}  // namespace stamen::server
