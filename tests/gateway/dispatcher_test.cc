@@ -98,7 +98,7 @@ struct Outcome {
       std::lock_guard lock(mutex);
       status = job.status;
       values.resize(job.output.size() / sizeof(float));
-      std::memcpy(values.data(), job.output.data(), job.output.size());
+      if (!job.output.empty()) std::memcpy(values.data(), job.output.data(), job.output.size());
       finished = true;
       done.notify_all();
     };

@@ -90,9 +90,12 @@ simdjson::dom::element Parse(simdjson::dom::parser& parser, const std::string& b
   return root;
 }
 
-std::vector<float> Floats(simdjson::dom::element array) {
+std::vector<float> Floats(simdjson::dom::element element) {
+  // A named array: iterating `get_array().value()` would iterate a temporary that is gone.
+  simdjson::dom::array array;
+  EXPECT_EQ(element.get(array), simdjson::SUCCESS);
   std::vector<float> values;
-  for (simdjson::dom::element value : array.get_array().value()) values.push_back(static_cast<float>(value.get_double().value()));
+  for (simdjson::dom::element value : array) values.push_back(static_cast<float>(value.get_double().value()));
   return values;
 }
 
