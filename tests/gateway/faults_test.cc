@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "tests/gateway/base64_floats.h"
 #include "tests/server/test_models.h"
 
 namespace stamen {
@@ -32,6 +33,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+using gateway::testing::DecodeBase64Floats;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
@@ -153,31 +155,6 @@ double Metric(int port, const std::string& series) {
     if (at == 0 || text[at - 1] == '\n') return std::atof(text.c_str() + at + series.size() + 1);
   }
   return -1;
-}
-
-std::vector<float> DecodeBase64Floats(std::string_view text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-  };
-  std::string bytes;
-  uint32_t bits = 0;
-  int count = 0;
-  for (char c : text) {
-    const int v = value(c);
-    if (v < 0) break;
-    bits = (bits << 6) | static_cast<uint32_t>(v);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      bytes.push_back(static_cast<char>((bits >> count) & 0xFF));
-    }
-  }
-  std::vector<float> floats(bytes.size() / sizeof(float));
-  std::memcpy(floats.data(), bytes.data(), floats.size() * sizeof(float));
-  return floats;
 }
 
 // A request of token-id inputs (no tokenizer in the way: the reference is the engine alone).

@@ -13,6 +13,7 @@
 #include "engine/model_tokenizer.h"
 #include "server/local_worker.h"
 #include "tests/gateway/http_client.h"
+#include "tests/gateway/base64_floats.h"
 #include "tests/server/test_models.h"
 
 namespace stamen::gateway {
@@ -20,6 +21,7 @@ namespace {
 
 using testing::Http;
 using testing::Post;
+using testing::DecodeBase64Floats;
 
 // A gateway with an in-process worker on `model_dir`, and the engine and tokenizer alone.
 class Served {
@@ -97,30 +99,6 @@ std::vector<float> Floats(simdjson::dom::element element) {
   std::vector<float> values;
   for (simdjson::dom::element value : array) values.push_back(static_cast<float>(value.get_double().value()));
   return values;
-}
-
-std::vector<float> DecodeBase64Floats(std::string_view text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-  };
-  std::string bytes;
-  uint32_t buffer = 0;
-  int bits = 0;
-  for (char c : text) {
-    if (c == '=') break;
-    buffer = (buffer << 6) | value(c);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      bytes += static_cast<char>((buffer >> bits) & 0xff);
-    }
-  }
-  std::vector<float> floats(bytes.size() / 4);
-  std::memcpy(floats.data(), bytes.data(), floats.size() * 4);
-  return floats;
 }
 
 void ExpectNear(const std::vector<float>& actual, const std::vector<float>& expected, double tolerance = 1e-5) {
