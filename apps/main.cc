@@ -7,12 +7,14 @@
 #include "embed_command.h"
 #include "gateway_commands.h"
 #include "make_model_command.h"
+#include "openmp_spin.h"
 #include "pull_command.h"
 #include "rerank_command.h"
 #include "tokenize_command.h"
 #include "worker_command.h"
 
 int main(int argc, char** argv) {
+  stamen::apps::ReexecWithShortOpenMpSpin(argc, argv);
   // Logs go to stderr: stdout carries the commands' output (ids, vectors, JSON).
   spdlog::set_default_logger(spdlog::stderr_color_mt("stamen"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
