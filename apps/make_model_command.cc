@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Family { kBert, kXlmRoberta, kXlmRobertaClassifier, kQwen3 };
+enum class Family { kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3 };
 
 struct Like {
   const char* name;
@@ -44,6 +44,8 @@ constexpr Like kLikes[] = {
     {"qwen3-0.6b", Family::kQwen3, 1024, 28, 16, 8, 128, 3072, 32768, 151669, 0, "lasttoken", 8192, "qwen2-bpe"},
     {"bge-reranker-base", Family::kXlmRobertaClassifier, 768, 12, 12, 12, 64, 3072, 514, 250002, 1, nullptr, 512,
      "xlmr-trimmed-32k"},
+    {"ms-marco-MiniLM-L6-v2", Family::kBertClassifier, 384, 6, 12, 12, 32, 1536, 512, 30522, 2, nullptr, 512,
+     "configs/ms-marco-MiniLM-L-6-v2"},
 };
 
 // Files of a tokenizer folder worth copying.
@@ -122,7 +124,9 @@ struct TensorSpec {
 
 std::vector<TensorSpec> EncoderTensors(const Like& like, int64_t layers, int64_t vocab) {
   const int64_t h = like.hidden, ffn = like.intermediate;
-  const std::string p = like.family == Family::kXlmRobertaClassifier ? "roberta." : "";
+  const std::string p = like.family == Family::kXlmRobertaClassifier ? "roberta."
+                        : like.family == Family::kBertClassifier   ? "bert."
+                                                                   : "";
   std::vector<TensorSpec> tensors = {
       {p + "embeddings.word_embeddings.weight", {vocab, h}},
       {p + "embeddings.position_embeddings.weight", {like.max_positions, h}},
@@ -153,8 +157,12 @@ std::vector<TensorSpec> EncoderTensors(const Like& like, int64_t layers, int64_t
     tensors.push_back({"classifier.out_proj.weight", {1, h}});
     tensors.push_back({"classifier.out_proj.bias", {1}});
   } else {
-    tensors.push_back({"pooler.dense.weight", {h, h}});
-    tensors.push_back({"pooler.dense.bias", {h}});
+    tensors.push_back({p + "pooler.dense.weight", {h, h}});
+    tensors.push_back({p + "pooler.dense.bias", {h}});
+  }
+  if (like.family == Family::kBertClassifier) {
+    tensors.push_back({"classifier.weight", {1, h}});
+    tensors.push_back({"classifier.bias", {1}});
   }
   return tensors;
 }
@@ -198,13 +206,19 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab) {
              "  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\",\n"
              "  \"use_cache\": true,\n  \"use_sliding_window\": false,\n  \"vocab_size\": " + v + "\n}\n";
     case Family::kBert:
-      return "{\n  \"architectures\": [\"BertModel\"],\n  \"attention_probs_dropout_prob\": 0.1,\n"
+    case Family::kBertClassifier: {
+      const bool classifier = like.family == Family::kBertClassifier;
+      return std::string("{\n  \"architectures\": [\"") +
+             (classifier ? "BertForSequenceClassification" : "BertModel") +
+             "\"],\n  \"attention_probs_dropout_prob\": 0.1,\n" +
+             (classifier ? "  \"id2label\": {\"0\": \"LABEL_0\"},\n  \"label2id\": {\"LABEL_0\": 0},\n" : "") +
              "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h + ",\n"
              "  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + ffn + ",\n  \"layer_norm_eps\": 1e-12,\n"
              "  \"max_position_embeddings\": " + positions + ",\n  \"model_type\": \"bert\",\n"
              "  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n + ",\n  \"pad_token_id\": 0,\n"
              "  \"position_embedding_type\": \"absolute\",\n  \"torch_dtype\": \"float32\",\n"
              "  \"type_vocab_size\": " + std::to_string(like.type_vocab) + ",\n  \"vocab_size\": " + v + "\n}\n";
+    }
     case Family::kXlmRoberta:
     case Family::kXlmRobertaClassifier: {
       const bool classifier = like.family == Family::kXlmRobertaClassifier;
@@ -417,7 +431,7 @@ void AddMakeModelCommand(CLI::App& app) {
   auto options = std::make_shared<MakeModelOptions>();
   CLI::App* command = app.add_subcommand(
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
-  command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b or bge-reranker-base")
+  command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, bge-reranker-base or ms-marco-MiniLM-L6-v2")
       ->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
   command->add_option("--out", options->out, "Folder to write")->required();

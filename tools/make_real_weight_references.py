@@ -170,6 +170,23 @@ def random_models_reference(stamen, workdir):
     spec.update({"pairs": [list(p) for p in pairs], "token_ids": ids, "scores": [round(s, 6) for s in scores]})
     result["models"]["xlmr_reranker"] = spec
 
+    # ms-marco-MiniLM-L6-v2-shaped BERT cross-encoder (BertForSequenceClassification: pooler +
+    # classifier) with the real WordPiece tokenizer.json: the same pairs, token type ids.
+    spec = {"like": "ms-marco-MiniLM-L6-v2", "seed": 14, "layers": 1, "vocab_size": 30522,
+            "tokenizer": "configs/ms-marco-MiniLM-L-6-v2/tokenizer.json"}
+    folder = os.path.join(workdir, "bert_reranker")
+    make_model(stamen, spec["like"], spec["seed"], folder,
+               ["--layers", "1", "--vocab-size", "30522", "--tokenizer",
+                os.path.join(SHARED, "models", spec["tokenizer"])])
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForSequenceClassification.from_pretrained(folder, torch_dtype=torch.float32).eval()
+    encoded = tokenizer([p[0] for p in pairs], [p[1] for p in pairs], truncation="longest_first", max_length=512,
+                        padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        scores = model(**encoded).logits[:, 0].tolist()
+    spec.update({"pairs": [list(p) for p in pairs], "scores": [round(s, 6) for s in scores]})
+    result["models"]["bert_reranker"] = spec
+
     # Qwen3-0.6B-shaped decoder (2 layers, small vocabulary) on token ids: causal attention,
     # last-token pooling, L2 normalisation, as Qwen3-Embedding.
     spec = {"like": "qwen3-0.6b", "seed": 13, "layers": 2, "vocab_size": 1000}

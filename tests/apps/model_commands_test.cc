@@ -191,7 +191,7 @@ class RandomModels : public ::testing::Test {
   static void SetUpTestSuite() {
     reference_ = new Reference();
     ASSERT_TRUE(reference_->Load(kData + "/random_models_reference.json"));
-    for (const char* key : {"xlmr_sentencepiece_embedder", "xlmr_reranker", "qwen3_decoder"}) {
+    for (const char* key : {"xlmr_sentencepiece_embedder", "xlmr_reranker", "bert_reranker", "qwen3_decoder"}) {
       simdjson::dom::element spec = reference_->root["models"][key];
       std::string arguments = "make-model --like " + std::string(std::string_view(spec["like"].get_string())) +
                               " --random-seed " + std::to_string(int64_t(spec["seed"].get_int64())) + " --layers " +
@@ -239,23 +239,27 @@ TEST_F(RandomModels, XlmrWithOnlySentencePieceMatchesTransformers) {
   }
 }
 
-TEST_F(RandomModels, RerankerMatchesTransformers) {
-  std::string input;
-  for (simdjson::dom::element pair : Spec("xlmr_reranker")["pairs"].get_array()) {
-    const auto texts = Strings(pair);
-    input += texts[0] + "\t" + texts[1] + "\n";
+TEST_F(RandomModels, RerankersMatchTransformers) {
+  // XLMRobertaForSequenceClassification (bge-reranker-base shapes, SentencePiece Unigram) and
+  // BertForSequenceClassification (ms-marco-MiniLM-L6-v2 shapes, WordPiece, token type ids).
+  for (const char* key : {"xlmr_reranker", "bert_reranker"}) {
+    std::string input;
+    for (simdjson::dom::element pair : Spec(key)["pairs"].get_array()) {
+      const auto texts = Strings(pair);
+      input += texts[0] + "\t" + texts[1] + "\n";
+    }
+    std::vector<double> expected;
+    for (simdjson::dom::element score : Spec(key)["scores"].get_array()) expected.push_back(double(score));
+    const Result result = RunStamen("rerank --model " + Folder(key), input);
+    ASSERT_EQ(result.code, 0) << key << ": " << result.err;
+    const std::vector<double> actual = ParseScores(result.out);
+    ASSERT_EQ(actual.size(), expected.size()) << key;
+    double worst = 0;
+    for (size_t i = 0; i < actual.size(); ++i) worst = std::max(worst, std::abs(actual[i] - expected[i]));
+    std::cout << std::string_view(Spec(key)["like"].get_string()) << "-shaped (random, tokenizer.json): max |score - "
+              << "transformers| " << worst << " over " << actual.size() << " pairs\n";
+    EXPECT_LE(worst, 1e-4) << key;
   }
-  std::vector<double> expected;
-  for (simdjson::dom::element score : Spec("xlmr_reranker")["scores"].get_array()) expected.push_back(double(score));
-  const Result result = RunStamen("rerank --model " + Folder("xlmr_reranker"), input);
-  ASSERT_EQ(result.code, 0) << result.err;
-  const std::vector<double> actual = ParseScores(result.out);
-  ASSERT_EQ(actual.size(), expected.size());
-  double worst = 0;
-  for (size_t i = 0; i < actual.size(); ++i) worst = std::max(worst, std::abs(actual[i] - expected[i]));
-  std::cout << "bge-reranker-base-shaped (random, tokenizer.json): max |score - transformers| " << worst << " over "
-            << actual.size() << " pairs\n";
-  EXPECT_LE(worst, 1e-4);
 }
 
 TEST_F(RandomModels, Qwen3DecoderMatchesTransformers) {
@@ -417,13 +421,15 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
   TempDir out;
   struct Like {
     std::string name, tokenizer;
-    size_t width;  // embedding width; 0 for the cross-encoder
+    size_t width;  // embedding width; 0 for the cross-encoders
+    std::string architecture;
   };
   const std::vector<Like> likes = {
-      {"xlm-roberta-base", "xlmr-trimmed-32k", 768},
-      {"bge-reranker-base", "xlmr-trimmed-32k", 0},
-      {"qwen3-0.6b", "qwen2-bpe", 1024},
-      {"all-MiniLM-L6-v2", "configs/all-MiniLM-L6-v2", 384},
+      {"xlm-roberta-base", "xlmr-trimmed-32k", 768, "XLMRobertaModel"},
+      {"bge-reranker-base", "xlmr-trimmed-32k", 0, "XLMRobertaForSequenceClassification"},
+      {"ms-marco-MiniLM-L6-v2", "configs/ms-marco-MiniLM-L-6-v2", 0, "BertForSequenceClassification"},
+      {"qwen3-0.6b", "qwen2-bpe", 1024, "Qwen3Model"},
+      {"all-MiniLM-L6-v2", "configs/all-MiniLM-L6-v2", 384, "BertModel"},
   };
   for (const Like& like : likes) {
     // One layer and a small vocabulary keep the folders small; token ids stay below 1000.
@@ -436,7 +442,7 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       EXPECT_FALSE(fs::exists(folder + "/modules.json")) << "a cross-encoder has no sentence-transformers modules";
       auto engine = engine::Engine::Load(folder, {.num_threads = 1});
       ASSERT_TRUE(engine.ok()) << engine.status().message();
-      EXPECT_EQ((*engine)->config().architecture, "XLMRobertaForSequenceClassification");
+      EXPECT_EQ((*engine)->config().architecture, like.architecture);
       EXPECT_EQ((*engine)->config().num_labels, 1);
       const std::vector<int32_t> ids = {0, 17, 2, 2, 99, 2}, cu_seqlens = {0, 6};
       auto result = (*engine)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens}, {.output = engine::StepOutput::kScores});
@@ -454,7 +460,8 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
   }
   const Result bad = RunStamen("make-model --like bert-large --random-seed 1 --out " + out.File("x"), "");
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, bge-reranker-base"), std::string::npos)
+  EXPECT_NE(bad.err.find("xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, bge-reranker-base, ms-marco-MiniLM-L6-v2"),
+            std::string::npos)
       << bad.err;
 }
 
