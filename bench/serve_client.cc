@@ -135,15 +135,29 @@ class HttpClient final : public Client {
   beast::flat_buffer buffer_;
 };
 
+// A stamen server (`stamen serve` / `stamen gateway`), or, when `openai_path` is set, any server
+// of the OpenAI embeddings API (the peers: Infinity, sentence-transformers, ONNX Runtime), which
+// takes only text at that path and has no /info.
 class HttpTarget final : public Target {
  public:
-  HttpTarget(std::string url, std::string host, std::string port)
-      : url_(std::move(url)), host_(std::move(host)), port_(std::move(port)) {}
+  HttpTarget(std::string url, std::string host, std::string port, std::string openai_path = "",
+             std::string openai_model = "")
+      : url_(std::move(url)),
+        host_(std::move(host)),
+        port_(std::move(port)),
+        openai_path_(std::move(openai_path)),
+        openai_model_(std::move(openai_model)) {}
 
   std::string url() const override { return url_; }
   bool is_grpc() const override { return false; }
 
   StatusOr<TargetInfo> Info() override {
+    if (!openai_path_.empty()) {
+      // Nothing to ask: the suites take the model's limits from the --model folder.
+      HttpClient client(host_, port_);
+      STAMEN_RETURN_IF_ERROR(client.Connect());
+      return TargetInfo{openai_model_.empty() ? url_ : openai_model_, "embedding", 0, 0, 0};
+    }
     HttpClient client(host_, port_);
     std::string body;
     STAMEN_RETURN_IF_ERROR(client.Exchange(bhttp::verb::get, "/info", "", &body));
@@ -170,13 +184,31 @@ class HttpTarget final : public Target {
     return std::unique_ptr<Client>(std::move(client));
   }
 
-  bool Supports(Kind kind) const override { return kind != Kind::kScoreIds; }
+  bool Supports(Kind kind) const override {
+    return openai_path_.empty() ? kind != Kind::kScoreIds : kind == Kind::kEmbedTexts;
+  }
 
   PreparedRequest Prepare(const RequestSpec& spec) const override {
     PreparedRequest request;
     request.kind = spec.kind;
     request.rows = spec.rows();
     std::string& body = request.payload;
+    if (!openai_path_.empty() && spec.kind == Kind::kEmbedTexts) {
+      request.path = openai_path_;
+      body = "{";
+      if (!openai_model_.empty()) {
+        body += "\"model\":";
+        AppendJsonString(body, openai_model_);
+        body += ',';
+      }
+      body += "\"input\":[";
+      for (size_t i = 0; i < spec.texts.size(); ++i) {
+        if (i) body += ',';
+        AppendJsonString(body, spec.texts[i]);
+      }
+      body += "],\"encoding_format\":\"float\"}";
+      return request;
+    }
     switch (spec.kind) {
       case Kind::kEmbedIds:
         // TEI's route: token-id arrays in, plain arrays of floats out.
@@ -271,6 +303,7 @@ class HttpTarget final : public Target {
 
  private:
   std::string url_, host_, port_;
+  std::string openai_path_, openai_model_;
 };
 
 // --- gRPC ---
@@ -414,7 +447,20 @@ StatusOr<std::unique_ptr<Target>> Target::Open(const std::string& url) {
     if (!split(url.substr(7), "80", &host, &port)) return Status::Error("bad target " + url);
     return std::unique_ptr<Target>(new HttpTarget(url, host, port));
   }
-  return Status::Error("--target must be http://HOST:PORT or grpc://HOST:PORT, not " + url);
+  if (url.rfind("openai+http://", 0) == 0) {
+    // openai+http://HOST:PORT/PATH[?model=NAME]
+    std::string rest = url.substr(14), model;
+    if (const size_t query = rest.find("?model="); query != std::string::npos) {
+      model = rest.substr(query + 7);
+      rest.resize(query);
+    }
+    const size_t slash = rest.find('/');
+    const std::string path = slash == std::string::npos ? "/v1/embeddings" : rest.substr(slash);
+    if (!split(rest, "80", &host, &port)) return Status::Error("bad target " + url);
+    return std::unique_ptr<Target>(new HttpTarget(url, host, port, path, model));
+  }
+  return Status::Error("--target must be http://HOST:PORT, grpc://HOST:PORT or openai+http://HOST:PORT/PATH, not " +
+                       url);
 }
 
 }  // namespace stamen::bench

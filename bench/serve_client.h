@@ -66,7 +66,9 @@ class Client {
 class Target {
  public:
   virtual ~Target() = default;
-  // `url`: http://host:port (any path is ignored) or grpc://host:port.
+  // `url`: http://host:port (a stamen server; any path is ignored), grpc://host:port (a stamen
+  // worker) or openai+http://host:port/path[?model=NAME] (any OpenAI-compatible embeddings
+  // server, text only: the peers).
   static StatusOr<std::unique_ptr<Target>> Open(const std::string& url);
 
   virtual std::string url() const = 0;

@@ -14,6 +14,7 @@
 #include "bench/serve_client.h"
 #include "bench/serve_inputs.h"
 #include "bench/serve_load.h"
+#include "engine/model_tokenizer.h"
 
 namespace stamen::bench {
 namespace {
@@ -28,6 +29,8 @@ struct ServeOptions {
   std::string model;
   std::string corpus;
   std::string json;
+  std::string label;           // names this target in reports (default: the target URL)
+  std::string inputs = "auto";  // latency/throughput: ids (pre-tokenized), text, or auto
   int64_t requests = 0;  // per step; 0: the suite's default
   double duration_s = 0;
   std::vector<int64_t> seq;      // overrides the suite's sequence lengths
@@ -64,6 +67,15 @@ StatusOr<std::vector<Step>> PlanSuite(const ServeOptions& options, const Target&
   std::vector<Step> steps;
   const bool reranker = info.kind == "reranker";
   const std::string& suite = options.suite;
+  // The pre-tokenized suites send ids; text puts the server's tokenization in the timing, the
+  // only way to time a server that takes no ids (the OpenAI-API peers), and so also the way
+  // to compare stamen with them.
+  Kind embed = Kind::kEmbedIds;
+  if (options.inputs == "text" || (options.inputs == "auto" && !target.Supports(Kind::kEmbedIds))) {
+    embed = Kind::kEmbedTexts;
+  } else if (options.inputs != "ids" && options.inputs != "auto") {
+    return Status::Error("unknown --inputs '" + options.inputs + "' (ids, text, auto)");
+  }
   auto add = [&](Kind kind, int64_t seq, int rows, int clients, int64_t default_requests) {
     Step step{kind, seq, rows, clients, options.requests > 0 ? options.requests : default_requests, ""};
     if (info.max_input_length > 0 && seq > info.max_input_length) {
@@ -77,7 +89,7 @@ StatusOr<std::vector<Step>> PlanSuite(const ServeOptions& options, const Target&
   };
   if (suite == "latency") {
     for (int64_t seq : Or(options.seq, {128, 512, 4096})) {
-      for (int rows : Or(options.batch, {1})) add(Kind::kEmbedIds, seq, rows, 1, 50);
+      for (int rows : Or(options.batch, {1})) add(embed, seq, rows, 1, 50);
     }
   } else if (suite == "scoring") {
     // gRPC takes the pairs pre-tokenized; the HTTP API takes (query, documents) as text.
@@ -88,7 +100,7 @@ StatusOr<std::vector<Step>> PlanSuite(const ServeOptions& options, const Target&
   } else if (suite == "throughput") {
     for (int64_t seq : Or(options.seq, {512, 1024, 4096})) {
       for (int rows : Or(options.batch, {100})) {
-        for (int clients : Or(options.clients, {4})) add(Kind::kEmbedIds, seq, rows, clients, 2 * clients);
+        for (int clients : Or(options.clients, {4})) add(embed, seq, rows, clients, 2 * clients);
       }
     }
   } else if (suite == "concurrency") {
@@ -186,6 +198,15 @@ int RunServe(const ServeOptions& options) {
                  info.status().message().c_str());
     return 2;
   }
+  auto reference = Reference::Load(options.model);
+  if (!reference.ok()) {
+    std::fprintf(stderr, "stamen bench serve: %s\n", reference.status().message().c_str());
+    return 2;
+  }
+  if (info->max_input_length == 0) {  // a peer: the model folder's own limit
+    const engine::Engine& engine = (*reference)->engine();
+    info->max_input_length = engine::MaxSequenceLength(engine.config(), engine.sentence_transformers());
+  }
   auto steps = PlanSuite(options, **target, *info);
   if (!steps.ok()) {
     std::fprintf(stderr, "stamen bench serve: %s\n", steps.status().message().c_str());
@@ -195,11 +216,6 @@ int RunServe(const ServeOptions& options) {
   auto maker = InputMaker::Load(options.model, corpus);
   if (!maker.ok()) {
     std::fprintf(stderr, "stamen bench serve: %s\n", maker.status().message().c_str());
-    return 2;
-  }
-  auto reference = Reference::Load(options.model);
-  if (!reference.ok()) {
-    std::fprintf(stderr, "stamen bench serve: %s\n", reference.status().message().c_str());
     return 2;
   }
 
@@ -311,6 +327,7 @@ int RunServe(const ServeOptions& options) {
   if (!options.json.empty()) {
     Json run;
     run.Add("tool", "stamen bench serve").Add("suite", options.suite).Add("target", options.target);
+    run.Add("label", options.label.empty() ? options.target : options.label);
     run.Add("model_id", info->model_id).Add("model_kind", info->kind).Add("max_input_length", info->max_input_length);
     run.Add("dimensions", info->dimensions).Add("date", UtcNow()).Add("cpu", CpuModel()).Add("cores", CpuCount());
     run.AddRaw("results", JsonArray(results));
@@ -330,13 +347,19 @@ void AddServeBenchmark(CLI::App& bench) {
   auto options = std::make_shared<ServeOptions>();
   CLI::App* command = bench.add_subcommand(
       "serve", "Serving suites (latency, scoring, throughput, concurrency) against a running stamen server");
-  command->add_option("--target", options->target, "http://HOST:PORT (stamen serve / gateway) or grpc://HOST:PORT (worker)")
+  command->add_option("--target", options->target, "http://HOST:PORT (stamen serve / gateway), grpc://HOST:PORT (worker) or "
+                      "openai+http://HOST:PORT/PATH[?model=NAME] (an OpenAI-compatible peer)")
       ->required();
   command->add_option("--suite", options->suite, "latency | scoring | throughput | concurrency")->required();
   command->add_option("--model", options->model,
                       "The served model's folder: its tokenizer makes the inputs, its engine the reference")
       ->required();
   command->add_option("--json", options->json, "Write the results here (input of `stamen bench report`)");
+  command->add_option("--label", options->label, "Name of this target in reports (default: the target URL)");
+  command->add_option("--inputs", options->inputs,
+                      "latency/throughput suites: ids (pre-tokenized), text (tokenized by the server) or auto "
+                      "(ids when the target takes them)")
+      ->capture_default_str();
   command->add_option("--requests", options->requests, "Timed requests per step (default: the suite's)");
   command->add_option("--duration", options->duration_s, "Seconds per step instead of a request count");
   command->add_option("--seq", options->seq, "Sequence lengths instead of the suite's")->delimiter(',');

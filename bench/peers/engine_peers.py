@@ -56,10 +56,12 @@ def main():
     torch.set_num_threads(args.threads)
     config = transformers.AutoConfig.from_pretrained(args.model)
 
-    def load():
-        return Pooled(transformers.AutoModel.from_pretrained(args.model, attn_implementation="eager").eval())
+    def load(attention):
+        return Pooled(transformers.AutoModel.from_pretrained(args.model, attn_implementation=attention).eval())
 
-    module = load()
+    # PyTorch as sentence-transformers runs it (transformers' default attention, SDPA); the
+    # ONNX export traces the eager attention, which torch.onnx handles at every shape.
+    module = load("sdpa")
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = args.threads
     options.inter_op_num_threads = 1
@@ -72,7 +74,7 @@ def main():
         # traced module's later eager outputs (cosine 0.93 against a copy never traced).
         with tempfile.TemporaryDirectory() as folder:
             path = pathlib.Path(folder) / "model.onnx"
-            torch.onnx.export(load(), (ids,), str(path), input_names=["input_ids"], output_names=["embeddings"],
+            torch.onnx.export(load("eager"), (ids,), str(path), input_names=["input_ids"], output_names=["embeddings"],
                               dynamo=False)
             return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
