@@ -45,7 +45,9 @@ std::string Text(simdjson::dom::element row, const char* key) {
 bool HaveGnuplot() { return std::system("command -v gnuplot > /dev/null 2>&1") == 0; }
 
 // Runs gnuplot on `script` (commands separated by ';', single quotes only).
-bool Gnuplot(const std::string& script) { return std::system(("gnuplot -e \"" + script + "\"").c_str()) == 0; }
+bool Gnuplot(const std::string& script) {
+  return std::system(("gnuplot -e \"" + script + "\" 2> /dev/null").c_str()) == 0;  // its warnings are noise here
+}
 
 double Value(simdjson::dom::element row, const char* key) {
   double value = 0;

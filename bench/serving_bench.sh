@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the measurements of docs/BENCHMARKS.md "Worker", "Gateway" and "Serving suites" on
+# Runs the measurements of docs/BENCHMARKS.md "Worker" and "Gateway" on
 # the real all-MiniLM-L6-v2 (max_seq_length raised to 512, bench/make_serving_model.sh) and
 # writes JSON runs and logs to docs/bench/, then the Markdown report docs/bench/README.md.
+# The serving suites themselves are scripts/bench.sh's (docs/bench/suites/).
 #   scripts/build.sh release && bench/serving_bench.sh [OUT_DIR]
 # About 15 minutes on the idle 2-core development VM (much longer under load). One measurement
 # at a time; the load average is logged to OUT_DIR/machine.txt before each.
@@ -27,22 +28,14 @@ log "stack: engine, grpc worker, gateway (ids, text)"
 "$stamen" bench worker --model "$model" --layers engine,grpc,http-ids,http-text --seq 128 --batch 100 \
   --rounds 2 --requests 1 --json "$out/stack-batch100.json" | tee "$out/stack-batch100.txt"
 
-log "stamen serve suites"
+log "stamen serve for wrk"
 "$stamen" serve --model "$model" --port "$port" 2> "$out/serve.log" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do grep -q "serve: ready" "$out/serve.log" && break; sleep 0.2; done
-"$stamen" bench serve --target "http://127.0.0.1:$port" --model "$model" --suite latency --requests 20 \
-  --json "$out/serve-latency.json" | tee "$out/serve-latency.txt"
-log "concurrency"
-"$stamen" bench serve --target "http://127.0.0.1:$port" --model "$model" --suite concurrency --requests 16 \
-  --json "$out/serve-concurrency.json" | tee "$out/serve-concurrency.txt" || true
-log "throughput"
-"$stamen" bench serve --target "http://127.0.0.1:$port" --model "$model" --suite throughput --seq 128,512,1024 \
-  --requests 4 --json "$out/serve-throughput.json" | tee "$out/serve-throughput.txt" || true
 log "wrk"
 wrk -t2 -c8 -d15s -s bench/wrk_embeddings.lua "http://127.0.0.1:$port/v1/embeddings" | tee "$out/wrk.txt"
 kill $server; wait $server 2>/dev/null || true
 log "done"
 "$stamen" bench report "$out"/knee.json "$out"/knee-1thread.json "$out"/stack-batch1.json "$out"/stack-batch100.json \
-  "$out"/serve-latency.json "$out"/serve-concurrency.json "$out"/serve-throughput.json --out "$out" > /dev/null
+  --out "$out" > /dev/null

@@ -21,6 +21,7 @@ DEBIAN_PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # worker gRPC
   libboost-dev  # Boost.Beast/Asio: the HTTP server
   wrk  # HTTP load generator of the gateway benchmark and soak test
+  gnuplot-nox curl  # plots of the serving benchmarks (stamen bench report); readiness probes of scripts/bench.sh
   libcurl4-openssl-dev  # HTTPS downloads from the Hugging Face hub (src/hub)
   # tooling: callgrind, libFuzzer (fuzz preset)
   valgrind clang-14 libclang-rt-14-dev
