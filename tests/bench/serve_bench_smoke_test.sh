@@ -2,7 +2,7 @@
 # Smoke test of the serving benchmarks: `stamen bench serve` runs a tiny latency and
 # concurrency suite against `stamen serve` on a made one-layer model (answers checked against
 # the engine in the benchmark's process), and `stamen bench report` turns the runs into
-# Markdown. Not a measurement: it only shows the programs work end to end.
+# Markdown; the same server also as an OpenAI-API peer, the two runs side by side. Not a measurement: it only shows the programs work end to end.
 #   serve_bench_smoke_test.sh STAMEN SHARED_DIR
 set -euo pipefail
 stamen=$1
@@ -34,6 +34,14 @@ grep -q "latency seq 4096 .*skipped: longer than the model's max_input_length" "
 "$stamen" bench serve --target "http://127.0.0.1:$port" --model "$work/model" --suite concurrency --seq 32 \
   --clients 1,2 --requests 4 --json "$work/concurrency.json" | tee "$work/concurrency.txt"
 grep -q "concurrency seq 32 batch 1 clients 2 .*p50" "$work/concurrency.txt"
-"$stamen" bench report "$work/latency.json" "$work/concurrency.json" --out "$work/report" > /dev/null
+# The same server as an OpenAI-API peer (text only, no /info): the limits come from --model.
+"$stamen" bench serve --target "openai+http://127.0.0.1:$port/v1/embeddings?model=x" --model "$work/model" \
+  --suite latency --seq 16,4096 --requests 5 --label as-a-peer --json "$work/peer.json" | tee "$work/peer.txt"
+grep -q "latency seq 16 batch 1 clients 1 .*p50" "$work/peer.txt"
+grep -q "latency seq 4096 .*skipped: longer than the model's max_input_length" "$work/peer.txt"
+grep -q '"kind": *"embed-text"' "$work/peer.json"
+"$stamen" bench report "$work/latency.json" "$work/concurrency.json" "$work/peer.json" --out "$work/report" > /dev/null
 grep -q "| latency seq 16 batch 1 clients 1 | 5 |" "$work/report/README.md"
+grep -q "## latency: side by side" "$work/report/README.md"
+grep -q "^| 16 | .* | .*× | .*× |$" "$work/report/README.md"
 echo "serve_bench_smoke_test: ok"
