@@ -22,13 +22,14 @@
 # Environment: PEER_LOG (default build/bench-logs/NAME.log), PEER_PID_FILE, PEER_THREADS
 # (default: all cores), PEER_BATCH_SIZE (default 32), PEER_TIMEOUT (seconds, default 180),
 # PEER_HOST (default 127.0.0.1), PEER_LOG_LEVEL (Infinity's, default warning: no access log line per
-# request; info shows its start-up timings).
+# request; info shows its start-up timings), PEER_EXTRA_ARGS (more arguments for the peer's
+# command line, split on spaces, e.g. "--lengths-via-tokenize" for Infinity).
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 if [[ $# -ne 3 ]]; then
-  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^set -e/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 name=$1
@@ -100,6 +101,9 @@ case "$name" in
     exit 2
     ;;
 esac
+
+read -r -a more <<< "${PEER_EXTRA_ARGS:-}"
+command+=("${more[@]}")
 
 if curl -s -o /dev/null --max-time 2 "http://$host:$port/health"; then
   echo "start_peer: something already answers on $host:$port" >&2
