@@ -336,10 +336,18 @@ class Service:
                 "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}}
 
 
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # listen backlog (socketserver's default is 5): many clients connect at once
+
+
 def make_handler(service, access_log):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "stamen-bench-peer"
+        # Headers and body leave in two writes: without TCP_NODELAY the body could wait for
+        # the client's delayed ACK (tens of milliseconds per response).
+        disable_nagle_algorithm = True
 
         def log_message(self, format, *args):
             if access_log:
@@ -421,8 +429,7 @@ def main():
     service = Service(backend, args.backend, model_name, config.get("vocab_size", 1 << 31))
     # Warm-up: the first call pays for lazy initialisation.
     service.embed({"input": ["warm up"]})
-    server = http.server.ThreadingHTTPServer((args.host, args.port), make_handler(service, args.access_log))
-    server.daemon_threads = True
+    server = Server((args.host, args.port), make_handler(service, args.access_log))
     versions = " ".join(f"{k} {v}" for k, v in backend.versions.items())
     extra = f" onnx {backend.onnx_path}" if args.backend == "onnxruntime" else ""
     print(f"serve_peer: ready backend {args.backend} model {model_dir} max_length {backend.max_length} "
