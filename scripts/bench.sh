@@ -9,8 +9,9 @@
 #
 #   scripts/bench.sh            stamen only, under 10 minutes on 2 cores
 #   scripts/bench.sh --peers    also the peers in the same run, on the same folder, with text
-#                               inputs everywhere (Infinity, sentence-transformers on PyTorch,
-#                               ONNX Runtime; needs .venv-heavy and .venv-infinity, see
+#                               inputs everywhere (Infinity with its torch and ONNX engines,
+#                               sentence-transformers on PyTorch, ONNX Runtime; needs
+#                               .venv-heavy and .venv-infinity, see
 #                               bench/peers/README.md); about 25 minutes
 #
 # One measurement at a time: run it on an otherwise idle machine (the load average is logged
@@ -107,14 +108,14 @@ embedding_suites stamen-gateway-2-workers "http://127.0.0.1:$port"
 stop_all
 
 # 3. The peers, one at a time, on the same folder, text in (they take no token ids).
-peer_names=(sentence-transformers onnxruntime infinity)
+peer_names=(sentence-transformers onnxruntime infinity infinity-optimum)
 if $peers; then
   for peer in "${peer_names[@]}"; do
     port=$((base_port + 10))
-    pid=$(STAMEN_PEER_LOG="$logs/$peer.log" bench/peers/start_peer.sh "$peer" "$model" "$port")
+    pid=$(PEER_LOG="$logs/$peer.log" bench/peers/start_peer.sh "$peer" "$model" "$port")
     started+=("$pid")
     target="openai+http://127.0.0.1:$port/v1/embeddings"
-    [[ $peer == infinity ]] && target="openai+http://127.0.0.1:$port/embeddings?model=$(basename "$model")"
+    [[ $peer == infinity* ]] && target="$target?model=$(basename "$model")"
     embedding_suites "$peer" "$target" --inputs text
     stop_all
   done
