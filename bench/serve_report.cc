@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "bench/serve_suites.h"
@@ -24,15 +25,20 @@ struct ReportOptions {
   std::string out = "docs/bench";
 };
 
-std::string Number(simdjson::dom::element row, const char* key, int decimals = 2) {
+// `row[key]` as a number (JSON integers too); nothing when it is missing or not a number.
+std::optional<double> Value(simdjson::dom::element row, const char* key) {
   double value = 0;
-  if (row[key].get(value) != simdjson::SUCCESS) {
-    int64_t integer = 0;
-    if (row[key].get(integer) != simdjson::SUCCESS) return "";
-    value = static_cast<double>(integer);
-  }
+  if (row[key].get(value) == simdjson::SUCCESS) return value;
+  int64_t integer = 0;
+  if (row[key].get(integer) == simdjson::SUCCESS) return static_cast<double>(integer);
+  return std::nullopt;
+}
+
+std::string Number(simdjson::dom::element row, const char* key, int decimals = 2) {
+  const std::optional<double> value = Value(row, key);
+  if (!value) return "";
   char text[32];
-  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+  std::snprintf(text, sizeof(text), "%.*f", decimals, *value);
   return text;
 }
 
@@ -49,12 +55,6 @@ bool Gnuplot(const std::string& script) {
   return std::system(("gnuplot -e \"" + script + "\" 2> /dev/null").c_str()) == 0;  // its warnings are noise here
 }
 
-double Value(simdjson::dom::element row, const char* key) {
-  double value = 0;
-  if (row[key].get(value) == simdjson::SUCCESS) return value;
-  int64_t integer = 0;
-  return row[key].get(integer) == simdjson::SUCCESS ? static_cast<double>(integer) : 0;
-}
 
 const char* AxisKey(const std::string& suite) {
   return suite == "concurrency" ? "clients" : suite == "scoring" ? "batch" : "seq";
@@ -74,7 +74,7 @@ struct Comparison {
   std::map<int64_t, std::map<std::string, std::string>> missing;  // axis value → label → why
 };
 
-// The side-by-side table and plots of one suite; `stem` names the plot files.
+// The side-by-side table and plots (compare-SUITE-*.png in `out_dir`) of one suite.
 void WriteComparison(const std::string& suite, const Comparison& comparison, const std::string& out_dir,
                      bool gnuplot, std::ostringstream& markdown) {
   namespace fs = std::filesystem;
@@ -194,7 +194,7 @@ int RunReport(const ReportOptions& options) {
       comparison.labels.push_back(label);
       for (simdjson::dom::element row : results) {
         markdown << "| " << Text(row, "name") << " | ";
-        const auto axis = static_cast<int64_t>(Value(row, AxisKey(suite)));
+        const auto axis = static_cast<int64_t>(Value(row, AxisKey(suite)).value_or(0));
         std::string_view skipped, failed;
         if (row["skipped"].get(skipped) == simdjson::SUCCESS) {
           markdown << "skipped: " << skipped << " ||||||||\n";
@@ -206,7 +206,8 @@ int RunReport(const ReportOptions& options) {
           comparison.missing[axis][label] = "failed";
           continue;
         }
-        comparison.points[axis][label] = {Value(row, "p50_ms"), Value(row, "p99_ms"), Value(row, "embeddings_per_s")};
+        comparison.points[axis][label] = {Value(row, "p50_ms").value_or(0), Value(row, "p99_ms").value_or(0),
+                                          Value(row, "embeddings_per_s").value_or(0)};
         markdown << Text(row, "requests") << " | " << Number(row, "p50_ms") << " | " << Number(row, "p90_ms") << " | "
                  << Number(row, "p99_ms") << " | " << Number(row, "max_ms") << " | " << Number(row, "requests_per_s")
                  << " | " << Number(row, "embeddings_per_s", 1) << " | " << Number(row, "max_divergence", 7)
@@ -247,7 +248,7 @@ int RunReport(const ReportOptions& options) {
     }
   }
   for (const std::string& suite : suite_order) {
-    // Points missing on every target (a step all skipped) are left out of the comparison.
+    // Steps skipped or failed on every target have no point, so they are not in the table.
     Comparison& comparison = comparisons[suite];
     if (comparison.labels.size() >= 2) WriteComparison(suite, comparison, options.out, gnuplot, markdown);
   }
