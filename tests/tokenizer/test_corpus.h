@@ -154,8 +154,9 @@ inline std::vector<size_t> UdhrIndices(const std::vector<UdhrLine>& udhr, size_t
 // The indices 0, step, 2*step, ... below `count` (lines of a novel) that an exactness test
 // checks: every N-th of them under STAMEN_EXACTNESS_SAMPLE=N; line 0 always.
 inline std::vector<size_t> LineIndices(size_t count, size_t step = 1) {
+  const size_t stride = step * ExactnessSample();
   std::vector<size_t> indices;
-  for (size_t i = 0; i < count; i += step * ExactnessSample()) indices.push_back(i);
+  for (size_t i = 0; i < count; i += stride) indices.push_back(i);
   return indices;
 }
 
