@@ -250,9 +250,9 @@ TEST(WorkerProcessTest, SigtermFinishesAcceptedRequestsAndExitsZero) {
     _exit(127);
   }
   struct Reaper {  // never leave the worker running when an assertion fails
-    pid_t pid;
+    pid_t pid;  // -1 once the worker has been waited for: its pid may belong to another process then
     ~Reaper() {
-      if (kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
     }
   } reaper{pid};
   int port = 0;
@@ -292,6 +292,7 @@ TEST(WorkerProcessTest, SigtermFinishesAcceptedRequestsAndExitsZero) {
   for (auto& thread : clients) thread.join();
   int status = 0;
   waitpid(pid, &status, 0);
+  reaper.pid = -1;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(log);
   for (int i = 0; i < kRequests; ++i) {
     EXPECT_TRUE(statuses[i].ok()) << i << ": " << statuses[i].error_message();

@@ -5,7 +5,8 @@
 // of the file (GPT-2 ByteLevel split, prefix space, the cl100k pattern, ignore_merges); a
 // character-level BPE with continuing_subword_prefix, end_of_word_suffix, unk and
 // byte_fallback; and the vocab.json + merges.txt folder against the tokenizer.json.
-// References are cached in the build tree, keyed by everything they depend on.
+// References are cached in the build tree, keyed by everything they depend on. Under
+// STAMEN_EXACTNESS_SAMPLE the corpora are sampled (see test_corpus.h).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -97,12 +98,12 @@ std::vector<Line> BpeEdgeCases() {
 std::vector<Line> CorpusLines(size_t stride) {
   std::vector<Line> lines;
   const std::vector<testing::UdhrLine> udhr = testing::ReadUdhr();
-  for (size_t i = 0; i < udhr.size(); i += stride) {
+  for (const size_t i : testing::UdhrIndices(udhr, stride)) {
     lines.push_back({udhr[i].text, "udhr.tsv line " + std::to_string(i + 1) + " (" + udhr[i].language + ")"});
   }
   for (const char* corpus : {"corpus/botchan.txt", "corpus/wagahaiwa_nekodearu.txt"}) {
     const std::vector<std::string> texts = SplitLines(ReadFileOrFail(SharedPath(corpus)));
-    for (size_t i = 0; i < texts.size(); i += stride) {
+    for (const size_t i : testing::LineIndices(texts.size(), stride)) {
       lines.push_back({texts[i], std::string(corpus) + " line " + std::to_string(i + 1)});
     }
   }

@@ -1,5 +1,6 @@
 // Checks that `stamen tokenize` on a tokenizer.json prints exactly Hugging Face tokenizers'
-// ids (hf_reference_ids.py in the project venv) for corpora, edge cases and udhr pairs.
+// ids (hf_reference_ids.py in the project venv) for corpora, edge cases and udhr pairs (a
+// sample of the corpora under STAMEN_EXACTNESS_SAMPLE, see test_corpus.h).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -42,12 +43,12 @@ using testing::ShellQuote;
 // than the default check a stride of udhr to keep the test short.
 std::vector<Line> SingleTexts(const std::vector<testing::UdhrLine>& udhr, size_t stride) {
   std::vector<Line> lines;
-  for (size_t i = 0; i < udhr.size(); i += stride) {
+  for (const size_t i : testing::UdhrIndices(udhr, stride)) {
     lines.push_back({udhr[i].text, "udhr.tsv line " + std::to_string(i + 1) + " (" + udhr[i].language + ")"});
   }
   for (const char* corpus : {"corpus/botchan.txt", "corpus/wagahaiwa_nekodearu.txt"}) {
     const std::vector<std::string> texts = testing::SplitLines(testing::ReadFileOrFail(SharedPath(corpus)));
-    for (size_t i = 0; i < texts.size(); ++i) {
+    for (const size_t i : testing::LineIndices(texts.size())) {
       lines.push_back({texts[i], std::string(corpus) + " line " + std::to_string(i + 1)});
     }
   }
@@ -63,7 +64,7 @@ std::vector<Line> SingleTexts(const std::vector<testing::UdhrLine>& udhr, size_t
 // sides split a line at its first tab, so edge cases holding a tab split there.
 std::vector<Line> PairTexts(const std::vector<testing::UdhrLine>& udhr, size_t stride, size_t max_edge_bytes) {
   std::vector<Line> lines;
-  for (size_t i = 0; i + 1 < udhr.size(); i += 2 * stride) {
+  for (const size_t i : testing::UdhrIndices(udhr, 2 * stride, udhr.empty() ? 0 : udhr.size() - 1)) {
     lines.push_back({udhr[i].text + "\t" + udhr[i + 1].text,
                      "udhr.tsv lines " + std::to_string(i + 1) + "+" + std::to_string(i + 2)});
   }
@@ -130,6 +131,7 @@ class HuggingFaceExactnessTest : public ::testing::TestWithParam<const char*> {
                const std::string& mode) {
     const std::vector<std::string> expected = testing::SplitLines(testing::ReadFileOrFail(expected_path));
     const std::vector<std::string> got = testing::SplitLines(testing::ReadFileOrFail(got_path));
+    ASSERT_FALSE(lines.empty()) << mode << ": nothing to compare";
     ASSERT_EQ(expected.size(), lines.size()) << mode << ": the reference printed the wrong number of lines";
     ASSERT_EQ(got.size(), lines.size()) << mode << ": stamen tokenize printed the wrong number of lines";
     size_t mismatches = 0;
@@ -141,8 +143,8 @@ class HuggingFaceExactnessTest : public ::testing::TestWithParam<const char*> {
                       << "\n  got:      " << Abbreviate(got[i]);
       }
     }
-    std::printf("[ exactness ] %s %s: %zu lines checked, %zu mismatches\n", GetParam(), mode.c_str(), lines.size(),
-                mismatches);
+    std::printf("[ exactness ] %s %s: %zu lines checked, %zu mismatches%s\n", GetParam(), mode.c_str(), lines.size(),
+                mismatches, testing::SampleNote().c_str());
     EXPECT_EQ(mismatches, 0u) << mode;
   }
 

@@ -55,6 +55,7 @@ inline std::vector<std::string> RunReference(const std::string& command, const s
 // under `what`, and prints how many lines were checked under `summary`.
 inline void CompareLines(const std::vector<Line>& lines, const std::vector<std::string>& expected,
                          const std::vector<std::string>& got, const std::string& what, const std::string& summary) {
+  ASSERT_FALSE(lines.empty()) << what << ": nothing to compare";
   ASSERT_EQ(expected.size(), lines.size()) << what << ": the reference printed the wrong number of lines";
   ASSERT_EQ(got.size(), lines.size());
   size_t mismatches = 0;
@@ -66,7 +67,8 @@ inline void CompareLines(const std::vector<Line>& lines, const std::vector<std::
                     << "\n  got:      " << Abbreviate(got[i]);
     }
   }
-  std::printf("[ exactness ] %s: %zu lines checked, %zu mismatches\n", summary.c_str(), lines.size(), mismatches);
+  std::printf("[ exactness ] %s: %zu lines checked, %zu mismatches%s\n", summary.c_str(), lines.size(), mismatches,
+              SampleNote().c_str());
   EXPECT_EQ(mismatches, 0u) << what;
 }
 

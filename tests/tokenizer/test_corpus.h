@@ -1,11 +1,16 @@
 // Reading the shared test models and corpora (../shared/ beside the repository) for the
-// tokenizer tests: file contents, '\n'-split lines, and the udhr.tsv language/text columns.
+// tokenizer tests: file contents, '\n'-split lines, the udhr.tsv language/text columns, and the
+// corpus sample the exactness tests check (STAMEN_EXACTNESS_SAMPLE).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -88,6 +93,71 @@ inline std::vector<UdhrLine> ReadUdhr() {
     lines.push_back({line.substr(0, tab), line.substr(tab + 1)});
   }
   return lines;
+}
+
+// STAMEN_EXACTNESS_SAMPLE=N (unset or 1: every line) thins the corpus lines the exactness tests
+// compare with their references to every N-th, keeping every udhr language and every generated
+// edge case (the long multi-thousand-token texts included): `scripts/test.sh debug` sets it so
+// that the comparisons also run under the sanitizers within CI's time. Anything but a positive
+// integer fails the test that reads it (and every line is then checked), so a typo cannot
+// silently change what is checked.
+inline size_t ExactnessSample() {
+  const char* value = std::getenv("STAMEN_EXACTNESS_SAMPLE");
+  if (value == nullptr || *value == '\0') return 1;
+  size_t sample = 0;
+  bool valid = true;
+  for (const char* c = value; *c != '\0' && valid; ++c) {
+    valid = *c >= '0' && *c <= '9' && sample <= (SIZE_MAX - 9) / 10;
+    if (valid) sample = sample * 10 + static_cast<size_t>(*c - '0');
+  }
+  if (!valid || sample == 0) {
+    ADD_FAILURE() << "STAMEN_EXACTNESS_SAMPLE=\"" << value << "\" is not a positive integer";
+    return 1;
+  }
+  return sample;
+}
+
+// For the "lines checked" messages: what the sample was, "" when every line was checked.
+inline std::string SampleNote() {
+  const size_t sample = ExactnessSample();
+  if (sample == 1) return "";
+  return " [sample: every " + std::to_string(sample) +
+         "th corpus line, every udhr language, all edge cases (STAMEN_EXACTNESS_SAMPLE)]";
+}
+
+// The udhr lines below `end` that an exactness test checks, in order. In full (sample 1): the
+// indices 0, step, 2*step, ... Sampled (N > 1): every N-th of those, plus, for each language
+// left without a line, its first of those, so that the sample covers every language the full
+// run does and is never empty.
+inline std::vector<size_t> UdhrIndices(const std::vector<UdhrLine>& udhr, size_t step = 1, size_t end = SIZE_MAX) {
+  const size_t sample = ExactnessSample();
+  end = std::min(end, udhr.size());
+  std::vector<size_t> indices;
+  std::map<std::string_view, size_t> first_of_missing;  // language -> its first candidate, while none is kept
+  std::map<std::string_view, bool> kept;
+  for (size_t i = 0, n = 0; i < end; i += step, ++n) {
+    const std::string_view language = udhr[i].language;
+    if (n % sample == 0) {
+      indices.push_back(i);
+      kept[language] = true;
+    } else if (!kept.contains(language) && !first_of_missing.contains(language)) {
+      first_of_missing[language] = i;
+    }
+  }
+  for (const auto& [language, index] : first_of_missing) {
+    if (!kept.contains(language)) indices.push_back(index);
+  }
+  std::sort(indices.begin(), indices.end());
+  return indices;
+}
+
+// The indices 0, step, 2*step, ... below `count` (lines of a novel) that an exactness test
+// checks: every N-th of them under STAMEN_EXACTNESS_SAMPLE=N; line 0 always.
+inline std::vector<size_t> LineIndices(size_t count, size_t step = 1) {
+  const size_t stride = step * ExactnessSample();
+  std::vector<size_t> indices;
+  for (size_t i = 0; i < count; i += stride) indices.push_back(i);
+  return indices;
 }
 
 }  // namespace stamen::tokenizer::testing

@@ -1,15 +1,19 @@
 // Unit tests of the tokenizer library: the .model reader, the charsmap, loading errors, the
 // post-processor's templates and truncation, pieces/offsets, Decode, EncodeBatch and Stats.
 #include <gmock/gmock.h>
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -696,6 +700,90 @@ TEST(StatsTest, ReportsVocabularyAndTrie) {
     EXPECT_GE(stats.trie_bytes, stats.trie_nodes * 64) << expected.path;
     const std::string page_kind = PageKindName(stats.trie_pages);
     EXPECT_TRUE(page_kind == "hugetlb" || page_kind == "transparent" || page_kind == "normal") << page_kind;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The corpus sample of the exactness tests (STAMEN_EXACTNESS_SAMPLE, test_corpus.h).
+
+// Sets STAMEN_EXACTNESS_SAMPLE for one scope and restores what was there.
+class ScopedSample {
+ public:
+  explicit ScopedSample(const char* value) {
+    if (const char* old = std::getenv("STAMEN_EXACTNESS_SAMPLE")) old_ = old;
+    if (value != nullptr) setenv("STAMEN_EXACTNESS_SAMPLE", value, 1);
+    else unsetenv("STAMEN_EXACTNESS_SAMPLE");
+  }
+  ~ScopedSample() {
+    if (old_) setenv("STAMEN_EXACTNESS_SAMPLE", old_->c_str(), 1);
+    else unsetenv("STAMEN_EXACTNESS_SAMPLE");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+TEST(ExactnessSampleTest, UnsetOrOneIsEveryLine) {
+  const std::vector<testing::UdhrLine> udhr = testing::ReadUdhr();
+  ASSERT_GT(udhr.size(), 40000u);
+  for (const char* value : {static_cast<const char*>(nullptr), "", "1"}) {
+    ScopedSample sample(value);
+    EXPECT_EQ(testing::ExactnessSample(), 1u);
+    EXPECT_EQ(testing::SampleNote(), "");
+    const std::vector<size_t> all = testing::UdhrIndices(udhr);
+    ASSERT_EQ(all.size(), udhr.size());
+    for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], i);
+    // A stride as the tests use it: 0, 4, 8, ...; pairs stop before the last line.
+    const std::vector<size_t> strided = testing::UdhrIndices(udhr, 4);
+    EXPECT_EQ(strided.size(), (udhr.size() + 3) / 4);
+    EXPECT_EQ(strided[1], 4u);
+    EXPECT_LT(testing::UdhrIndices(udhr, 2, udhr.size() - 1).back(), udhr.size() - 1);
+    EXPECT_EQ(testing::LineIndices(10, 3), (std::vector<size_t>{0, 3, 6, 9}));
+  }
+}
+
+TEST(ExactnessSampleTest, SampleKeepsEveryLanguageOfTheFullRun) {
+  const std::vector<testing::UdhrLine> udhr = testing::ReadUdhr();
+  ASSERT_GT(udhr.size(), 40000u);
+  for (const size_t stride : {1u, 4u, 16u}) {
+    std::set<std::string> full_languages;
+    for (const size_t i : testing::UdhrIndices(udhr, stride)) full_languages.insert(udhr[i].language);
+    // 100000: more than the file's lines, so that only the per-language lines remain.
+    for (const char* value : {"8", "100000"}) {
+      ScopedSample sample(value);
+      const std::vector<size_t> indices = testing::UdhrIndices(udhr, stride);
+      ASSERT_FALSE(indices.empty());
+      EXPECT_TRUE(std::is_sorted(indices.begin(), indices.end()));
+      std::set<std::string> languages;
+      for (const size_t i : indices) {
+        EXPECT_EQ(i % stride, 0u) << "a line the full run does not check";
+        languages.insert(udhr[i].language);
+      }
+      EXPECT_EQ(languages, full_languages) << "STAMEN_EXACTNESS_SAMPLE=" << value << ", stride " << stride;
+      EXPECT_EQ(std::set<size_t>(indices.begin(), indices.end()).size(), indices.size()) << "a line twice";
+      // Every 8th (stride-th) line, and not many more: the per-language additions are few.
+      if (std::string_view(value) == "8") {
+        const size_t every_eighth = ((udhr.size() + stride - 1) / stride + 7) / 8;
+        EXPECT_GE(indices.size(), every_eighth);
+        EXPECT_LE(indices.size(), every_eighth + full_languages.size());
+      } else {
+        EXPECT_EQ(indices.size(), full_languages.size());
+      }
+    }
+  }
+  ScopedSample sample("8");
+  EXPECT_EQ(testing::LineIndices(20), (std::vector<size_t>{0, 8, 16}));
+  EXPECT_EQ(testing::LineIndices(20, 2), (std::vector<size_t>{0, 16}));
+  EXPECT_EQ(testing::LineIndices(1), (std::vector<size_t>{0}));
+  EXPECT_NE(testing::SampleNote().find("every 8th"), std::string::npos);
+}
+
+TEST(ExactnessSampleTest, AnythingButAPositiveIntegerFails) {
+  for (const char* value : {"0", "-8", "8x", " 8", "eight", "99999999999999999999999"}) {
+    ScopedSample sample(value);
+    size_t got = 0;
+    EXPECT_NONFATAL_FAILURE(got = testing::ExactnessSample(), "is not a positive integer");
+    EXPECT_EQ(got, 1u) << value;  // and every line is checked
   }
 }
 

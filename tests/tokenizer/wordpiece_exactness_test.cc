@@ -2,7 +2,7 @@
 // in the project venv) on the three BERT-family tokenizer.json files: every udhr paragraph
 // and botchan line and the edge cases below, alone and in pairs, with and without special
 // tokens, truncated, with offsets and decoded; and a vocab.txt folder against its
-// tokenizer.json.
+// tokenizer.json. Under STAMEN_EXACTNESS_SAMPLE the corpora are sampled (see test_corpus.h).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -114,24 +114,15 @@ std::vector<Line> EdgeCases() {
   return lines;
 }
 
-// The udhr text column.
-std::vector<std::string> UdhrTexts() {
-  std::vector<std::string> texts;
-  for (std::string& line : SplitLines(ReadFileOrFail(SharedPath("corpus/udhr.tsv")))) {
-    const size_t tab = line.find('\t');
-    EXPECT_NE(tab, std::string::npos) << "udhr.tsv line without a tab";
-    if (tab != std::string::npos) texts.push_back(line.substr(tab + 1));
-  }
-  return texts;
-}
-
 // Every `stride`-th udhr paragraph, every `stride`-th botchan line, and the edge cases.
 std::vector<Line> SingleTexts(size_t stride) {
   std::vector<Line> lines;
-  const std::vector<std::string> udhr = UdhrTexts();
-  for (size_t i = 0; i < udhr.size(); i += stride) lines.push_back({udhr[i], "udhr.tsv text " + std::to_string(i + 1)});
+  const std::vector<testing::UdhrLine> udhr = testing::ReadUdhr();
+  for (const size_t i : testing::UdhrIndices(udhr, stride)) {
+    lines.push_back({udhr[i].text, "udhr.tsv text " + std::to_string(i + 1)});
+  }
   const std::vector<std::string> botchan = SplitLines(ReadFileOrFail(SharedPath("corpus/botchan.txt")));
-  for (size_t i = 0; i < botchan.size(); i += stride) {
+  for (const size_t i : testing::LineIndices(botchan.size(), stride)) {
     lines.push_back({botchan[i], "botchan.txt line " + std::to_string(i + 1)});
   }
   for (Line& line : EdgeCases()) lines.push_back(std::move(line));
@@ -143,9 +134,9 @@ std::vector<Line> SingleTexts(size_t stride) {
 // first tab.
 std::vector<Line> PairTexts(size_t stride, size_t max_edge_bytes = SIZE_MAX) {
   std::vector<Line> lines;
-  const std::vector<std::string> udhr = UdhrTexts();
-  for (size_t i = 0; i + 1 < udhr.size(); i += 2 * stride) {
-    lines.push_back({udhr[i] + "\t" + udhr[i + 1], "udhr.tsv texts " + std::to_string(i + 1) + "+" + std::to_string(i + 2)});
+  const std::vector<testing::UdhrLine> udhr = testing::ReadUdhr();
+  for (const size_t i : testing::UdhrIndices(udhr, 2 * stride, udhr.empty() ? 0 : udhr.size() - 1)) {
+    lines.push_back({udhr[i].text + "\t" + udhr[i + 1].text, "udhr.tsv texts " + std::to_string(i + 1) + "+" + std::to_string(i + 2)});
   }
   const std::vector<Line> cases = EdgeCases();
   for (size_t i = 0; i + 1 < cases.size(); ++i) {
