@@ -191,6 +191,25 @@ TEST_P(AttentionTest, RaggedGroupedQueryMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(CausalAndBidirectional, AttentionTest, ::testing::Bool());
 
+// The vector paths: head sizes of whole 16- and 8-float column tiles (and a ragged 40 = 16 + 16
+// + 8), sequences that end inside a 6-query tile and inside a 16-key panel, and one long
+// enough for many panels; bidirectional and causal, grouped heads.
+TEST(AttentionTest, VectorTilesMatchReference) {
+  for (const int64_t head_dim : {32, 40, 64}) {
+    for (const bool causal : {false, true}) {
+      const ops::QkvLayout layout{4, 2, head_dim};
+      const std::vector<int32_t> bounds = {0, 1, 7, 24, 41, 341};
+      const int64_t tokens = bounds.back();
+      Tensor qkv = Random({tokens, layout.row_size()}, 17, 1.5f), out = Zeros({tokens, 4 * head_dim});
+      ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, causal, out).ok());
+      const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, causal);
+      for (size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_NEAR(out.data<float>()[i], expected[i], 1e-5) << "head_dim " << head_dim << " causal " << causal << " at " << i;
+      }
+    }
+  }
+}
+
 TEST(AttentionTest, ValidatesArguments) {
   Tensor out24 = Zeros({4, 24}), out16 = Zeros({4, 16});
   EXPECT_FALSE(ops::Attention(Zeros({4, 40}), Ints({0, 4}), {3, 2, 8}, false, out24).ok());  // 3 heads, 2 groups

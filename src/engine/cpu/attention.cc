@@ -1,9 +1,15 @@
-// Ragged attention on the CPU. For each sequence and key/value head, the head's keys are
-// copied out of the packed qkv rows transposed ([d, L], so that one load covers 8 keys) and
-// its values contiguous ([L, d]). Queries then go in blocks of 4: their scores against all
-// keys as a small matrix product (each key vector is loaded once for the 4 queries), a
-// max-subtracted softmax with a vectorised exp, and one axpy per key and query into the
-// output. Cost is O(L² · d) per head, without padding: sequences are attended one by one.
+// Ragged attention on the CPU, written as two small matrix products per block of queries.
+// For each sequence and key/value head, the head's keys are packed into panels of 16 keys
+// ([panel][d][16], contiguous: one 64-byte line holds one dimension of 16 keys, and a panel is
+// read front to back) and its values copied contiguous ([L, d]). Queries then go in tiles of
+// 6: the tile's scores against every panel (6 × 16 sums held in 12 registers while the head
+// dimension is walked), a max-subtracted softmax with a vectorised exp, and the weighted sum
+// of values (6 rows × 16 columns in registers while the keys are walked). Cost is O(L² · d) per
+// head, without padding: sequences are attended one by one.
+//
+// Why panels: the previous layout (keys transposed to [d, L]) put the d lines a pass reads a
+// whole key row apart; at L = 512 that stride maps them onto two L1 sets, and every pass
+// missed L1. Packed panels run at about 2× the rate.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -15,15 +21,16 @@
 namespace stamen::engine::cpu {
 namespace {
 
-constexpr int64_t kQueryBlock = 4;
+constexpr int64_t kQueryTile = 6;  // 6 × 2 accumulators + 2 loaded + 1 broadcast = 15 of 16 registers
+constexpr int64_t kKeyPanel = 16;
 
 // Reused across calls (one per thread): grows to the longest sequence seen, then never
 // allocates again.
 struct AttentionScratch {
-  std::vector<float> keys;     // [d, padded length], transposed
-  std::vector<float> values;   // [length, d]
-  std::vector<float> scores;   // [kQueryBlock, padded length]
-  std::vector<float> queries;  // [kQueryBlock, d], scaled
+  std::vector<float> keys;     // [panels][d][kKeyPanel], zero keys past the sequence's end
+  std::vector<float> values;   // [L, d]
+  std::vector<float> scores;   // [kQueryTile][panels · kKeyPanel]
+  std::vector<float> queries;  // [kQueryTile][d], scaled; zero rows past the tile's last query
 };
 
 AttentionScratch& Scratch() {
@@ -31,117 +38,114 @@ AttentionScratch& Scratch() {
   return scratch;
 }
 
-// scores[r, j] = queries[r, :] · keys[:, j] for r < kQueryBlock and j < columns (a multiple of
-// 8 within the padded key length `stride`). 16 keys × 4 queries per pass: each step over the
-// head dimension loads two key vectors and four query scalars for eight FMAs.
-void ScoreBlock(const float* queries, const float* keys, int64_t d, int64_t stride, int64_t columns, float* scores) {
-  int64_t j = 0;
-#if defined(__AVX2__) && defined(__FMA__)
-  for (; j + 16 <= columns; j += 16) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
-    for (int64_t t = 0; t < d; ++t) {
-      const __m256 low = _mm256_loadu_ps(keys + t * stride + j);
-      const __m256 high = _mm256_loadu_ps(keys + t * stride + j + 8);
-      __m256 q = _mm256_broadcast_ss(queries + t);
-      a0 = _mm256_fmadd_ps(q, low, a0);
-      b0 = _mm256_fmadd_ps(q, high, b0);
-      q = _mm256_broadcast_ss(queries + d + t);
-      a1 = _mm256_fmadd_ps(q, low, a1);
-      b1 = _mm256_fmadd_ps(q, high, b1);
-      q = _mm256_broadcast_ss(queries + 2 * d + t);
-      a2 = _mm256_fmadd_ps(q, low, a2);
-      b2 = _mm256_fmadd_ps(q, high, b2);
-      q = _mm256_broadcast_ss(queries + 3 * d + t);
-      a3 = _mm256_fmadd_ps(q, low, a3);
-      b3 = _mm256_fmadd_ps(q, high, b3);
-    }
-    _mm256_storeu_ps(scores + j, a0);
-    _mm256_storeu_ps(scores + j + 8, b0);
-    _mm256_storeu_ps(scores + stride + j, a1);
-    _mm256_storeu_ps(scores + stride + j + 8, b1);
-    _mm256_storeu_ps(scores + 2 * stride + j, a2);
-    _mm256_storeu_ps(scores + 2 * stride + j + 8, b2);
-    _mm256_storeu_ps(scores + 3 * stride + j, a3);
-    _mm256_storeu_ps(scores + 3 * stride + j + 8, b3);
-  }
-  for (; j + 8 <= columns; j += 8) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    for (int64_t t = 0; t < d; ++t) {
-      const __m256 key = _mm256_loadu_ps(keys + t * stride + j);
-      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(queries + t), key, a0);
-      a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(queries + d + t), key, a1);
-      a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(queries + 2 * d + t), key, a2);
-      a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(queries + 3 * d + t), key, a3);
-    }
-    _mm256_storeu_ps(scores + j, a0);
-    _mm256_storeu_ps(scores + stride + j, a1);
-    _mm256_storeu_ps(scores + 2 * stride + j, a2);
-    _mm256_storeu_ps(scores + 3 * stride + j, a3);
-  }
-#endif
-  for (int64_t r = 0; r < kQueryBlock; ++r) {
-    for (int64_t k = j; k < columns; ++k) {
-      float sum = 0.0f;
-      for (int64_t t = 0; t < d; ++t) sum += queries[r * d + t] * keys[t * stride + k];
-      scores[r * stride + k] = sum;
-    }
-  }
+template <typename T>
+T* Reserve(std::vector<T>& buffer, int64_t size) {
+  if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(size);
+  return buffer.data();
 }
 
+// scores[r, p·16 + c] = queries[r, :] · key(p·16 + c) for every r < kQueryTile, panel p < panels.
+void ScoreTile(const float* queries, const float* keys, int64_t d, int64_t panels, int64_t stride, float* scores) {
 #if defined(__AVX2__) && defined(__FMA__)
-// out_r[c·8 : c·8 + 8·kVectors] (r = 0, 1) = Σ_j p_r[j] · values[j, same columns]: the two
-// rows' output slices stay in registers over all `count` keys.
-template <int kVectors>
-void WeightedSumPair(const float* p0, const float* p1, const float* values, int64_t d, int64_t count, float* out0,
-                     float* out1) {
-  __m256 first[kVectors], second[kVectors];
-  for (int v = 0; v < kVectors; ++v) first[v] = second[v] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < count; ++j) {
-    const __m256 w0 = _mm256_broadcast_ss(p0 + j);
-    const __m256 w1 = _mm256_broadcast_ss(p1 + j);
-    for (int v = 0; v < kVectors; ++v) {
-      const __m256 value = _mm256_loadu_ps(values + j * d + 8 * v);
-      first[v] = _mm256_fmadd_ps(w0, value, first[v]);
-      second[v] = _mm256_fmadd_ps(w1, value, second[v]);
-    }
-  }
-  for (int v = 0; v < kVectors; ++v) {
-    _mm256_storeu_ps(out0 + 8 * v, first[v]);
-    _mm256_storeu_ps(out1 + 8 * v, second[v]);
-  }
-}
-#endif
-
-// out_r = Σ_{j < count} p_r[j] · values[j, :] for two rows (p1/out1 may repeat p0/out0).
-void WeightedSum(const float* p0, const float* p1, const float* values, int64_t d, int64_t count, float* out0,
-                 float* out1) {
-#if defined(__AVX2__) && defined(__FMA__)
-  if (d % 8 == 0) {
-    for (int64_t c = 0; c < d; c += 32) {
-      switch (std::min<int64_t>(4, (d - c) / 8)) {
-        case 4: WeightedSumPair<4>(p0, p1, values + c, d, count, out0 + c, out1 + c); break;
-        case 3: WeightedSumPair<3>(p0, p1, values + c, d, count, out0 + c, out1 + c); break;
-        case 2: WeightedSumPair<2>(p0, p1, values + c, d, count, out0 + c, out1 + c); break;
-        default: WeightedSumPair<1>(p0, p1, values + c, d, count, out0 + c, out1 + c); break;
+  for (int64_t p = 0; p < panels; ++p) {
+    const float* panel = keys + p * d * kKeyPanel;
+    __m256 low[kQueryTile], high[kQueryTile];
+#pragma GCC unroll 6
+    for (int r = 0; r < kQueryTile; ++r) low[r] = high[r] = _mm256_setzero_ps();
+    for (int64_t t = 0; t < d; ++t) {
+      const __m256 first = _mm256_load_ps(panel + t * kKeyPanel);
+      const __m256 second = _mm256_load_ps(panel + t * kKeyPanel + 8);
+#pragma GCC unroll 6
+      for (int r = 0; r < kQueryTile; ++r) {
+        const __m256 query = _mm256_broadcast_ss(queries + r * d + t);
+        low[r] = _mm256_fmadd_ps(query, first, low[r]);
+        high[r] = _mm256_fmadd_ps(query, second, high[r]);
       }
     }
-    return;
+#pragma GCC unroll 6
+    for (int r = 0; r < kQueryTile; ++r) {
+      _mm256_storeu_ps(scores + r * stride + p * kKeyPanel, low[r]);
+      _mm256_storeu_ps(scores + r * stride + p * kKeyPanel + 8, high[r]);
+    }
+  }
+#else
+  for (int64_t r = 0; r < kQueryTile; ++r) {
+    for (int64_t j = 0; j < panels * kKeyPanel; ++j) {
+      const float* panel = keys + (j / kKeyPanel) * d * kKeyPanel + j % kKeyPanel;
+      float sum = 0.0f;
+      for (int64_t t = 0; t < d; ++t) sum += queries[r * d + t] * panel[t * kKeyPanel];
+      scores[r * stride + j] = sum;
+    }
   }
 #endif
-  std::fill(out0, out0 + d, 0.0f);
-  std::fill(out1, out1 + d, 0.0f);
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+// out[r, 0 : 8·kVectors] = inverse[r] · Σ_{j < count} p[r, j] · values[j, same columns] for
+// r < rows; all kQueryTile rows accumulate in registers (rows past `rows` hold zeros in p).
+template <int kVectors>
+void WeightedSumTile(const float* p, int64_t p_stride, const float* values, int64_t d, int64_t count,
+                     const float* inverse, int64_t rows, float* out, int64_t out_stride) {
+  // Every loop over r and v is unrolled in full (also the last one, whose bound `rows` is
+  // tested inside): only constant indices let the compiler keep `sums` in registers. With one
+  // loop left rolled, GCC stored all 12 accumulators to the stack on every key, 2.5× slower.
+  __m256 sums[kQueryTile][kVectors];
+#pragma GCC unroll 6
+  for (int r = 0; r < kQueryTile; ++r) {
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) sums[r][v] = _mm256_setzero_ps();
+  }
   for (int64_t j = 0; j < count; ++j) {
-    Axpy(p0[j], values + j * d, out0, d);
-    if (out1 != out0) Axpy(p1[j], values + j * d, out1, d);
+    __m256 value[kVectors];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) value[v] = _mm256_loadu_ps(values + j * d + 8 * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < kQueryTile; ++r) {
+      const __m256 weight = _mm256_broadcast_ss(p + r * p_stride + j);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) sums[r][v] = _mm256_fmadd_ps(weight, value[v], sums[r][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kQueryTile; ++r) {
+    if (r >= rows) break;
+    const __m256 scale = _mm256_set1_ps(inverse[r]);
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(out + r * out_stride + 8 * v, _mm256_mul_ps(scale, sums[r][v]));
+  }
+}
+#endif
+
+// out[r, :] = inverse[r] · Σ_{j < count} p[r, j] · values[j, :] for r < rows.
+void WeightedSum(const float* p, int64_t p_stride, const float* values, int64_t d, int64_t count,
+                 const float* inverse, int64_t rows, float* out, int64_t out_stride) {
+  int64_t c = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  for (; c + 16 <= d; c += 16) WeightedSumTile<2>(p, p_stride, values + c, d, count, inverse, rows, out + c, out_stride);
+  for (; c + 8 <= d; c += 8) WeightedSumTile<1>(p, p_stride, values + c, d, count, inverse, rows, out + c, out_stride);
+#endif
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t column = c; column < d; ++column) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < count; ++j) sum += p[r * p_stride + j] * values[j * d + column];
+      out[r * out_stride + column] = inverse[r] * sum;
+    }
   }
 }
 
 // scores[0, n) ← exp(scores − max), returning their sum.
 float SoftmaxNumerators(float* scores, int64_t n) {
   float maximum = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) maximum = std::max(maximum, scores[j]);
   int64_t j = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 maxima = _mm256_set1_ps(-INFINITY);
+  for (; j + 8 <= n; j += 8) maxima = _mm256_max_ps(maxima, _mm256_loadu_ps(scores + j));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, maxima);
+  for (float lane : lanes) maximum = std::max(maximum, lane);
+#endif
+  for (; j < n; ++j) maximum = std::max(maximum, scores[j]);
+  j = 0;
   float sum = 0.0f;
 #if defined(__AVX2__) && defined(__FMA__)
   const __m256 shift = _mm256_set1_ps(maximum);
@@ -151,7 +155,6 @@ float SoftmaxNumerators(float* scores, int64_t n) {
     _mm256_storeu_ps(scores + j, e);
     total = _mm256_add_ps(total, e);
   }
-  alignas(32) float lanes[8];
   _mm256_store_ps(lanes, total);
   for (float lane : lanes) sum += lane;
 #endif
@@ -160,6 +163,20 @@ float SoftmaxNumerators(float* scores, int64_t n) {
     sum += scores[j];
   }
   return sum;
+}
+
+// Packs keys [length, d] (rows `row_size` apart) into zero-padded panels of kKeyPanel keys.
+void PackKeys(const float* keys, int64_t row_size, int64_t length, int64_t d, float* packed) {
+  const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;
+  for (int64_t p = 0; p < panels; ++p) {
+    float* panel = packed + p * d * kKeyPanel;
+    const int64_t count = std::min(kKeyPanel, length - p * kKeyPanel);
+    for (int64_t c = 0; c < count; ++c) {
+      const float* key = keys + (p * kKeyPanel + c) * row_size;
+      for (int64_t t = 0; t < d; ++t) panel[t * kKeyPanel + c] = key[t];
+    }
+    for (int64_t t = 0; t < d; ++t) std::fill(panel + t * kKeyPanel + count, panel + (t + 1) * kKeyPanel, 0.0f);
+  }
 }
 
 }  // namespace
@@ -184,53 +201,41 @@ void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout
     const int64_t begin = bounds[s];
     const int64_t length = bounds[s + 1] - begin;
     if (length == 0) continue;
-    const int64_t stride = (length + 7) / 8 * 8;  // keys padded to whole vectors (zeros)
+    const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;
+    const int64_t stride = panels * kKeyPanel;
     AttentionScratch& scratch = Scratch();
-    if (static_cast<int64_t>(scratch.keys.size()) < stride * d) {
-      scratch.keys.resize(stride * d);
-      scratch.values.resize(stride * d);
-      scratch.scores.resize(kQueryBlock * stride);
-    }
-    if (static_cast<int64_t>(scratch.queries.size()) < kQueryBlock * d) scratch.queries.resize(kQueryBlock * d);
-    float* keys = scratch.keys.data();
-    float* values = scratch.values.data();
-    float* scores = scratch.scores.data();
-    float* queries = scratch.queries.data();
-    const int64_t key_offset = (layout.num_heads + kv_head) * d;
+    // Panel rows are read with aligned loads: vector storage is 32-byte aligned on x86-64
+    // (operator new aligns to 16 only, so one float of slack lets the start be rounded up).
+    float* keys = Reserve(scratch.keys, stride * d + 8);
+    keys = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(keys) + 31) & ~uintptr_t{31});
+    float* values = Reserve(scratch.values, length * d);
+    float* scores = Reserve(scratch.scores, kQueryTile * stride);
+    float* queries = Reserve(scratch.queries, kQueryTile * d);
+    const float* sequence = data + begin * row_size;
+    PackKeys(sequence + (layout.num_heads + kv_head) * d, row_size, length, d, keys);
     const int64_t value_offset = (layout.num_heads + layout.num_kv_heads + kv_head) * d;
-    for (int64_t j = 0; j < length; ++j) {
-      const float* row = data + (begin + j) * row_size;
-      for (int64_t t = 0; t < d; ++t) keys[t * stride + j] = row[key_offset + t];
-      std::memcpy(values + j * d, row + value_offset, d * sizeof(float));
-    }
-    for (int64_t t = 0; t < d; ++t) std::fill(keys + t * stride + length, keys + (t + 1) * stride, 0.0f);
+    for (int64_t j = 0; j < length; ++j) std::memcpy(values + j * d, sequence + j * row_size + value_offset, d * sizeof(float));
 
     for (int64_t head = kv_head * group; head < (kv_head + 1) * group; ++head) {
-      for (int64_t first = 0; first < length; first += kQueryBlock) {
-        const int64_t rows = std::min(kQueryBlock, length - first);
+      for (int64_t first = 0; first < length; first += kQueryTile) {
+        const int64_t rows = std::min(kQueryTile, length - first);
         for (int64_t r = 0; r < rows; ++r) {
-          const float* query = data + (begin + first + r) * row_size + head * d;
+          const float* query = sequence + (first + r) * row_size + head * d;
           for (int64_t t = 0; t < d; ++t) queries[r * d + t] = query[t] * scale;
         }
-        std::fill(queries + rows * d, queries + kQueryBlock * d, 0.0f);
-        // Keys any query of the block sees (causal: up to the block's last query).
+        std::fill(queries + rows * d, queries + kQueryTile * d, 0.0f);
+        // Keys any query of the tile sees (causal: up to the tile's last query).
         const int64_t seen = causal ? first + rows : length;
-        ScoreBlock(queries, keys, d, stride, (seen + 7) / 8 * 8, scores);
-        float inverse_sums[kQueryBlock];
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t visible = causal ? first + r + 1 : length;
+        ScoreTile(queries, keys, d, (seen + kKeyPanel - 1) / kKeyPanel, stride, scores);
+        float inverse_sums[kQueryTile];
+        for (int64_t r = 0; r < kQueryTile; ++r) {
           float* row_scores = scores + r * stride;
-          inverse_sums[r] = 1.0f / SoftmaxNumerators(row_scores, visible);
+          const int64_t visible = r >= rows ? 0 : causal ? first + r + 1 : length;
+          if (visible > 0) inverse_sums[r] = 1.0f / SoftmaxNumerators(row_scores, visible);
           std::fill(row_scores + visible, row_scores + seen, 0.0f);
         }
-        for (int64_t r = 0; r < rows; r += 2) {
-          const int64_t pair = std::min<int64_t>(r + 1, rows - 1);  // the last row may go alone
-          float* out0 = output.data<float>() + (begin + first + r) * output_row + head * d;
-          float* out1 = output.data<float>() + (begin + first + pair) * output_row + head * d;
-          WeightedSum(scores + r * stride, scores + pair * stride, values, d, seen, out0, out1);
-          Scale(inverse_sums[r], out0, d);
-          if (pair != r) Scale(inverse_sums[pair], out1, d);
-        }
+        WeightedSum(scores, stride, values, d, seen, inverse_sums, rows,
+                    output.data<float>() + (begin + first) * output_row + head * d, output_row);
       }
     }
   }
