@@ -1,18 +1,46 @@
-// LayerNorm and RMSNorm on the CPU, one row at a time. Statistics accumulate in double: it
-// costs little next to the gemms and keeps long rows (hidden 1024+) accurate to fp32 rounding.
+// LayerNorm and RMSNorm on the CPU, rows split between threads. Statistics accumulate in
+// double: it costs little next to the gemms and keeps long rows (hidden 1024+) accurate to
+// fp32 rounding.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/vector_math.h"
 
 namespace stamen::engine::cpu {
 namespace {
 
+// Rows of a [rows, n] tensor are worth splitting between threads from this many elements.
+constexpr int64_t kParallelElements = 32768;
+
+// out[i] = (in[i] − shift) · scale · weight[i] (+ bias[i] when bias is not null).
+void NormalizeRow(const float* in, float shift, float scale, const float* weight, const float* bias, int64_t n,
+                  float* out) {
+  int64_t i = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  const __m256 offset = _mm256_set1_ps(shift), factor = _mm256_set1_ps(scale);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(in + i), offset), factor),
+                                        _mm256_loadu_ps(weight + i));
+    _mm256_storeu_ps(out + i, bias ? _mm256_add_ps(scaled, _mm256_loadu_ps(bias + i)) : scaled);
+  }
+#endif
+  for (; i < n; ++i) out[i] = (in[i] - shift) * scale * weight[i] + (bias ? bias[i] : 0.0f);
+}
+
+// out[i] = a[i] + b[i]; out may be a or b.
+void Add(const float* a, const float* b, int64_t n, float* out) {
+  int64_t i = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+#endif
+  for (; i < n; ++i) out[i] = a[i] + b[i];
+}
+
 // row = row / sqrt(mean(row²) + eps) · weight.
 void RmsNormRow(const float* row, const float* weight, float eps, int64_t n, float* out) {
-  double sum_squares = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum_squares += static_cast<double>(row[i]) * row[i];
-  const float inverse = static_cast<float>(1.0 / std::sqrt(sum_squares / n + eps));
-  for (int64_t i = 0; i < n; ++i) out[i] = row[i] * inverse * weight[i];
+  const double sum_squares = SumOfPowers<2>(row, 0.0, n);
+  NormalizeRow(row, 0.0f, static_cast<float>(1.0 / std::sqrt(sum_squares / n + eps)), weight, nullptr, n, out);
 }
 
 }  // namespace
@@ -23,33 +51,27 @@ void LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma,
   const int64_t n = input.dim(1);
   const float* gamma_data = gamma.data<float>();
   const float* beta_data = beta.data<float>();
+#pragma omp parallel for if (rows * n >= kParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = input.data<float>() + r * n;
     float* out = output.data<float>() + r * n;
     // Sum first, into the output row: output may alias input or residual element by element.
     if (!residual.empty()) {
-      const float* add = residual.data<float>() + r * n;
-      for (int64_t i = 0; i < n; ++i) out[i] = in[i] + add[i];
+      Add(in, residual.data<float>() + r * n, n, out);
     } else if (out != in) {
-      for (int64_t i = 0; i < n; ++i) out[i] = in[i];
+      std::copy(in, in + n, out);
     }
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += out[i];
-    const double mean = sum / n;
-    double sum_squares = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double centered = out[i] - mean;
-      sum_squares += centered * centered;
-    }
+    const double mean = SumOfPowers<1>(out, 0.0, n) / n;
+    const double sum_squares = SumOfPowers<2>(out, mean, n);
     const float inverse = static_cast<float>(1.0 / std::sqrt(sum_squares / n + eps));
-    const float mean_f = static_cast<float>(mean);
-    for (int64_t i = 0; i < n; ++i) out[i] = (out[i] - mean_f) * inverse * gamma_data[i] + beta_data[i];
+    NormalizeRow(out, static_cast<float>(mean), inverse, gamma_data, beta_data, n, out);
   }
 }
 
 void RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output) {
   const int64_t rows = input.dim(0);
   const int64_t n = input.dim(1);
+#pragma omp parallel for if (rows * n >= kParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     RmsNormRow(input.data<float>() + r * n, weight.data<float>(), eps, n, output.data<float>() + r * n);
   }
@@ -58,6 +80,7 @@ void RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& outpu
 void RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
                   float eps) {
   const int64_t d = layout.head_dim;
+#pragma omp parallel for if (qkv.dim(0) * layout.row_size() >= kParallelElements)
   for (int64_t t = 0; t < qkv.dim(0); ++t) {
     float* row = qkv.data<float>() + t * layout.row_size();
     for (int64_t h = 0; h < layout.num_heads + layout.num_kv_heads; ++h) {

@@ -49,6 +49,39 @@ inline void Scale(float alpha, float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
 }
 
+// Σ (x[i] − shift)^power for power 1 or 2, accumulated in double: norms over long rows stay
+// accurate to fp32 rounding. Eight lanes widened to two 4-double accumulators.
+template <int kPower>
+inline double SumOfPowers(const float* x, double shift, int64_t n) {
+  static_assert(kPower == 1 || kPower == 2);
+  int64_t i = 0;
+  double sum = 0.0;
+#if defined(__AVX2__) && defined(__FMA__)
+  const __m256d offset = _mm256_set1_pd(shift);
+  __m256d low = _mm256_setzero_pd(), high = _mm256_setzero_pd();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 values = _mm256_loadu_ps(x + i);
+    const __m256d first = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(values)), offset);
+    const __m256d second = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(values, 1)), offset);
+    if constexpr (kPower == 1) {
+      low = _mm256_add_pd(low, first);
+      high = _mm256_add_pd(high, second);
+    } else {
+      low = _mm256_fmadd_pd(first, first, low);
+      high = _mm256_fmadd_pd(second, second, high);
+    }
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(low, high));
+  sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+#endif
+  for (; i < n; ++i) {
+    const double value = x[i] - shift;
+    sum += kPower == 1 ? value : value * value;
+  }
+  return sum;
+}
+
 #if defined(__AVX2__) && defined(__FMA__)
 // e^x per lane, within 2 ulp of std::exp over [-87, 88] (inputs are clamped to that range):
 // x = n·ln 2 + r with |r| ≤ ln 2 / 2, e^r by a degree-7 polynomial (Cephes' expf
