@@ -13,6 +13,7 @@ void AddBenchCommand(CLI::App& app) {
   AddTokenizerBenchmark(*bench);
   AddTokenizerBatchBenchmark(*bench);
   AddEngineBenchmark(*bench);
+  AddAttentionBenchmark(*bench);
   AddServeBenchmark(*bench);
   AddStackBenchmarks(*bench);
   AddReportCommand(*bench);

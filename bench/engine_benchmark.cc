@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "engine/engine.h"
+#include "engine/ops/attention.h"
 #include "engine/ops/gemm.h"
 
 namespace stamen::bench {
@@ -34,6 +37,21 @@ std::vector<int> ParseList(const std::string& text) {
 }
 
 using Clock = std::chrono::steady_clock;
+
+// Median seconds of `run` over at least `seconds` (and at least 3 runs), after one untimed run.
+template <typename Run>
+double MedianSeconds(const Run& run, double seconds) {
+  run();
+  std::vector<double> times;
+  const auto start = Clock::now();
+  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds || times.size() < 3) {
+    const auto begin = Clock::now();
+    run();
+    times.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
 
 // Multiply-adds × 2 of one forward pass over `sequences` sequences of `length` tokens: the
 // dense layers per token plus attention's two products per sequence.
@@ -62,15 +80,8 @@ double GemmRate(const engine::ModelConfig& config, int64_t tokens, double second
   std::uniform_real_distribution<float> value(-1, 1);
   for (int64_t i = 0; i < input->NumElements(); ++i) input->data<float>()[i] = value(random);
   for (int64_t i = 0; i < weight->NumElements(); ++i) weight->data<float>()[i] = value(random);
-  (void)engine::ops::Gemm(*input, *weight, {}, *output);
-  int runs = 0;
-  const auto start = Clock::now();
-  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
-    (void)engine::ops::Gemm(*input, *weight, {}, *output);
-    ++runs;
-  }
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  return 2.0 * tokens * config.hidden_size * config.intermediate_size * runs / elapsed / 1e9;
+  const double median = MedianSeconds([&] { (void)engine::ops::Gemm(*input, *weight, {}, *output); }, seconds);
+  return 2.0 * tokens * config.hidden_size * config.intermediate_size / median / 1e9;
 }
 
 int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
@@ -112,15 +123,8 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
         std::fprintf(stderr, "stamen bench engine: a step of %d × %d tokens failed\n", batch, length);
         return 2;
       }
-      std::vector<double> times;
-      const auto start = Clock::now();
-      while (std::chrono::duration<double>(Clock::now() - start).count() < options.seconds || times.size() < 3) {
-        const auto begin = Clock::now();
-        run();
-        times.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
-      }
-      std::sort(times.begin(), times.end());
-      const double median = times[times.size() / 2];
+      size_t steps = 0;
+      const double median = MedianSeconds([&] { ++steps; run(); }, options.seconds);
       const double tokens_per_second = static_cast<double>(length) * batch / median;
       const double gflops = ForwardFlops(config, length, batch) / median / 1e9;
       const double gemm = GemmRate(config, static_cast<int64_t>(length) * batch, std::min(options.seconds, 1.0));
@@ -129,7 +133,7 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
         std::snprintf(entry, sizeof(entry),
                       "%s{\"length\": %d, \"batch\": %d, \"median_ms\": %.3f, \"tokens_per_second\": %.1f, "
                       "\"gflops\": %.2f, \"gemm_gflops\": %.2f, \"steps\": %zu}",
-                      first ? "" : ", ", length, batch, median * 1e3, tokens_per_second, gflops, gemm, times.size());
+                      first ? "" : ", ", length, batch, median * 1e3, tokens_per_second, gflops, gemm, steps - 1);
         json += entry;
         first = false;
       } else {
@@ -142,7 +146,70 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
   return 0;
 }
 
+struct AttentionBenchmarkOptions {
+  int heads = 12;
+  int kv_heads = 0;  // 0: as many as query heads
+  int head_dim = 32;
+  std::string lengths = "128,512,2048";
+  int sequences = 1;
+  bool causal = false;
+  int threads = 0;
+  double seconds = 1.0;
+};
+
+// ops::Attention alone on random queries, keys and values: the kernel's rate at each length,
+// to compare with GEMM (the same FLOPs as two [L, d] × [d, L]-shaped products per head).
+int RunAttentionBenchmark(const AttentionBenchmarkOptions& options) {
+  using engine::DataType;
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const engine::ops::QkvLayout layout{options.heads, options.kv_heads > 0 ? options.kv_heads : options.heads,
+                                      options.head_dim};
+  std::printf("attention: %d heads (%ld key/value) of %d, %d sequence(s) per call, %s, threads %d\n", options.heads,
+              static_cast<long>(layout.num_kv_heads), options.head_dim, options.sequences,
+              options.causal ? "causal" : "bidirectional", options.threads > 0 ? options.threads : omp_get_max_threads());
+  std::mt19937 random(1);
+  std::normal_distribution<float> value(0.0f, 1.0f);
+  for (int length : ParseList(options.lengths)) {
+    const int64_t tokens = static_cast<int64_t>(length) * options.sequences;
+    auto qkv = engine::Tensor::Allocate(DataType::kF32, {tokens, layout.row_size()});
+    auto output = engine::Tensor::Allocate(DataType::kF32, {tokens, layout.num_heads * layout.head_dim});
+    auto cu_seqlens = engine::Tensor::Allocate(DataType::kI32, {options.sequences + 1});
+    if (!qkv.ok() || !output.ok() || !cu_seqlens.ok()) {
+      std::fprintf(stderr, "stamen bench attention: out of memory at %d tokens\n", length);
+      return 2;
+    }
+    for (int64_t i = 0; i < qkv->NumElements(); ++i) qkv->data<float>()[i] = value(random);
+    for (int s = 0; s <= options.sequences; ++s) cu_seqlens->data<int32_t>()[s] = s * length;
+    engine::Status status;
+    const double median = MedianSeconds(
+        [&] { status = engine::ops::Attention(*qkv, *cu_seqlens, layout, options.causal, *output); }, options.seconds);
+    if (!status.ok()) {
+      std::fprintf(stderr, "stamen bench attention: %s\n", status.message().c_str());
+      return 2;
+    }
+    const double flops = 4.0 * options.sequences * length * static_cast<double>(length) * options.heads *
+                         options.head_dim * (options.causal ? 0.5 : 1.0);
+    std::printf("length %5d: median %9.3f ms  %7.1f GFLOP/s\n", length, median * 1e3, flops / median / 1e9);
+  }
+  return 0;
+}
+
 }  // namespace
+
+void AddAttentionBenchmark(CLI::App& bench) {
+  auto options = std::make_shared<AttentionBenchmarkOptions>();
+  CLI::App* command = bench.add_subcommand("attention", "The CPU attention kernel alone: ms and GFLOP/s per length");
+  command->add_option("--heads", options->heads, "Query heads")->capture_default_str();
+  command->add_option("--kv-heads", options->kv_heads, "Key/value heads (0: as many as query heads)")
+      ->capture_default_str();
+  command->add_option("--head-dim", options->head_dim, "Floats per head")->capture_default_str();
+  command->add_option("--lengths", options->lengths, "Tokens per sequence, comma-separated")->capture_default_str();
+  command->add_option("--sequences", options->sequences, "Sequences per call")->capture_default_str();
+  command->add_flag("--causal", options->causal, "Causal attention (decoder models)");
+  command->add_option("--threads", options->threads, "OpenMP threads (0: all cores)")->capture_default_str();
+  command->add_option("--seconds", options->seconds, "Timing per length")->capture_default_str();
+  command->callback([options] { std::exit(RunAttentionBenchmark(*options)); });
+}
 
 void AddEngineBenchmark(CLI::App& bench) {
   auto options = std::make_shared<EngineBenchmarkOptions>();

@@ -8,5 +8,7 @@
 namespace stamen::bench {
 
 void AddEngineBenchmark(CLI::App& bench);
+// `stamen bench attention`: the CPU attention op alone, milliseconds and GFLOP/s per length.
+void AddAttentionBenchmark(CLI::App& bench);
 
 }  // namespace stamen::bench
