@@ -39,11 +39,18 @@ reranker=build/bench-models/ms-marco-MiniLM-L6-v2-random
   "$stamen" make-model --like ms-marco-MiniLM-L6-v2 --random-seed 1 --out "$reranker" 2> "$logs/make-model.log"
 
 started=()
+peer_pid=
 stop_all() {
   local pid
   for pid in "${started[@]}"; do kill "$pid" 2> /dev/null || true; done
   for pid in "${started[@]}"; do wait "$pid" 2> /dev/null || true; done
   started=()
+  # A peer runs in its own session (not our child): stop_peer.sh signals its whole process group
+  # and waits for it, so the next peer finds the port free.
+  if [[ -n "$peer_pid" ]]; then
+    bench/peers/stop_peer.sh "$peer_pid" || true
+    peer_pid=
+  fi
 }
 trap stop_all EXIT
 
@@ -112,8 +119,7 @@ peer_names=(sentence-transformers onnxruntime infinity infinity-optimum)
 if $peers; then
   for peer in "${peer_names[@]}"; do
     port=$((base_port + 10))
-    pid=$(PEER_LOG="$logs/$peer.log" bench/peers/start_peer.sh "$peer" "$model" "$port")
-    started+=("$pid")
+    peer_pid=$(PEER_LOG="$logs/$peer.log" bench/peers/start_peer.sh "$peer" "$model" "$port")
     target="openai+http://127.0.0.1:$port/v1/embeddings"
     [[ $peer == infinity* ]] && target="$target?model=$(basename "$model")"
     embedding_suites "$peer" "$target" --inputs text

@@ -9,8 +9,14 @@ pid=$1
 [[ "$pid" =~ ^[0-9]+$ ]] || { echo "stop_peer: '$pid' is not a PID" >&2; exit 2; }
 kill -0 "$pid" 2>/dev/null || { echo "stop_peer: no process $pid" >&2; exit 0; }
 kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+# Done when no process of the group is left (a child may hold the port after the leader exits).
+alive() { kill -0 -- "-$pid" 2>/dev/null || kill -0 "$pid" 2>/dev/null; }
 for _ in $(seq 40); do
-  kill -0 "$pid" 2>/dev/null || exit 0
+  alive || exit 0
   sleep 0.5
 done
 kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+for _ in $(seq 20); do
+  alive || exit 0
+  sleep 0.25
+done
