@@ -248,6 +248,21 @@ std::variant<std::string, ApiError> Gateway::Prompt(const std::string& prompt_na
   return std::string();
 }
 
+double Gateway::FinishTokenization(server::WorkRequest& job, size_t tokens, Clock::time_point start) {
+  const Clock::time_point now = Clock::now();
+  job.deadline = now + options_.request_timeout;
+  const double milliseconds = Milliseconds(now - start);
+  tokenization_seconds_->Observe(milliseconds / 1000);
+  tokens_total_->Increment(tokens);
+  return milliseconds;
+}
+
+std::optional<ApiError> Gateway::CheckBatchSize(size_t count, const char* items) const {
+  if (static_cast<int64_t>(count) <= options_.max_client_batch_size) return std::nullopt;
+  return ApiError{413, "batch of " + std::to_string(count) + " " + items + " exceeds --max-client-batch-size " +
+                           std::to_string(options_.max_client_batch_size)};
+}
+
 void Gateway::Embed(const http::Request& request, bool openai, http::Respond respond) {
   auto parsed = ParseEmbedCall(request.body, openai);
   if (auto* error = std::get_if<ApiError>(&parsed)) return respond(ErrorResponse(*error));
@@ -255,11 +270,7 @@ void Gateway::Embed(const http::Request& request, bool openai, http::Respond res
   if (reranker_) {
     return respond(ErrorResponse({400, "model " + model_id_ + " is a reranker: use /rerank or /v1/rerank"}));
   }
-  if (static_cast<int64_t>(call->inputs.size()) > options_.max_client_batch_size) {
-    return respond(ErrorResponse({413, "batch of " + std::to_string(call->inputs.size()) +
-                                           " inputs exceeds --max-client-batch-size " +
-                                           std::to_string(options_.max_client_batch_size)}));
-  }
+  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return respond(ErrorResponse(*error));
   if (call->dimensions > dimensions_) {
     return respond(ErrorResponse({400, "'dimensions' " + std::to_string(call->dimensions) +
                                            " exceeds the model's " + std::to_string(dimensions_)}));
@@ -309,10 +320,7 @@ void Gateway::Embed(const http::Request& request, bool openai, http::Respond res
     job->normalize = openai ? true : call->normalize;
     job->dimensions = call->dimensions;
     job->token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
-    job->deadline = Clock::now() + options_.request_timeout;
-    const double tokenization_ms = Milliseconds(Clock::now() - tokenization_start);
-    tokenization_seconds_->Observe(tokenization_ms / 1000);
-    tokens_total_->Increment(all_ids.size());
+    const double tokenization_ms = FinishTokenization(*job, all_ids.size(), tokenization_start);
     const size_t total_tokens = all_ids.size();
 
     Dispatch(client, job, [this, job, call, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
@@ -379,11 +387,7 @@ void Gateway::Rerank(const http::Request& request, bool cohere, http::Respond re
     return respond(ErrorResponse({400, "model " + model_id_ + " has " + std::to_string(config_.num_labels) +
                                            " labels; reranking needs a single relevance score"}));
   }
-  if (static_cast<int64_t>(call->documents.size()) > options_.max_client_batch_size) {
-    return respond(ErrorResponse({413, "batch of " + std::to_string(call->documents.size()) +
-                                           " documents exceeds --max-client-batch-size " +
-                                           std::to_string(options_.max_client_batch_size)}));
-  }
+  if (auto error = CheckBatchSize(call->documents.size(), "documents")) return respond(ErrorResponse(*error));
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
   pool_->Post([this, call, cohere, truncate, respond, client = request.client](size_t thread) {
     if (ClientGone(client, respond)) return;
@@ -407,10 +411,7 @@ void Gateway::Rerank(const http::Request& request, bool cohere, http::Respond re
     if (config_.type_vocab_size > 1) {
       job->token_type_ids.assign(reinterpret_cast<const char*>(all_types.data()), all_types.size() * sizeof(int32_t));
     }
-    job->deadline = Clock::now() + options_.request_timeout;
-    const double tokenization_ms = Milliseconds(Clock::now() - tokenization_start);
-    tokenization_seconds_->Observe(tokenization_ms / 1000);
-    tokens_total_->Increment(all_ids.size());
+    const double tokenization_ms = FinishTokenization(*job, all_ids.size(), tokenization_start);
     const size_t total_tokens = all_ids.size();
     Dispatch(client, job, [this, call, cohere, respond, tokenization_ms, total_tokens](WorkRequest& done) {
       if (!done.status.ok()) return respond(ErrorResponse(DispatchError(done.status)));
@@ -474,11 +475,7 @@ void Gateway::Tokenize(const http::Request& request, http::Respond respond) {
   auto parsed = ParseTokenizeCall(request.body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return respond(ErrorResponse(*error));
   auto call = std::make_shared<TokenizeCall>(std::move(std::get<TokenizeCall>(parsed)));
-  if (static_cast<int64_t>(call->inputs.size()) > options_.max_client_batch_size) {
-    return respond(ErrorResponse({413, "batch of " + std::to_string(call->inputs.size()) +
-                                           " inputs exceeds --max-client-batch-size " +
-                                           std::to_string(options_.max_client_batch_size)}));
-  }
+  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return respond(ErrorResponse(*error));
   auto prompt = Prompt(call->prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return respond(ErrorResponse(*error));
   pool_->Post([this, call, prompt = std::get<std::string>(prompt), respond](size_t thread) {

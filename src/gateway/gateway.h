@@ -70,6 +70,11 @@ class Gateway {
   bool ClientGone(const std::shared_ptr<http::ClientWatch>& client, const http::Respond& respond);
   // The prompt text for `prompt_name` (or the defaults), or an error.
   std::variant<std::string, ApiError> Prompt(const std::string& prompt_name) const;
+  // Stamps the job's deadline and records the tokenization metrics for `tokens` tokens
+  // tokenized since `start`; returns the milliseconds it took.
+  double FinishTokenization(server::WorkRequest& job, size_t tokens, std::chrono::steady_clock::time_point start);
+  // 413 when a request carries more than --max-client-batch-size `items` ("inputs", …).
+  std::optional<ApiError> CheckBatchSize(size_t count, const char* items) const;
   void CountResponse(const std::string& route, int status);
 
   GatewayOptions options_;
