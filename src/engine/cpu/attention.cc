@@ -9,9 +9,11 @@
 //
 // Why panels: the previous layout (keys transposed to [d, L]) put the d lines a pass reads a
 // whole key row apart; at L = 512 that stride maps them onto two L1 sets, and every pass
-// missed L1. Packed panels run at about 2× the rate.
+// missed L1. With the accumulators kept in registers (WeightedSumTile), the kernel runs at
+// 2.2–2.5× the previous one's rate (docs/BENCHMARKS.md, "Attention kernel").
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -204,8 +206,8 @@ void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout
     const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;
     const int64_t stride = panels * kKeyPanel;
     AttentionScratch& scratch = Scratch();
-    // Panel rows are read with aligned loads: vector storage is 32-byte aligned on x86-64
-    // (operator new aligns to 16 only, so one float of slack lets the start be rounded up).
+    // Panel rows are read with aligned loads, but operator new only promises 16-byte
+    // alignment: 8 floats of slack let the start be rounded up to 32 bytes.
     float* keys = Reserve(scratch.keys, stride * d + 8);
     keys = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(keys) + 31) & ~uintptr_t{31});
     float* values = Reserve(scratch.values, length * d);
