@@ -38,10 +38,10 @@ std::vector<int> ParseList(const std::string& text) {
 
 using Clock = std::chrono::steady_clock;
 
-// Median seconds of `run` over at least `seconds` (and at least 3 runs), after one untimed run.
+// Median seconds of `run` over at least `seconds` (and at least 3 runs). Callers run it once
+// first, untimed, and check that it works.
 template <typename Run>
 double MedianSeconds(const Run& run, double seconds) {
-  run();
   std::vector<double> times;
   const auto start = Clock::now();
   while (std::chrono::duration<double>(Clock::now() - start).count() < seconds || times.size() < 3) {
@@ -80,7 +80,9 @@ double GemmRate(const engine::ModelConfig& config, int64_t tokens, double second
   std::uniform_real_distribution<float> value(-1, 1);
   for (int64_t i = 0; i < input->NumElements(); ++i) input->data<float>()[i] = value(random);
   for (int64_t i = 0; i < weight->NumElements(); ++i) weight->data<float>()[i] = value(random);
-  const double median = MedianSeconds([&] { (void)engine::ops::Gemm(*input, *weight, {}, *output); }, seconds);
+  auto gemm = [&] { return engine::ops::Gemm(*input, *weight, {}, *output); };
+  if (!gemm().ok()) return 0;
+  const double median = MedianSeconds(gemm, seconds);
   return 2.0 * tokens * config.hidden_size * config.intermediate_size / median / 1e9;
 }
 
@@ -133,7 +135,7 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
         std::snprintf(entry, sizeof(entry),
                       "%s{\"length\": %d, \"batch\": %d, \"median_ms\": %.3f, \"tokens_per_second\": %.1f, "
                       "\"gflops\": %.2f, \"gemm_gflops\": %.2f, \"steps\": %zu}",
-                      first ? "" : ", ", length, batch, median * 1e3, tokens_per_second, gflops, gemm, steps - 1);
+                      first ? "" : ", ", length, batch, median * 1e3, tokens_per_second, gflops, gemm, steps);
         json += entry;
         first = false;
       } else {
@@ -180,13 +182,12 @@ int RunAttentionBenchmark(const AttentionBenchmarkOptions& options) {
     }
     for (int64_t i = 0; i < qkv->NumElements(); ++i) qkv->data<float>()[i] = value(random);
     for (int s = 0; s <= options.sequences; ++s) cu_seqlens->data<int32_t>()[s] = s * length;
-    engine::Status status;
-    const double median = MedianSeconds(
-        [&] { status = engine::ops::Attention(*qkv, *cu_seqlens, layout, options.causal, *output); }, options.seconds);
-    if (!status.ok()) {
+    auto attention = [&] { return engine::ops::Attention(*qkv, *cu_seqlens, layout, options.causal, *output); };
+    if (engine::Status status = attention(); !status.ok()) {
       std::fprintf(stderr, "stamen bench attention: %s\n", status.message().c_str());
       return 2;
     }
+    const double median = MedianSeconds(attention, options.seconds);
     const double flops = 4.0 * options.sequences * length * static_cast<double>(length) * options.heads *
                          options.head_dim * (options.causal ? 0.5 : 1.0);
     std::printf("length %5d: median %9.3f ms  %7.1f GFLOP/s\n", length, median * 1e3, flops / median / 1e9);
