@@ -3,7 +3,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+
 #include "bench/bench_command.h"
+#include "engine/cpu/cpu_path.h"
 #include "embed_command.h"
 #include "gateway_commands.h"
 #include "make_model_command.h"
@@ -14,6 +17,10 @@
 #include "worker_command.h"
 
 int main(int argc, char** argv) {
+  if (const auto supported = stamen::engine::cpu::CheckCpuRunsThisBuild(); !supported.ok()) {
+    std::fprintf(stderr, "stamen: %s\n", supported.message().c_str());
+    return 1;
+  }
   stamen::apps::ReexecWithShortOpenMpSpin(argc, argv);
   // Logs go to stderr: stdout carries the commands' output (ids, vectors, JSON).
   spdlog::set_default_logger(spdlog::stderr_color_mt("stamen"));

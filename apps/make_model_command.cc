@@ -35,17 +35,17 @@ struct Like {
   int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, max_positions, vocab, type_vocab;
   const char* pooling;   // sentence-transformers pooling_mode; nullptr: no sentence-transformers files
   int64_t max_seq_length;
-  const char* tokenizer;  // default tokenizer folder, relative to the shared models folder
+  const char* tokenizer;  // default tokenizer folder, under the shipped tokenizers (ShippedTokenizers)
 };
 
 constexpr Like kLikes[] = {
-    {"xlm-roberta-base", Family::kXlmRoberta, 768, 12, 12, 12, 64, 3072, 514, 250002, 1, "mean", 512, "xlmr-trimmed-32k"},
-    {"all-MiniLM-L6-v2", Family::kBert, 384, 6, 12, 12, 32, 1536, 512, 30522, 2, "mean", 256, "configs/all-MiniLM-L6-v2"},
-    {"qwen3-0.6b", Family::kQwen3, 1024, 28, 16, 8, 128, 3072, 32768, 151669, 0, "lasttoken", 8192, "qwen2-bpe"},
+    {"xlm-roberta-base", Family::kXlmRoberta, 768, 12, 12, 12, 64, 3072, 514, 250002, 1, "mean", 512, "xlm-roberta-trimmed-32k"},
+    {"all-MiniLM-L6-v2", Family::kBert, 384, 6, 12, 12, 32, 1536, 512, 30522, 2, "mean", 256, "bert-base-uncased"},
+    {"qwen3-0.6b", Family::kQwen3, 1024, 28, 16, 8, 128, 3072, 32768, 151669, 0, "lasttoken", 8192, "qwen2"},
     {"bge-reranker-base", Family::kXlmRobertaClassifier, 768, 12, 12, 12, 64, 3072, 514, 250002, 1, nullptr, 512,
-     "xlmr-trimmed-32k"},
+     "xlm-roberta-trimmed-32k"},
     {"ms-marco-MiniLM-L6-v2", Family::kBertClassifier, 384, 6, 12, 12, 32, 1536, 512, 30522, 2, nullptr, 512,
-     "configs/ms-marco-MiniLM-L-6-v2"},
+     "bert-base-uncased"},
 };
 
 // Files of a tokenizer folder worth copying.
@@ -323,22 +323,22 @@ engine::Status WriteSafetensors(const fs::path& path, const std::vector<TensorSp
 
 // --- tokenizer ---
 
-// The default tokenizer folder of `like`: under $STAMEN_SHARED_DIR/models, ../shared/models
-// (from the working directory, as in the project tree) or /work/shared/models.
-std::string DefaultTokenizer(const Like& like, std::string* looked) {
-  std::vector<fs::path> roots;
-  if (const char* shared = std::getenv("STAMEN_SHARED_DIR"); shared != nullptr && *shared != '\0') {
-    roots.push_back(fs::path(shared) / "models");
-  }
-  roots.push_back(fs::path("..") / "shared" / "models");
-  roots.push_back(fs::path("/work/shared/models"));
+// The tokenizers that ship with stamen (models/tokenizers/ in the source tree): the build puts
+// them at ../share/stamen/tokenizers beside the executable, as `cmake --install` does, so the
+// binary finds them wherever the tree or the installation lies.
+fs::path ShippedTokenizers() {
   std::error_code error;
-  for (const fs::path& root : roots) {
-    const fs::path candidate = root / like.tokenizer;
-    *looked += (looked->empty() ? "" : ", ") + candidate.string();
-    if (fs::is_directory(candidate, error)) return candidate.string();
-  }
-  return "";
+  const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  return executable.parent_path().parent_path() / "share" / "stamen" / "tokenizers";
+}
+
+// The default tokenizer folder of `like` (empty if it is missing); `looked` says where.
+std::string DefaultTokenizer(const Like& like, std::string* looked) {
+  const fs::path candidate = ShippedTokenizers() / like.tokenizer;
+  *looked = candidate.string();
+  std::error_code error;
+  return fs::is_directory(candidate, error) ? candidate.string() : "";
 }
 
 engine::Status CopyTokenizer(const std::string& source, Family family, const fs::path& out) {
@@ -393,7 +393,7 @@ int MakeModel(const MakeModelOptions& options) {
   if (tokenizer.empty()) {
     std::string looked;
     tokenizer = DefaultTokenizer(*like, &looked);
-    if (tokenizer.empty()) return Fail("no default tokenizer for " + options.like + " (looked in " + looked + "): pass --tokenizer PATH");
+    if (tokenizer.empty()) return Fail("no default tokenizer for " + options.like + " (" + looked + " is missing; is share/stamen/tokenizers beside the binary?): pass --tokenizer PATH");
   }
 
   const fs::path out(options.out);
@@ -436,7 +436,7 @@ void AddMakeModelCommand(CLI::App& app) {
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
   command->add_option("--out", options->out, "Folder to write")->required();
   command->add_option("--tokenizer", options->tokenizer,
-                      "Tokenizer file or folder to copy (default: the model's, from the shared models folder)");
+                      "Tokenizer file or folder to copy (default: the one shipped with stamen for --like)");
   command->add_option("--layers", options->layers, "Fewer layers than the real model (quick tests)");
   command->add_option("--vocab-size", options->vocab_size, "Another vocabulary size than the real model's");
   command->callback([options] { std::exit(MakeModel(*options)); });

@@ -11,6 +11,7 @@
 
 #include <omp.h>
 
+#include "engine/cpu/cpu_path.h"
 #include "engine/engine.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/gemm.h"
@@ -104,12 +105,15 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
   std::mt19937 random(7);
   std::uniform_int_distribution<int32_t> id(5, static_cast<int32_t>(config.vocab_size) - 1);
   if (!options.json) {
-    std::printf("model %s (%s, %ld layers, hidden %ld), threads %d\n", options.model.c_str(),
+    std::printf("model %s (%s, %ld layers, hidden %ld), threads %d, float32, %s\n", options.model.c_str(),
                 config.architecture.c_str(), static_cast<long>(config.num_hidden_layers),
-                static_cast<long>(config.hidden_size), options.threads);
+                static_cast<long>(config.hidden_size), options.threads, engine::cpu::DescribeCpuPath().c_str());
   }
+  const engine::cpu::CpuPath& cpu = engine::cpu::DetectCpuPath();
   std::string json = "{\"model\": \"" + options.model + "\", \"threads\": " + std::to_string(options.threads) +
-                     ", \"runs\": [";
+                     ", \"dtype\": \"" + std::string(engine.compute_dtype()) + "\", \"cpu\": {\"kernels\": \"" +
+                     cpu.kernels + "\", \"gemm\": \"" + cpu.gemm + "\", \"features\": \"" + cpu.features +
+                     "\"}, \"runs\": [";
   bool first = true;
   for (int length : ParseList(options.lengths)) {
     for (int batch : ParseList(options.batches)) {

@@ -29,6 +29,7 @@ log "stack: engine, grpc worker, gateway (ids, text)"
   --rounds 2 --requests 1 --json "$out/stack-batch100.json" | tee "$out/stack-batch100.txt"
 
 log "stamen serve for wrk"
+: > "$out/serve.log"  # exists before the readiness loop reads it, whenever the child opens it
 "$stamen" serve --model "$model" --port "$port" 2> "$out/serve.log" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT

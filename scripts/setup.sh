@@ -18,6 +18,9 @@ DEBIAN_PACKAGES=(
   # libraries the code links
   libsimdjson-dev libcli11-dev libspdlog-dev libfmt-dev
   libdnnl-dev  # oneDNN: the CPU GEMM of src/engine
+  # oneDNN's CMake config (dnnl-config.cmake) calls find_package(OpenCL REQUIRED), but
+  # libdnnl-dev only recommends these and we install without recommends.
+  ocl-icd-opencl-dev opencl-headers
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # worker gRPC
   libboost-dev  # Boost.Beast/Asio: the HTTP server
   wrk  # HTTP load generator of the gateway benchmark and soak test

@@ -137,6 +137,9 @@ class Engine {
   std::optional<ops::PoolingMode> default_pooling() const { return default_pooling_; }
   int64_t hidden_size() const { return config_.hidden_size; }
   Device device() const { return device_; }
+  // What the matrix products compute in, as TEI's /info names it: "float32" on the CPU,
+  // "bfloat16" on CUDA (weights are converted once at load).
+  std::string_view compute_dtype() const { return device_ == Device::kCpu ? "float32" : "bfloat16"; }
   DeviceStats device_stats() const;
 
  private:

@@ -17,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 using server::WorkKind;
 using server::WorkRequest;
 
-constexpr const char* kVersion = "0.1.0";
+constexpr const char* kVersion = STAMEN_VERSION;  // CMake's project version
 
 http::Response JsonResponse(int status, std::string body) {
   http::Response response;
@@ -116,6 +116,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
       spdlog::warn("gateway: worker {} does not answer yet: {}", worker->backend->address(), info.status().message());
       continue;
     }
+    if (!g.worker_info_) g.worker_info_ = *info;
     if (static_cast<int64_t>(info->dimensions()) != g.dimensions_ || info->architecture() != g.config_.architecture) {
       spdlog::warn("gateway: worker {} serves {} ({}, {} dimensions), not the gateway's model {} ({}, {} dimensions)",
                    worker->backend->address(), info->model_id(), info->architecture(), info->dimensions(),
@@ -508,7 +509,9 @@ std::string Gateway::InfoBody() const {
   AppendJsonString(body, model_id_);
   body += ",\"architecture\":";
   AppendJsonString(body, config_.architecture);
-  body += ",\"model_dtype\":\"float32\",\"model_type\":";
+  body += ",\"model_dtype\":";
+  AppendJsonString(body, worker_info_ ? worker_info_->dtype() : "unknown");
+  body += ",\"model_type\":";
   if (reranker_) {
     body += "{\"reranker\":{\"id2label\":{";
     for (size_t i = 0; i < config_.id2label.size(); ++i) {
@@ -526,6 +529,17 @@ std::string Gateway::InfoBody() const {
       body += "null";
     }
     body += "}}";
+  }
+  body += ",\"backend\":";
+  AppendJsonString(body, worker_info_ ? worker_info_->backend() : "unknown");
+  if (worker_info_ && worker_info_->has_cpu()) {
+    body += ",\"cpu\":{\"kernels\":";
+    AppendJsonString(body, worker_info_->cpu().kernels());
+    body += ",\"gemm\":";
+    AppendJsonString(body, worker_info_->cpu().gemm());
+    body += ",\"features\":";
+    AppendJsonString(body, worker_info_->cpu().features());
+    body += '}';
   }
   body += ",\"dimensions\":" + std::to_string(dimensions_);
   body += ",\"max_input_length\":" + std::to_string(max_input_length_);

@@ -85,6 +85,9 @@ class Gateway {
   int64_t dimensions_ = 0;
   std::string model_id_;
   bool reranker_ = false;
+  // What the first worker to answer at start runs on (dtype, backend, CPU path), for /info;
+  // unset when none answered then.
+  std::optional<v1::InfoResponse> worker_info_;
 
   std::vector<std::unique_ptr<engine::ModelTokenizer>> tokenizers_;  // one per pool thread
   std::unique_ptr<Dispatcher> dispatcher_;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "engine/cpu/cpu_path.h"
 #include "engine/model_tokenizer.h"
 
 namespace stamen::server {
@@ -49,8 +50,14 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
     info.set_pooling(pooling);
   }
   info.set_normalize(model.sentence_transformers().normalize);
-  info.set_dtype("float32");
-  info.set_backend("cpu");
+  info.set_dtype(std::string(model.compute_dtype()));
+  info.set_backend(std::string(engine::DeviceName(model.device())));
+  if (model.device() == engine::Device::kCpu) {
+    const engine::cpu::CpuPath& cpu = engine::cpu::DetectCpuPath();
+    info.mutable_cpu()->set_kernels(cpu.kernels);
+    info.mutable_cpu()->set_gemm(cpu.gemm);
+    info.mutable_cpu()->set_features(cpu.features);
+  }
   info.set_max_batch_tokens(static_cast<uint64_t>(scheduler_options.max_batch_tokens));
   info.set_max_batch_requests(static_cast<uint32_t>(scheduler_options.max_batch_sequences));
   info.set_max_queued_tokens(static_cast<uint64_t>(scheduler_options.max_queued_tokens));
@@ -67,6 +74,8 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
                info.model_id(), info.architecture(), info.dimensions(), info.max_input_length(),
                std::chrono::duration<double>(Clock::now() - start).count(), scheduler_options.max_batch_tokens,
                scheduler_options.max_batch_sequences, scheduler_options.max_queued_tokens);
+  spdlog::info("worker: {} {} on {}", info.backend(), info.dtype(),
+               model.device() == engine::Device::kCpu ? engine::cpu::DescribeCpuPath() : "the GPU");
   return worker;
 }
 

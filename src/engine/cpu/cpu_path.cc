@@ -1,0 +1,74 @@
+#include "engine/cpu/cpu_path.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace stamen::engine::cpu {
+namespace {
+
+const char* OneDnnIsaName(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    case dnnl::cpu_isa::all: break;
+  }
+  return "unknown";
+}
+
+// The features worth naming in a figure: the baseline's and the wider ones a later kernel may use.
+std::string VectorFeatures() {
+  __builtin_cpu_init();
+  std::string features;
+  const auto add = [&features](bool present, const char* name) {
+    if (present) features += (features.empty() ? "" : " ") + std::string(name);
+  };
+  add(__builtin_cpu_supports("avx2"), "avx2");
+  add(__builtin_cpu_supports("fma"), "fma");
+  add(__builtin_cpu_supports("avx512f"), "avx512f");
+  add(__builtin_cpu_supports("avx512bw"), "avx512bw");
+  add(__builtin_cpu_supports("avx512vl"), "avx512vl");
+  add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
+  add(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
+  return features;
+}
+
+}  // namespace
+
+const CpuPath& DetectCpuPath() {
+  static const CpuPath path{
+      .kernels = "avx2-fma",
+      .gemm = OneDnnIsaName(dnnl::get_effective_cpu_isa()),
+      .features = VectorFeatures(),
+  };
+  return path;
+}
+
+std::string DescribeCpuPath() {
+  const CpuPath& path = DetectCpuPath();
+  return "kernels " + path.kernels + ", GEMM oneDNN " + path.gemm + " (" + path.features + ")";
+}
+
+Status CheckCpuRunsThisBuild() {
+  __builtin_cpu_init();
+  std::string missing;
+  const auto need = [&missing](bool present, const char* name) {
+    if (!present) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  };
+  need(__builtin_cpu_supports("avx2"), "AVX2");
+  need(__builtin_cpu_supports("fma"), "FMA");
+  need(__builtin_cpu_supports("f16c"), "F16C");
+  need(__builtin_cpu_supports("bmi"), "BMI1");
+  need(__builtin_cpu_supports("bmi2"), "BMI2");
+  if (missing.empty()) return Status();
+  return Status::Error("this CPU lacks " + missing +
+                       ": stamen is built for x86-64-v3 (AVX2 + FMA, Haswell or Zen and newer) and cannot run here");
+}
+
+}  // namespace stamen::engine::cpu
