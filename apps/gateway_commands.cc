@@ -57,6 +57,15 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
                       "Requests in flight beyond which new ones get 429")->capture_default_str();
   command->add_option("--max-client-batch-size", g.max_client_batch_size, "Most inputs in one request (413 beyond)")
       ->capture_default_str();
+  command->add_option("--bulk-threshold", g.bulk_threshold,
+                      "Embedding requests of more inputs than this run at low priority unless they name one "
+                      "(0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command->add_option("--rerank-bulk-threshold", g.rerank_bulk_threshold,
+                      "The same for rerank requests, by documents (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--payload-limit", g.payload_limit, "Largest request body in bytes (413 beyond)")
       ->capture_default_str();
   command->add_flag("--auto-truncate", g.auto_truncate,

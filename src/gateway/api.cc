@@ -92,6 +92,20 @@ std::optional<ApiError> ReadTruncationDirection(object fields, Truncation* out) 
   return std::nullopt;
 }
 
+// "priority": "high", "normal" or "low" (any route; stamen's own field).
+std::optional<ApiError> ReadPriority(object fields, std::optional<server::Priority>* out) {
+  std::string name;
+  if (auto error = ReadString(fields, "priority", &name)) return error;
+  if (name.empty()) return std::nullopt;
+  for (server::Priority priority : {server::Priority::kHigh, server::Priority::kNormal, server::Priority::kLow}) {
+    if (name == server::PriorityName(priority)) {
+      *out = priority;
+      return std::nullopt;
+    }
+  }
+  return Invalid("'priority' must be \"high\", \"normal\" or \"low\"");
+}
+
 // Token ids: an array of integers in int32 range.
 std::optional<std::vector<int32_t>> ReadIds(array values) {
   std::vector<int32_t> ids;
@@ -167,6 +181,7 @@ std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool ope
   std::optional<int64_t> dimensions;
   if (auto error = ReadPositive(fields, "dimensions", &dimensions)) return *error;
   call.dimensions = dimensions.value_or(0);
+  if (auto error = ReadPriority(fields, &call.priority)) return *error;
   if (openai) {
     std::string format;
     if (auto error = ReadString(fields, "encoding_format", &format)) return *error;
@@ -222,6 +237,7 @@ std::variant<RerankCall, ApiError> ParseRerankCall(std::string_view body, bool c
   }
   if (auto error = ReadOptionalBool(fields, "truncate", &call.truncate)) return *error;
   if (auto error = ReadTruncationDirection(fields, &call.truncation_direction)) return *error;
+  if (auto error = ReadPriority(fields, &call.priority)) return *error;
   if (cohere) {
     if (auto error = ReadPositive(fields, "top_n", &call.top_n)) return *error;
     if (auto error = ReadBool(fields, "return_documents", &call.return_documents)) return *error;

@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "server/work_request.h"
+
 namespace stamen::gateway {
 
 // An HTTP error answer: status and the message of `{"error": {"message", "type", "code"}}`.
@@ -35,6 +37,7 @@ struct EmbedCall {
   Truncation truncation_direction = Truncation::kRight;
   std::string prompt_name;             // TEI: a prompt of the model's sentence-transformers config
   std::string model;                   // OpenAI: echoed back
+  std::optional<server::Priority> priority;  // "priority": unset, the server's rule (--bulk-threshold)
 };
 // `openai` picks the OpenAI shape ({input, …}); otherwise TEI's ({inputs, …}).
 std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool openai);
@@ -49,6 +52,7 @@ struct RerankCall {
   bool return_documents = false;  // TEI return_text / Cohere return_documents
   std::optional<int64_t> top_n;   // Cohere: keep the best n
   std::string model;
+  std::optional<server::Priority> priority;
 };
 std::variant<RerankCall, ApiError> ParseRerankCall(std::string_view body, bool cohere);
 

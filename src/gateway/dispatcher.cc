@@ -18,8 +18,10 @@ struct Dispatcher::JobState {
   std::function<void(WorkRequest&)> done;
   std::mutex mutex;
   std::vector<std::shared_ptr<ChunkState>> chunks;
-  size_t remaining = 0;
+  size_t next_chunk = 0;  // chunks before it have been sent
+  size_t remaining = 0;   // chunks not finished (sent or not)
   bool cancelled = false;
+  std::map<const WorkerSlot*, int> in_flight;  // this job's chunks on each worker now
 };
 
 struct Dispatcher::ChunkState {
@@ -34,6 +36,9 @@ Dispatcher::Dispatcher(DispatcherOptions options, metrics::Registry& registry)
       registry_(registry),
       chunks_total_(registry.AddCounter("stamen_gateway_chunks_total", "Chunks sent to workers")),
       retries_total_(registry.AddCounter("stamen_gateway_retries_total", "Chunks retried on another worker")),
+      unsent_sequences_total_(registry.AddCounter(
+          "stamen_gateway_unsent_sequences_total",
+          "Sequences of chunks never sent: their request was cancelled, failed or expired first")),
       healthy_workers_(registry.AddGauge("stamen_gateway_healthy_workers", "Workers passing their health check")) {
   options_.chunk_tokens = std::max<int64_t>(options_.chunk_tokens, 1);
 }
@@ -169,6 +174,10 @@ bool Dispatcher::AnyHealthy() const {
 
 std::shared_ptr<WorkerSlot> Dispatcher::Pick(const WorkerSlot* avoid) {
   std::lock_guard lock(mutex_);
+  return PickLocked(avoid, nullptr);
+}
+
+std::shared_ptr<WorkerSlot> Dispatcher::PickLocked(const WorkerSlot* avoid, const JobState* job) {
   if (workers_.empty()) return nullptr;
   // Least outstanding tokens among healthy workers; the starting point rotates so that ties
   // spread over all workers.
@@ -177,6 +186,10 @@ std::shared_ptr<WorkerSlot> Dispatcher::Pick(const WorkerSlot* avoid) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     const auto& worker = workers_[(start + i) % workers_.size()];
     if (!worker->healthy.load() || worker.get() == avoid) continue;
+    if (job) {
+      const auto found = job->in_flight.find(worker.get());
+      if (found != job->in_flight.end() && found->second >= options_.chunks_in_flight_per_worker) continue;
+    }
     if (!best || worker->outstanding_tokens.load() < best->outstanding_tokens.load()) best = worker;
   }
   return best;
@@ -193,6 +206,7 @@ std::shared_ptr<WorkRequest> CopyInputs(const WorkRequest& source) {
   copy->normalize = source.normalize;
   copy->dimensions = source.dimensions;
   copy->deadline = source.deadline;
+  copy->priority = source.priority;
   copy->lengths = source.lengths;
   copy->token_ids = source.token_ids;
   copy->token_type_ids = source.token_type_ids;
@@ -224,6 +238,7 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
     work->normalize = job->normalize;
     work->dimensions = job->dimensions;
     work->deadline = job->deadline;
+    work->priority = job->priority;
     work->lengths.assign(lengths + first, lengths + end);
     work->token_ids = job->token_ids.substr(token_offset * sizeof(int32_t), tokens * sizeof(int32_t));
     if (!job->token_type_ids.empty()) {
@@ -240,10 +255,54 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
     state->done(*job);
     return state;
   }
-  // Copy: a chunk may finish (and the vector be read) while later ones are being sent.
-  const auto chunks = state->chunks;
-  for (const auto& chunk : chunks) SendChunk(state, chunk, Pick(nullptr));
+  SendMoreChunks(state);
   return state;
+}
+
+void Dispatcher::SendMoreChunks(const std::shared_ptr<JobState>& job) {
+  while (true) {
+    std::shared_ptr<WorkerSlot> worker;
+    std::shared_ptr<ChunkState> chunk;
+    bool finished = false;
+    {
+      // The worker is picked and its room claimed under both locks (the dispatcher's first),
+      // so that two chunks finishing at once cannot both take the same room.
+      std::lock_guard workers_lock(mutex_);
+      std::lock_guard lock(job->mutex);
+      if (job->next_chunk == job->chunks.size()) return;
+      WorkRequest& whole = *job->job;
+      const bool expired = server::Clock::now() >= whole.deadline;
+      if (job->cancelled || expired || !whole.status.ok()) {
+        // Nothing more is sent: the chunks never sent end here.
+        if (whole.status.ok()) {
+          whole.status = job->cancelled ? Status::Error(StatusCode::kCancelled, "the request was cancelled")
+                                        : Status::Error(StatusCode::kDeadlineExceeded,
+                                                        "the request's deadline passed before it was computed");
+        }
+        size_t sequences = 0;
+        for (size_t i = job->next_chunk; i < job->chunks.size(); ++i) sequences += job->chunks[i]->work->lengths.size();
+        unsent_sequences_total_.Increment(sequences);
+        job->remaining -= job->chunks.size() - job->next_chunk;
+        job->next_chunk = job->chunks.size();
+        finished = job->remaining == 0;
+      } else {
+        worker = PickLocked(nullptr, job.get());
+        int in_flight = 0;
+        for (const auto& [slot, chunks] : job->in_flight) in_flight += chunks;
+        // No worker has room: the next chunk goes when one returns. With none in flight, no
+        // worker is healthy at all, and SendChunk reports that.
+        if (!worker && in_flight > 0) return;
+        chunk = job->chunks[job->next_chunk++];
+        if (worker) ++job->in_flight[worker.get()];
+      }
+    }
+    if (finished) {
+      job->job->output.clear();
+      job->done(*job->job);
+      return;
+    }
+    if (chunk) SendChunk(job, chunk, std::move(worker));
+  }
 }
 
 void Dispatcher::SendChunk(const std::shared_ptr<JobState>& job, const std::shared_ptr<ChunkState>& chunk,
@@ -273,14 +332,20 @@ void Dispatcher::SendChunk(const std::shared_ptr<JobState>& job, const std::shar
 void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::shared_ptr<ChunkState>& chunk,
                              const std::shared_ptr<WorkerSlot>& worker) {
   WorkRequest& work = *chunk->work;
+  if (worker) {
+    std::lock_guard lock(job->mutex);
+    --job->in_flight[worker.get()];
+  }
   const StatusCode code = work.status.code();
-  const bool worker_failed = code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
-                             code == StatusCode::kError || code == StatusCode::kResourceExhausted;
   bool cancelled;
   {
     std::lock_guard lock(job->mutex);
     cancelled = job->cancelled;
   }
+  // A call cancelled that the gateway did not cancel: the worker was shutting down.
+  const bool worker_failed = code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
+                             code == StatusCode::kError || code == StatusCode::kResourceExhausted ||
+                             (code == StatusCode::kCancelled && !cancelled);
   const bool deadline_left = server::Clock::now() < work.deadline;
   if (worker && worker_failed && !cancelled && deadline_left && chunk->attempts < 2) {
     // Retry once, elsewhere; with no other worker the first error stands.
@@ -294,12 +359,18 @@ void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::sh
       {
         std::lock_guard lock(job->mutex);
         chunk->work = std::move(retry);
+        ++job->in_flight[other.get()];
       }
       SendChunk(job, chunk, std::move(other));
       return;
     }
   }
 
+  // A call that succeeded proves the worker is up, whatever a health check said meanwhile
+  // (a job's next chunks go only to healthy workers).
+  if (worker && work.status.ok() && !worker->healthy.exchange(true)) {
+    spdlog::info("gateway: worker {} is up (it answered a call)", worker->backend->address());
+  }
   WorkRequest& whole = *job->job;
   bool finished;
   {
@@ -326,7 +397,10 @@ void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::sh
     chunk->work.reset();  // its bytes are copied; free them now
     finished = --job->remaining == 0;
   }
-  if (!finished) return;
+  if (!finished) {
+    SendMoreChunks(job);
+    return;
+  }
   if (!whole.status.ok()) whole.output.clear();
   job->done(whole);
 }
@@ -341,6 +415,7 @@ void Dispatcher::Cancel(const std::shared_ptr<JobState>& job) {
     }
   }
   for (const auto& [worker, work] : running) worker->backend->Cancel(*work);
+  SendMoreChunks(job);  // ends the chunks never sent
 }
 
 }  // namespace stamen::gateway

@@ -1,6 +1,9 @@
 // The gateway's key job: a request with many sequences is split into chunks by token count,
 // the chunks run concurrently on the workers with the fewest outstanding tokens, and the
-// results are put back together in input order. A failed chunk is retried once on another
+// results are put back together in input order. Chunks go out progressively: each request
+// has at most `chunks_in_flight_per_worker` chunks on any one worker, and the next one is sent
+// when one returns, so that a bulk request never fills a worker's queue ahead of the requests
+// that arrive after it (the worker's scheduler then gives each request its turn). A failed chunk is retried once on another
 // worker; no result is lost or duplicated. Workers are health-checked and, when given by DNS
 // name, re-resolved so that a Kubernetes headless Service's pods come and go.
 #pragma once
@@ -22,6 +25,9 @@ namespace stamen::gateway {
 
 struct DispatcherOptions {
   int64_t chunk_tokens = 2048;  // tokens per chunk (whole sequences; a longer one goes alone)
+  // Two keep a worker busy (one chunk computing, the next queued behind it, sent while the
+  // previous one computed) while holding no more of its queue than that.
+  int chunks_in_flight_per_worker = 2;
   std::chrono::milliseconds health_interval{1000};
   std::chrono::milliseconds resolve_interval{10000};
   std::chrono::milliseconds call_timeout{60000};  // per chunk call to a gRPC worker
@@ -66,7 +72,14 @@ class Dispatcher {
   struct ChunkState;
   void SendChunk(const std::shared_ptr<JobState>& job, const std::shared_ptr<ChunkState>& chunk,
                  std::shared_ptr<WorkerSlot> worker);
+  // The healthy worker with the fewest outstanding tokens, other than `avoid`.
   std::shared_ptr<WorkerSlot> Pick(const WorkerSlot* avoid);
+  // The same with mutex_ held; with `job` (its mutex held too), only among the workers that
+  // hold fewer than chunks_in_flight_per_worker of its chunks.
+  std::shared_ptr<WorkerSlot> PickLocked(const WorkerSlot* avoid, const JobState* job);
+  // Sends the job's next chunks while a worker has room for them; once the job is cancelled
+  // or has failed, ends the chunks never sent instead.
+  void SendMoreChunks(const std::shared_ptr<JobState>& job);
   void OnChunkDone(const std::shared_ptr<JobState>& job, const std::shared_ptr<ChunkState>& chunk,
                    const std::shared_ptr<WorkerSlot>& worker);
   void Resolve();
@@ -77,6 +90,7 @@ class Dispatcher {
   metrics::Registry& registry_;
   metrics::Counter& chunks_total_;
   metrics::Counter& retries_total_;
+  metrics::Counter& unsent_sequences_total_;
   metrics::Gauge& healthy_workers_;
 
   mutable std::mutex mutex_;

@@ -320,6 +320,7 @@ void Gateway::Embed(const http::Request& request, bool openai, http::Respond res
     job->pooling = options_.pooling;
     job->normalize = openai ? true : call->normalize;
     job->dimensions = call->dimensions;
+    job->priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
     job->token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
     const double tokenization_ms = FinishTokenization(*job, all_ids.size(), tokenization_start);
     const size_t total_tokens = all_ids.size();
@@ -408,6 +409,7 @@ void Gateway::Rerank(const http::Request& request, bool cohere, http::Respond re
       job->lengths.push_back(static_cast<int32_t>(ids.size()));
     }
     job->kind = WorkKind::kScore;
+    job->priority = PriorityOf(call->priority, call->documents.size(), options_.rerank_bulk_threshold);
     job->token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
     if (config_.type_vocab_size > 1) {
       job->token_type_ids.assign(reinterpret_cast<const char*>(all_types.data()), all_types.size() * sizeof(int32_t));
@@ -502,6 +504,12 @@ void Gateway::Tokenize(const http::Request& request, http::Respond respond) {
     body += ']';
     respond(JsonResponse(200, std::move(body)));
   });
+}
+
+server::Priority Gateway::PriorityOf(std::optional<server::Priority> named, size_t inputs, int64_t bulk_threshold) {
+  if (named) return *named;
+  const bool bulk = bulk_threshold > 0 && static_cast<int64_t>(inputs) > bulk_threshold;
+  return bulk ? server::Priority::kLow : server::Priority::kNormal;
 }
 
 std::string Gateway::InfoBody() const {

@@ -38,6 +38,11 @@ struct GatewayOptions {
   std::string api_key;                      // Bearer token required on every route but /health
   std::optional<engine::ops::PoolingMode> pooling;  // overrides the model's pooling
   std::chrono::milliseconds request_timeout{60000};
+  // Requests that name no priority are low priority (bulk) when they carry more inputs than
+  // this, normal otherwise; 0: never. Embedding routes (an indexing job sends many inputs)
+  // and rerank routes (one search's documents) have their own.
+  int64_t bulk_threshold = 32;
+  int64_t rerank_bulk_threshold = 0;
   DispatcherOptions dispatcher;
   // Where the work runs: an in-process worker, or gRPC worker addresses.
   std::shared_ptr<WorkerBackend> in_process_worker;
@@ -76,6 +81,8 @@ class Gateway {
   // 413 when a request carries more than --max-client-batch-size `items` ("inputs", …).
   std::optional<ApiError> CheckBatchSize(size_t count, const char* items) const;
   void CountResponse(const std::string& route, int status);
+  // The priority a request runs at: the one it names, else by its number of inputs.
+  static server::Priority PriorityOf(std::optional<server::Priority> named, size_t inputs, int64_t bulk_threshold);
 
   GatewayOptions options_;
   metrics::Registry& registry_;

@@ -144,9 +144,11 @@ void GrpcBackend::Submit(std::shared_ptr<WorkRequest> work) {
     call->embed_request.set_pooling(PoolingOf(request.pooling));
     call->embed_request.set_normalize(request.normalize);
     call->embed_request.set_dimensions(static_cast<uint32_t>(request.dimensions));
+    call->embed_request.set_priority(server::PriorityMessage(request.priority));
     stub_->async()->Embed(&call->context, &call->embed_request, &call->embed_response, finish);
   } else {
     FillSequences(request, call->score_request.mutable_sequences());
+    call->score_request.set_priority(server::PriorityMessage(request.priority));
     stub_->async()->Score(&call->context, &call->score_request, &call->score_response, finish);
   }
 }

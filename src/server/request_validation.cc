@@ -24,7 +24,34 @@ std::optional<engine::ops::PoolingMode> PoolingOf(v1::Pooling pooling) {
   }
 }
 
+Status DecodePriority(v1::Priority priority, WorkRequest& request) {
+  switch (priority) {
+    case v1::PRIORITY_HIGH: request.priority = Priority::kHigh; return Status();
+    case v1::PRIORITY_NORMAL: request.priority = Priority::kNormal; return Status();
+    case v1::PRIORITY_LOW: request.priority = Priority::kLow; return Status();
+    default: return Status::Error(StatusCode::kInvalidArgument, "unknown priority " + std::to_string(priority));
+  }
+}
+
 }  // namespace
+
+const char* PriorityName(Priority priority) {
+  switch (priority) {
+    case Priority::kHigh: return "high";
+    case Priority::kNormal: return "normal";
+    case Priority::kLow: return "low";
+  }
+  return "normal";
+}
+
+v1::Priority PriorityMessage(Priority priority) {
+  switch (priority) {
+    case Priority::kHigh: return v1::PRIORITY_HIGH;
+    case Priority::kLow: return v1::PRIORITY_LOW;
+    case Priority::kNormal: break;
+  }
+  return v1::PRIORITY_NORMAL;
+}
 
 Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request) {
   const std::string& lengths = sequences.lengths();
@@ -49,12 +76,13 @@ Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request)
   request.pooling = PoolingOf(message.pooling());
   request.normalize = message.has_normalize() ? message.normalize() : true;
   request.dimensions = message.dimensions();
-  return Status();
+  return DecodePriority(message.priority(), request);
 }
 
 Status DecodeScoreRequest(const v1::ScoreRequest& message, WorkRequest& request) {
   request.kind = WorkKind::kScore;
-  return DecodeSequences(message.sequences(), request);
+  STAMEN_RETURN_IF_ERROR(DecodeSequences(message.sequences(), request));
+  return DecodePriority(message.priority(), request);
 }
 
 Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits) {

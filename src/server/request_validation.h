@@ -37,6 +37,8 @@ Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request
 // dimensions). An unknown pooling value is kInvalidArgument.
 Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request);
 Status DecodeScoreRequest(const v1::ScoreRequest& message, WorkRequest& request);
+// The wire value of a priority (for clients of the worker, such as the gateway).
+v1::Priority PriorityMessage(Priority priority);
 
 // Ok when `request` can run on a model with `limits`: ids packed, lengths positive and adding
 // up to the ids sent, ids and type ids in range, sequences within the maximum length, the

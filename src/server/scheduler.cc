@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "engine/model_tokenizer.h"
 
@@ -54,8 +55,13 @@ SchedulerMetrics::SchedulerMetrics(metrics::Registry& registry)
       batch_tokens(registry.AddHistogram("stamen_batch_tokens", "Tokens per batch", metrics::ExponentialBuckets(16, 2, 12))),
       batch_sequences(registry.AddHistogram("stamen_batch_sequences", "Sequences per batch",
                                             metrics::ExponentialBuckets(1, 2, 10))),
-      queue_seconds(registry.AddHistogram("stamen_queue_seconds", "Time from a request's arrival to its first batch",
-                                          metrics::ExponentialBuckets(0.0001, 2, 18))),
+      queue_seconds{&registry.AddHistogram("stamen_queue_seconds", "Time from a request's arrival to its first batch, by priority",
+                                           metrics::ExponentialBuckets(0.0001, 2, 18), "priority=\"high\""),
+                    &registry.AddHistogram("stamen_queue_seconds", "", metrics::ExponentialBuckets(0.0001, 2, 18),
+                                           "priority=\"normal\""),
+                    &registry.AddHistogram("stamen_queue_seconds", "", metrics::ExponentialBuckets(0.0001, 2, 18),
+                                           "priority=\"low\"")},
+      queued_requests(registry.AddGauge("stamen_queue_requests", "Requests with sequences waiting for a batch")),
       compute_seconds(registry.AddHistogram("stamen_compute_seconds", "Engine time per batch",
                                             metrics::ExponentialBuckets(0.0001, 2, 18))),
       requests_ok(registry.AddCounter("stamen_worker_requests_total", "Requests by outcome", "status=\"ok\"")),
@@ -138,10 +144,7 @@ Status Scheduler::Submit(std::shared_ptr<WorkRequest> request) {
     queued_sequences_ += static_cast<int64_t>(queue_.back()->lengths.size());
     queued_tokens_ += tokens;
     ++unfinished_requests_;
-    if (metrics_) {
-      metrics_->queued_sequences.Set(queued_sequences_);
-      metrics_->queued_tokens.Set(queued_tokens_);
-    }
+    PublishQueueLocked();
   }
   wake_loop_.notify_one();
   return Status();
@@ -203,64 +206,132 @@ std::vector<std::shared_ptr<WorkRequest>> Scheduler::PurgeLocked() {
     removed.push_back(std::move(*it));
     it = queue_.erase(it);
   }
-  if (metrics_ && !removed.empty()) {
-    metrics_->queued_sequences.Set(queued_sequences_);
-    metrics_->queued_tokens.Set(queued_tokens_);
-  }
+  if (!removed.empty()) PublishQueueLocked();
   return removed;
+}
+
+namespace {
+
+// A queued request as one cut sees it: how many of its sequences this batch takes.
+struct Candidate {
+  std::shared_ptr<WorkRequest> request;
+  size_t first_sequence = 0;
+  size_t taken = 0;
+};
+
+// The batch being filled: its budget and what it holds so far.
+struct Fill {
+  int64_t max_tokens = 0;
+  int64_t max_sequences = 0;
+  int64_t tokens = 0;
+  int64_t sequences = 0;
+
+  void Take(Candidate& candidate) {
+    WorkRequest& request = *candidate.request;
+    tokens += request.lengths[request.next_sequence];
+    ++sequences;
+    ++candidate.taken;
+    ++request.next_sequence;
+  }
+
+  // Takes sequences from `candidates` round robin, one from each in turn, oldest first, until
+  // the batch is full, the candidates have no more, or the class has `class_limit` tokens.
+  // A request whose next sequence does not fit is passed over for the rest of the call; the
+  // first sequence of a batch always fits (a longer one runs alone).
+  void RoundRobin(std::vector<Candidate>& candidates, int64_t class_limit) {
+    std::vector<bool> passed_over(candidates.size(), false);
+    int64_t class_tokens = 0;
+    for (bool took = true; took;) {
+      took = false;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        WorkRequest& request = *candidates[i].request;
+        if (passed_over[i] || request.next_sequence == request.lengths.size()) continue;
+        const int64_t length = request.lengths[request.next_sequence];
+        const bool fits = sequences == 0 || (tokens + length <= max_tokens && sequences + 1 <= max_sequences &&
+                                             (class_tokens == 0 || class_tokens + length <= class_limit));
+        if (!fits) {
+          passed_over[i] = true;
+          continue;
+        }
+        class_tokens += length;
+        Take(candidates[i]);
+        took = true;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void Scheduler::PublishQueueLocked() {
+  if (!metrics_) return;
+  metrics_->queued_sequences.Set(queued_sequences_);
+  metrics_->queued_tokens.Set(queued_tokens_);
+  metrics_->queued_requests.Set(static_cast<int64_t>(queue_.size()));
 }
 
 std::unique_ptr<Scheduler::Batch> Scheduler::CutLocked() {
   auto batch = std::make_unique<Batch>();
   batch->cut_time = Clock::now();
-  batch->key = KeyOf(*queue_.front());
   batch->record.index = next_batch_index_++;
+  // The leader opens the batch and sets its step kind (requests of another kind keep their
+  // place for a later batch): the oldest request of the highest priority waiting, but every
+  // kOldestLeadsEvery-th batch the oldest request of all, so that every request's wait is
+  // bounded (one of another step kind behind busier work, a sequence longer than the budget
+  // behind shorter ones).
+  const WorkRequest* leader = queue_.front().get();
+  if (batch->record.index % kOldestLeadsEvery != kOldestLeadsEvery - 1) {
+    for (const auto& request : queue_) {
+      if (request->priority < leader->priority) leader = request.get();
+    }
+  }
+  batch->key = KeyOf(*leader);
+  std::vector<Candidate> classes[kPriorities];
+  Fill fill{.max_tokens = options_.max_batch_tokens, .max_sequences = options_.max_batch_sequences};
+  for (const auto& request : queue_) {
+    if (KeyOf(*request) != batch->key) continue;
+    std::vector<Candidate>& same_class = classes[static_cast<int>(request->priority)];
+    same_class.push_back({request, request->next_sequence, 0});
+    if (request.get() == leader) fill.Take(same_class.back());
+  }
+  // Every class below the highest one waiting is first given its minimum share, then the
+  // classes fill what is left in priority order.
+  int highest = 0;
+  while (classes[highest].empty()) ++highest;
+  const int64_t minimum_share = std::max<int64_t>(options_.max_batch_tokens / kMinimumShareDivisor, 1);
+  for (int priority = highest + 1; priority < kPriorities; ++priority) fill.RoundRobin(classes[priority], minimum_share);
+  for (int priority = highest; priority < kPriorities; ++priority) {
+    fill.RoundRobin(classes[priority], std::numeric_limits<int64_t>::max());
+  }
+
   Clock::time_point oldest = batch->cut_time;
-  int64_t tokens = 0;
-  int64_t sequences = 0;
-  bool full = false;
-  // First come, first served: whole sequences in arrival order until the next one would not
-  // fit. Requests of another step kind keep their place for a later batch.
-  for (auto it = queue_.begin(); it != queue_.end() && !full;) {
-    WorkRequest& request = **it;
-    if (KeyOf(request) != batch->key) {
-      ++it;
-      continue;
-    }
-    Batch::Slice slice{*it, request.next_sequence, 0, sequences};
-    while (request.next_sequence < request.lengths.size()) {
-      const int64_t length = request.lengths[request.next_sequence];
-      if (sequences > 0 &&
-          (tokens + length > options_.max_batch_tokens || sequences + 1 > options_.max_batch_sequences)) {
-        full = true;
-        break;
-      }
-      tokens += length;
-      ++sequences;
-      ++slice.sequences;
-      ++request.next_sequence;
-    }
-    if (slice.sequences > 0) {
+  for (int priority = 0; priority < kPriorities; ++priority) {
+    for (Candidate& candidate : classes[priority]) {
+      if (candidate.taken == 0) continue;
+      WorkRequest& request = *candidate.request;
       if (request.timing.batches == 0) {
         request.timing.queue_microseconds = MicrosecondsBetween(request.submitted, batch->cut_time);
-        if (metrics_) metrics_->queue_seconds.Observe(request.timing.queue_microseconds * 1e-6);
+        if (metrics_) metrics_->queue_seconds[priority]->Observe(request.timing.queue_microseconds * 1e-6);
       }
       ++request.timing.batches;
       ++request.batches_in_flight;
       oldest = std::min(oldest, request.submitted);
-      batch->slices.push_back(std::move(slice));
+      // Rows are laid out slice after slice (Prepare), whatever order the cut took them in.
+      const int64_t first_row = batch->slices.empty() ? 0
+                                                      : batch->slices.back().first_row +
+                                                            static_cast<int64_t>(batch->slices.back().sequences);
+      batch->slices.push_back({std::move(candidate.request), candidate.first_sequence, candidate.taken, first_row});
+      batch->record.sequences_per_request.push_back(static_cast<int>(candidate.taken));
+      batch->record.sequences_by_priority[priority] += static_cast<int>(candidate.taken);
     }
-    it = request.next_sequence == request.lengths.size() ? queue_.erase(it) : std::next(it);
   }
-  queued_sequences_ -= sequences;
-  queued_tokens_ -= tokens;
-  if (metrics_) {
-    metrics_->queued_sequences.Set(queued_sequences_);
-    metrics_->queued_tokens.Set(queued_tokens_);
-  }
+  std::erase_if(queue_, [](const auto& request) { return request->next_sequence == request->lengths.size(); });
+  queued_sequences_ -= fill.sequences;
+  queued_tokens_ -= fill.tokens;
+  PublishQueueLocked();
   batch->record.requests = static_cast<int>(batch->slices.size());
-  batch->record.sequences = static_cast<int>(sequences);
-  batch->record.tokens = tokens;
+  batch->record.sequences = static_cast<int>(fill.sequences);
+  batch->record.tokens = fill.tokens;
   batch->record.queue_milliseconds = MillisecondsBetween(oldest, batch->cut_time);
   return batch;
 }
@@ -398,10 +469,17 @@ void Scheduler::Scatter(Batch& batch) {
     metrics_->tokens.Increment(batch.record.tokens);
   }
   const BatchRecord& record = batch.record;
-  spdlog::debug("batch {}: {} requests, {} sequences, {} tokens | queued {:.2f} ms | prepared {:.3f} ms | "
-                "computed {:.2f} ms | scattered {:.3f} ms while the next batch computed",
-                record.index, record.requests, record.sequences, record.tokens, record.queue_milliseconds,
-                record.prepare_milliseconds, record.compute_milliseconds, record.scatter_milliseconds);
+  if (spdlog::should_log(spdlog::level::debug)) {
+    std::string per_request;
+    for (int sequences : record.sequences_per_request) per_request += (per_request.empty() ? "" : "/") + std::to_string(sequences);
+    spdlog::debug("batch {}: {} requests, {} sequences ({} per request; high {}, normal {}, low {}), {} tokens | "
+                  "queued {:.2f} ms | prepared {:.3f} ms | computed {:.2f} ms | scattered {:.3f} ms while the next "
+                  "batch computed",
+                  record.index, record.requests, record.sequences, per_request, record.sequences_by_priority[0],
+                  record.sequences_by_priority[1], record.sequences_by_priority[2], record.tokens,
+                  record.queue_milliseconds, record.prepare_milliseconds, record.compute_milliseconds,
+                  record.scatter_milliseconds);
+  }
   if (!ok) spdlog::error("batch {} failed: {}", record.index, batch.result.status().message());
   {
     std::lock_guard lock(records_mutex_);

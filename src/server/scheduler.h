@@ -1,6 +1,16 @@
-// The worker's scheduler: one first-come-first-served queue of sequences across all requests,
-// cut into batches by a token budget, run through the engine on a compute thread while the
-// next batch is cut and prepared and the previous one's results are scattered back.
+// The worker's scheduler: one queue of requests, cut into batches by a token budget, run
+// through the engine on a compute thread while the next batch is cut and prepared and the
+// previous one's results are scattered back.
+//
+// Requests take turns, not sequences: a batch is filled round robin, one sequence from each
+// waiting request in turn (oldest first, each request's sequences in order), until the token
+// budget is full. A query that arrives behind a 2,000-sequence bulk request joins the next
+// batch instead of waiting for the whole bulk request, and batches stay as full as before.
+// Priorities (high, normal, low) fill the batch in that order, but every class below the
+// highest one waiting first gets a minimum share (an eighth of the token budget, at least one
+// sequence) while it has work queued, and every eighth batch is opened by the oldest request
+// waiting, so that no request starves: not one of another step kind (pooling, embed or score)
+// behind busier work, nor a sequence longer than the budget behind shorter ones.
 //
 //   Submit ──► queue ──cut──► prepare ──► compute thread: engine Step + Wait ──► scatter ──► on_done
 //                  ▲ (loop thread)                                             (loop thread)
@@ -30,6 +40,13 @@ struct SchedulerOptions {
   int64_t max_queued_tokens = 1 << 20;  // beyond: Submit fails with kResourceExhausted
 };
 
+// Of each batch's token budget, what a priority class below the highest one waiting is
+// guaranteed while it has work queued (at least one sequence).
+constexpr int64_t kMinimumShareDivisor = 8;
+// Every this-many-th batch is opened by the oldest request waiting, whatever its priority or
+// step kind, so that no request waits without bound (see CutLocked).
+constexpr uint64_t kOldestLeadsEvery = 8;
+
 // One batch as it ran, for logs and tests.
 struct BatchRecord {
   uint64_t index = 0;
@@ -40,6 +57,10 @@ struct BatchRecord {
   double prepare_milliseconds = 0;  // packing ids into the engine's batch
   double compute_milliseconds = 0;  // engine Step until its result was ready
   double scatter_milliseconds = 0;  // copying results into the requests
+  // Sequences each request put in this batch, in the order the cut took requests (highest
+  // priority first, then oldest first): the fairness of the cut, for logs and tests.
+  std::vector<int> sequences_per_request;
+  int sequences_by_priority[kPriorities] = {0, 0, 0};  // indexed by Priority
 };
 
 struct SchedulerMetrics {
@@ -48,7 +69,8 @@ struct SchedulerMetrics {
   metrics::Gauge& queued_tokens;
   metrics::Histogram& batch_tokens;
   metrics::Histogram& batch_sequences;
-  metrics::Histogram& queue_seconds;
+  metrics::Histogram* queue_seconds[kPriorities];  // by Priority
+  metrics::Gauge& queued_requests;
   metrics::Histogram& compute_seconds;
   metrics::Counter& requests_ok;
   metrics::Counter& requests_invalid;
@@ -102,6 +124,7 @@ class Scheduler {
   // requests that can be finished now.
   std::vector<std::shared_ptr<WorkRequest>> PurgeLocked();
   std::unique_ptr<Batch> CutLocked();
+  void PublishQueueLocked();  // the queue gauges
   void Prepare(Batch& batch);
   void Scatter(Batch& batch);
   // Finishes `request` if nothing of it is queued or computing any more.

@@ -27,6 +27,11 @@ enum class WorkKind {
   kScore,  // the classification head's logits per sequence
 };
 
+// Which requests' sequences join the next batch first (the scheduler's cut, scheduler.h).
+enum class Priority : uint8_t { kHigh = 0, kNormal = 1, kLow = 2 };
+constexpr int kPriorities = 3;
+const char* PriorityName(Priority priority);  // "high", "normal", "low"
+
 struct WorkTiming {
   uint64_t queue_microseconds = 0;
   uint64_t compute_microseconds = 0;
@@ -43,6 +48,7 @@ struct WorkRequest {
   std::vector<int32_t> lengths;                    // tokens per sequence
   std::string token_type_ids;                      // int32 little-endian per token, or empty
   Clock::time_point deadline = Clock::time_point::max();
+  Priority priority = Priority::kNormal;
   // Called exactly once, from the scheduler's thread, when every sequence has its result or
   // the request failed, was cancelled or expired (then `status` says which). Must not block.
   std::function<void(WorkRequest&)> on_done;

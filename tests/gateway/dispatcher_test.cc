@@ -105,7 +105,7 @@ struct Outcome {
   }
 };
 
-TEST(DispatcherTest, ChunksSpreadOverWorkersAndComeBackInOrder) {
+TEST(DispatcherTest, ChunksGoOutProgressivelyAndComeBackInOrder) {
   metrics::Registry registry;
   Dispatcher dispatcher({.chunk_tokens = 250}, registry);
   std::vector<std::shared_ptr<FakeBackend>> backends;
@@ -116,13 +116,42 @@ TEST(DispatcherTest, ChunksSpreadOverWorkersAndComeBackInOrder) {
   }
   Outcome outcome;
   dispatcher.Run(Job(30, 100), outcome.Callback());  // 15 chunks of 2 sequences
-  for (const auto& backend : backends) EXPECT_EQ(backend->submitted, 5) << backend->address();
+  // Two chunks per worker at a time; the rest wait in the gateway, not in the workers' queues.
+  for (const auto& backend : backends) EXPECT_EQ(backend->submitted, 2) << backend->address();
+  // A request that arrives now reaches a worker at once, beside the bulk one's chunks.
+  Outcome query;
+  dispatcher.Run(Job(1, 10), query.Callback());
+  int submitted = 0;
+  for (const auto& backend : backends) submitted += backend->submitted;
+  EXPECT_EQ(submitted, 7);
+  // Each returning chunk sends the next one.
   for (const auto& backend : backends) backend->Release();
   outcome.Wait();
+  query.Wait();
   ASSERT_TRUE(outcome.status.ok()) << outcome.status.message();
   ASSERT_EQ(outcome.values.size(), 30u);
   for (int i = 0; i < 30; ++i) EXPECT_EQ(outcome.values[i], static_cast<float>(i));
-  EXPECT_NE(registry.Render().find("stamen_gateway_worker_chunks_total{worker=\"fake-2\"} 5"), std::string::npos);
+  submitted = 0;
+  for (const auto& backend : backends) submitted += backend->submitted;
+  EXPECT_EQ(submitted, 16);
+  EXPECT_NE(registry.Render().find("stamen_gateway_chunks_total 16"), std::string::npos) << registry.Render();
+}
+
+TEST(DispatcherTest, ACancelledJobSendsNoMoreChunks) {
+  metrics::Registry registry;
+  Dispatcher dispatcher({.chunk_tokens = 250}, registry);
+  auto backend = std::make_shared<FakeBackend>("fake");
+  backend->hold = true;
+  dispatcher.AddWorker(backend);
+  Outcome outcome;
+  auto handle = dispatcher.Run(Job(30, 100), outcome.Callback());  // 15 chunks
+  EXPECT_EQ(backend->submitted, 2);
+  dispatcher.Cancel(handle);
+  backend->Release();  // the two in flight finish; the 13 never sent end without running
+  outcome.Wait();
+  EXPECT_EQ(outcome.status.code(), StatusCode::kCancelled) << outcome.status.message();
+  EXPECT_TRUE(outcome.values.empty());
+  EXPECT_EQ(backend->submitted, 2);
 }
 
 TEST(DispatcherTest, AFailedChunkIsRetriedOnceElsewhere) {

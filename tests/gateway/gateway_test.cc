@@ -283,6 +283,8 @@ TEST_F(GatewayTest, EveryErrorClassHasItsStatusAndMessage) {
       {"/v1/embeddings", R"({"input": "a", "dimensions": 385})", 400, "'dimensions' 385 exceeds the model's 384"},
       {"/embed", R"({"inputs": "a", "normalize": "yes"})", 400, "'normalize' must be a boolean"},
       {"/embed", R"({"inputs": "a", "truncation_direction": "up"})", 400, "'truncation_direction' must be"},
+      {"/v1/embeddings", R"({"input": "a", "priority": "urgent"})", 400, "'priority' must be \\\"high\\\", \\\"normal\\\" or \\\"low\\\""},
+      {"/embed", R"({"inputs": "a", "priority": 1})", 400, "'priority' must be a string"},
       {"/v1/embeddings", R"({"input": ["1","2","3","4","5","6","7","8","9"]})", 413,
        "batch of 9 inputs exceeds --max-client-batch-size 8"},
       {"/v1/embeddings", R"({"input": ")" + std::string(70 * 1024, 'a') + R"("})", 413, "payload too large"},
@@ -317,6 +319,22 @@ TEST(GatewayLimitsTest, ApiKeyGuardsEveryRouteButHealth) {
   EXPECT_NE(answer.body.find("API key"), std::string::npos);
   EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", "Bearer wrong"}}).status, 401);
   EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", "Bearer s3cret"}}).status, 200);
+}
+
+// A request's priority: the one it names, else low beyond --bulk-threshold inputs; the
+// worker's queue time shows it by priority.
+TEST(GatewayLimitsTest, PriorityIsNamedOrFollowsTheBulkThreshold) {
+  GatewayOptions options;
+  options.bulk_threshold = 2;
+  Served served(Embedder(), options);
+  EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": ["a", "b", "c"]})").status, 200);  // bulk: low
+  EXPECT_EQ(Post(served.port(), "/embed", R"({"inputs": ["a", "b"]})").status, 200);              // normal
+  EXPECT_EQ(Post(served.port(), "/embed", R"({"inputs": ["a", "b", "c"], "priority": "high"})").status, 200);
+  const std::string metrics = Http(served.port(), "GET", "/metrics").body;
+  for (const char* priority : {"high", "normal", "low"}) {
+    EXPECT_NE(metrics.find(std::string("stamen_queue_seconds_count{priority=\"") + priority + "\"} 1"), std::string::npos)
+        << priority << "\n" << metrics;
+  }
 }
 
 TEST(GatewayLimitsTest, BeyondMaxConcurrentRequestsIs429) {

@@ -156,6 +156,19 @@ TEST_F(GrpcWorkerTest, BadInputIsInvalidArgumentWithAMessage) {
   EXPECT_NE(status.error_message().find("packed int32"), std::string::npos);
   status = call(Sequences({{5, 6}}), 1000);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  {
+    v1::EmbedRequest request;
+    *request.mutable_sequences() = Sequences({{5, 6}});
+    request.set_priority(static_cast<v1::Priority>(7));
+    v1::EmbedResponse response;
+    grpc::ClientContext context;
+    status = stub->Embed(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(status.error_message().find("unknown priority 7"), std::string::npos) << status.error_message();
+    request.set_priority(v1::PRIORITY_HIGH);
+    grpc::ClientContext high_context;
+    EXPECT_TRUE(stub->Embed(&high_context, request, &response).ok());
+  }
 
   v1::ScoreRequest score_request;
   *score_request.mutable_sequences() = Sequences({{5, 6}});

@@ -143,13 +143,16 @@ TEST_F(SchedulerTest, RequestsQueuedWhileTheEngineIsBusyMergeUpToTheTokenBudget)
   ASSERT_EQ(batches.size(), 3u);
   EXPECT_EQ(batches[0].requests, 1);
   EXPECT_EQ(batches[0].tokens, 10);
-  // B and C fill 50 of 64 tokens; D (30) would exceed the budget and waits, first in line.
-  EXPECT_EQ(batches[1].requests, 2);
-  EXPECT_EQ(batches[1].sequences, 3);
-  EXPECT_EQ(batches[1].tokens, 50);
-  EXPECT_EQ(batches[2].requests, 2);
-  EXPECT_EQ(batches[2].sequences, 2);
-  EXPECT_EQ(batches[2].tokens, 35);
+  // Round robin, oldest first: B 20, C's first 20, then D (30) would exceed the budget and is
+  // passed over for this batch, E 5 fits, and C's second sequence in the next round: 55 of 64
+  // tokens. D opens the next batch.
+  EXPECT_EQ(batches[1].requests, 3);
+  EXPECT_EQ(batches[1].sequences, 4);
+  EXPECT_EQ(batches[1].tokens, 55);
+  EXPECT_EQ(batches[1].sequences_per_request, (std::vector<int>{1, 2, 1}));
+  EXPECT_EQ(batches[2].requests, 1);
+  EXPECT_EQ(batches[2].sequences, 1);
+  EXPECT_EQ(batches[2].tokens, 30);
   ExpectMatchesAlone(*request_a, a);
   ExpectMatchesAlone(*later[0], b);
   ExpectMatchesAlone(*later[1], c);
@@ -157,6 +160,112 @@ TEST_F(SchedulerTest, RequestsQueuedWhileTheEngineIsBusyMergeUpToTheTokenBudget)
   ExpectMatchesAlone(*later[3], e);
   EXPECT_EQ(request_a->timing.batches, 1u);
   EXPECT_EQ(metrics_.requests_ok.value(), 5u);
+}
+
+// A query queued behind a bulk request joins the next batch: requests take turns.
+TEST_F(SchedulerTest, RequestsTakeTurnsNotSequences) {
+  Start({.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 4096});
+  auto first = Request(RandomSequences(random_, {10}));
+  ASSERT_TRUE(scheduler_->Submit(first).ok());
+  gate_.WaitEntered(1);
+  const auto bulk_sequences = RandomSequences(random_, std::vector<int>(12, 10));
+  const auto query_sequences = RandomSequences(random_, {10});
+  auto bulk = Request(bulk_sequences);
+  auto query = Request(query_sequences);
+  ASSERT_TRUE(scheduler_->Submit(bulk).ok());
+  ASSERT_TRUE(scheduler_->Submit(query).ok());
+  gate_.Open();
+  ASSERT_TRUE(completions_.WaitFor(3));
+  const std::vector<BatchRecord> batches = scheduler_->RecentBatches();
+  ASSERT_EQ(batches.size(), 4u);
+  // Round robin: bulk, query, bulk, bulk, … up to 64 tokens. First come, first served would
+  // have put the query behind all 120 of the bulk request's tokens, in the last batch.
+  EXPECT_EQ(batches[1].sequences_per_request, (std::vector<int>{5, 1}));
+  EXPECT_EQ(batches[1].tokens, 60);
+  EXPECT_EQ(batches[2].sequences_per_request, (std::vector<int>{6}));
+  EXPECT_EQ(batches[3].sequences_per_request, (std::vector<int>{1}));
+  EXPECT_EQ(query->timing.batches, 1u);
+  ExpectMatchesAlone(*bulk, bulk_sequences);  // its order is kept across batches
+  ExpectMatchesAlone(*query, query_sequences);
+}
+
+// High first, but every lower class keeps its minimum share (an eighth of the budget).
+TEST_F(SchedulerTest, HighPriorityGoesFirstAndLowerClassesKeepAShare) {
+  Start({.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 4096});
+  ASSERT_TRUE(scheduler_->Submit(Request(RandomSequences(random_, {10}))).ok());
+  gate_.WaitEntered(1);
+  const auto low_sequences = RandomSequences(random_, std::vector<int>(12, 8));
+  const auto normal_sequences = RandomSequences(random_, std::vector<int>(4, 8));
+  const auto high_sequences = RandomSequences(random_, std::vector<int>(8, 8));
+  auto low = Request(low_sequences);
+  low->priority = Priority::kLow;
+  auto normal = Request(normal_sequences);
+  auto high = Request(high_sequences);
+  high->priority = Priority::kHigh;
+  for (const auto& request : {low, normal, high}) ASSERT_TRUE(scheduler_->Submit(request).ok());
+  gate_.Open();
+  ASSERT_TRUE(completions_.WaitFor(4));
+  const std::vector<BatchRecord> batches = scheduler_->RecentBatches();
+  ASSERT_GE(batches.size(), 3u);
+  // 64 tokens: normal and low 8 each (their share), high the other 48.
+  EXPECT_EQ(std::vector<int>(batches[1].sequences_by_priority, batches[1].sequences_by_priority + kPriorities),
+            (std::vector<int>{6, 1, 1}));
+  // High's last 2, the shares, then normal fills before low.
+  EXPECT_EQ(std::vector<int>(batches[2].sequences_by_priority, batches[2].sequences_by_priority + kPriorities),
+            (std::vector<int>{2, 3, 3}));
+  EXPECT_EQ(high->timing.batches, 2u);
+  ExpectMatchesAlone(*low, low_sequences);
+  ExpectMatchesAlone(*normal, normal_sequences);
+  ExpectMatchesAlone(*high, high_sequences);
+  EXPECT_NE(registry_.Render().find("stamen_queue_seconds_count{priority=\"high\"} 1"), std::string::npos);
+}
+
+// Under constant high-priority load a low-priority request still gets a sequence into every
+// batch, and finishes long before the high-priority work does.
+TEST_F(SchedulerTest, ALowPriorityRequestFinishesUnderConstantHighPriorityLoad) {
+  Start({.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 1 << 16});
+  ASSERT_TRUE(scheduler_->Submit(Request(RandomSequences(random_, {10}))).ok());
+  gate_.WaitEntered(1);
+  auto low = Request(RandomSequences(random_, std::vector<int>(10, 8)));
+  low->priority = Priority::kLow;
+  ASSERT_TRUE(scheduler_->Submit(low).ok());
+  for (int i = 0; i < 30; ++i) {  // each one fills a batch alone
+    auto high = Request(RandomSequences(random_, std::vector<int>(8, 8)));
+    high->priority = Priority::kHigh;
+    ASSERT_TRUE(scheduler_->Submit(high).ok());
+  }
+  gate_.Open();
+  ASSERT_TRUE(completions_.WaitFor(32));
+  EXPECT_TRUE(low->status.ok());
+  // One sequence a batch (two in the batch the oldest request opens): done in 9 of the 30+.
+  EXPECT_EQ(low->timing.batches, 9u);
+  const std::vector<BatchRecord> batches = scheduler_->RecentBatches();
+  for (size_t i = 1; i <= low->timing.batches; ++i) EXPECT_GE(batches[i].sequences_by_priority[2], 1) << "batch " << i;
+}
+
+// A request no batch of the busier work can take (another step kind) still runs: every
+// kOldestLeadsEvery-th batch is opened by the oldest request waiting.
+TEST_F(SchedulerTest, TheOldestRequestOpensEveryEighthBatch) {
+  Start({.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 1 << 16});
+  ASSERT_TRUE(scheduler_->Submit(Request(RandomSequences(random_, {10}))).ok());
+  gate_.WaitEntered(1);
+  auto other_kind = Request(RandomSequences(random_, {12}));
+  other_kind->pooling = engine::ops::PoolingMode::kCls;  // cannot share a mean-pooling step
+  ASSERT_TRUE(scheduler_->Submit(other_kind).ok());
+  for (int i = 0; i < 20; ++i) {
+    auto high = Request(RandomSequences(random_, std::vector<int>(8, 8)));
+    high->priority = Priority::kHigh;
+    ASSERT_TRUE(scheduler_->Submit(high).ok());
+  }
+  gate_.Open();
+  ASSERT_TRUE(completions_.WaitFor(22));
+  const std::vector<BatchRecord> batches = scheduler_->RecentBatches();
+  ASSERT_GT(batches.size(), 8u);
+  // Batches 1 … 6 are the high-priority work's; batch 7 is the oldest request's, alone.
+  for (size_t i = 1; i <= 6; ++i) EXPECT_EQ(batches[i].sequences_by_priority[0], 8) << "batch " << i;
+  EXPECT_EQ(batches[7].tokens, 12);
+  EXPECT_EQ(batches[7].sequences_by_priority[1], 1);
+  EXPECT_TRUE(other_kind->status.ok());
 }
 
 TEST_F(SchedulerTest, ARequestSpreadsOverSeveralBatchesAndComesBackInOrder) {
