@@ -2,6 +2,7 @@
 #include "bench/bench_command.h"
 
 #include "bench/engine_benchmark.h"
+#include "bench/serve_fairness.h"
 #include "bench/serve_suites.h"
 #include "bench/tokenizer_benchmark.h"
 
@@ -16,6 +17,7 @@ void AddBenchCommand(CLI::App& app) {
   AddAttentionBenchmark(*bench);
   AddServeBenchmark(*bench);
   AddStackBenchmarks(*bench);
+  AddFairnessBenchmark(*bench);
   AddReportCommand(*bench);
 }
 

@@ -54,6 +54,13 @@ void AppendJsonString(std::string& out, const std::string& text) {
   out += '"';
 }
 
+// stamen's "priority" field of every route, when the request names one.
+void AppendPriority(const RequestSpec& spec, std::string& body) {
+  if (spec.priority.empty()) return;
+  body += ",\"priority\":";
+  AppendJsonString(body, spec.priority);
+}
+
 std::vector<std::vector<float>> UnpackRows(const std::string& bytes, size_t rows, size_t columns) {
   std::vector<std::vector<float>> out(rows, std::vector<float>(columns));
   for (size_t row = 0; row < rows; ++row) {
@@ -222,7 +229,9 @@ class HttpTarget final : public Target {
           }
           body += ']';
         }
-        body += "]}";
+        body += "]";
+        AppendPriority(spec, body);
+        body += "}";
         break;
       case Kind::kEmbedTexts:
         // The OpenAI route, as most clients call it (floats, not base64, so JSON writing is timed).
@@ -232,7 +241,9 @@ class HttpTarget final : public Target {
           if (i) body += ',';
           AppendJsonString(body, spec.texts[i]);
         }
-        body += "],\"encoding_format\":\"float\"}";
+        body += "],\"encoding_format\":\"float\"";
+        AppendPriority(spec, body);
+        body += "}";
         break;
       case Kind::kScoreTexts:
       case Kind::kScoreIds:
@@ -244,7 +255,9 @@ class HttpTarget final : public Target {
           if (i) body += ',';
           AppendJsonString(body, spec.texts[i]);
         }
-        body += "]}";
+        body += "]";
+        AppendPriority(spec, body);
+        body += "}";
         break;
     }
     return request;
@@ -394,13 +407,18 @@ class GrpcTarget final : public Target {
     sequences.set_token_ids(PackInts(spec.ids, &lengths));
     sequences.set_lengths(lengths);
     if (!spec.type_ids.empty()) sequences.set_token_type_ids(PackInts(spec.type_ids, nullptr));
+    const v1::Priority priority = spec.priority == "high"  ? v1::PRIORITY_HIGH
+                                  : spec.priority == "low" ? v1::PRIORITY_LOW
+                                                           : v1::PRIORITY_NORMAL;
     if (spec.kind == Kind::kScoreIds) {
       auto message = std::make_shared<v1::ScoreRequest>();
       *message->mutable_sequences() = std::move(sequences);
+      message->set_priority(priority);
       request.message = std::move(message);
     } else {
       auto message = std::make_shared<v1::EmbedRequest>();
       *message->mutable_sequences() = std::move(sequences);
+      message->set_priority(priority);
       request.message = std::move(message);
     }
     return request;

@@ -32,6 +32,7 @@ struct RequestSpec {
   std::vector<std::vector<int32_t>> type_ids;  // kScoreIds: segment per token (may be empty)
   std::vector<std::string> texts;              // kEmbedTexts: inputs; kScoreTexts: documents
   std::string query;                           // kScoreTexts
+  std::string priority;                        // "high", "normal", "low" or empty (the server's rule)
 
   size_t rows() const { return kind == Kind::kEmbedTexts || kind == Kind::kScoreTexts ? texts.size() : ids.size(); }
 };

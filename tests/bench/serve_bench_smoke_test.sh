@@ -42,6 +42,11 @@ grep -q "concurrency seq 32 batch 1 clients 2 .*p50" "$work/concurrency.txt"
 grep -q "latency seq 16 batch 1 clients 1 .*p50" "$work/peer.txt"
 grep -q "latency seq 4096 .*skipped: longer than the model's max_input_length" "$work/peer.txt"
 grep -q '"kind": *"embed-text"' "$work/peer.json"
+# Queries during a bulk request (bench/fairness.sh's measurement, tiny here).
+"$stamen" bench fairness --target "http://127.0.0.1:$port" --model "$work/model" --bulk-inputs 200 \
+  --idle-queries 3 --query-interval-ms 5 --query-priority high --json "$work/fairness.json" | tee "$work/fairness.txt"
+grep -q "queries during bulk: p50 .* bound .*: \(met\|MISSED\)" "$work/fairness.txt"
+grep -q '"bulk_slowdown":' "$work/fairness.json"
 "$stamen" bench report "$work/latency.json" "$work/concurrency.json" "$work/peer.json" --out "$work/report" > /dev/null
 grep -q "| latency seq 16 batch 1 clients 1 | 5 |" "$work/report/README.md"
 grep -q "## latency: side by side" "$work/report/README.md"
