@@ -89,6 +89,7 @@ struct Scheduler::Batch {
   std::vector<int32_t> token_ids, cu_seqlens, token_type_ids;
   bool any_token_types = false;
   Clock::time_point cut_time;
+  Clock::time_point launch_time;
   StatusOr<engine::LazyResult> result = Status::Error("not computed");
 };
 
@@ -96,6 +97,7 @@ Scheduler::Scheduler(StepFunction step, ModelLimits limits, SchedulerOptions opt
     : step_(std::move(step)), limits_(limits), options_(options), metrics_(metrics) {
   options_.max_batch_tokens = std::max<int64_t>(options_.max_batch_tokens, 1);
   options_.max_batch_sequences = std::max<int64_t>(options_.max_batch_sequences, 1);
+  options_.steps_in_flight = std::clamp(options_.steps_in_flight, 1, 2);
   compute_thread_ = std::thread([this] { ComputeThread(); });
   loop_thread_ = std::thread([this] { LoopThread(); });
 }
@@ -365,48 +367,76 @@ void Scheduler::Prepare(Batch& batch) {
 }
 
 void Scheduler::ComputeThread() {
+  // Batches launched (Step returned) and not yet waited for, oldest first. With one step in
+  // flight this is Step then Wait; with two, batch N+1 is staged and launched while N still
+  // computes on the device, and only then does the thread wait for N.
+  std::deque<std::unique_ptr<Batch>> launched;
   std::unique_lock lock(mutex_);
   while (true) {
-    wake_compute_.wait(lock, [this] { return to_compute_ != nullptr || stopping_; });
-    if (!to_compute_) return;
-    std::unique_ptr<Batch> batch = std::move(to_compute_);
-    lock.unlock();
-
-    const Clock::time_point start = Clock::now();
-    engine::Batch engine_batch{batch->token_ids, batch->cu_seqlens, batch->token_type_ids};
-    engine::StepOptions step_options;
-    if (batch->key.kind == WorkKind::kScore) {
-      step_options.output = engine::StepOutput::kScores;
-    } else {
-      step_options.pooling = batch->key.pooling;
-      step_options.normalize = false;  // per request, after its own `dimensions`
+    const int room = options_.steps_in_flight - static_cast<int>(launched.size());
+    const auto can_launch = [&] { return !to_compute_.empty() && room > 0; };
+    // With room for another launch, a batch the loop is preparing, or about to cut from the
+    // queue, is launched before the oldest is waited for: waiting first would leave the device
+    // idle once the oldest finishes.
+    const auto launch_coming = [&] {
+      const int preparing = in_flight_ - static_cast<int>(to_compute_.size() + launched.size());
+      return room > 0 && (preparing > 0 || (!queue_.empty() && in_flight_ < options_.steps_in_flight));
+    };
+    wake_compute_.wait(lock, [&] { return can_launch() || stopping_ || (!launched.empty() && !launch_coming()); });
+    if (can_launch()) {
+      std::unique_ptr<Batch> batch = std::move(to_compute_.front());
+      to_compute_.pop_front();
+      lock.unlock();
+      Launch(*batch);
+      launched.push_back(std::move(batch));
+      lock.lock();
+      continue;
     }
-    batch->result = step_(engine_batch, step_options);
+    if (launched.empty()) return;  // stopping, nothing left
+    std::unique_ptr<Batch> batch = std::move(launched.front());
+    launched.pop_front();
+    lock.unlock();
+    const Clock::time_point wait_start = Clock::now();
     if (batch->result.ok()) {
       Status ready = batch->result->Wait();
       if (!ready.ok()) batch->result = ready;
     }
-    batch->record.compute_milliseconds = MillisecondsBetween(start, Clock::now());
-
+    batch->record.wait_milliseconds = MillisecondsBetween(wait_start, Clock::now());
+    batch->record.compute_milliseconds = MillisecondsBetween(batch->launch_time, Clock::now());
     lock.lock();
-    computed_ = std::move(batch);
-    compute_busy_ = false;
+    computed_.push_back(std::move(batch));
+    --in_flight_;
     wake_loop_.notify_one();
   }
+}
+
+void Scheduler::Launch(Batch& batch) {
+  batch.launch_time = Clock::now();
+  engine::Batch engine_batch{batch.token_ids, batch.cu_seqlens, batch.token_type_ids};
+  engine::StepOptions step_options;
+  if (batch.key.kind == WorkKind::kScore) {
+    step_options.output = engine::StepOutput::kScores;
+  } else {
+    step_options.pooling = batch.key.pooling;
+    step_options.normalize = false;  // per request, after its own `dimensions`
+  }
+  batch.result = step_(engine_batch, step_options);
+  batch.record.launch_milliseconds = MillisecondsBetween(batch.launch_time, Clock::now());
 }
 
 void Scheduler::LoopThread() {
   std::unique_lock lock(mutex_);
   while (true) {
     std::vector<std::shared_ptr<WorkRequest>> purged = PurgeLocked();
-    std::unique_ptr<Batch> finished = std::move(computed_);
+    std::deque<std::unique_ptr<Batch>> finished = std::move(computed_);
+    computed_.clear();
     std::unique_ptr<Batch> next;
-    if (!compute_busy_ && !queue_.empty()) {
+    if (in_flight_ < options_.steps_in_flight && !queue_.empty()) {
       next = CutLocked();
-      compute_busy_ = true;
+      ++in_flight_;
     }
-    if (!finished && !next && purged.empty()) {
-      if (stopping_ && queue_.empty() && !compute_busy_) return;
+    if (finished.empty() && !next && purged.empty()) {
+      if (stopping_ && queue_.empty() && in_flight_ == 0) return;
       // Wakes on Submit, Cancel and a computed batch; the timeout expires queued deadlines.
       wake_loop_.wait_for(lock, std::chrono::milliseconds(50));
       continue;
@@ -418,10 +448,11 @@ void Scheduler::LoopThread() {
     if (next) {
       Prepare(*next);
       std::lock_guard compute_lock(mutex_);
-      to_compute_ = std::move(next);
-      wake_compute_.notify_one();
+      to_compute_.push_back(std::move(next));
     }
-    if (finished) Scatter(*finished);
+    // Also when nothing was cut: the compute thread may be holding off its wait for a launch.
+    wake_compute_.notify_one();
+    for (const auto& batch : finished) Scatter(*batch);
     for (const auto& request : purged) FinishIfDone(request);
 
     lock.lock();
@@ -473,12 +504,12 @@ void Scheduler::Scatter(Batch& batch) {
     std::string per_request;
     for (int sequences : record.sequences_per_request) per_request += (per_request.empty() ? "" : "/") + std::to_string(sequences);
     spdlog::debug("batch {}: {} requests, {} sequences ({} per request; high {}, normal {}, low {}), {} tokens | "
-                  "queued {:.2f} ms | prepared {:.3f} ms | computed {:.2f} ms | scattered {:.3f} ms while the next "
-                  "batch computed",
+                  "queued {:.2f} ms | prepared {:.3f} ms | computed {:.2f} ms (launch {:.2f}, wait {:.2f}) | "
+                  "scattered {:.3f} ms while the next batch computed",
                   record.index, record.requests, record.sequences, per_request, record.sequences_by_priority[0],
                   record.sequences_by_priority[1], record.sequences_by_priority[2], record.tokens,
                   record.queue_milliseconds, record.prepare_milliseconds, record.compute_milliseconds,
-                  record.scatter_milliseconds);
+                  record.launch_milliseconds, record.wait_milliseconds, record.scatter_milliseconds);
   }
   if (!ok) spdlog::error("batch {} failed: {}", record.index, batch.result.status().message());
   {

@@ -12,9 +12,14 @@
 // waiting, so that no request starves: not one of another step kind (pooling, embed or score)
 // behind busier work, nor a sequence longer than the budget behind shorter ones.
 //
-//   Submit ──► queue ──cut──► prepare ──► compute thread: engine Step + Wait ──► scatter ──► on_done
-//                  ▲ (loop thread)                                             (loop thread)
+//   Submit ──► queue ──cut──► prepare ──► compute thread: Step (launch) … Wait ──► scatter ──► on_done
+//                  ▲ (loop thread)                                               (loop thread)
 //                  └── requests arriving while a batch computes merge into the next batch
+//
+// Steps in flight (SchedulerOptions::steps_in_flight): on a GPU, where Step only enqueues,
+//   compute thread:  launch N ─ launch N+1 ─ wait N ─ launch N+2 ─ wait N+1 ─ …
+//   loop thread:     cut N+1 while N computes; scatter N while N+1 computes
+// so the device never idles while the host stages the next batch.
 #pragma once
 
 #include <condition_variable>
@@ -38,6 +43,10 @@ struct SchedulerOptions {
   int64_t max_batch_tokens = 2048;  // tokens per batch (a longer single sequence runs alone)
   int64_t max_batch_sequences = 256;
   int64_t max_queued_tokens = 1 << 20;  // beyond: Submit fails with kResourceExhausted
+  // Batches launched on the engine before the oldest is waited for. 1 where Step computes
+  // (the CPU): a second would only delay the first one's answers. 2 where Step enqueues work
+  // on a device and returns (CUDA): batch N+1 is staged and launched while N computes.
+  int steps_in_flight = 1;
 };
 
 // Of each batch's token budget, what a priority class below the highest one waiting is
@@ -56,6 +65,8 @@ struct BatchRecord {
   double queue_milliseconds = 0;    // oldest sequence's wait before this batch was cut
   double prepare_milliseconds = 0;  // packing ids into the engine's batch
   double compute_milliseconds = 0;  // engine Step until its result was ready
+  double launch_milliseconds = 0;   // inside Step (all of the compute on the CPU)
+  double wait_milliseconds = 0;     // in LazyResult::Wait
   double scatter_milliseconds = 0;  // copying results into the requests
   // Sequences each request put in this batch, in the order the cut took requests (highest
   // priority first, then oldest first): the fairness of the cut, for logs and tests.
@@ -126,6 +137,7 @@ class Scheduler {
   std::unique_ptr<Batch> CutLocked();
   void PublishQueueLocked();  // the queue gauges
   void Prepare(Batch& batch);
+  void Launch(Batch& batch);  // the engine's Step (on the CPU it computes; on a GPU it enqueues)
   void Scatter(Batch& batch);
   // Finishes `request` if nothing of it is queued or computing any more.
   void FinishIfDone(const std::shared_ptr<WorkRequest>& request);
@@ -146,9 +158,9 @@ class Scheduler {
   int64_t unfinished_requests_ = 0;
   bool draining_ = false;
   bool stopping_ = false;
-  bool compute_busy_ = false;
-  std::unique_ptr<Batch> to_compute_;  // handed from the loop to the compute thread
-  std::unique_ptr<Batch> computed_;    // handed back
+  int in_flight_ = 0;                             // batches cut and not yet handed back
+  std::deque<std::unique_ptr<Batch>> to_compute_;  // handed from the loop to the compute thread
+  std::deque<std::unique_ptr<Batch>> computed_;    // handed back, oldest first
   uint64_t next_batch_index_ = 0;
 
   mutable std::mutex records_mutex_;

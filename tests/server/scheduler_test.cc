@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -434,6 +435,144 @@ TEST_F(SchedulerTest, DrainFinishesAcceptedWorkAndRefusesNewWork) {
   gate_.Open();
   drain.join();
   for (const auto& request : accepted) EXPECT_TRUE(request->status.ok()) << request->status.message();
+}
+
+// --- two steps in flight (a device whose Step only enqueues) ---
+
+// A test double of a GPU engine: Step computes the real values on the CPU engine at once but
+// hands them back as a LazyResult whose Wait blocks until the test lets that step finish, as a
+// device's event would; steps can be told to fail at launch or on the device.
+class FakeDevice {
+ public:
+  explicit FakeDevice(engine::Engine& engine) : engine_(engine) {}
+
+  StatusOr<engine::LazyResult> Step(const engine::Batch& batch, const engine::StepOptions& options) {
+    int index;
+    {
+      std::lock_guard lock(mutex_);
+      index = launched_++;
+      events_.push_back("launch " + std::to_string(index));
+      changed_.notify_all();
+      if (fail_launch_ == index) return Status::Error("launch failed on the fake device");
+    }
+    auto computed = engine_.Step(batch, options);
+    if (!computed.ok()) return computed.status();
+    if (Status ready = computed->Wait(); !ready.ok()) return ready;
+    const engine::Tensor& values = computed->values();
+    const int64_t dims[] = {values.dim(0), values.dim(1)};
+    auto copy = engine::Tensor::Allocate(engine::DataType::kF32, engine::Shape::FromDims(dims).value());
+    if (!copy.ok()) return copy.status();
+    std::memcpy(copy->raw_data(), values.raw_data(), values.NumBytes());
+    return engine::LazyResult::Deferred(std::move(copy.value()), [this, index] {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return finished_ > index; });
+      events_.push_back("waited " + std::to_string(index));
+      if (fail_on_device_ == index) return Status::Error("the fake device failed step " + std::to_string(index));
+      return Status();
+    });
+  }
+  // Lets steps up to `index` finish on the device.
+  void FinishThrough(int index) {
+    std::lock_guard lock(mutex_);
+    finished_ = std::max(finished_, index + 1);
+    changed_.notify_all();
+  }
+  bool WaitLaunched(int steps, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return launched_ >= steps; });
+  }
+  std::vector<std::string> events() {
+    std::lock_guard lock(mutex_);
+    return events_;
+  }
+  int fail_launch_ = -1;
+  int fail_on_device_ = -1;
+
+ private:
+  engine::Engine& engine_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int launched_ = 0;
+  int finished_ = 0;
+  std::vector<std::string> events_;
+};
+
+class TwoStepsInFlightTest : public SchedulerTest {
+ protected:
+  void StartOnDevice(FakeDevice& device) {
+    scheduler_ = std::make_unique<Scheduler>(
+        [&device](const engine::Batch& batch, const engine::StepOptions& step) { return device.Step(batch, step); },
+        ModelLimits::Of(*engine_),
+        SchedulerOptions{.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 4096, .steps_in_flight = 2},
+        &metrics_);
+  }
+};
+
+TEST_F(TwoStepsInFlightTest, TheNextBatchIsLaunchedBeforeTheFirstIsWaitedForAndResultsComeBackInOrder) {
+  FakeDevice device(*engine_);
+  StartOnDevice(device);
+  const auto sequences = RandomSequences(random_, std::vector<int>(20, 10));  // batches of 6, 6, 6, 2
+  auto request = Request(sequences);
+  ASSERT_TRUE(scheduler_->Submit(request).ok());
+  // Step 0 has not finished on the device, yet step 1 is launched: two in flight.
+  ASSERT_TRUE(device.WaitLaunched(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(device.events(), (std::vector<std::string>{"launch 0", "launch 1"}));  // never three
+  device.FinishThrough(0);
+  ASSERT_TRUE(device.WaitLaunched(3));  // step 0 waited for, so step 2 goes
+  device.FinishThrough(3);
+  ASSERT_TRUE(completions_.WaitFor(1));
+  EXPECT_EQ(device.events(), (std::vector<std::string>{"launch 0", "launch 1", "waited 0", "launch 2", "waited 1",
+                                                       "launch 3", "waited 2", "waited 3"}));
+  EXPECT_EQ(request->timing.batches, 4u);
+  ExpectMatchesAlone(*request, sequences);
+  for (const BatchRecord& record : scheduler_->RecentBatches()) {
+    EXPECT_GE(record.compute_milliseconds, record.wait_milliseconds);
+  }
+}
+
+TEST_F(TwoStepsInFlightTest, AFailedStepFailsOnlyItsRequestsAndNothingIsLost) {
+  FakeDevice device(*engine_);
+  device.fail_on_device_ = 1;
+  device.fail_launch_ = 2;
+  StartOnDevice(device);
+  device.FinishThrough(100);
+  // One request per batch: each fills the 64-token budget alone (submitted while the first
+  // batch is already cut, so they do not share batches).
+  std::vector<std::shared_ptr<WorkRequest>> requests;
+  std::vector<std::vector<std::vector<int32_t>>> inputs;
+  for (int i = 0; i < 4; ++i) {
+    inputs.push_back(RandomSequences(random_, std::vector<int>(4, 16)));
+    requests.push_back(Request(inputs.back()));
+    ASSERT_TRUE(scheduler_->Submit(requests.back()).ok());
+    ASSERT_TRUE(device.WaitLaunched(i + 1));
+  }
+  ASSERT_TRUE(completions_.WaitFor(4));
+  ExpectMatchesAlone(*requests[0], inputs[0]);
+  EXPECT_EQ(requests[1]->status.code(), StatusCode::kError);
+  EXPECT_NE(requests[1]->status.message().find("the fake device failed step 1"), std::string::npos);
+  EXPECT_EQ(requests[2]->status.code(), StatusCode::kError);
+  EXPECT_NE(requests[2]->status.message().find("launch failed"), std::string::npos);
+  ExpectMatchesAlone(*requests[3], inputs[3]);
+  EXPECT_EQ(metrics_.requests_ok.value(), 2u);
+  EXPECT_EQ(metrics_.requests_failed.value(), 2u);
+}
+
+TEST_F(TwoStepsInFlightTest, CancellationAndDrainHoldWithTwoInFlight) {
+  FakeDevice device(*engine_);
+  StartOnDevice(device);
+  auto cancelled = Request(RandomSequences(random_, std::vector<int>(30, 10)));  // 5 batches' worth
+  ASSERT_TRUE(scheduler_->Submit(cancelled).ok());
+  ASSERT_TRUE(device.WaitLaunched(2));
+  scheduler_->Cancel(*cancelled);
+  auto kept = Request(RandomSequences(random_, {10, 10}));
+  ASSERT_TRUE(scheduler_->Submit(kept).ok());
+  std::thread drain([this] { scheduler_->Drain(); });
+  device.FinishThrough(100);
+  drain.join();
+  EXPECT_EQ(cancelled->status.code(), StatusCode::kCancelled);
+  EXPECT_TRUE(kept->status.ok()) << kept->status.message();
+  EXPECT_GT(metrics_.dropped_sequences.value(), 0u);  // its sequences not yet launched
 }
 
 TEST(SchedulerMetricsTest, RenderedInPrometheusTextFormat) {
