@@ -122,7 +122,7 @@ struct TensorSpec {
   }
 };
 
-std::vector<TensorSpec> EncoderTensors(const Like& like, int64_t layers, int64_t vocab) {
+std::vector<TensorSpec> EncoderTensors(const Like& like, int64_t layers, int64_t vocab, int64_t labels) {
   const int64_t h = like.hidden, ffn = like.intermediate;
   const std::string p = like.family == Family::kXlmRobertaClassifier ? "roberta."
                         : like.family == Family::kBertClassifier   ? "bert."
@@ -154,15 +154,15 @@ std::vector<TensorSpec> EncoderTensors(const Like& like, int64_t layers, int64_t
   if (like.family == Family::kXlmRobertaClassifier) {
     tensors.push_back({"classifier.dense.weight", {h, h}});
     tensors.push_back({"classifier.dense.bias", {h}});
-    tensors.push_back({"classifier.out_proj.weight", {1, h}});
-    tensors.push_back({"classifier.out_proj.bias", {1}});
+    tensors.push_back({"classifier.out_proj.weight", {labels, h}});
+    tensors.push_back({"classifier.out_proj.bias", {labels}});
   } else {
     tensors.push_back({p + "pooler.dense.weight", {h, h}});
     tensors.push_back({p + "pooler.dense.bias", {h}});
   }
   if (like.family == Family::kBertClassifier) {
-    tensors.push_back({"classifier.weight", {1, h}});
-    tensors.push_back({"classifier.bias", {1}});
+    tensors.push_back({"classifier.weight", {labels, h}});
+    tensors.push_back({"classifier.bias", {labels}});
   }
   return tensors;
 }
@@ -190,7 +190,18 @@ std::vector<TensorSpec> QwenTensors(const Like& like, int64_t layers, int64_t vo
 
 // --- config.json and the sentence-transformers files ---
 
-std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab) {
+// A classifier's "id2label" and "label2id" lines: LABEL_0 … LABEL_{labels-1}, as transformers names them.
+std::string LabelsJson(int64_t labels) {
+  std::string id2label, label2id;
+  for (int64_t i = 0; i < labels; ++i) {
+    const std::string index = std::to_string(i), name = "\"LABEL_" + index + "\"";
+    id2label += (i ? ", \"" : "\"") + index + "\": " + name;
+    label2id += (i ? ", " : "") + name + ": " + index;
+  }
+  return "  \"id2label\": {" + id2label + "},\n  \"label2id\": {" + label2id + "},\n";
+}
+
+std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t labels) {
   const std::string n = std::to_string(layers), v = std::to_string(vocab);
   const std::string h = std::to_string(like.hidden), heads = std::to_string(like.heads);
   const std::string ffn = std::to_string(like.intermediate), positions = std::to_string(like.max_positions);
@@ -211,7 +222,7 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab) {
       return std::string("{\n  \"architectures\": [\"") +
              (classifier ? "BertForSequenceClassification" : "BertModel") +
              "\"],\n  \"attention_probs_dropout_prob\": 0.1,\n" +
-             (classifier ? "  \"id2label\": {\"0\": \"LABEL_0\"},\n  \"label2id\": {\"LABEL_0\": 0},\n" : "") +
+             (classifier ? LabelsJson(labels) : "") +
              "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h + ",\n"
              "  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + ffn + ",\n  \"layer_norm_eps\": 1e-12,\n"
              "  \"max_position_embeddings\": " + positions + ",\n  \"model_type\": \"bert\",\n"
@@ -226,7 +237,7 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab) {
              (classifier ? "XLMRobertaForSequenceClassification" : "XLMRobertaModel") +
              "\"],\n  \"attention_probs_dropout_prob\": 0.1,\n  \"bos_token_id\": 0,\n  \"eos_token_id\": 2,\n"
              "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h + ",\n" +
-             (classifier ? "  \"id2label\": {\"0\": \"LABEL_0\"},\n  \"label2id\": {\"LABEL_0\": 0},\n" : "") +
+             (classifier ? LabelsJson(labels) : "") +
              "  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + ffn + ",\n  \"layer_norm_eps\": 1e-05,\n"
              "  \"max_position_embeddings\": " + positions + ",\n  \"model_type\": \"xlm-roberta\",\n"
              "  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n + ",\n  \"pad_token_id\": 1,\n"
@@ -388,6 +399,11 @@ int MakeModel(const MakeModelOptions& options) {
   const int64_t layers = options.layers > 0 ? options.layers : like->layers;
   const int64_t vocab = options.vocab_size > 0 ? options.vocab_size : like->vocab;
   if (like->family != Family::kQwen3 && vocab < 4) return Fail("--vocab-size must be at least 4");
+  const bool classifier = like->family == Family::kBertClassifier || like->family == Family::kXlmRobertaClassifier;
+  if (options.labels < 0 || (options.labels > 1 && !classifier)) {
+    return Fail("--labels must be positive, and only a classifier (bge-reranker-base, ms-marco-MiniLM-L6-v2) has labels");
+  }
+  const int64_t labels = options.labels > 0 ? options.labels : 1;
 
   std::string tokenizer = options.tokenizer;
   if (tokenizer.empty()) {
@@ -400,9 +416,9 @@ int MakeModel(const MakeModelOptions& options) {
   std::error_code error;
   fs::create_directories(out, error);
   if (!fs::is_directory(out, error)) return Fail("cannot create " + out.string());
-  if (!WriteText(out / "config.json", ConfigJson(*like, layers, vocab))) return Fail("cannot write " + (out / "config.json").string());
+  if (!WriteText(out / "config.json", ConfigJson(*like, layers, vocab, labels))) return Fail("cannot write " + (out / "config.json").string());
   const std::vector<TensorSpec> tensors =
-      like->family == Family::kQwen3 ? QwenTensors(*like, layers, vocab) : EncoderTensors(*like, layers, vocab);
+      like->family == Family::kQwen3 ? QwenTensors(*like, layers, vocab) : EncoderTensors(*like, layers, vocab, labels);
   if (auto status = WriteSafetensors(out / "model.safetensors", tensors, options.seed); !status.ok()) return Fail(status.message());
   if (auto status = WriteSentenceTransformersFiles(*like, out); !status.ok()) return Fail(status.message());
   if (auto status = CopyTokenizer(tokenizer, like->family, out); !status.ok()) return Fail(status.message());
@@ -439,6 +455,7 @@ void AddMakeModelCommand(CLI::App& app) {
                       "Tokenizer file or folder to copy (default: the one shipped with stamen for --like)");
   command->add_option("--layers", options->layers, "Fewer layers than the real model (quick tests)");
   command->add_option("--vocab-size", options->vocab_size, "Another vocabulary size than the real model's");
+  command->add_option("--labels", options->labels, "Classifiers: labels of the head (default 1, a reranker's relevance)");
   command->callback([options] { std::exit(MakeModel(*options)); });
 }
 

@@ -17,6 +17,7 @@ struct MakeModelOptions {
   std::string tokenizer;  // a tokenizer file or folder; empty: the default for `like`
   int64_t layers = 0;     // 0: the real model's; fewer for quick tests
   int64_t vocab_size = 0; // 0: the real model's
+  int64_t labels = 0;     // classifiers: labels of the head (id2label LABEL_i); 0: the real model's one
 };
 
 // Writes the folder; returns 0, or prints the error and returns 2.

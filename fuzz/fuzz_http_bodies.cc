@@ -1,5 +1,5 @@
 // libFuzzer target: HTTP request bodies of every POST route, as the gateway parses them
-// (src/gateway/api.h). The first byte picks the route, the rest is the body. A body parses to
+// (src/gateway/api.h, tei_api.h). The first byte picks the route, the rest is the body. A body parses to
 // a call or to a 4xx error with a message; what parses is written back as the answers do.
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +8,7 @@
 
 #include "fuzz/fuzz_checks.h"
 #include "gateway/api.h"
+#include "gateway/tei_api.h"
 
 namespace {
 
@@ -32,7 +33,11 @@ void Echo(const std::string& text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  // Every body is also read as TEI's POST / reads it (the route must not matter).
+  for (const auto model : {gateway::ModelKind::kEmbedding, gateway::ModelKind::kReranker, gateway::ModelKind::kClassifier}) {
+    gateway::RootTask(model, body);
+  }
+  switch (data[0] % 8) {
     case 0:
     case 1: {  // POST /v1/embeddings (OpenAI), POST /embed (TEI)
       auto parsed = gateway::ParseEmbedCall(body, data[0] % 5 == 0);
@@ -60,6 +65,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::Require(!call.top_n || *call.top_n > 0, "top_n is positive");
       Echo(call.query);
       for (const auto& document : call.documents) Echo(document);
+      return 0;
+    }
+    case 5: {  // POST /predict (TEI)
+      auto parsed = gateway::ParsePredictCall(body);
+      if (auto* error = std::get_if<gateway::ApiError>(&parsed)) return CheckError(*error), 0;
+      const auto& call = std::get<gateway::PredictCall>(parsed);
+      fuzz::Require(!call.sequences.empty(), "a predict call has inputs");
+      fuzz::Require(call.batch || call.sequences.size() == 1, "a single input is one sequence");
+      for (const auto& sequence : call.sequences) {
+        fuzz::Require(!sequence.first.empty() && (!sequence.second || !sequence.second->empty()), "texts are not empty");
+        Echo(sequence.first);
+      }
+      return 0;
+    }
+    case 6: {  // POST /similarity (TEI)
+      auto parsed = gateway::ParseSimilarityCall(body);
+      if (auto* error = std::get_if<gateway::ApiError>(&parsed)) return CheckError(*error), 0;
+      const auto& call = std::get<gateway::SimilarityCall>(parsed);
+      fuzz::Require(!call.source_sentence.empty() && !call.sentences.empty(), "a similarity call has sentences");
+      for (const auto& sentence : call.sentences) Echo(sentence);
+      return 0;
+    }
+    case 7: {  // POST /decode (TEI)
+      auto parsed = gateway::ParseDecodeCall(body);
+      if (auto* error = std::get_if<gateway::ApiError>(&parsed)) return CheckError(*error), 0;
+      fuzz::Require(!std::get<gateway::DecodeCall>(parsed).ids.empty(), "a decode call has sequences");
       return 0;
     }
     default: {  // POST /tokenize (TEI)

@@ -245,7 +245,8 @@ def model_config_seeds():
 
 
 def http_body_seeds():
-    # First byte: 0 OpenAI embeddings, 1 TEI embed, 2 TEI rerank, 3 Cohere rerank, 4 tokenize.
+    # First byte: 0 OpenAI embeddings, 1 TEI embed, 2 TEI rerank, 3 Cohere rerank, 4 tokenize,
+    # 5 TEI predict, 6 TEI similarity, 7 TEI decode.
     bodies = [
         (0, {"input": "Hello world", "model": "m"}),
         (0, {"input": ["a", "b"], "encoding_format": "base64", "dimensions": 8}),
@@ -259,6 +260,12 @@ def http_body_seeds():
              "model": "r"}),
         (4, {"inputs": ["Hello", "world"], "add_special_tokens": False, "prompt_name": "query"}),
         (4, {"inputs": "Hello"}),
+        (5, {"inputs": [["a premise", "a hypothesis"], "a text"], "raw_scores": True, "truncate": True}),
+        (5, {"inputs": ["a", "b"], "parameters": {}}),
+        (6, {"inputs": {"source_sentence": "a", "sentences": ["b", "c"]},
+             "parameters": {"truncate": True, "truncation_direction": "left", "prompt_name": "query"}}),
+        (7, {"ids": [[101, 7592, 102], [1]], "skip_special_tokens": False}),
+        (7, {"ids": [101, 7592, 102]}),
     ]
     seeds = {f"body_{index}": bytes([route]) + json.dumps(body).encode() for index, (route, body) in enumerate(bodies)}
     seeds["not_json"] = b"\x00{\"input\": "

@@ -87,6 +87,38 @@ size_t ModelTokenizer::VocabularySize() const {
   return kind_ == Kind::kFairseqSentencePiece ? tokenizer_->VocabularySize() + 2 : tokenizer_->VocabularySize();
 }
 
+std::string ModelTokenizer::Decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  if (kind_ == Kind::kTokenizer) return tokenizer_->Decode(ids, skip_special_tokens);
+  // As the model's tokenizer.json decodes (its Metaspace decoder): pieces with ▁ as spaces,
+  // the first token's leading space dropped, special tokens written as their names.
+  static constexpr std::string_view kSpace = "\xE2\x96\x81";  // ▁
+  const int32_t mask = static_cast<int32_t>(VocabularySize()) - 1;
+  std::string text;
+  bool first = true;
+  for (const int32_t id : ids) {
+    if (id < 0 || id > mask) continue;
+    std::string token;
+    if (id == kFairseqBos || id == kFairseqPad || id == kFairseqEos || id == kFairseqUnk || id == mask) {
+      if (skip_special_tokens) continue;
+      token = id == kFairseqBos ? "<s>" : id == kFairseqPad ? "<pad>" : id == kFairseqEos ? "</s>" : id == kFairseqUnk ? "<unk>" : "<mask>";
+    } else {
+      const std::string_view piece = tokenizer_->IdToPiece(id - 1);  // the inverse of FairseqId for pieces
+      for (size_t at = 0; at < piece.size();) {
+        if (piece.substr(at, kSpace.size()) == kSpace) {
+          token += ' ';
+          at += kSpace.size();
+        } else {
+          token += piece[at++];
+        }
+      }
+      if (first && !token.empty() && token.front() == ' ') token.erase(0, 1);
+    }
+    first = false;
+    text += token;
+  }
+  return text;
+}
+
 void ModelTokenizer::EncodeContent(std::string_view text, std::vector<int32_t>* ids) {
   tokenizer::EncodeOptions options;
   options.add_special_tokens = false;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,12 @@ class ModelTokenizer {
   // of each id (0 for the first text's part of the template, 1 for the second's).
   void EncodePair(std::string_view first, std::string_view second, size_t max_length, std::vector<int32_t>* ids,
                   std::vector<int32_t>* type_ids);
+
+  // Ids (as Encode gives them) → text, special tokens dropped when `skip_special_tokens`, as
+  // Hugging Face tokenizers decodes: the tokenizer's own decode, or for the fairseq mapping
+  // the pieces of the shifted ids as XLM-R's tokenizer.json decodes them. Out-of-range ids
+  // are dropped.
+  std::string Decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
 
   Kind kind() const { return kind_; }
   // The file or folder the tokenizer was loaded from.

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "gateway/json_read.h"
+
 namespace stamen::gateway {
 
 namespace {
@@ -13,109 +15,6 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 using simdjson::dom::object;
-
-ApiError Invalid(std::string message) { return ApiError{400, std::move(message), "invalid_request_error"}; }
-
-const char* TypeName(element_type type) {
-  switch (type) {
-    case element_type::ARRAY: return "an array";
-    case element_type::OBJECT: return "an object";
-    case element_type::INT64:
-    case element_type::UINT64:
-    case element_type::DOUBLE: return "a number";
-    case element_type::STRING: return "a string";
-    case element_type::BOOL: return "a boolean";
-    case element_type::NULL_VALUE: return "null";
-  }
-  return "a value";
-}
-
-// Parses `body` into an object (the parser must outlive it).
-std::variant<object, ApiError> ParseObject(simdjson::dom::parser& parser, std::string_view body) {
-  element root;
-  if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS) {
-    return Invalid("the request body is not valid JSON");
-  }
-  object fields;
-  if (root.get(fields) != simdjson::SUCCESS) return Invalid(std::string("the request body must be a JSON object, not ") + TypeName(root.type()));
-  return fields;
-}
-
-std::optional<ApiError> ReadBool(object fields, const char* key, bool* out) {
-  element value;
-  if (fields[key].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
-  if (value.get(*out) != simdjson::SUCCESS) return Invalid(std::string("'") + key + "' must be a boolean");
-  return std::nullopt;
-}
-
-std::optional<ApiError> ReadOptionalBool(object fields, const char* key, std::optional<bool>* out) {
-  element value;
-  if (fields[key].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
-  bool flag;
-  if (value.get(flag) != simdjson::SUCCESS) return Invalid(std::string("'") + key + "' must be a boolean");
-  *out = flag;
-  return std::nullopt;
-}
-
-std::optional<ApiError> ReadString(object fields, const char* key, std::string* out) {
-  element value;
-  if (fields[key].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
-  std::string_view text;
-  if (value.get(text) != simdjson::SUCCESS) return Invalid(std::string("'") + key + "' must be a string");
-  *out = std::string(text);
-  return std::nullopt;
-}
-
-std::optional<ApiError> ReadPositive(object fields, const char* key, std::optional<int64_t>* out) {
-  element value;
-  if (fields[key].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
-  int64_t number;
-  if (value.get(number) != simdjson::SUCCESS || number < 1) {
-    return Invalid(std::string("'") + key + "' must be a positive integer");
-  }
-  *out = number;
-  return std::nullopt;
-}
-
-std::optional<ApiError> ReadTruncationDirection(object fields, Truncation* out) {
-  std::string direction;
-  if (auto error = ReadString(fields, "truncation_direction", &direction)) return error;
-  if (direction.empty()) return std::nullopt;
-  for (char& c : direction) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (direction == "right") {
-    *out = Truncation::kRight;
-  } else if (direction == "left") {
-    *out = Truncation::kLeft;
-  } else {
-    return Invalid("'truncation_direction' must be \"left\" or \"right\"");
-  }
-  return std::nullopt;
-}
-
-// "priority": "high", "normal" or "low" (any route; stamen's own field).
-std::optional<ApiError> ReadPriority(object fields, std::optional<server::Priority>* out) {
-  std::string name;
-  if (auto error = ReadString(fields, "priority", &name)) return error;
-  if (name.empty()) return std::nullopt;
-  for (server::Priority priority : {server::Priority::kHigh, server::Priority::kNormal, server::Priority::kLow}) {
-    if (name == server::PriorityName(priority)) {
-      *out = priority;
-      return std::nullopt;
-    }
-  }
-  return Invalid("'priority' must be \"high\", \"normal\" or \"low\"");
-}
-
-// Token ids: an array of integers in int32 range.
-std::optional<std::vector<int32_t>> ReadIds(array values) {
-  std::vector<int32_t> ids;
-  for (element value : values) {
-    int64_t id;
-    if (value.get(id) != simdjson::SUCCESS || id < INT32_MIN || id > INT32_MAX) return std::nullopt;
-    ids.push_back(static_cast<int32_t>(id));
-  }
-  return ids;
-}
 
 // str | [str] | [int] | [[int]]
 std::optional<ApiError> ReadInputs(element value, const char* key, std::vector<Input>* inputs) {
@@ -157,12 +56,41 @@ std::optional<ApiError> ReadInputs(element value, const char* key, std::vector<I
 
 }  // namespace
 
-std::string ErrorBody(const ApiError& error) {
-  std::string body = "{\"error\":{\"message\":";
-  AppendJsonString(body, error.message);
-  body += ",\"type\":";
-  AppendJsonString(body, error.type);
-  body += ",\"code\":" + std::to_string(error.status) + "}}";
+int ErrorStatus(const ApiError& error, ApiFamily family) {
+  if (family == ApiFamily::kTei && error.type == "server_error") return 424;  // TEI's "failed dependency"
+  return error.status;
+}
+
+std::string ErrorBody(const ApiError& error, ApiFamily family) {
+  std::string body;
+  switch (family) {
+    case ApiFamily::kOpenAI:
+      body = "{\"error\":{\"message\":";
+      AppendJsonString(body, error.message);
+      body += ",\"type\":";
+      AppendJsonString(body, error.type);
+      body += ",\"param\":null,\"code\":" + std::to_string(error.status) + "}}";
+      break;
+    case ApiFamily::kTei: {
+      // TEI's ErrorType: what the request got wrong, or which part of the server failed.
+      const std::string& type = error.type;
+      const char* error_type = type == "overloaded"        ? "overloaded"
+                               : type == "unavailable"     ? "unhealthy"
+                               : type == "server_error" || type == "timeout" || type == "cancelled" ? "backend"
+                                                                                                    : "validation";
+      body = "{\"error\":";
+      AppendJsonString(body, error.message);
+      body += ",\"error_type\":\"";
+      body += error_type;
+      body += "\"}";
+      break;
+    }
+    case ApiFamily::kCohere:
+      body = "{\"message\":";
+      AppendJsonString(body, error.message);
+      body += '}';
+      break;
+  }
   return body;
 }
 
@@ -269,6 +197,19 @@ std::variant<TokenizeCall, ApiError> ParseTokenizeCall(std::string_view body) {
   if (auto error = ReadBool(fields, "add_special_tokens", &call.add_special_tokens)) return *error;
   if (auto error = ReadString(fields, "prompt_name", &call.prompt_name)) return *error;
   return call;
+}
+
+void AppendModelObject(std::string& out, std::string_view id, int64_t created) {
+  out += "{\"id\":";
+  AppendJsonString(out, id);
+  out += ",\"object\":\"model\",\"created\":" + std::to_string(created) + ",\"owned_by\":\"stamen\"}";
+}
+
+std::string ModelListBody(std::string_view id, int64_t created) {
+  std::string body = "{\"object\":\"list\",\"data\":[";
+  AppendModelObject(body, id, created);
+  body += "]}";
+  return body;
 }
 
 void AppendFloat(std::string& out, float value) {

@@ -14,13 +14,24 @@
 
 namespace stamen::gateway {
 
-// An HTTP error answer: status and the message of `{"error": {"message", "type", "code"}}`.
+// An HTTP error answer: its status, message and class (`type`: invalid_request_error,
+// overloaded, unavailable, server_error, timeout, cancelled, not_found, authentication_error). Each API family writes it in its own shape (ErrorBody).
 struct ApiError {
   int status = 400;
   std::string message;
   std::string type = "invalid_request_error";
 };
-std::string ErrorBody(const ApiError& error);
+
+// Which API a route belongs to, and so the shape its clients parse errors in:
+//   OpenAI  {"error": {"message", "type", "param", "code"}}
+//   TEI     {"error": "…", "error_type": "validation|tokenizer|overloaded|backend|unhealthy"}
+//   Cohere  {"message": "…"}
+enum class ApiFamily { kOpenAI, kTei, kCohere };
+
+// The one place that knows each family's error shape and status codes: TEI answers a failed
+// inference with 424 (its "backend" error), where the others answer 500.
+int ErrorStatus(const ApiError& error, ApiFamily family);
+std::string ErrorBody(const ApiError& error, ApiFamily family = ApiFamily::kOpenAI);
 
 // One input: a text or token ids given by the client.
 using Input = std::variant<std::string, std::vector<int32_t>>;
@@ -63,6 +74,11 @@ struct TokenizeCall {
   std::string prompt_name;
 };
 std::variant<TokenizeCall, ApiError> ParseTokenizeCall(std::string_view body);
+
+// GET /v1/models/{id}: {"id", "object": "model", "created", "owned_by"}; GET /v1/models: the
+// list of them, {"object": "list", "data": […]}. `created`: seconds since the Unix epoch.
+void AppendModelObject(std::string& out, std::string_view id, int64_t created);
+std::string ModelListBody(std::string_view id, int64_t created);
 
 // --- writing ---
 void AppendFloat(std::string& out, float value);

@@ -19,29 +19,6 @@ using server::WorkRequest;
 
 constexpr const char* kVersion = STAMEN_VERSION;  // CMake's project version
 
-http::Response JsonResponse(int status, std::string body) {
-  http::Response response;
-  response.status = status;
-  response.body = std::move(body);
-  return response;
-}
-
-http::Response ErrorResponse(const ApiError& error) { return JsonResponse(error.status, ErrorBody(error)); }
-
-// How a failed dispatch is answered.
-ApiError DispatchError(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument: return {422, status.message(), "invalid_request_error"};
-    case StatusCode::kResourceExhausted: return {429, "overloaded: " + status.message(), "overloaded"};
-    case StatusCode::kUnavailable: return {503, status.message(), "unavailable"};
-    case StatusCode::kDeadlineExceeded: return {504, "the request timed out: " + status.message(), "timeout"};
-    // Only a client that hung up cancels work (the gateway then cancels its dispatch): nobody
-    // reads this answer; 499 (nginx's "client closed request") keeps the metrics honest.
-    case StatusCode::kCancelled: return {499, "the client closed the connection: " + status.message(), "cancelled"};
-    default: return {500, "inference failed: " + status.message(), "server_error"};
-  }
-}
-
 // Compares secrets in time independent of where they differ.
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   unsigned char difference = a.size() == b.size() ? 0 : 1;
@@ -55,13 +32,6 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 }
 
 double Milliseconds(Clock::duration duration) { return std::chrono::duration<double, std::milli>(duration).count(); }
-
-void AddTimingHeaders(http::Response& response, double tokenization_ms, const server::WorkTiming& timing) {
-  // Whole milliseconds, as Text Embeddings Inference writes them.
-  response.headers.emplace_back("x-tokenization-time", std::to_string(std::llround(tokenization_ms)));
-  response.headers.emplace_back("x-queue-time", std::to_string(timing.queue_microseconds / 1000));
-  response.headers.emplace_back("x-inference-time", std::to_string(timing.compute_microseconds / 1000));
-}
 
 std::string TooLongMessage(const std::string& what, size_t tokens, int64_t limit) {
   return what + " has " + std::to_string(tokens) + " tokens; the model takes at most " + std::to_string(limit) +
@@ -84,6 +54,8 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   g.max_input_length_ = engine::MaxSequenceLength(g.config_, g.sentence_transformers_);
   g.dimensions_ = g.config_.hidden_size;
   g.reranker_ = g.config_.head == engine::ModelHead::kSequenceClassification;
+  g.kind_ = !g.reranker_ ? ModelKind::kEmbedding : g.config_.num_labels == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
+  g.created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   g.model_id_ = !options.model_id.empty() ? options.model_id
                                           : fs::path(options.model_dir).lexically_normal().filename().string();
   if (g.model_id_.empty()) g.model_id_ = fs::path(options.model_dir).lexically_normal().parent_path().filename().string();
@@ -135,12 +107,19 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
       "stamen_gateway_client_disconnects_total",
       "Requests whose client hung up before the answer; their work not yet computed was cancelled");
 
+  g.routes_ = std::make_unique<RouteTable>(g.Routes());
   http::ServerOptions http_options;
   http_options.host = options.host;
   http_options.port = options.port;
   http_options.threads = options.http_threads;
   http_options.body_limit = options.payload_limit;
   Gateway* self = gateway.get();
+  // A body over the payload limit is refused before it reaches Handle: in its route's shape too.
+  http_options.error_response = [self](std::string_view path, int status, std::string_view message,
+                                        std::string_view type) {
+    const Route* route = self->routes_->FindPath(path);
+    return ErrorResponse({status, std::string(message), std::string(type)}, route ? route->family : ApiFamily::kOpenAI);
+  };
   auto server = http::Server::Start(http_options, [self](http::Request request, http::Respond respond) {
     self->Handle(std::move(request), std::move(respond));
   });
@@ -174,62 +153,108 @@ void Gateway::CountResponse(const std::string& route, int status) {
   counter->Increment();
 }
 
+std::vector<Route> Gateway::Routes() {
+  using enum ApiFamily;
+  auto handler = [this](void (Gateway::*method)(const http::Request&, Reply)) {
+    return [this, method](const http::Request& request, Reply reply) { (this->*method)(request, std::move(reply)); };
+  };
+  auto embed = [this](bool openai) {
+    return [this, openai](const http::Request& request, Reply reply) { Embed(request, openai, std::move(reply)); };
+  };
+  auto rerank = [this](bool cohere) {
+    return [this, cohere](const http::Request& request, Reply reply) { Rerank(request, cohere, std::move(reply)); };
+  };
+  auto health = [this](const http::Request&, Reply reply) { Health(std::move(reply)); };
+  auto info = [this](const http::Request&, Reply reply) { reply(JsonResponse(200, InfoBody())); };
+  auto metrics = [this](const http::Request&, Reply reply) {
+    http::Response response = JsonResponse(200, registry_.Render());
+    response.content_type = "text/plain; version=0.0.4";
+    reply(std::move(response));
+  };
+  // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
+  return {
+      {"/v1/embeddings", "POST", kOpenAI, true, false, embed(true)},
+      {"/embeddings", "POST", kOpenAI, true, false, embed(true)},
+      {"/v1/models", "GET", kOpenAI, false, false, handler(&Gateway::Models)},
+      {"/v1/models/{id}", "GET", kOpenAI, false, false, handler(&Gateway::Model)},
+      {"/v1/rerank", "POST", kCohere, true, false, rerank(true)},
+      {"/embed", "POST", kTei, true, false, embed(false)},
+      {"/rerank", "POST", kTei, true, false, rerank(false)},
+      {"/predict", "POST", kTei, true, false, handler(&Gateway::Predict)},
+      {"/similarity", "POST", kTei, true, false, handler(&Gateway::Similarity)},
+      {"/tokenize", "POST", kTei, true, false, handler(&Gateway::Tokenize)},
+      {"/decode", "POST", kTei, true, false, handler(&Gateway::Decode)},
+      // TEI's catch-all (what huggingface_hub's InferenceClient posts to) and SageMaker's.
+      {"/", "POST", kTei, true, false, handler(&Gateway::TeiRoot)},
+      {"/invocations", "POST", kTei, true, false, handler(&Gateway::TeiRoot)},
+      {"/", "GET", kTei, false, true, health},
+      {"/ping", "GET", kTei, false, true, health},  // SageMaker's health check
+      {"/health", "GET", kTei, false, true, health},
+      {"/info", "GET", kTei, false, false, info},
+      {"/metrics", "GET", kTei, false, false, metrics},
+  };
+}
+
 void Gateway::Handle(http::Request request, http::Respond respond) {
   const Clock::time_point start = Clock::now();
-  static const std::vector<std::string> kRoutes = {"/v1/embeddings", "/embeddings", "/embed",   "/rerank",
-                                                   "/v1/rerank",     "/tokenize",   "/health", "/info",
-                                                   "/metrics"};
-  const bool known = std::find(kRoutes.begin(), kRoutes.end(), request.path) != kRoutes.end();
-  const std::string route = known ? request.path : "other";
-  const bool is_work = request.method == "POST" && known && request.path != "/health" && request.path != "/info" &&
-                       request.path != "/metrics";
+  const Route* route = routes_->Find(request.path, request.method);
+  const Route* path_route = route ? route : routes_->FindPath(request.path);
+  // An unknown path answers in OpenAI's shape, the one most clients parse.
+  const ApiFamily family = path_route ? path_route->family : ApiFamily::kOpenAI;
+  const std::string label = path_route ? path_route->path : "other";
+  const bool is_work = route && route->work;
   if (is_work && in_flight_.fetch_add(1) >= options_.max_concurrent_requests) {
     --in_flight_;
-    CountResponse(route, 429);
+    CountResponse(label, 429);
     respond(ErrorResponse({429, "overloaded: more than --max-concurrent-requests " +
                                     std::to_string(options_.max_concurrent_requests) + " requests in flight",
-                           "overloaded"}));
+                           "overloaded"},
+                          family));
     return;
   }
-  http::Respond finish = [this, respond, start, route, is_work](http::Response response) {
+  Reply reply([this, respond, start, label, is_work](http::Response response) {
     const double total_ms = Milliseconds(Clock::now() - start);
     response.headers.emplace_back("x-total-time", std::to_string(std::llround(total_ms)));
     request_seconds_->Observe(total_ms / 1000);
-    CountResponse(route, response.status);
+    CountResponse(label, response.status);
     if (is_work) --in_flight_;
     respond(std::move(response));
-  };
+  }, family);
 
-  if (!options_.api_key.empty() && request.path != "/health") {
+  if (!options_.api_key.empty() && !(route && route->open)) {
     const std::string expected = "Bearer " + options_.api_key;
     if (!ConstantTimeEquals(request.Header("authorization"), expected)) {
-      http::Response response = ErrorResponse({401, "missing or wrong API key (send Authorization: Bearer <key>)", "authentication_error"});
+      http::Response response = ErrorResponse(
+          {401, "missing or wrong API key (send Authorization: Bearer <key>)", "authentication_error"}, family);
       response.headers.emplace_back("www-authenticate", "Bearer");
-      return finish(std::move(response));
+      return reply(std::move(response));
     }
   }
-  if (!known) return finish(ErrorResponse({404, "no route " + request.method + " " + request.path, "not_found"}));
-  const bool get_route = request.path == "/health" || request.path == "/info" || request.path == "/metrics";
-  if ((get_route && request.method != "GET" && request.method != "HEAD") || (!get_route && request.method != "POST")) {
-    http::Response response = ErrorResponse({405, request.path + " takes " + (get_route ? "GET" : "POST"), "invalid_request_error"});
-    response.headers.emplace_back("allow", get_route ? "GET" : "POST");
-    return finish(std::move(response));
+  if (!path_route) return reply.Error({404, "no route " + request.method + " " + request.path, "not_found"});
+  if (!route) {
+    const std::string methods = routes_->Methods(request.path);
+    http::Response response = ErrorResponse({405, request.path + " takes " + methods, "invalid_request_error"}, family);
+    response.headers.emplace_back("allow", methods);
+    return reply(std::move(response));
   }
-  if (request.path == "/health") {
-    if (dispatcher_->AnyHealthy()) return finish(JsonResponse(200, R"({"status":"ok"})"));
-    return finish(ErrorResponse({503, "no healthy worker", "unavailable"}));
+  route->handler(request, std::move(reply));
+}
+
+void Gateway::Health(Reply reply) {
+  if (dispatcher_->AnyHealthy()) return reply(JsonResponse(200, R"({"status":"ok"})"));
+  reply.Error({503, "no healthy worker", "unavailable"});
+}
+
+void Gateway::Models(const http::Request&, Reply reply) { reply(JsonResponse(200, ModelListBody(model_id_, created_))); }
+
+void Gateway::Model(const http::Request& request, Reply reply) {
+  const std::string id = PathParameter("/v1/models/{id}", request.path);
+  if (id != model_id_) {
+    return reply.Error({404, "the model '" + id + "' does not exist; this server serves '" + model_id_ + "'", "not_found"});
   }
-  if (request.path == "/info") return finish(JsonResponse(200, InfoBody()));
-  if (request.path == "/metrics") {
-    http::Response response = JsonResponse(200, registry_.Render());
-    response.content_type = "text/plain; version=0.0.4";
-    return finish(std::move(response));
-  }
-  if (request.path == "/v1/embeddings" || request.path == "/embeddings") return Embed(request, true, finish);
-  if (request.path == "/embed") return Embed(request, false, finish);
-  if (request.path == "/rerank") return Rerank(request, false, finish);
-  if (request.path == "/v1/rerank") return Rerank(request, true, finish);
-  return Tokenize(request, finish);
+  std::string body;
+  AppendModelObject(body, model_id_, created_);
+  reply(JsonResponse(200, std::move(body)));
 }
 
 std::variant<std::string, ApiError> Gateway::Prompt(const std::string& prompt_name) const {
@@ -264,69 +289,114 @@ std::optional<ApiError> Gateway::CheckBatchSize(size_t count, const char* items)
                            std::to_string(options_.max_client_batch_size)};
 }
 
-void Gateway::Embed(const http::Request& request, bool openai, http::Respond respond) {
-  auto parsed = ParseEmbedCall(request.body, openai);
-  if (auto* error = std::get_if<ApiError>(&parsed)) return respond(ErrorResponse(*error));
-  auto call = std::make_shared<EmbedCall>(std::move(std::get<EmbedCall>(parsed)));
-  if (reranker_) {
-    return respond(ErrorResponse({400, "model " + model_id_ + " is a reranker: use /rerank or /v1/rerank"}));
+std::optional<ApiError> Gateway::NeedEmbedder(const std::string& route) const {
+  if (!reranker_) return std::nullopt;
+  return ApiError{400, "model " + model_id_ + " is a " + (kind_ == ModelKind::kReranker ? "reranker" : "classifier") +
+                           ", not an embedding model (" + route + "): use " +
+                           (kind_ == ModelKind::kReranker ? "/rerank, /v1/rerank or /predict" : "/predict")};
+}
+
+std::optional<ApiError> Gateway::NeedClassifier(const std::string& what) const {
+  if (reranker_) return std::nullopt;
+  return ApiError{400, "model " + model_id_ + " is an embedding model, not a " + what +
+                           ": use /embed or /v1/embeddings"};
+}
+
+std::optional<ApiError> Gateway::TokenizeInputs(engine::ModelTokenizer& tokenizer, const std::vector<Input>& inputs,
+                                                const std::string& prompt, bool truncate, Truncation direction,
+                                                WorkRequest& job) const {
+  std::vector<int32_t> ids, all_ids;
+  const size_t limit = truncate ? static_cast<size_t>(max_input_length_) : 0;
+  const auto side = direction == Truncation::kLeft ? tokenizer::TruncationSide::kLeft : tokenizer::TruncationSide::kRight;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string what = "input " + std::to_string(i);
+    if (const auto* text = std::get_if<std::string>(&inputs[i])) {
+      if (text->empty()) return ApiError{400, what + " is an empty string"};
+      tokenizer.Encode(prompt.empty() ? *text : prompt + *text, limit, &ids, side);
+    } else {
+      ids = std::get<std::vector<int32_t>>(inputs[i]);
+      for (int32_t id : ids) {
+        if (id < 0 || id >= config_.vocab_size) {
+          return ApiError{400, what + ": token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                                   std::to_string(config_.vocab_size - 1) + ")"};
+        }
+      }
+      if (limit > 0 && ids.size() > limit) {
+        if (side == tokenizer::TruncationSide::kLeft) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(limit));
+        ids.resize(limit);
+      }
+    }
+    if (ids.empty()) return ApiError{400, what + " has no tokens"};
+    if (max_input_length_ > 0 && static_cast<int64_t>(ids.size()) > max_input_length_) {
+      return ApiError{422, TooLongMessage(what, ids.size(), max_input_length_)};
+    }
+    all_ids.insert(all_ids.end(), ids.begin(), ids.end());
+    job.lengths.push_back(static_cast<int32_t>(ids.size()));
   }
-  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return respond(ErrorResponse(*error));
+  job.token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
+  return std::nullopt;
+}
+
+std::optional<ApiError> Gateway::TokenizeScored(engine::ModelTokenizer& tokenizer, const std::vector<ScoredText>& texts,
+                                                bool truncate, Truncation direction, const std::string& what,
+                                                WorkRequest& job) const {
+  std::vector<int32_t> ids, types, all_ids, all_types;
+  const size_t limit = truncate ? static_cast<size_t>(max_input_length_) : 0;
+  const auto side = direction == Truncation::kLeft ? tokenizer::TruncationSide::kLeft : tokenizer::TruncationSide::kRight;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (texts[i].second) {
+      tokenizer.EncodePair(texts[i].first, *texts[i].second, limit, &ids, &types);
+    } else {
+      tokenizer.Encode(texts[i].first, limit, &ids, side);
+      types.assign(ids.size(), 0);
+    }
+    if (max_input_length_ > 0 && static_cast<int64_t>(ids.size()) > max_input_length_) {
+      return ApiError{422, TooLongMessage(what + " " + std::to_string(i), ids.size(), max_input_length_)};
+    }
+    all_ids.insert(all_ids.end(), ids.begin(), ids.end());
+    all_types.insert(all_types.end(), types.begin(), types.end());
+    job.lengths.push_back(static_cast<int32_t>(ids.size()));
+  }
+  job.kind = WorkKind::kScore;
+  job.token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
+  if (config_.type_vocab_size > 1) {
+    job.token_type_ids.assign(reinterpret_cast<const char*>(all_types.data()), all_types.size() * sizeof(int32_t));
+  }
+  return std::nullopt;
+}
+
+void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
+  auto parsed = ParseEmbedCall(request.body, openai);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return respond.Error(*error);
+  auto call = std::make_shared<EmbedCall>(std::move(std::get<EmbedCall>(parsed)));
+  if (auto error = NeedEmbedder(openai ? "/v1/embeddings" : "/embed")) return respond.Error(*error);
+  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return respond.Error(*error);
   if (call->dimensions > dimensions_) {
-    return respond(ErrorResponse({400, "'dimensions' " + std::to_string(call->dimensions) +
-                                           " exceeds the model's " + std::to_string(dimensions_)}));
+    return respond.Error({400, "'dimensions' " + std::to_string(call->dimensions) + " exceeds the model's " +
+                                   std::to_string(dimensions_)});
   }
   auto prompt = Prompt(call->prompt_name);
-  if (auto* error = std::get_if<ApiError>(&prompt)) return respond(ErrorResponse(*error));
+  if (auto* error = std::get_if<ApiError>(&prompt)) return respond.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
 
   pool_->Post([this, call, prompt = std::get<std::string>(prompt), truncate, openai, respond,
                client = request.client](size_t thread) {
     if (ClientGone(client, respond)) return;
     const Clock::time_point tokenization_start = Clock::now();
-    engine::ModelTokenizer& tokenizer = *tokenizers_[thread];
     auto job = std::make_shared<WorkRequest>();
-    std::vector<int32_t> ids, all_ids;
-    const size_t limit = truncate ? static_cast<size_t>(max_input_length_) : 0;
-    const auto side = call->truncation_direction == Truncation::kLeft ? tokenizer::TruncationSide::kLeft
-                                                                      : tokenizer::TruncationSide::kRight;
-    for (size_t i = 0; i < call->inputs.size(); ++i) {
-      const std::string what = "input " + std::to_string(i);
-      if (const auto* text = std::get_if<std::string>(&call->inputs[i])) {
-        if (text->empty()) return respond(ErrorResponse({400, what + " is an empty string"}));
-        tokenizer.Encode(prompt.empty() ? *text : prompt + *text, limit, &ids, side);
-      } else {
-        ids = std::get<std::vector<int32_t>>(call->inputs[i]);
-        for (int32_t id : ids) {
-          if (id < 0 || id >= config_.vocab_size) {
-            return respond(ErrorResponse({400, what + ": token id " + std::to_string(id) +
-                                                   " is outside the vocabulary (0.." +
-                                                   std::to_string(config_.vocab_size - 1) + ")"}));
-          }
-        }
-        if (limit > 0 && ids.size() > limit) {
-          if (side == tokenizer::TruncationSide::kLeft) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(limit));
-          ids.resize(limit);
-        }
-      }
-      if (ids.empty()) return respond(ErrorResponse({400, what + " has no tokens"}));
-      if (max_input_length_ > 0 && static_cast<int64_t>(ids.size()) > max_input_length_) {
-        return respond(ErrorResponse({422, TooLongMessage(what, ids.size(), max_input_length_)}));
-      }
-      all_ids.insert(all_ids.end(), ids.begin(), ids.end());
-      job->lengths.push_back(static_cast<int32_t>(ids.size()));
+    if (auto error = TokenizeInputs(*tokenizers_[thread], call->inputs, prompt, truncate, call->truncation_direction, *job)) {
+      return respond.Error(*error);
     }
     job->kind = WorkKind::kEmbed;
     job->pooling = options_.pooling;
     job->normalize = openai ? true : call->normalize;
     job->dimensions = call->dimensions;
     job->priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
-    job->token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
-    const double tokenization_ms = FinishTokenization(*job, all_ids.size(), tokenization_start);
-    const size_t total_tokens = all_ids.size();
+    const size_t total_tokens = static_cast<size_t>(job->total_tokens());
+    const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
 
     Dispatch(client, job, [this, job, call, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
-      if (!done.status.ok()) return respond(ErrorResponse(DispatchError(done.status)));
+      if (!done.status.ok()) return respond.Error(DispatchError(done.status));
       // Formatting thousands of floats is real work: off the worker's thread, onto the pool.
       pool_->Post([this, job, call, openai, respond, tokenization_ms, total_tokens](size_t) {
         const WorkRequest& done = *job;
@@ -370,54 +440,37 @@ void Gateway::Embed(const http::Request& request, bool openai, http::Respond res
           }
           body += ']';
         }
-        http::Response response = JsonResponse(200, std::move(body));
-        AddTimingHeaders(response, tokenization_ms, done.timing);
-        respond(std::move(response));
+        respond(TimedResponse(std::move(body), tokenization_ms, done.timing));
       });
     });
   });
 }
 
-void Gateway::Rerank(const http::Request& request, bool cohere, http::Respond respond) {
+void Gateway::Rerank(const http::Request& request, bool cohere, Reply respond) {
   auto parsed = ParseRerankCall(request.body, cohere);
-  if (auto* error = std::get_if<ApiError>(&parsed)) return respond(ErrorResponse(*error));
+  if (auto* error = std::get_if<ApiError>(&parsed)) return respond.Error(*error);
   auto call = std::make_shared<RerankCall>(std::move(std::get<RerankCall>(parsed)));
-  if (!reranker_) {
-    return respond(ErrorResponse({400, "model " + model_id_ + " is an embedding model, not a reranker: use /embed or /v1/embeddings"}));
-  }
+  if (auto error = NeedClassifier("reranker")) return respond.Error(*error);
   if (config_.num_labels != 1) {
-    return respond(ErrorResponse({400, "model " + model_id_ + " has " + std::to_string(config_.num_labels) +
-                                           " labels; reranking needs a single relevance score"}));
+    return respond.Error({400, "model " + model_id_ + " has " + std::to_string(config_.num_labels) +
+                                   " labels; reranking needs a single relevance score: use /predict"});
   }
-  if (auto error = CheckBatchSize(call->documents.size(), "documents")) return respond(ErrorResponse(*error));
+  if (auto error = CheckBatchSize(call->documents.size(), "documents")) return respond.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
   pool_->Post([this, call, cohere, truncate, respond, client = request.client](size_t thread) {
     if (ClientGone(client, respond)) return;
     const Clock::time_point tokenization_start = Clock::now();
-    engine::ModelTokenizer& tokenizer = *tokenizers_[thread];
     auto job = std::make_shared<WorkRequest>();
-    std::vector<int32_t> ids, types, all_ids, all_types;
-    const size_t limit = truncate ? static_cast<size_t>(max_input_length_) : 0;
-    for (size_t i = 0; i < call->documents.size(); ++i) {
-      tokenizer.EncodePair(call->query, call->documents[i], limit, &ids, &types);
-      if (max_input_length_ > 0 && static_cast<int64_t>(ids.size()) > max_input_length_) {
-        return respond(ErrorResponse({422, TooLongMessage("the query with document " + std::to_string(i), ids.size(),
-                                                          max_input_length_)}));
-      }
-      all_ids.insert(all_ids.end(), ids.begin(), ids.end());
-      all_types.insert(all_types.end(), types.begin(), types.end());
-      job->lengths.push_back(static_cast<int32_t>(ids.size()));
+    std::vector<ScoredText> pairs;
+    for (const std::string& document : call->documents) pairs.push_back({call->query, document});
+    if (auto error = TokenizeScored(*tokenizers_[thread], pairs, truncate, Truncation::kRight, "the query with document", *job)) {
+      return respond.Error(*error);
     }
-    job->kind = WorkKind::kScore;
     job->priority = PriorityOf(call->priority, call->documents.size(), options_.rerank_bulk_threshold);
-    job->token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
-    if (config_.type_vocab_size > 1) {
-      job->token_type_ids.assign(reinterpret_cast<const char*>(all_types.data()), all_types.size() * sizeof(int32_t));
-    }
-    const double tokenization_ms = FinishTokenization(*job, all_ids.size(), tokenization_start);
-    const size_t total_tokens = all_ids.size();
+    const size_t total_tokens = static_cast<size_t>(job->total_tokens());
+    const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
     Dispatch(client, job, [this, call, cohere, respond, tokenization_ms, total_tokens](WorkRequest& done) {
-      if (!done.status.ok()) return respond(ErrorResponse(DispatchError(done.status)));
+      if (!done.status.ok()) return respond.Error(DispatchError(done.status));
       const float* logits = reinterpret_cast<const float*>(done.output.data());
       std::vector<double> scores(done.lengths.size());
       for (size_t i = 0; i < scores.size(); ++i) {
@@ -447,19 +500,17 @@ void Gateway::Rerank(const http::Request& request, bool cohere, http::Respond re
       }
       body += ']';
       if (cohere) body += ",\"usage\":{\"total_tokens\":" + std::to_string(total_tokens) + "}}";
-      http::Response response = JsonResponse(200, std::move(body));
-      AddTimingHeaders(response, tokenization_ms, done.timing);
-      respond(std::move(response));
+      respond(TimedResponse(std::move(body), tokenization_ms, done.timing));
     });
   });
 }
 
-bool Gateway::ClientGone(const std::shared_ptr<http::ClientWatch>& client, const http::Respond& respond) {
+bool Gateway::ClientGone(const std::shared_ptr<http::ClientWatch>& client, const Reply& respond) {
   if (!client || !client->gone()) return false;
   client_disconnects_->Increment();
   // Nobody reads this answer; it completes the request's bookkeeping (499: nginx's "client
   // closed request").
-  respond(ErrorResponse({499, "the client closed the connection", "cancelled"}));
+  respond.Error({499, "the client closed the connection", "cancelled"});
   return true;
 }
 
@@ -474,13 +525,13 @@ void Gateway::Dispatch(const std::shared_ptr<http::ClientWatch>& client, std::sh
   });
 }
 
-void Gateway::Tokenize(const http::Request& request, http::Respond respond) {
+void Gateway::Tokenize(const http::Request& request, Reply respond) {
   auto parsed = ParseTokenizeCall(request.body);
-  if (auto* error = std::get_if<ApiError>(&parsed)) return respond(ErrorResponse(*error));
+  if (auto* error = std::get_if<ApiError>(&parsed)) return respond.Error(*error);
   auto call = std::make_shared<TokenizeCall>(std::move(std::get<TokenizeCall>(parsed)));
-  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return respond(ErrorResponse(*error));
+  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return respond.Error(*error);
   auto prompt = Prompt(call->prompt_name);
-  if (auto* error = std::get_if<ApiError>(&prompt)) return respond(ErrorResponse(*error));
+  if (auto* error = std::get_if<ApiError>(&prompt)) return respond.Error(*error);
   pool_->Post([this, call, prompt = std::get<std::string>(prompt), respond](size_t thread) {
     engine::ModelTokenizer& tokenizer = *tokenizers_[thread];
     std::string body = "[";

@@ -17,7 +17,9 @@
 #include "engine/model_tokenizer.h"
 #include "gateway/api.h"
 #include "gateway/dispatcher.h"
+#include "gateway/routes.h"
 #include "gateway/task_pool.h"
+#include "gateway/tei_api.h"
 #include "http/http_server.h"
 
 namespace stamen::gateway {
@@ -62,17 +64,45 @@ class Gateway {
 
  private:
   explicit Gateway(metrics::Registry& registry) : registry_(registry) {}
+  // Every route: path, method, API family, handler (the one place that lists them).
+  std::vector<Route> Routes();
   void Handle(http::Request request, http::Respond respond);
-  void Embed(const http::Request& request, bool openai, http::Respond respond);
-  void Rerank(const http::Request& request, bool cohere, http::Respond respond);
-  void Tokenize(const http::Request& request, http::Respond respond);
+  void Health(Reply reply);
+  void Embed(const http::Request& request, bool openai, Reply reply);
+  void Rerank(const http::Request& request, bool cohere, Reply reply);
+  void Tokenize(const http::Request& request, Reply reply);
+  void Models(const http::Request& request, Reply reply);
+  void Model(const http::Request& request, Reply reply);
+  // TEI's other routes (tei_routes.cc).
+  void TeiRoot(const http::Request& request, Reply reply);  // POST / and /invocations
+  void Predict(const http::Request& request, Reply reply);
+  void Similarity(const http::Request& request, Reply reply);
+  void Decode(const http::Request& request, Reply reply);
   std::string InfoBody() const;
+  // Tokenizes `inputs` (texts with `prompt` before them, or token ids) into `job`'s ids and
+  // lengths, each cut to the model's length when `truncate`; or the error of the first bad one.
+  std::optional<ApiError> TokenizeInputs(engine::ModelTokenizer& tokenizer, const std::vector<Input>& inputs,
+                                         const std::string& prompt, bool truncate, Truncation direction,
+                                         server::WorkRequest& job) const;
+  // A text, or a pair with the pair template, for a scoring job.
+  struct ScoredText {
+    std::string_view first;
+    std::optional<std::string_view> second;
+  };
+  // Tokenizes `texts` into `job`'s ids, token types and lengths, when `truncate` cut on
+  // `direction` (texts) or longest-first (pairs); an over-long one is a 422 naming it "`what` i".
+  std::optional<ApiError> TokenizeScored(engine::ModelTokenizer& tokenizer, const std::vector<ScoredText>& texts,
+                                         bool truncate, Truncation direction, const std::string& what,
+                                         server::WorkRequest& job) const;
+  // 400 unless the model is an embedding model (asked on `route`) / a classifier (asked as `what`).
+  std::optional<ApiError> NeedEmbedder(const std::string& route) const;
+  std::optional<ApiError> NeedClassifier(const std::string& what) const;
   // Runs `job` on the workers; when the HTTP client hangs up first, the job's work still
   // queued on the workers is cancelled.
   void Dispatch(const std::shared_ptr<http::ClientWatch>& client, std::shared_ptr<server::WorkRequest> job,
                 std::function<void(server::WorkRequest&)> done);
   // True (and the request answered) when its client is already gone: no work is started.
-  bool ClientGone(const std::shared_ptr<http::ClientWatch>& client, const http::Respond& respond);
+  bool ClientGone(const std::shared_ptr<http::ClientWatch>& client, const Reply& reply);
   // The prompt text for `prompt_name` (or the defaults), or an error.
   std::variant<std::string, ApiError> Prompt(const std::string& prompt_name) const;
   // Stamps the job's deadline and records the tokenization metrics for `tokens` tokens
@@ -91,7 +121,9 @@ class Gateway {
   int64_t max_input_length_ = 0;
   int64_t dimensions_ = 0;
   std::string model_id_;
-  bool reranker_ = false;
+  bool reranker_ = false;  // a classification head: /rerank with one label, /predict with any
+  ModelKind kind_ = ModelKind::kEmbedding;
+  int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)
   // What the first worker to answer at start runs on (dtype, backend, CPU path), for /info;
   // unset when none answered then.
   std::optional<v1::InfoResponse> worker_info_;
@@ -99,6 +131,7 @@ class Gateway {
   std::vector<std::unique_ptr<engine::ModelTokenizer>> tokenizers_;  // one per pool thread
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<TaskPool> pool_;
+  std::unique_ptr<RouteTable> routes_;
   std::unique_ptr<http::Server> http_;
 
   std::atomic<int64_t> in_flight_{0};

@@ -198,8 +198,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void WriteError(int status, std::string_view message, std::string_view type) {
     keep_alive_ = false;
     Response response;
-    response.status = status;
-    response.body = ErrorBody(status, message, type);
+    if (server_->options.error_response) {
+      std::string_view path;
+      if (parser_) {
+        // Set once the request line is read, also when a header check (the body limit) failed.
+        const auto target = parser_->get().target();
+        path = std::string_view(target.data(), target.size());
+        path = path.substr(0, path.find('?'));
+      }
+      response = server_->options.error_response(path, status, message, type);
+    } else {
+      response.status = status;
+      response.body = ErrorBody(status, message, type);
+    }
     Write(std::move(response), false);
   }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,11 @@ struct ServerOptions {
   int threads = 1;
   size_t body_limit = 2 * 1024 * 1024;  // larger bodies get 413 before they are read
   std::chrono::seconds idle_timeout{60};  // a keep-alive connection with no request is closed
+  // Writes the answer to the errors the server finds itself (413 payload too large, 400
+  // malformed request) for the request's path (empty when not read), so that each route's
+  // clients get its API's error shape. Unset: {"error": {"message", "type", "code"}}.
+  std::function<Response(std::string_view path, int status, std::string_view message, std::string_view type)>
+      error_response;
 };
 
 class Connection;

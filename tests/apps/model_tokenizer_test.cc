@@ -102,6 +102,23 @@ TEST_F(XlmrFolders, TruncationKeepsTheFinalSpecialToken) {
   }
 }
 
+// /decode's texts: the sentencepiece.bpe.model folder decodes fairseq's ids as Hugging Face
+// tokenizers decodes the tokenizer.json's (the literals are what it prints for these ids).
+TEST_F(XlmrFolders, DecodeUndoesTheFairseqShift) {
+  const int32_t mask = static_cast<int32_t>(spm_->VocabularySize()) - 1;
+  const std::vector<int32_t> plain = {0, 18798, 73, 3194, 30, 2};
+  const std::vector<int32_t> specials = {0, 18798, kFairseqPad, kFairseqUnk, 73, mask, 3194, 30, 2};
+  for (const ModelTokenizer* tokenizer : {spm_.get(), json_.get()}) {
+    EXPECT_EQ(tokenizer->Decode(plain, true), "Where is Paris?");
+    EXPECT_EQ(tokenizer->Decode(plain, false), "<s> Where is Paris?</s>");
+    EXPECT_EQ(tokenizer->Decode(specials, true), "Where is Paris?");
+    EXPECT_EQ(tokenizer->Decode(specials, false), "<s> Where<pad><unk> is<mask> Paris?</s>");
+  }
+  std::vector<int32_t> ids;
+  spm_->Encode("Hello world, this is XLM-R.", 0, &ids);
+  EXPECT_EQ(spm_->Decode(ids, true), "Hello world, this is XLM-R.");
+}
+
 // Lines where SentencePiece and Hugging Face tokenizers differ by design are left out:
 // trailing whitespace (HF emits a final ▁) and special-token strings inside the text (HF
 // matches them as tokens); equal-score ties remain and are counted. The reference libraries

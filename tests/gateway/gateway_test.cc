@@ -8,6 +8,8 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <numeric>
+#include <optional>
 
 #include "engine/cpu/cpu_path.h"
 #include "engine/engine.h"
@@ -16,6 +18,7 @@
 #include "tests/gateway/http_client.h"
 #include "tests/gateway/base64_floats.h"
 #include "tests/server/test_models.h"
+#include "gateway/tei_api.h"
 
 namespace stamen::gateway {
 namespace {
@@ -75,6 +78,20 @@ class Served {
     EXPECT_TRUE(result.ok() && result->Wait().ok());
     return result->Row(0)[0];
   }
+  // The classifier's logits (one per label) for a text, or a pair with its segment ids.
+  std::vector<float> Logits(const std::string& first, const std::optional<std::string>& second = std::nullopt) {
+    std::vector<int32_t> ids, types;
+    if (second) {
+      tokenizer_->EncodePair(first, *second, 0, &ids, &types);
+    } else {
+      tokenizer_->Encode(first, 0, &ids);
+    }
+    const std::vector<int32_t> cu_seqlens = {0, static_cast<int32_t>(ids.size())};
+    auto result = engine_->Step({ids, cu_seqlens, types}, {.output = engine::StepOutput::kScores});
+    EXPECT_TRUE(result.ok() && result->Wait().ok());
+    auto row = result->Row(0);
+    return {row.begin(), row.end()};
+  }
   metrics::Registry& registry() { return registry_; }
 
  private:
@@ -86,6 +103,29 @@ class Served {
 };
 
 std::string Embedder() { return server::testing::MakeModel("all-MiniLM-L6-v2", 30522); }
+
+// A BERT classifier with three labels (LABEL_0, LABEL_1, LABEL_2) and the real tokenizer.
+std::string ThreeLabelClassifier() {
+  const std::string out = server::testing::ScratchFolder() + "/ms-marco-3-labels";
+  if (!std::filesystem::exists(out + "/config.json")) {
+    const std::string command = std::string("'") + STAMEN_CLI + "' make-model --like ms-marco-MiniLM-L6-v2 --random-seed 5 "
+                                "--layers 1 --labels 3 --out '" + out + "' > /dev/null 2>&1";
+    if (std::system(command.c_str()) != 0) return "";
+  }
+  return out;
+}
+
+double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double dot = 0, a_squares = 0, b_squares = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dot += double(a[i]) * b[i];
+    a_squares += double(a[i]) * a[i];
+    b_squares += double(b[i]) * b[i];
+  }
+  return dot / std::sqrt(a_squares * b_squares);
+}
+
+double Sigmoid(double logit) { return 1 / (1 + std::exp(-logit)); }
 
 simdjson::dom::element Parse(simdjson::dom::parser& parser, const std::string& body) {
   simdjson::dom::element root;
@@ -262,11 +302,139 @@ TEST_F(GatewayTest, InfoHealthAndMetrics) {
   EXPECT_NE(answer.body.find("stamen_batch_tokens_bucket"), std::string::npos);  // the worker's, same registry
 }
 
+void ExpectErrorShape(const std::string& path, int status, const std::string& body, const std::string& tei_type = "");
+void ExpectErrorShapeOf(const std::string& path, const testing::HttpAnswer& answer) {
+  ExpectErrorShape(path, answer.status, answer.body);
+}
+
+TEST_F(GatewayTest, TeiHealthRoutesAndRootEmbed) {
+  for (const std::string path : {"/", "/ping", "/health"}) {
+    const auto answer = Http(served_->port(), "GET", path);
+    EXPECT_EQ(answer.status, 200) << path;
+    EXPECT_EQ(answer.body, R"({"status":"ok"})") << path;
+  }
+  // POST / and /invocations on an embedding model are /embed.
+  for (const std::string path : {"/", "/invocations"}) {
+    const auto answer = Post(served_->port(), path, R"({"inputs": ["one", "two words"], "normalize": false})");
+    ASSERT_EQ(answer.status, 200) << path << ": " << answer.body;
+    simdjson::dom::parser parser;
+    auto rows = Parse(parser, answer.body).get_array().value();
+    ASSERT_EQ(rows.size(), 2u);
+    ExpectNear(Floats(rows.at(1).value()), served_->Embed(served_->Encode("two words"), {.normalize = false}), 1e-4);
+  }
+}
+
+TEST_F(GatewayTest, SimilarityIsTheCosineOfTheEngineVectors) {
+  const std::string source = "A man is eating food.";
+  const std::vector<std::string> sentences = {"A man is eating a piece of bread.", "The girl is carrying a baby.",
+                                              "A man is riding a horse."};
+  const auto reference = served_->Embed(served_->Encode(source));
+  const std::string body = R"({"inputs": {"source_sentence": ")" + source + R"(", "sentences": [")" + sentences[0] +
+                           R"(", ")" + sentences[1] + R"(", ")" + sentences[2] + R"("]}, "parameters": {}})";
+  for (const std::string path : {"/similarity", "/"}) {
+    const auto answer = Post(served_->port(), path, body);
+    ASSERT_EQ(answer.status, 200) << path << ": " << answer.body;
+    simdjson::dom::parser parser;
+    auto scores = Floats(Parse(parser, answer.body));
+    ASSERT_EQ(scores.size(), sentences.size());
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      EXPECT_NEAR(scores[i], Cosine(reference, served_->Embed(served_->Encode(sentences[i]))), 1e-5) << path << " " << i;
+    }
+  }
+  // Truncation is one of TEI's "parameters".
+  std::string long_text;
+  for (int i = 0; i < 300; ++i) long_text += "word" + std::to_string(i % 7) + " ";
+  const std::string long_body = R"({"inputs": {"source_sentence": "short", "sentences": [")" + long_text + R"("]})";
+  auto answer = Post(served_->port(), "/similarity", long_body + "}");
+  EXPECT_EQ(answer.status, 422) << answer.body;
+  ExpectErrorShapeOf("/similarity", answer);
+  answer = Post(served_->port(), "/similarity", long_body + R"(, "parameters": {"truncate": true}})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser parser;
+  EXPECT_NEAR(Floats(Parse(parser, answer.body))[0],
+              Cosine(served_->Embed(served_->Encode("short")), served_->Embed(served_->Encode(long_text, 256))), 1e-5);
+}
+
+TEST_F(GatewayTest, DecodeGivesTheTextsOfIds) {
+  // Hugging Face tokenizers' decode of the same ids (bert-base-uncased's tokenizer.json).
+  const auto ids = served_->Encode("Hello world, this is stamen.");
+  std::string ids_json;
+  for (size_t i = 0; i < ids.size(); ++i) ids_json += (i ? "," : "") + std::to_string(ids[i]);
+  auto answer = Post(served_->port(), "/decode", R"({"ids": [)" + ids_json + "]}");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  EXPECT_EQ(answer.body, R"(["hello world, this is stamen."])");
+  answer = Post(served_->port(), "/decode", R"({"ids": [[)" + ids_json + R"(], [101, 2123, 1005, 1056, 6634, 999, 102]], "skip_special_tokens": false})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  EXPECT_EQ(answer.body, R"(["[CLS] hello world, this is stamen. [SEP]","[CLS] don ' t panic! [SEP]"])");
+}
+
+TEST_F(GatewayTest, OpenAIModelsListTheServedModel) {
+  simdjson::dom::parser info_parser;
+  const std::string model_id(Parse(info_parser, Http(served_->port(), "GET", "/info").body)["model_id"].get_string().value());
+  auto answer = Http(served_->port(), "GET", "/v1/models");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, answer.body);
+  EXPECT_EQ(std::string_view(root["object"].get_string().value()), "list");
+  auto data = root["data"].get_array().value();
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(std::string_view(data.at(0)["id"].get_string().value()), model_id);
+  EXPECT_EQ(std::string_view(data.at(0)["object"].get_string().value()), "model");
+  EXPECT_EQ(std::string_view(data.at(0)["owned_by"].get_string().value()), "stamen");
+  const int64_t created = data.at(0)["created"].get_int64().value();
+  EXPECT_GT(created, 1'700'000'000);
+
+  answer = Http(served_->port(), "GET", "/v1/models/" + model_id);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser model_parser;
+  auto model = Parse(model_parser, answer.body);
+  EXPECT_EQ(std::string_view(model["id"].get_string().value()), model_id);
+  EXPECT_EQ(model["created"].get_int64().value(), created);
+
+  answer = Http(served_->port(), "GET", "/v1/models/gpt-4");
+  EXPECT_EQ(answer.status, 404);
+  EXPECT_NE(answer.body.find("the model 'gpt-4' does not exist"), std::string::npos) << answer.body;
+  ExpectErrorShapeOf("/v1/models/gpt-4", answer);
+  simdjson::dom::parser error_parser;
+  EXPECT_EQ(std::string_view(Parse(error_parser, answer.body)["error"]["type"].get_string().value()), "not_found");
+  answer = Post(served_->port(), "/v1/models", "{}");
+  EXPECT_EQ(answer.status, 405);
+  EXPECT_EQ(answer.Header("allow"), "GET");
+}
+
 struct ErrorCase {
   std::string path, body;
   int status;
   std::string message;
 };
+
+bool IsTeiRoute(const std::string& path) {
+  return path == "/" || path == "/embed" || path == "/rerank" || path == "/tokenize" || path == "/predict" ||
+         path == "/similarity" || path == "/decode" || path == "/invocations" || path == "/health" || path == "/ping";
+}
+
+// The body is the error shape of the route's API: TEI's {"error": "…", "error_type"} or
+// OpenAI's {"error": {"message", "type", "param", "code"}}.
+void ExpectErrorShape(const std::string& path, int status, const std::string& body, const std::string& tei_type) {
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body);
+  if (IsTeiRoute(path)) {
+    std::string_view message, error_type;
+    EXPECT_EQ(root["error"].get(message), simdjson::SUCCESS) << path << ": " << body;
+    EXPECT_EQ(root["error_type"].get(error_type), simdjson::SUCCESS) << path << ": " << body;
+    const std::string expected = !tei_type.empty() ? tei_type
+                                 : status == 429   ? "overloaded"
+                                 : status == 503   ? "unhealthy"
+                                 : status == 424   ? "backend"
+                                                   : "validation";
+    EXPECT_EQ(error_type, expected) << path << ": " << body;
+  } else {
+    EXPECT_EQ(root["error"]["code"].get_int64().value(), status) << path << ": " << body;
+    EXPECT_TRUE(root["error"]["message"].is_string()) << body;
+    EXPECT_TRUE(root["error"]["type"].is_string()) << body;
+    EXPECT_TRUE(root["error"]["param"].is_null()) << body;
+  }
+}
 
 TEST_F(GatewayTest, EveryErrorClassHasItsStatusAndMessage) {
   const std::vector<ErrorCase> cases = {
@@ -291,18 +459,62 @@ TEST_F(GatewayTest, EveryErrorClassHasItsStatusAndMessage) {
       {"/rerank", R"({"query": "q", "texts": ["a"]})", 400, "is an embedding model, not a reranker"},
       {"/tokenize", R"({"inputs": [[1, 2]]})", 400, "'inputs' must be a string or an array of strings"},
       {"/nowhere", "{}", 404, "no route POST /nowhere"},
+      // TEI's other routes, in TEI's error shape.
+      {"/embed", R"({"inputs": ")" + std::string(70 * 1024, 'a') + R"("})", 413, "payload too large"},
+      {"/embed", R"({"inputs": ["1","2","3","4","5","6","7","8","9"]})", 413, "exceeds --max-client-batch-size 8"},
+      {"/", "{not json", 400, "not valid JSON"},
+      {"/", R"({"inputs": ""})", 400, "input 0 is an empty string"},
+      {"/invocations", "{}", 400, "missing 'inputs'"},
+      {"/predict", R"({"inputs": "a text"})", 400, "is an embedding model, not a classifier"},
+      {"/similarity", "{}", 400, "missing 'inputs'"},
+      {"/similarity", R"({"inputs": "a"})", 400, "'inputs' must be an object"},
+      {"/similarity", R"({"inputs": {"sentences": ["b"]}})", 400, "missing 'inputs.source_sentence'"},
+      {"/similarity", R"({"inputs": {"source_sentence": "a"}})", 400, "missing 'inputs.sentences'"},
+      {"/similarity", R"({"inputs": {"source_sentence": "a", "sentences": []}})", 400, "'inputs.sentences' is empty"},
+      {"/similarity", R"({"inputs": {"source_sentence": "a", "sentences": ["b", 3]}})", 400,
+       "'inputs.sentences'[1] must be a string"},
+      {"/similarity", R"({"inputs": {"source_sentence": "", "sentences": ["b"]}})", 400,
+       "'inputs.source_sentence' is an empty string"},
+      {"/similarity", R"({"inputs": {"source_sentence": "a", "sentences": ["b"]}, "parameters": 1})", 400,
+       "'parameters' must be an object"},
+      {"/similarity", R"({"inputs": {"source_sentence": "a", "sentences": ["b"]}, "parameters": {"prompt_name": "query"}})",
+       400, "unknown prompt_name 'query'"},
+      {"/similarity", R"({"inputs": {"source_sentence": "a", "sentences": ["1","2","3","4","5","6","7","8"]}})", 413,
+       "batch of 9 sentences (with the source sentence) exceeds --max-client-batch-size 8"},
+      {"/similarity", R"({"inputs": {"source_sentence": "a", "sentences": ["b"]}, "priority": "urgent"})", 400,
+       "'priority' must be \\\"high\\\", \\\"normal\\\" or \\\"low\\\""},
+      {"/predict", R"({"inputs": "a", "priority": 1})", 400, "'priority' must be a string"},
+      {"/decode", "{}", 400, "missing 'ids'"},
+      {"/decode", R"({"ids": "101"})", 400, "'ids' must be an array of token ids"},
+      {"/decode", R"({"ids": []})", 400, "'ids' is empty"},
+      {"/decode", R"({"ids": [101, "a"]})", 400, "token ids must all be integers"},
+      {"/decode", R"({"ids": [[101], 7]})", 400, "'ids'[1] must be an array of token ids"},
+      {"/decode", R"({"ids": [101, 30522]})", 400, "token id 30522 is outside the tokenizer's vocabulary (0..30521)"},
+      {"/decode", R"({"ids": [101], "skip_special_tokens": "no"})", 400, "'skip_special_tokens' must be a boolean"},
   };
   for (const ErrorCase& error : cases) {
     const auto answer = Post(served_->port(), error.path, error.body);
     EXPECT_EQ(answer.status, error.status) << error.path << " " << error.body.substr(0, 80) << ": " << answer.body;
     EXPECT_NE(answer.body.find(error.message), std::string::npos) << answer.body;
-    simdjson::dom::parser parser;
-    auto root = Parse(parser, answer.body);
-    EXPECT_EQ(root["error"]["code"].get_int64().value(), error.status) << answer.body;
+    ExpectErrorShape(error.path, error.status, answer.body);
   }
   const auto wrong_method = Http(served_->port(), "GET", "/v1/embeddings");
   EXPECT_EQ(wrong_method.status, 405);
   EXPECT_EQ(wrong_method.Header("allow"), "POST");
+  ExpectErrorShape("/v1/embeddings", 405, wrong_method.body);
+  for (const std::string path : {"/predict", "/similarity", "/decode", "/invocations"}) {
+    const auto answer = Http(served_->port(), "GET", path);
+    EXPECT_EQ(answer.status, 405) << path;
+    EXPECT_EQ(answer.Header("allow"), "POST") << path;
+    ExpectErrorShape(path, 405, answer.body);
+  }
+  const auto post_ping = Post(served_->port(), "/ping", "{}");
+  EXPECT_EQ(post_ping.status, 405);
+  EXPECT_EQ(post_ping.Header("allow"), "GET");
+  ExpectErrorShape("/ping", 405, post_ping.body);
+  const auto put_root = Http(served_->port(), "PUT", "/", "{}");
+  EXPECT_EQ(put_root.status, 405);
+  EXPECT_EQ(put_root.Header("allow"), "POST, GET");
   // Still serving.
   EXPECT_EQ(Post(served_->port(), "/v1/embeddings", R"({"input": "fine"})").status, 200);
 }
@@ -319,6 +531,15 @@ TEST(GatewayLimitsTest, ApiKeyGuardsEveryRouteButHealth) {
   EXPECT_NE(answer.body.find("API key"), std::string::npos);
   EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", "Bearer wrong"}}).status, 401);
   EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", "Bearer s3cret"}}).status, 200);
+  // Health probes (Kubernetes, SageMaker) send no key.
+  EXPECT_EQ(Http(served.port(), "GET", "/").status, 200);
+  EXPECT_EQ(Http(served.port(), "GET", "/ping").status, 200);
+  for (const std::string path : {"/embed", "/", "/predict", "/decode"}) {
+    answer = Post(served.port(), path, R"({"inputs": "a"})");
+    EXPECT_EQ(answer.status, 401) << path;
+    ExpectErrorShape(path, 401, answer.body);
+  }
+  EXPECT_EQ(Http(served.port(), "GET", "/v1/models").status, 401);
 }
 
 // A request's priority: the one it names, else low beyond --bulk-threshold inputs; the
@@ -344,7 +565,15 @@ TEST(GatewayLimitsTest, BeyondMaxConcurrentRequestsIs429) {
   const auto answer = Post(served.port(), "/v1/embeddings", R"({"input": "a"})");
   EXPECT_EQ(answer.status, 429);
   EXPECT_NE(answer.body.find("--max-concurrent-requests"), std::string::npos);
+  ExpectErrorShape("/v1/embeddings", 429, answer.body);
+  for (const std::string path : {"/embed", "/similarity", "/decode", "/"}) {
+    const auto tei = Post(served.port(), path, R"({"inputs": "a"})");
+    EXPECT_EQ(tei.status, 429) << path;
+    ExpectErrorShape(path, 429, tei.body);
+  }
   EXPECT_EQ(Http(served.port(), "GET", "/health").status, 200);
+  EXPECT_EQ(Http(served.port(), "GET", "/ping").status, 200);
+  EXPECT_EQ(Http(served.port(), "GET", "/v1/models").status, 200);
 }
 
 TEST(GatewayRerankTest, TeiAndCohereRerankSortByScore) {
@@ -389,6 +618,170 @@ TEST(GatewayRerankTest, TeiAndCohereRerankSortByScore) {
   simdjson::dom::parser raw_parser;
   EXPECT_NEAR(Parse(raw_parser, answer.body).at(0)["score"].get_double().value(), served.Score("q", "a"), 1e-5);
   EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})").status, 400);
+
+  // The same model through /predict: a text, a pair, a batch of both; sigmoid of its one logit.
+  answer = Post(served.port(), "/predict", R"({"inputs": "Paris is the capital of France."})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser predict_parser;
+  auto predictions = Parse(predict_parser, answer.body).get_array().value();
+  ASSERT_EQ(predictions.size(), 1u);
+  EXPECT_EQ(std::string_view(predictions.at(0)["label"].get_string().value()), "LABEL_0");
+  EXPECT_NEAR(predictions.at(0)["score"].get_double().value(), Sigmoid(served.Logits(documents[0])[0]), 1e-5);
+  for (const std::string path : {"/predict", "/", "/invocations"}) {
+    answer = Post(served.port(), path, R"({"inputs": [["Where is Paris?", ")" + documents[2] + R"("], ")" + documents[3] + R"("]})");
+    ASSERT_EQ(answer.status, 200) << path << ": " << answer.body;
+    simdjson::dom::parser batch_parser;
+    auto batch = Parse(batch_parser, answer.body).get_array().value();
+    ASSERT_EQ(batch.size(), 2u) << answer.body;
+    EXPECT_NEAR(batch.at(0).at(0)["score"].get_double().value(), expected[2], 1e-5);
+    EXPECT_NEAR(batch.at(1).at(0)["score"].get_double().value(), Sigmoid(served.Logits(documents[3])[0]), 1e-5);
+  }
+  answer = Post(served.port(), "/predict", R"({"inputs": ["Where is Paris?", ")" + documents[0] + R"("], "raw_scores": true})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser pair_parser;
+  EXPECT_NEAR(Parse(pair_parser, answer.body).at(0)["score"].get_double().value(), served.Score("Where is Paris?", documents[0]), 1e-5);
+  // POST / with a query is /rerank.
+  answer = Post(served.port(), "/", R"({"query": "Where is Paris?", "texts": )" + texts + "}");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser root_parser;
+  EXPECT_EQ(Parse(root_parser, answer.body).at(0)["index"].get_int64().value(), static_cast<int64_t>(order[0]));
+  // The TEI routes of an embedding model answer in TEI's shape.
+  answer = Post(served.port(), "/similarity", R"({"inputs": {"source_sentence": "a", "sentences": ["b"]}})");
+  EXPECT_EQ(answer.status, 400);
+  EXPECT_NE(answer.body.find("is a reranker, not an embedding model (/similarity)"), std::string::npos) << answer.body;
+  ExpectErrorShape("/similarity", 400, answer.body);
+  // XLM-R's Unigram tokenizer.json: Hugging Face tokenizers decodes these ids so.
+  answer = Post(served.port(), "/decode", R"({"ids": [[0, 18798, 73, 3194, 30, 2]], "skip_special_tokens": false})");
+  EXPECT_EQ(answer.body, R"(["<s> Where is Paris?</s>"])");
+  answer = Post(served.port(), "/decode", R"({"ids": [0, 18798, 73, 3194, 30, 2]})");
+  EXPECT_EQ(answer.body, R"(["Where is Paris?"])");
+}
+
+TEST(GatewayClassifierTest, PredictIsTheSoftmaxOverLabelsSortedByScore) {
+  Served served(ThreeLabelClassifier());
+  const std::vector<std::pair<std::string, std::optional<std::string>>> inputs = {
+      {"I loved this film.", std::nullopt}, {"The premise is true.", "The conclusion follows."}};
+  simdjson::dom::parser parser;
+  auto answer = Post(served.port(), "/predict", R"({"inputs": ["I loved this film.", ["The premise is true.", "The conclusion follows."]]})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  auto batch = Parse(parser, answer.body).get_array().value();
+  ASSERT_EQ(batch.size(), 2u);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<float> logits = served.Logits(inputs[i].first, inputs[i].second);
+    ASSERT_EQ(logits.size(), 3u);
+    double sum = 0;
+    for (float logit : logits) sum += std::exp(double(logit));
+    std::vector<size_t> order = {0, 1, 2};
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+    auto predictions = batch.at(i).get_array().value();
+    ASSERT_EQ(predictions.size(), 3u);
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(std::string_view(predictions.at(k)["label"].get_string().value()), "LABEL_" + std::to_string(order[k]));
+      EXPECT_NEAR(predictions.at(k)["score"].get_double().value(), std::exp(double(logits[order[k]])) / sum, 1e-5);
+    }
+  }
+  // raw_scores: the logits; POST / of a classifier is /predict.
+  answer = Post(served.port(), "/", R"({"inputs": "I loved this film.", "raw_scores": true})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser raw_parser;
+  auto raw = Parse(raw_parser, answer.body).get_array().value();
+  const std::vector<float> logits = served.Logits("I loved this film.");
+  const float largest = *std::max_element(logits.begin(), logits.end());
+  EXPECT_NEAR(raw.at(0)["score"].get_double().value(), largest, 1e-5);
+  // Reranking needs one label.
+  answer = Post(served.port(), "/rerank", R"({"query": "q", "texts": ["a"]})");
+  EXPECT_EQ(answer.status, 400);
+  EXPECT_NE(answer.body.find("has 3 labels"), std::string::npos) << answer.body;
+  ExpectErrorShape("/rerank", 400, answer.body);
+  // Over-long input: 422 unless truncated; truncation_direction "left" only for single texts.
+  std::string long_text;
+  for (int i = 0; i < 600; ++i) long_text += "word ";
+  answer = Post(served.port(), "/predict", R"({"inputs": ")" + long_text + R"("})");
+  EXPECT_EQ(answer.status, 422) << answer.body;
+  EXPECT_NE(answer.body.find("input 0 has 602 tokens; the model takes at most 512"), std::string::npos) << answer.body;
+  ExpectErrorShape("/predict", 422, answer.body);
+  EXPECT_EQ(Post(served.port(), "/predict", R"({"inputs": ")" + long_text + R"(", "truncate": true, "truncation_direction": "left"})").status, 200);
+  answer = Post(served.port(), "/predict", R"({"inputs": ["a", "b"], "truncation_direction": "left"})");
+  EXPECT_EQ(answer.status, 400);
+  ExpectErrorShape("/predict", 400, answer.body);
+  const std::vector<ErrorCase> cases = {
+      {"/predict", "{}", 400, "missing 'inputs'"},
+      {"/predict", R"({"inputs": 5})", 400, "'inputs' must be a string, not a number"},
+      {"/predict", R"({"inputs": []})", 400, "'inputs' is empty"},
+      {"/predict", R"({"inputs": [["a"]]})", 400, "'inputs'[0] must be a string or a pair [a, b] of strings"},
+      {"/predict", R"({"inputs": [["a", 1]]})", 400, "'inputs'[0][1] must be a string"},
+      {"/predict", R"({"inputs": ["a", ""]})", 400, "'inputs'[1] is an empty string"},
+      {"/predict", R"({"inputs": "a", "raw_scores": "yes"})", 400, "'raw_scores' must be a boolean"},
+      {"/embed", R"({"inputs": "a"})", 400, "is a classifier, not an embedding model (/embed): use /predict"},
+  };
+  for (const ErrorCase& error : cases) {
+    answer = Post(served.port(), error.path, error.body);
+    EXPECT_EQ(answer.status, error.status) << error.body << ": " << answer.body;
+    EXPECT_NE(answer.body.find(error.message), std::string::npos) << answer.body;
+    ExpectErrorShape(error.path, error.status, answer.body);
+  }
+}
+
+TEST(ApiFamilyTest, EachFamilyWritesItsErrorShape) {
+  const ApiError invalid{400, "bad \"input\""};
+  EXPECT_EQ(ErrorBody(invalid, ApiFamily::kOpenAI),
+            R"({"error":{"message":"bad \"input\"","type":"invalid_request_error","param":null,"code":400}})");
+  EXPECT_EQ(ErrorBody(invalid, ApiFamily::kTei), R"({"error":"bad \"input\"","error_type":"validation"})");
+  EXPECT_EQ(ErrorBody(invalid, ApiFamily::kCohere), R"({"message":"bad \"input\""})");
+  // TEI: a failed inference is 424 "backend"; the others keep 500.
+  const ApiError failed{500, "inference failed", "server_error"};
+  EXPECT_EQ(ErrorStatus(failed, ApiFamily::kTei), 424);
+  EXPECT_EQ(ErrorStatus(failed, ApiFamily::kOpenAI), 500);
+  EXPECT_EQ(ErrorBody(failed, ApiFamily::kTei), R"({"error":"inference failed","error_type":"backend"})");
+  EXPECT_EQ(ErrorBody({429, "overloaded", "overloaded"}, ApiFamily::kTei), R"({"error":"overloaded","error_type":"overloaded"})");
+  EXPECT_EQ(ErrorBody({503, "no healthy worker", "unavailable"}, ApiFamily::kTei),
+            R"({"error":"no healthy worker","error_type":"unhealthy"})");
+  EXPECT_EQ(ErrorStatus({422, "too long"}, ApiFamily::kTei), 422);
+}
+
+TEST(RouteTableTest, MatchesMethodsAndPathParameters) {
+  auto nothing = [](const http::Request&, Reply) {};
+  const RouteTable table({{"/", "POST", ApiFamily::kTei, true, false, nothing},
+                          {"/", "GET", ApiFamily::kTei, false, true, nothing},
+                          {"/v1/models/{id}", "GET", ApiFamily::kOpenAI, false, false, nothing}});
+  ASSERT_NE(table.Find("/", "HEAD"), nullptr);
+  EXPECT_EQ(table.Find("/", "HEAD")->method, "GET");
+  EXPECT_EQ(table.Find("/", "PUT"), nullptr);
+  EXPECT_EQ(table.Methods("/"), "POST, GET");
+  EXPECT_EQ(table.Find("/v1/models/", "GET"), nullptr);  // an empty id
+  ASSERT_NE(table.Find("/v1/models/BAAI/bge-small-en-v1.5", "GET"), nullptr);
+  EXPECT_EQ(table.FindPath("/v1/models/x")->family, ApiFamily::kOpenAI);
+  EXPECT_EQ(table.FindPath("/v1/model"), nullptr);
+  EXPECT_EQ(PathParameter("/v1/models/{id}", "/v1/models/BAAI/bge-small-en-v1.5"), "BAAI/bge-small-en-v1.5");
+  EXPECT_EQ(PathParameter("/v1/models/{id}", "/v1/models/org%2Fname%20x%"), "org/name x%");
+}
+
+TEST(TeiApiTest, PredictInputsAreReadAsTeiReadsThem) {
+  auto sequences = [](const std::string& body) {
+    auto parsed = ParsePredictCall(body);
+    EXPECT_TRUE(std::holds_alternative<PredictCall>(parsed)) << body;
+    const PredictCall call = std::get<PredictCall>(parsed);
+    std::string shape = call.batch ? "batch:" : "single:";
+    for (const auto& sequence : call.sequences) shape += " " + sequence.first + (sequence.second ? "+" + *sequence.second : "");
+    return shape;
+  };
+  EXPECT_EQ(sequences(R"({"inputs": "a"})"), "single: a");
+  EXPECT_EQ(sequences(R"({"inputs": ["a", "b"]})"), "single: a+b");  // two strings are a pair
+  EXPECT_EQ(sequences(R"({"inputs": ["a"]})"), "batch: a");
+  EXPECT_EQ(sequences(R"({"inputs": ["a", "b", "c"]})"), "batch: a b c");
+  EXPECT_EQ(sequences(R"({"inputs": [["a", "b"], "c"]})"), "batch: a+b c");
+  // huggingface_hub's text_classification sends "parameters", which TEI ignores.
+  EXPECT_EQ(sequences(R"({"inputs": "a", "parameters": {"top_k": 2}})"), "single: a");
+}
+
+TEST(TeiApiTest, RootTaskFollowsTheModelAndTheBody) {
+  EXPECT_EQ(RootTask(ModelKind::kEmbedding, R"({"inputs": "a"})"), TeiTask::kEmbed);
+  EXPECT_EQ(RootTask(ModelKind::kEmbedding, R"({"inputs": {"source_sentence": "a", "sentences": ["b"]}})"), TeiTask::kSimilarity);
+  EXPECT_EQ(RootTask(ModelKind::kEmbedding, "not json"), TeiTask::kEmbed);
+  EXPECT_EQ(RootTask(ModelKind::kReranker, R"({"query": "q", "texts": ["a"]})"), TeiTask::kRerank);
+  EXPECT_EQ(RootTask(ModelKind::kReranker, R"({"inputs": "a", "parameters": {}})"), TeiTask::kPredict);
+  EXPECT_EQ(RootTask(ModelKind::kReranker, "{}"), TeiTask::kRerank);
+  EXPECT_EQ(RootTask(ModelKind::kClassifier, R"({"query": "q"})"), TeiTask::kPredict);
 }
 
 }  // namespace

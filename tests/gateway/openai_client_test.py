@@ -1,44 +1,24 @@
 """The official OpenAI Python SDK against `stamen serve`: `embeddings.create` with the SDK's
 default options (it asks for base64) and with encoding_format="float" must both give what
-`stamen embed` prints for the same texts.
+`stamen embed` prints for the same texts; `models.list()` and `models.retrieve` name the
+served model, and an unknown one is the SDK's NotFoundError.
 
 Usage: openai_client_test.py STAMEN_CLI MODEL_DIR
 """
-import json
-import os
-import re
-import signal
-import subprocess
 import sys
-import time
 
 import openai
+
+from serve_process import cli_lines, serve
 
 TEXTS = ["Hello world", "The quick brown fox jumps over the lazy dog.", "stamen serves embeddings"]
 
 
 def main() -> int:
     cli, model = sys.argv[1], sys.argv[2]
-    expected = [json.loads(line) for line in subprocess.run(
-        [cli, "embed", "--model", model, "--threads", "1"], input="\n".join(TEXTS) + "\n",
-        capture_output=True, text=True, check=True).stdout.splitlines()]
-
-    server = subprocess.Popen([cli, "serve", "--model", model, "--port", "0", "--model-id", "tiny-minilm",
-                               "--threads", "1"], stderr=subprocess.PIPE, text=True)
-    try:
-        port = None
-        deadline = time.time() + 60
-        log = ""
-        while port is None and time.time() < deadline:
-            line = server.stderr.readline()
-            log += line
-            found = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
-            if found:
-                port = int(found.group(1))
-        if port is None:
-            print("stamen serve did not start:\n" + log)
-            return 1
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused")
+    expected = cli_lines(cli, "embed", model, TEXTS)
+    with serve(cli, model, "tiny-minilm") as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
         failures = 0
         for options in ({}, {"encoding_format": "float"}):
             response = client.embeddings.create(model="tiny-minilm", input=TEXTS, **options)
@@ -57,10 +37,24 @@ def main() -> int:
             failures += 1
         except openai.BadRequestError as error:
             print(f"empty input -> {error.status_code}: ok")
+
+        models = [(item.id, item.object, item.owned_by) for item in client.models.list()]
+        ok = models == [("tiny-minilm", "model", "stamen")]
+        print(f"models.list(): {models}: {'ok' if ok else 'WRONG'}")
+        failures += not ok
+        model_object = client.models.retrieve("tiny-minilm")
+        ok = model_object.id == "tiny-minilm" and model_object.created > 0
+        print(f"models.retrieve('tiny-minilm'): {model_object.id}, created {model_object.created}: {'ok' if ok else 'WRONG'}")
+        failures += not ok
+        try:
+            client.models.retrieve("no-such-model")
+            print("models.retrieve of an unknown model succeeded")
+            failures += 1
+        except openai.NotFoundError as error:
+            ok = error.body.get("type") == "not_found" and "no-such-model" in error.body.get("message", "")
+            print(f"models.retrieve('no-such-model') -> {error.status_code} {error.body}: {'ok' if ok else 'WRONG'}")
+            failures += not ok
         return 1 if failures else 0
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 if __name__ == "__main__":

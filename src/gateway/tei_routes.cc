@@ -1,0 +1,138 @@
+// Text Embeddings Inference's routes beyond /embed, /rerank and /tokenize: the catch-all
+// POST / (and SageMaker's /invocations), /predict, /similarity and /decode. Bodies are parsed
+// and written by tei_api.cc; here they are tokenized, run on the workers and answered.
+#include <algorithm>
+
+#include "gateway/gateway.h"
+
+namespace stamen::gateway {
+
+using server::WorkKind;
+using server::WorkRequest;
+using Clock = std::chrono::steady_clock;
+
+void Gateway::TeiRoot(const http::Request& request, Reply reply) {
+  switch (RootTask(kind_, request.body)) {
+    case TeiTask::kEmbed: return Embed(request, false, std::move(reply));
+    case TeiTask::kSimilarity: return Similarity(request, std::move(reply));
+    case TeiTask::kRerank: return Rerank(request, false, std::move(reply));
+    case TeiTask::kPredict: return Predict(request, std::move(reply));
+  }
+}
+
+void Gateway::Predict(const http::Request& request, Reply reply) {
+  auto parsed = ParsePredictCall(request.body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
+  auto call = std::make_shared<PredictCall>(std::move(std::get<PredictCall>(parsed)));
+  if (auto error = NeedClassifier("classifier")) return reply.Error(*error);
+  if (auto error = CheckBatchSize(call->sequences.size(), "inputs")) return reply.Error(*error);
+  const bool has_pair = std::any_of(call->sequences.begin(), call->sequences.end(),
+                                    [](const PredictCall::Sequence& sequence) { return sequence.second.has_value(); });
+  if (call->truncation_direction == Truncation::kLeft && has_pair) {
+    // A pair is cut longest-first from the right, as transformers does.
+    return reply.Error({400, "'truncation_direction' \"left\" applies to single texts; pairs are truncated longest-first"});
+  }
+  const bool truncate = call->truncate.value_or(options_.auto_truncate);
+  pool_->Post([this, call, truncate, reply, client = request.client](size_t thread) {
+    if (ClientGone(client, reply)) return;
+    const Clock::time_point tokenization_start = Clock::now();
+    auto job = std::make_shared<WorkRequest>();
+    std::vector<ScoredText> texts;
+    for (const auto& sequence : call->sequences) {
+      texts.push_back({sequence.first, sequence.second ? std::optional<std::string_view>(*sequence.second) : std::nullopt});
+    }
+    if (auto error = TokenizeScored(*tokenizers_[thread], texts, truncate, call->truncation_direction, "input", *job)) {
+      return reply.Error(*error);
+    }
+    job->priority = PriorityOf(call->priority, call->sequences.size(), options_.rerank_bulk_threshold);
+    const double tokenization_ms = FinishTokenization(*job, static_cast<size_t>(job->total_tokens()), tokenization_start);
+    Dispatch(client, job, [this, call, reply, tokenization_ms](WorkRequest& done) {
+      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
+      const size_t labels = config_.id2label.size();
+      if (static_cast<size_t>(done.columns) != labels) {
+        return reply.Error({500, "the worker answered " + std::to_string(done.columns) + " scores per input; the model has " +
+                                     std::to_string(labels) + " labels", "server_error"});
+      }
+      const float* logits = reinterpret_cast<const float*>(done.output.data());
+      std::string body = call->batch ? "[" : "";
+      for (size_t row = 0; row < done.lengths.size(); ++row) {
+        if (row) body += ',';
+        AppendPredictions(body, Predictions(logits + row * labels, labels, call->raw_scores, config_.id2label));
+      }
+      if (call->batch) body += ']';
+      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
+    });
+  });
+}
+
+void Gateway::Similarity(const http::Request& request, Reply reply) {
+  auto parsed = ParseSimilarityCall(request.body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
+  const SimilarityCall& similarity = std::get<SimilarityCall>(parsed);
+  if (auto error = NeedEmbedder("/similarity")) return reply.Error(*error);
+  if (auto error = CheckBatchSize(similarity.sentences.size() + 1, "sentences (with the source sentence)")) {
+    return reply.Error(*error);
+  }
+  auto prompt = Prompt(similarity.prompt_name);
+  if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
+  // The source sentence is input 0, the sentences follow.
+  auto inputs = std::make_shared<std::vector<Input>>();
+  inputs->emplace_back(similarity.source_sentence);
+  for (const std::string& sentence : similarity.sentences) inputs->emplace_back(sentence);
+  const bool truncate = similarity.truncate.value_or(options_.auto_truncate);
+  const Truncation direction = similarity.truncation_direction;
+  const server::Priority priority = PriorityOf(similarity.priority, inputs->size(), options_.bulk_threshold);
+  pool_->Post([this, inputs, prompt = std::get<std::string>(prompt), truncate, direction, priority, reply,
+               client = request.client](size_t thread) {
+    if (ClientGone(client, reply)) return;
+    const Clock::time_point tokenization_start = Clock::now();
+    auto job = std::make_shared<WorkRequest>();
+    if (auto error = TokenizeInputs(*tokenizers_[thread], *inputs, prompt, truncate, direction, *job)) {
+      return reply.Error(*error);
+    }
+    job->kind = WorkKind::kEmbed;
+    job->pooling = options_.pooling;
+    job->priority = priority;
+    const double tokenization_ms = FinishTokenization(*job, static_cast<size_t>(job->total_tokens()), tokenization_start);
+    Dispatch(client, job, [reply, tokenization_ms](WorkRequest& done) {
+      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
+      const size_t columns = static_cast<size_t>(done.columns);
+      const float* vectors = reinterpret_cast<const float*>(done.output.data());
+      std::string body = "[";
+      for (size_t row = 1; row < done.lengths.size(); ++row) {
+        if (row > 1) body += ',';
+        AppendFloat(body, Cosine(vectors, vectors + row * columns, columns));
+      }
+      body += ']';
+      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
+    });
+  });
+}
+
+void Gateway::Decode(const http::Request& request, Reply reply) {
+  auto parsed = ParseDecodeCall(request.body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
+  auto call = std::make_shared<DecodeCall>(std::move(std::get<DecodeCall>(parsed)));
+  if (auto error = CheckBatchSize(call->ids.size(), "sequences")) return reply.Error(*error);
+  const int64_t vocabulary = static_cast<int64_t>(tokenizers_.front()->VocabularySize());
+  for (size_t i = 0; i < call->ids.size(); ++i) {
+    for (int32_t id : call->ids[i]) {
+      if (id < 0 || id >= vocabulary) {
+        return reply.Error({400, "sequence " + std::to_string(i) + ": token id " + std::to_string(id) +
+                                     " is outside the tokenizer's vocabulary (0.." + std::to_string(vocabulary - 1) + ")"});
+      }
+    }
+  }
+  pool_->Post([this, call, reply](size_t thread) {
+    const engine::ModelTokenizer& tokenizer = *tokenizers_[thread];
+    std::string body = "[";
+    for (size_t i = 0; i < call->ids.size(); ++i) {
+      if (i) body += ',';
+      AppendJsonString(body, tokenizer.Decode(call->ids[i], call->skip_special_tokens));
+    }
+    body += ']';
+    reply(JsonResponse(200, std::move(body)));
+  });
+}
+
+}  // namespace stamen::gateway
