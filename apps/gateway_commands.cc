@@ -9,6 +9,7 @@
 #include "gateway/gateway.h"
 #include "hub/resolve_model.h"
 #include "server/local_worker.h"
+#include "device_option.h"
 #include "termination_signal.h"
 
 namespace stamen::apps {
@@ -158,15 +159,20 @@ void AddServeCommand(CLI::App& app) {
       "serve", "Serve a model over HTTP (OpenAI, TEI, Cohere APIs): gateway and worker in one process");
   AddGatewayOptions(command, *options);
   worker->scheduler.max_batch_tokens = 0;
+  worker->scheduler.max_queued_tokens = 0;
+  auto device = std::make_shared<std::string>("cpu");
+  command->add_option("--device", *device, "Where the model runs: cpu, cuda or cuda:N (bf16 on the GPU)")
+      ->capture_default_str();
   command->add_option("--max-batch-tokens", worker->scheduler.max_batch_tokens,
-                      "Token budget of one batch (default: the backend's, 2048 on CPU)");
+                      "Token budget of one batch (default: the device's, 2048 on CPU, 512 on a GPU)");
   command->add_option("--max-batch-requests", worker->scheduler.max_batch_sequences, "Most sequences in one batch")
       ->capture_default_str();
   command->add_option("--max-queued-tokens", worker->scheduler.max_queued_tokens,
-                      "Tokens waiting beyond which requests get 429")->capture_default_str();
+                      "Tokens waiting beyond which requests get 429 (default: 512 batches)");
   command->add_option("--threads", worker->engine.num_threads, "CPU threads of the engine (0: all cores)")
       ->capture_default_str();
-  command->callback([options, worker] {
+  command->callback([options, worker, device] {
+    if (std::string error = ApplyDeviceOption(*device, &worker->engine); !error.empty()) std::exit(Fail("serve", error));
     const int code = RunServe(*options, *worker);
     if (code != 0) std::exit(code);
   });

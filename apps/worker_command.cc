@@ -6,6 +6,7 @@
 
 #include "hub/resolve_model.h"
 #include "server/grpc_worker.h"
+#include "device_option.h"
 #include "termination_signal.h"
 
 namespace stamen::apps {
@@ -15,11 +16,16 @@ struct WorkerCommandOptions {
   server::GrpcWorkerOptions server;
   bool offline = false;
   std::string log_level = "info";
+  std::string device = "cpu";
 };
 
 int RunWorker(WorkerCommandOptions& options) {
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   auto& worker = options.server.worker;
+  if (std::string error = ApplyDeviceOption(options.device, &worker.engine); !error.empty()) {
+    spdlog::error("stamen worker: {}", error);
+    return 2;
+  }
   auto folder = hub::ResolveModel(worker.model_dir, {.offline = options.offline});
   if (!folder.ok()) {
     spdlog::error("stamen worker: {}", folder.status().message());
@@ -50,15 +56,17 @@ void AddWorkerCommand(CLI::App& app) {
   command->add_option("--model-id", server.worker.model_id, "Name reported by Info (default: the folder's name)");
   command->add_option("--listen", server.listen, "gRPC address host:port (port 0: any free port)")
       ->capture_default_str();
+  command->add_option("--device", options->device, "Where the model runs: cpu, cuda or cuda:N (bf16 on the GPU)")
+      ->capture_default_str();
   command->add_option("--max-batch-tokens", server.worker.scheduler.max_batch_tokens,
-                      "Token budget of one batch (default: the backend's, 2048 on CPU)");
+                      "Token budget of one batch (default: the device's, 2048 on CPU, 512 on a GPU)");
   server.worker.scheduler.max_batch_tokens = 0;
+  server.worker.scheduler.max_queued_tokens = 0;
   command->add_option("--max-batch-requests", server.worker.scheduler.max_batch_sequences,
                       "Most sequences in one batch")
       ->capture_default_str();
   command->add_option("--max-queued-tokens", server.worker.scheduler.max_queued_tokens,
-                      "Tokens waiting beyond which requests get RESOURCE_EXHAUSTED")
-      ->capture_default_str();
+                      "Tokens waiting beyond which requests get RESOURCE_EXHAUSTED (default: 512 batches)");
   command->add_option("--threads", server.worker.engine.num_threads, "CPU threads of the engine (0: all cores)")
       ->capture_default_str();
   command->add_option("--metrics-port", server.metrics_port, "Serve Prometheus /metrics on this port (-1: off)")

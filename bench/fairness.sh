@@ -39,7 +39,7 @@ run() {  # name target [bench options...]
 echo "fairness: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, $(date -u +%FT%TZ)"
 
 port=$base_port
-"$stamen" serve --model "$model" --port "$port" 2> "$out/serve.log" &
+"$stamen" serve --model "$model" --port "$port" --request-timeout 900 2> "$out/serve.log" &
 started+=($!)
 wait_healthy "$port"
 run serve "http://127.0.0.1:$port"
@@ -52,7 +52,7 @@ for address in ${workers//,/ }; do
   started+=($!)
 done
 port=$((base_port + 1))
-"$stamen" gateway --model "$model" --workers "$workers" --port "$port" 2> "$out/gateway.log" &
+"$stamen" gateway --model "$model" --workers "$workers" --port "$port" --request-timeout 900 --worker-timeout 900 2> "$out/gateway.log" &
 started+=($!)
 wait_healthy "$port"
 run gateway-two-workers "http://127.0.0.1:$port" --workers 2

@@ -14,6 +14,7 @@
 
 #if STAMEN_WITH_CUDA
 #include "engine/cuda/runner.h"
+#include "engine/cuda/runtime.h"
 #else
 namespace stamen::engine::cuda {
 class Runner {};  // never made: Load refuses Device::kCuda in a build without the backend
@@ -100,6 +101,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
   auto runner = cuda::Runner::Create(options);
   if (!runner.ok()) return Status::Error("cannot run on cuda: " + runner.status().message());
   engine->runner_ = std::move(runner.value());
+  engine->gpu_name_ = cuda::DeviceDescription(options.cuda_device);
   const Placement placement{Device::kCuda, DataType::kBF16};
   STAMEN_RETURN_IF_ERROR(engine->runner_->Run([&]() -> Status {
     auto model = decoder ? LoadQwenModel(engine->config_, *weights, placement)

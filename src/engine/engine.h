@@ -141,6 +141,8 @@ class Engine {
   // "bfloat16" on CUDA (weights are converted once at load).
   std::string_view compute_dtype() const { return device_ == Device::kCpu ? "float32" : "bfloat16"; }
   DeviceStats device_stats() const;
+  // The GPU on CUDA, e.g. "NVIDIA H200 (sm_90, 139.8 GiB)"; empty on the CPU.
+  const std::string& gpu_name() const { return gpu_name_; }
 
  private:
   Engine();
@@ -151,6 +153,7 @@ class Engine {
   std::optional<ops::PoolingMode> default_pooling_;
   int num_threads_ = 0;
   Device device_ = Device::kCpu;
+  std::string gpu_name_;
   // Declared before model_ so the model's device memory goes before the context.
   std::unique_ptr<cuda::Runner> runner_;
   std::unique_ptr<Model> model_;

@@ -591,6 +591,10 @@ std::string Gateway::InfoBody() const {
   }
   body += ",\"backend\":";
   AppendJsonString(body, worker_info_ ? worker_info_->backend() : "unknown");
+  if (worker_info_ && !worker_info_->gpu().empty()) {
+    body += ",\"gpu\":";
+    AppendJsonString(body, worker_info_->gpu());
+  }
   if (worker_info_ && worker_info_->has_cpu()) {
     body += ",\"cpu\":{\"kernels\":";
     AppendJsonString(body, worker_info_->cpu().kernels());

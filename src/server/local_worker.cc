@@ -19,7 +19,15 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   const engine::Engine& model = *worker->engine_;
 
   SchedulerOptions scheduler_options = options.scheduler;
-  if (scheduler_options.max_batch_tokens <= 0) scheduler_options.max_batch_tokens = kCpuDefaultMaxBatchTokens;
+  const bool on_gpu = model.device() == engine::Device::kCuda;
+  if (scheduler_options.max_batch_tokens <= 0) {
+    scheduler_options.max_batch_tokens = on_gpu ? kCudaDefaultMaxBatchTokens : kCpuDefaultMaxBatchTokens;
+  }
+  if (scheduler_options.max_queued_tokens <= 0) {
+    scheduler_options.max_queued_tokens = kDefaultQueuedBatches * scheduler_options.max_batch_tokens;
+  }
+  // A GPU step only enqueues work: the next batch is launched while one computes.
+  scheduler_options.steps_in_flight = on_gpu ? 2 : 1;
   const ModelLimits limits = ModelLimits::Of(model);
   // A batch must hold at least one sequence of the longest length the model takes.
   if (limits.max_sequence_length > scheduler_options.max_queued_tokens) {
@@ -52,7 +60,8 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   info.set_normalize(model.sentence_transformers().normalize);
   info.set_dtype(std::string(model.compute_dtype()));
   info.set_backend(std::string(engine::DeviceName(model.device())));
-  if (model.device() == engine::Device::kCpu) {
+  info.set_gpu(model.gpu_name());
+  if (!on_gpu) {
     const engine::cpu::CpuPath& cpu = engine::cpu::DetectCpuPath();
     info.mutable_cpu()->set_kernels(cpu.kernels);
     info.mutable_cpu()->set_gemm(cpu.gemm);
@@ -74,8 +83,8 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
                info.model_id(), info.architecture(), info.dimensions(), info.max_input_length(),
                std::chrono::duration<double>(Clock::now() - start).count(), scheduler_options.max_batch_tokens,
                scheduler_options.max_batch_sequences, scheduler_options.max_queued_tokens);
-  spdlog::info("worker: {} {} on {}", info.backend(), info.dtype(),
-               model.device() == engine::Device::kCpu ? engine::cpu::DescribeCpuPath() : "the GPU");
+  spdlog::info("worker: {} {} on {}; {} step(s) in flight", info.backend(), info.dtype(),
+               on_gpu ? model.gpu_name() : engine::cpu::DescribeCpuPath(), scheduler_options.steps_in_flight);
   return worker;
 }
 

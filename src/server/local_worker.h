@@ -26,6 +26,13 @@ struct LocalWorkerOptions {
 // budget at seq 32 and 512 (60% at seq 128, still rising to 8192), and 8192 was slower than
 // 2048 at seq 32. A larger budget only makes short requests wait behind longer batches.
 inline constexpr int64_t kCpuDefaultMaxBatchTokens = 2048;
+// On a GPU a batch of about 512 tokens already saturates a sub-1B model (the published
+// design's figure; linear layers dominate and cost grows with tokens): larger batches only add
+// latency. To be replaced by the knee measured on the H200 (`stamen bench knee`, issue 20).
+inline constexpr int64_t kCudaDefaultMaxBatchTokens = 512;
+// With --max-queued-tokens unset (0), the queue holds this many full batches: 1,048,576 tokens
+// on the CPU, 262,144 on a GPU.
+inline constexpr int64_t kDefaultQueuedBatches = 512;
 
 class LocalWorker {
  public:

@@ -349,6 +349,9 @@ TEST_F(RandomModels, ErrorsAreClear) {
       {"embed --device tpu" + embedder, "x\n", "supported: cpu"},
       // No GPU here, no such GPU there, or no CUDA backend in the build: an error either way.
       {"embed --device cuda:99" + embedder, "x\n", "cuda"},
+      {"serve --port 0 --device cuda:99" + embedder, "", "cuda"},
+      {"worker --listen 127.0.0.1:0 --device cuda:99" + embedder, "", "cuda"},
+      {"serve --port 0 --device tpu" + embedder, "", "supported: cpu"},
       {"embed --token-ids" + embedder, "0 5 2\n0 five 2\n", "line 2: 'five' is not a token id"},
       {"embed --token-ids" + embedder, "0 99999 2\n", "line 1: token id 99999 is outside the vocabulary"},
       {"embed --token-ids" + embedder, "\n", "line 1: no tokens"},
