@@ -1,9 +1,10 @@
 // Implements `stamen make-model`. Weights are F32 from a seeded generator (xoshiro256** with a
 // Box-Muller transform, so the same seed gives the same bytes on every machine): matrices and
 // embeddings N(0, 0.02²) as transformers initialises them (initializer_range), biases
-// N(0, 0.02²), norm weights 1 + N(0, 0.02²), norm biases N(0, 0.02²). Tensor names are those
-// `save_pretrained` writes. Each tensor's stream is seeded from (seed, tensor name), and is
-// written in chunks, so memory stays small even for a 250k-row embedding table.
+// N(0, 0.02²), norm weights 1 + N(0, 0.02²), norm biases N(0, 0.02²). The tensors are those
+// of the family's tensor schema (models/family.h), which the loader reads too. Each tensor's
+// stream is seeded from (seed, tensor name), and is written in chunks, so memory stays small
+// even for a 250k-row embedding table.
 #include "make_model_command.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
+#include "engine/models/family.h"
 
 namespace stamen::apps {
 namespace {
@@ -106,87 +108,6 @@ class Normal {
   float spare_ = 0.0f;
   bool has_spare_ = false;
 };
-
-// --- the tensors of a family, as save_pretrained names them ---
-
-enum class Init { kNormal, kNormOne };  // N(0, σ²), or 1 + N(0, σ²) for norm weights
-
-struct TensorSpec {
-  std::string name;
-  std::vector<int64_t> shape;
-  Init init = Init::kNormal;
-  int64_t Elements() const {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  }
-};
-
-std::vector<TensorSpec> EncoderTensors(const Like& like, int64_t layers, int64_t vocab, int64_t labels) {
-  const int64_t h = like.hidden, ffn = like.intermediate;
-  const std::string p = like.family == Family::kXlmRobertaClassifier ? "roberta."
-                        : like.family == Family::kBertClassifier   ? "bert."
-                                                                   : "";
-  std::vector<TensorSpec> tensors = {
-      {p + "embeddings.word_embeddings.weight", {vocab, h}},
-      {p + "embeddings.position_embeddings.weight", {like.max_positions, h}},
-      {p + "embeddings.token_type_embeddings.weight", {like.type_vocab, h}},
-      {p + "embeddings.LayerNorm.weight", {h}, Init::kNormOne},
-      {p + "embeddings.LayerNorm.bias", {h}},
-  };
-  for (int64_t i = 0; i < layers; ++i) {
-    const std::string b = p + "encoder.layer." + std::to_string(i) + ".";
-    for (const char* name : {"query", "key", "value"}) {
-      tensors.push_back({b + "attention.self." + name + ".weight", {h, h}});
-      tensors.push_back({b + "attention.self." + name + ".bias", {h}});
-    }
-    tensors.push_back({b + "attention.output.dense.weight", {h, h}});
-    tensors.push_back({b + "attention.output.dense.bias", {h}});
-    tensors.push_back({b + "attention.output.LayerNorm.weight", {h}, Init::kNormOne});
-    tensors.push_back({b + "attention.output.LayerNorm.bias", {h}});
-    tensors.push_back({b + "intermediate.dense.weight", {ffn, h}});
-    tensors.push_back({b + "intermediate.dense.bias", {ffn}});
-    tensors.push_back({b + "output.dense.weight", {h, ffn}});
-    tensors.push_back({b + "output.dense.bias", {h}});
-    tensors.push_back({b + "output.LayerNorm.weight", {h}, Init::kNormOne});
-    tensors.push_back({b + "output.LayerNorm.bias", {h}});
-  }
-  if (like.family == Family::kXlmRobertaClassifier) {
-    tensors.push_back({"classifier.dense.weight", {h, h}});
-    tensors.push_back({"classifier.dense.bias", {h}});
-    tensors.push_back({"classifier.out_proj.weight", {labels, h}});
-    tensors.push_back({"classifier.out_proj.bias", {labels}});
-  } else {
-    tensors.push_back({p + "pooler.dense.weight", {h, h}});
-    tensors.push_back({p + "pooler.dense.bias", {h}});
-  }
-  if (like.family == Family::kBertClassifier) {
-    tensors.push_back({"classifier.weight", {labels, h}});
-    tensors.push_back({"classifier.bias", {labels}});
-  }
-  return tensors;
-}
-
-std::vector<TensorSpec> QwenTensors(const Like& like, int64_t layers, int64_t vocab) {
-  const int64_t h = like.hidden, d = like.head_dim, ffn = like.intermediate;
-  std::vector<TensorSpec> tensors = {{"embed_tokens.weight", {vocab, h}}};
-  for (int64_t i = 0; i < layers; ++i) {
-    const std::string b = "layers." + std::to_string(i) + ".";
-    tensors.push_back({b + "input_layernorm.weight", {h}, Init::kNormOne});
-    tensors.push_back({b + "self_attn.q_proj.weight", {like.heads * d, h}});
-    tensors.push_back({b + "self_attn.k_proj.weight", {like.kv_heads * d, h}});
-    tensors.push_back({b + "self_attn.v_proj.weight", {like.kv_heads * d, h}});
-    tensors.push_back({b + "self_attn.o_proj.weight", {h, like.heads * d}});
-    tensors.push_back({b + "self_attn.q_norm.weight", {d}, Init::kNormOne});
-    tensors.push_back({b + "self_attn.k_norm.weight", {d}, Init::kNormOne});
-    tensors.push_back({b + "post_attention_layernorm.weight", {h}, Init::kNormOne});
-    tensors.push_back({b + "mlp.gate_proj.weight", {ffn, h}});
-    tensors.push_back({b + "mlp.up_proj.weight", {ffn, h}});
-    tensors.push_back({b + "mlp.down_proj.weight", {h, ffn}});
-  }
-  tensors.push_back({"norm.weight", {h}, Init::kNormOne});
-  return tensors;
-}
 
 // --- config.json and the sentence-transformers files ---
 
@@ -291,14 +212,25 @@ engine::Status WriteSentenceTransformersFiles(const Like& like, const fs::path& 
 
 // --- model.safetensors ---
 
-engine::Status WriteSafetensors(const fs::path& path, const std::vector<TensorSpec>& tensors, uint64_t seed) {
+// The tensors a folder of this config holds, from the family's schema (the one the loader reads).
+std::vector<engine::TensorSpec> SchemaTensors(const engine::ModelConfig& config) {
+  const engine::ArchitectureDefinition* architecture = nullptr;
+  const engine::FamilyDefinition* family = engine::FindArchitecture(config.architecture, &architecture);
+  return family->tensors(config, std::string(architecture->weight_prefix));
+}
+
+int64_t Elements(const engine::TensorSpec& tensor) { return tensor.shape.NumElements(); }
+
+engine::Status WriteSafetensors(const fs::path& path, const std::vector<engine::TensorSpec>& tensors, uint64_t seed) {
   using engine::Status;
   std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
   uint64_t offset = 0;
-  for (const TensorSpec& tensor : tensors) {
+  for (const engine::TensorSpec& tensor : tensors) {
     std::string shape;
-    for (int64_t d : tensor.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
-    const uint64_t bytes = static_cast<uint64_t>(tensor.Elements()) * 4;
+    for (int axis = 0; axis < tensor.shape.rank(); ++axis) {
+      shape += (shape.empty() ? "" : ",") + std::to_string(tensor.shape[axis]);
+    }
+    const uint64_t bytes = static_cast<uint64_t>(Elements(tensor)) * 4;
     header += ",\"" + tensor.name + "\":{\"dtype\":\"F32\",\"shape\":[" + shape + "],\"data_offsets\":[" +
               std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
     offset += bytes;
@@ -314,14 +246,14 @@ engine::Status WriteSafetensors(const fs::path& path, const std::vector<TensorSp
   file.write(header.data(), static_cast<std::streamsize>(header.size()));
   constexpr float kScale = 0.02f;
   std::vector<float> chunk(1 << 20);
-  for (const TensorSpec& tensor : tensors) {
+  for (const engine::TensorSpec& tensor : tensors) {
     Normal normal(seed, tensor.name);
-    int64_t left = tensor.Elements();
+    int64_t left = Elements(tensor);
     while (left > 0) {
       const size_t count = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(chunk.size())));
       for (size_t i = 0; i < count; ++i) {
         const float sample = kScale * normal.Next();
-        chunk[i] = tensor.init == Init::kNormOne ? 1.0f + sample : sample;
+        chunk[i] = tensor.init == engine::TensorInit::kNormOne ? 1.0f + sample : sample;
       }
       file.write(reinterpret_cast<const char*>(chunk.data()), static_cast<std::streamsize>(count * 4));
       left -= static_cast<int64_t>(count);
@@ -417,8 +349,9 @@ int MakeModel(const MakeModelOptions& options) {
   fs::create_directories(out, error);
   if (!fs::is_directory(out, error)) return Fail("cannot create " + out.string());
   if (!WriteText(out / "config.json", ConfigJson(*like, layers, vocab, labels))) return Fail("cannot write " + (out / "config.json").string());
-  const std::vector<TensorSpec> tensors =
-      like->family == Family::kQwen3 ? QwenTensors(*like, layers, vocab) : EncoderTensors(*like, layers, vocab, labels);
+  auto config = engine::ReadModelConfig((out / "config.json").string());
+  if (!config.ok()) return Fail("the written config.json does not read back: " + config.status().message());
+  const std::vector<engine::TensorSpec> tensors = SchemaTensors(*config);
   if (auto status = WriteSafetensors(out / "model.safetensors", tensors, options.seed); !status.ok()) return Fail(status.message());
   if (auto status = WriteSentenceTransformersFiles(*like, out); !status.ok()) return Fail(status.message());
   if (auto status = CopyTokenizer(tokenizer, like->family, out); !status.ok()) return Fail(status.message());
@@ -436,7 +369,7 @@ int MakeModel(const MakeModelOptions& options) {
               << " ids but the model's vocabulary has " << vocab << "; some texts will fail\n";
   }
   int64_t parameters = 0;
-  for (const TensorSpec& tensor : tensors) parameters += tensor.Elements();
+  for (const engine::TensorSpec& tensor : tensors) parameters += Elements(tensor);
   std::cerr << "stamen make-model: wrote " << out.string() << " (" << options.like << " shapes, " << layers
             << " layers, vocabulary " << vocab << ", " << parameters << " parameters, seed " << options.seed
             << ", tokenizer from " << tokenizer << ")\n";

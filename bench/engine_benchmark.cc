@@ -62,7 +62,7 @@ double ForwardFlops(const engine::ModelConfig& config, int length, int sequences
   const double head_dim = static_cast<double>(config.head_dim);
   const double kv = static_cast<double>(config.num_key_value_heads);
   const double ffn = static_cast<double>(config.intermediate_size);
-  const bool gated = config.family == engine::ModelFamily::kQwen2 || config.family == engine::ModelFamily::kQwen3;
+  const bool gated = config.gated_feed_forward;
   const double projections = h * heads * head_dim + 2 * h * kv * head_dim + heads * head_dim * h;
   const double mlp = (gated ? 3 : 2) * h * ffn;
   const double per_token = 2 * (projections + mlp);

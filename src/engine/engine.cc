@@ -7,7 +7,7 @@
 
 #include <omp.h>
 
-#include "engine/models/model.h"
+#include "engine/models/family.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/pooling.h"
 #include "engine/weight_store.h"
@@ -76,7 +76,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
   auto config = ReadModelConfig((std::filesystem::path(model_dir) / "config.json").string());
   if (!config.ok()) return config.status();
   engine->config_ = std::move(config.value());
-  const bool decoder = engine->config_.family == ModelFamily::kQwen2 || engine->config_.family == ModelFamily::kQwen3;
+  const bool decoder = engine->config_.decoder;
   if (options.causal.has_value()) {
     if (!decoder) return Status::Error("causal attention can only be chosen for decoder models, not " + engine->config_.architecture);
     engine->config_.causal = *options.causal;
@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
   if (!weights.ok()) return weights.status();
   engine->device_ = options.device;
   if (options.device == Device::kCpu) {
-    auto model = decoder ? LoadQwenModel(engine->config_, *weights) : LoadBertModel(engine->config_, *weights);
+    auto model = LoadModel(engine->config_, *weights);
     if (!model.ok()) return model.status();
     engine->model_ = std::move(model.value());
     return engine;
@@ -104,8 +104,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
   engine->gpu_name_ = cuda::DeviceDescription(options.cuda_device);
   const Placement placement{Device::kCuda, DataType::kBF16};
   STAMEN_RETURN_IF_ERROR(engine->runner_->Run([&]() -> Status {
-    auto model = decoder ? LoadQwenModel(engine->config_, *weights, placement)
-                         : LoadBertModel(engine->config_, *weights, placement);
+    auto model = LoadModel(engine->config_, *weights, placement);
     if (!model.ok()) return model.status();
     engine->model_ = std::move(model.value());
     return Status();

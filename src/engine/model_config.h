@@ -14,7 +14,8 @@
 
 namespace stamen::engine {
 
-// Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family.
+// Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
+// definition in the registry (models/family.h), which says what else it reads and loads.
 enum class ModelFamily { kBert, kRoberta, kQwen2, kQwen3 };
 enum class ModelHead { kNone, kSequenceClassification };
 
@@ -23,6 +24,7 @@ struct ModelConfig {
   std::string model_type;
   ModelFamily family = ModelFamily::kBert;
   ModelHead head = ModelHead::kNone;
+  bool decoder = false;  // from the family: RoPE, causal by default, last-token pooling by default
   int64_t hidden_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
@@ -35,6 +37,9 @@ struct ModelConfig {
   int64_t type_vocab_size = 0;  // 0 for decoders
   int64_t vocab_size = 0;
   std::optional<int64_t> pad_token_id;
+  int64_t position_offset = 0;  // the first position id (RoBERTa: pad_token_id + 1)
+  bool gated_feed_forward = false;
+  bool attention_bias = false;  // decoders: biases on the q/k/v projections (encoders always have them)  // act(x·W_gateᵀ) ⊙ x·W_upᵀ instead of act(x·W_iᵀ)
   double rope_theta = 10000.0;
   // Decoders attend causally unless config.json says "is_causal": false (bidirectional
   // fine-tunes); encoders are always bidirectional.

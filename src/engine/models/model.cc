@@ -33,13 +33,16 @@ StatusOr<Tensor> Model::Classify(const ModelInput& input, const Tensor& hidden) 
 
 namespace model_weights {
 
-StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std::string> candidates,
-                                 const std::string& probe) {
-  for (const std::string& prefix : candidates) {
-    if (weights.Contains(prefix + probe)) return prefix;
+StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std::string_view> candidates,
+                                 std::string_view probe) {
+  for (std::string_view prefix : candidates) {
+    const std::string name = std::string(prefix) + std::string(probe);
+    if (weights.Contains(name)) return std::string(prefix);
   }
   std::string tried;
-  for (const std::string& prefix : candidates) tried += (tried.empty() ? "'" : ", '") + prefix + probe + "'";
+  for (std::string_view prefix : candidates) {
+    tried += (tried.empty() ? "'" : ", '") + std::string(prefix) + std::string(probe) + "'";
+  }
   return Status::Error("weights have no tensor " + tried);
 }
 
@@ -73,28 +76,6 @@ StatusOr<Tensor> Place(const Tensor& tensor, const Placement& placement) {
   if (!device.ok()) return device.status();
   STAMEN_RETURN_IF_ERROR(CopyTensor(host, *device));
   return device;
-}
-
-void TensorLoader::Keep(StatusOr<Tensor> tensor, Tensor& target) {
-  if (tensor.ok()) {
-    auto placed = Place(*tensor, placement_);
-    if (placed.ok()) {
-      target = std::move(placed.value());
-    } else {
-      status_ = placed.status();
-    }
-  } else {
-    status_ = tensor.status();
-  }
-}
-
-void TensorLoader::Load(Tensor& target, const std::string& name, const Shape& shape) {
-  if (status_.ok()) Keep(weights_.Load(name, shape), target);
-}
-
-void TensorLoader::Stack(Tensor& target, std::span<const std::string> names, std::span<const int64_t> rows,
-                         int64_t columns) {
-  if (status_.ok()) Keep(LoadStacked(weights_, names, rows, columns), target);
 }
 
 }  // namespace model_weights

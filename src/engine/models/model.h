@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/model_config.h"
@@ -73,20 +74,13 @@ class Model {
   Workspace workspace_;
 };
 
-// BERT, RoBERTa and XLM-RoBERTa encoders, with or without a sequence-classification head.
-StatusOr<std::unique_ptr<Model>> LoadBertModel(const ModelConfig& config, const WeightStore& weights,
-                                               const Placement& placement = {});
-// Qwen2 and Qwen3 decoders used as embedding models.
-StatusOr<std::unique_ptr<Model>> LoadQwenModel(const ModelConfig& config, const WeightStore& weights,
-                                               const Placement& placement = {});
-
 // Weight loading helpers shared by the families.
 namespace model_weights {
 
 // The first of `candidates` (e.g. "", "bert.") for which `probe` names a tensor; errors
 // name the probe and the file.
-StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std::string> candidates,
-                                 const std::string& probe);
+StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std::string_view> candidates,
+                                 std::string_view probe);
 // Loads each of `names` (each [rows_i, columns], or [rows_i] when columns is 0) and stacks
 // them along axis 0: fused q|k|v or gate|up projections run as one gemm.
 StatusOr<Tensor> LoadStacked(const WeightStore& weights, std::span<const std::string> names,
@@ -94,25 +88,6 @@ StatusOr<Tensor> LoadStacked(const WeightStore& weights, std::span<const std::st
 // `tensor` (F32 on the host) as the placement wants it: itself on the CPU; converted to the
 // placement's dtype and copied to the device otherwise.
 StatusOr<Tensor> Place(const Tensor& tensor, const Placement& placement);
-
-// Loads a model's tensors one after another and keeps the first error, so a model can list
-// its weights without a check after each; once an error is kept, further loads do nothing.
-class TensorLoader {
- public:
-  explicit TensorLoader(const WeightStore& weights, const Placement& placement = {})
-      : weights_(weights), placement_(placement) {}
-  // `target` = weights.Load(name, shape).
-  void Load(Tensor& target, const std::string& name, const Shape& shape);
-  // `target` = LoadStacked(weights, names, rows, columns).
-  void Stack(Tensor& target, std::span<const std::string> names, std::span<const int64_t> rows, int64_t columns);
-  const Status& status() const { return status_; }
-
- private:
-  void Keep(StatusOr<Tensor> tensor, Tensor& target);
-  const WeightStore& weights_;
-  Placement placement_;
-  Status status_;
-};
 
 }  // namespace model_weights
 }  // namespace stamen::engine

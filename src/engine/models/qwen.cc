@@ -10,11 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/models/model.h"
-#include "engine/ops/activation.h"
-#include "engine/ops/attention.h"
+#include "engine/models/family.h"
+#include "engine/models/layers.h"
 #include "engine/ops/embedding.h"
-#include "engine/ops/gemm.h"
 #include "engine/ops/norm.h"
 #include "engine/ops/rope.h"
 
@@ -23,135 +21,167 @@ namespace {
 
 struct DecoderLayer {
   Tensor input_norm;
-  Tensor qkv_weight, qkv_bias;  // bias only on Qwen2
-  Tensor query_norm, key_norm;  // Qwen3 only
-  Tensor output_weight;
+  layers::AttentionWeights attention;
   Tensor post_attention_norm;
-  Tensor gate_up_weight;  // gate rows then up rows
-  Tensor down_weight;
+  layers::FeedForwardWeights feed_forward;
 };
 
-enum Slot : size_t { kHidden, kNormed, kQkv, kContext, kGateUp, kActivated, kPositions, kRope };
+struct QwenWeights {
+  Tensor embeddings;
+  Tensor final_norm;
+  std::vector<DecoderLayer> layers;
+};
+
+// The tensor schema, as save_pretrained names it.
+void VisitTensors(const ModelConfig& config, const std::string& prefix, QwenWeights& weights, TensorVisitor& visit) {
+  const int64_t h = config.hidden_size;
+  const int64_t d = config.head_dim;
+  const int64_t q_rows = config.num_attention_heads * d;
+  const int64_t kv_rows = config.num_key_value_heads * d;
+  const int64_t ffn = config.intermediate_size;
+  const bool qwen3 = config.family == ModelFamily::kQwen3;
+  visit.Tensor(weights.embeddings, {prefix + "embed_tokens.weight", {config.vocab_size, h}});
+  weights.layers.resize(config.num_hidden_layers);
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    DecoderLayer& layer = weights.layers[i];
+    const std::string base = prefix + "layers." + std::to_string(i) + ".";
+    const std::string attention = base + "self_attn.";
+    visit.Tensor(layer.input_norm, {base + "input_layernorm.weight", {h}, TensorInit::kNormOne});
+    const TensorSpec qkv[] = {{attention + "q_proj.weight", {q_rows, h}},
+                              {attention + "k_proj.weight", {kv_rows, h}},
+                              {attention + "v_proj.weight", {kv_rows, h}}};
+    visit.Stacked(layer.attention.qkv_weight, qkv);
+    if (config.attention_bias) {
+      const TensorSpec qkv_bias[] = {{attention + "q_proj.bias", {q_rows}},
+                                     {attention + "k_proj.bias", {kv_rows}},
+                                     {attention + "v_proj.bias", {kv_rows}}};
+      visit.Stacked(layer.attention.qkv_bias, qkv_bias);
+    }
+    if (qwen3) {
+      visit.Tensor(layer.attention.query_norm, {attention + "q_norm.weight", {d}, TensorInit::kNormOne});
+      visit.Tensor(layer.attention.key_norm, {attention + "k_norm.weight", {d}, TensorInit::kNormOne});
+    }
+    visit.Tensor(layer.attention.output_weight, {attention + "o_proj.weight", {h, q_rows}});
+    visit.Tensor(layer.post_attention_norm, {base + "post_attention_layernorm.weight", {h}, TensorInit::kNormOne});
+    const TensorSpec gate_up[] = {{base + "mlp.gate_proj.weight", {ffn, h}}, {base + "mlp.up_proj.weight", {ffn, h}}};
+    visit.Stacked(layer.feed_forward.up_weight, gate_up);
+    visit.Tensor(layer.feed_forward.down_weight, {base + "mlp.down_proj.weight", {h, ffn}});
+  }
+  visit.Tensor(weights.final_norm, {prefix + "norm.weight", {h}, TensorInit::kNormOne});
+}
+
+enum Slot : size_t { kHidden, kPositions, kRope, kLayerSlots };
 
 class QwenModel final : public Model {
  public:
-  static StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
-                                                const Placement& placement);
+  QwenModel(const ModelConfig& config, const Placement& placement) : Model(placement), config_(config) {}
   StatusOr<Tensor> Forward(const ModelInput& input) override;
   int64_t max_sequence_length() const override { return std::max<int64_t>(config_.max_position_embeddings, 0); }
 
- private:
-  QwenModel(const ModelConfig& config, const Placement& placement)
-      : Model(placement),
-        config_(config),
-        layout_{config.num_attention_heads, config.num_key_value_heads, config.head_dim} {}
-  Status LoadWeights(const WeightStore& weights);
-  Status RunLayer(const DecoderLayer& layer, const ModelInput& input, const Tensor& rope, Tensor& hidden);
-
   ModelConfig config_;
-  ops::QkvLayout layout_;
-  Tensor embeddings_;
-  Tensor final_norm_;
-  std::vector<DecoderLayer> layers_;
+  QwenWeights weights_;
+
+ private:
+  Status RunLayer(const DecoderLayer& layer, const ModelInput& input, const Tensor& rope, Tensor& hidden);
 };
 
-StatusOr<std::unique_ptr<Model>> QwenModel::Load(const ModelConfig& config, const WeightStore& weights,
-                                                 const Placement& placement) {
-  std::unique_ptr<QwenModel> model(new QwenModel(config, placement));
-  STAMEN_RETURN_IF_ERROR(model->LoadWeights(weights));
-  return std::unique_ptr<Model>(std::move(model));
-}
-
-Status QwenModel::LoadWeights(const WeightStore& weights) {
-  const int64_t h = config_.hidden_size;
-  const int64_t d = config_.head_dim;
-  const int64_t q_rows = layout_.num_heads * d;
-  const int64_t kv_rows = layout_.num_kv_heads * d;
-  const int64_t ffn = config_.intermediate_size;
-  const bool qwen3 = config_.family == ModelFamily::kQwen3;
-  const std::vector<std::string> prefixes = {"", "model."};
-  auto found = model_weights::FindPrefix(weights, prefixes, "embed_tokens.weight");
-  if (!found.ok()) return found.status();
-  const std::string prefix = *found;
-  model_weights::TensorLoader loader(weights, placement_);
-  auto load = [&](Tensor& target, const std::string& name, const Shape& shape) { loader.Load(target, name, shape); };
-  auto stack = [&](Tensor& target, const std::vector<std::string>& names, const std::vector<int64_t>& rows,
-                   int64_t columns) { loader.Stack(target, names, rows, columns); };
-  load(embeddings_, prefix + "embed_tokens.weight", {config_.vocab_size, h});
-  load(final_norm_, prefix + "norm.weight", {h});
-  layers_.resize(config_.num_hidden_layers);
-  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
-    DecoderLayer& layer = layers_[i];
-    const std::string base = prefix + "layers." + std::to_string(i) + ".";
-    const std::string attention = base + "self_attn.";
-    load(layer.input_norm, base + "input_layernorm.weight", {h});
-    stack(layer.qkv_weight, {attention + "q_proj.weight", attention + "k_proj.weight", attention + "v_proj.weight"},
-          {q_rows, kv_rows, kv_rows}, h);
-    // Qwen2 always has q/k/v biases; Qwen3 has none unless its config sets attention_bias.
-    if (weights.Contains(attention + "q_proj.bias") || !qwen3) {
-      stack(layer.qkv_bias, {attention + "q_proj.bias", attention + "k_proj.bias", attention + "v_proj.bias"},
-            {q_rows, kv_rows, kv_rows}, 0);
-    }
-    if (qwen3) {
-      load(layer.query_norm, attention + "q_norm.weight", {d});
-      load(layer.key_norm, attention + "k_norm.weight", {d});
-    }
-    load(layer.output_weight, attention + "o_proj.weight", {h, q_rows});
-    load(layer.post_attention_norm, base + "post_attention_layernorm.weight", {h});
-    stack(layer.gate_up_weight, {base + "mlp.gate_proj.weight", base + "mlp.up_proj.weight"}, {ffn, ffn}, h);
-    load(layer.down_weight, base + "mlp.down_proj.weight", {h, ffn});
-  }
-  return loader.status();
-}
-
 Status QwenModel::RunLayer(const DecoderLayer& layer, const ModelInput& input, const Tensor& rope, Tensor& hidden) {
-  const int64_t tokens = hidden.dim(0);
   const float eps = static_cast<float>(config_.norm_eps);
-  const DataType type = placement_.dtype;
-  auto normed = workspace_.Get(kNormed, type, {tokens, config_.hidden_size});
-  auto qkv = workspace_.Get(kQkv, type, {tokens, layout_.row_size()});
-  auto context = workspace_.Get(kContext, type, {tokens, layout_.num_heads * layout_.head_dim});
-  auto gate_up = workspace_.Get(kGateUp, type, {tokens, 2 * config_.intermediate_size});
-  auto activated = workspace_.Get(kActivated, type, {tokens, config_.intermediate_size});
-  for (const auto* buffer : {&normed, &qkv, &context, &gate_up, &activated}) {
-    if (!buffer->ok()) return buffer->status();
-  }
-  STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, layer.input_norm, eps, *normed));
-  STAMEN_RETURN_IF_ERROR(ops::Gemm(*normed, layer.qkv_weight, layer.qkv_bias, *qkv));
-  if (!layer.query_norm.empty()) {
-    STAMEN_RETURN_IF_ERROR(ops::RmsNormHeads(*qkv, layout_, layer.query_norm, layer.key_norm, eps));
-  }
-  STAMEN_RETURN_IF_ERROR(ops::ApplyRope(*qkv, layout_, rope));
-  STAMEN_RETURN_IF_ERROR(ops::Attention(*qkv, input.cu_seqlens, layout_, config_.causal, *context));
-  STAMEN_RETURN_IF_ERROR(ops::Gemm(*context, layer.output_weight, Tensor(), hidden, {.accumulate = true}));
-  STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, layer.post_attention_norm, eps, *normed));
-  STAMEN_RETURN_IF_ERROR(ops::Gemm(*normed, layer.gate_up_weight, Tensor(), *gate_up));
-  STAMEN_RETURN_IF_ERROR(ops::SiluMul(*gate_up, *activated));
-  return ops::Gemm(*activated, layer.down_weight, Tensor(), hidden, {.accumulate = true});
+  layers::Slots slots(workspace_, kLayerSlots);
+  Tensor normed = slots.Get(placement_.dtype, hidden.shape());
+  STAMEN_RETURN_IF_ERROR(slots.status());
+  const layers::AttentionSettings attention{
+      .layout = {config_.num_attention_heads, config_.num_key_value_heads, config_.head_dim},
+      .causal = config_.causal,
+      .norm_eps = eps,
+      .rope = &rope};
+  STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, layer.input_norm, eps, normed));
+  STAMEN_RETURN_IF_ERROR(
+      layers::SelfAttention(layer.attention, attention, normed, input.cu_seqlens, slots.Nested(), hidden, true));
+  STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, layer.post_attention_norm, eps, normed));
+  const layers::FeedForwardSettings feed_forward{
+      .activation = config_.hidden_act, .gated = true, .intermediate_size = config_.intermediate_size};
+  return layers::FeedForward(layer.feed_forward, feed_forward, normed, slots.Nested(), hidden, true);
 }
 
 StatusOr<Tensor> QwenModel::Forward(const ModelInput& input) {
   const int64_t tokens = input.token_ids.dim(0);
-  auto hidden = workspace_.Get(kHidden, placement_.dtype, {tokens, config_.hidden_size});
-  auto positions = workspace_.Get(kPositions, DataType::kI32, {tokens});
-  auto rope = workspace_.Get(kRope, DataType::kF32, {tokens, config_.head_dim});
-  for (const auto* buffer : {&hidden, &positions, &rope}) {
-    if (!buffer->ok()) return buffer->status();
-  }
+  layers::Slots slots(workspace_, kHidden);
+  Tensor hidden = slots.Get(placement_.dtype, {tokens, config_.hidden_size});
+  Tensor positions = slots.Get(DataType::kI32, {tokens});
+  Tensor rope = slots.Get(DataType::kF32, {tokens, config_.head_dim});
+  STAMEN_RETURN_IF_ERROR(slots.status());
   // Lengths were checked by the engine; positions restart at 0 per sequence, on the device.
-  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, *positions));
-  STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings_, input.token_ids, *hidden));
-  STAMEN_RETURN_IF_ERROR(ops::RopeTable(*positions, config_.rope_theta, *rope));
-  for (const DecoderLayer& layer : layers_) STAMEN_RETURN_IF_ERROR(RunLayer(layer, input, *rope, *hidden));
-  STAMEN_RETURN_IF_ERROR(ops::RmsNorm(*hidden, final_norm_, static_cast<float>(config_.norm_eps), *hidden));
+  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, positions));
+  STAMEN_RETURN_IF_ERROR(ops::Gather(weights_.embeddings, input.token_ids, hidden));
+  STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config_.rope_theta, rope));
+  for (const DecoderLayer& layer : weights_.layers) STAMEN_RETURN_IF_ERROR(RunLayer(layer, input, rope, hidden));
+  STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, weights_.final_norm, static_cast<float>(config_.norm_eps), hidden));
   return hidden;
 }
 
+StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
+                                      const Placement& placement) {
+  auto model = std::make_unique<QwenModel>(config, placement);
+  STAMEN_RETURN_IF_ERROR(LoadTensors<QwenWeights>(config, weights, placement, VisitTensors, model->weights_));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+std::vector<TensorSpec> Tensors(const ModelConfig& config, const std::string& prefix) {
+  return CollectTensors<QwenWeights>(config, prefix, VisitTensors);
+}
+
+Status ReadSettings(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "silu", config));
+  if (config->hidden_act != ops::Activation::kSilu) return root.Error("hidden_act", "must be silu for Qwen");
+  config->gated_feed_forward = true;
+  config->norm_eps = 1e-6;
+  STAMEN_RETURN_IF_ERROR(root.Optional("rms_norm_eps", &config->norm_eps));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadRope(root, config));
+  // Qwen2 always has q/k/v biases; Qwen3 has none unless its config sets attention_bias.
+  config->attention_bias = config->family == ModelFamily::kQwen2;
+  if (config->family == ModelFamily::kQwen3) STAMEN_RETURN_IF_ERROR(root.Optional("attention_bias", &config->attention_bias));
+  config->causal = true;
+  STAMEN_RETURN_IF_ERROR(root.Optional("is_causal", &config->causal));
+  return Status();
+}
+
+constexpr std::string_view kPrefixes[] = {"", "model."};
+
+constexpr ArchitectureDefinition kQwen2Architectures[] = {
+    {"Qwen2Model", ModelHead::kNone, "", "qwen2"},
+    {"Qwen2ForCausalLM", ModelHead::kNone, "model.", ""},  // embedding use ignores lm_head
+};
+
+constexpr ArchitectureDefinition kQwen3Architectures[] = {
+    {"Qwen3Model", ModelHead::kNone, "", "qwen3"},
+    {"Qwen3ForCausalLM", ModelHead::kNone, "model.", ""},
+};
+
 }  // namespace
 
-StatusOr<std::unique_ptr<Model>> LoadQwenModel(const ModelConfig& config, const WeightStore& weights,
-                                               const Placement& placement) {
-  return QwenModel::Load(config, weights, placement);
-}
+extern const FamilyDefinition kQwen2Family{
+    .family = ModelFamily::kQwen2,
+    .architectures = kQwen2Architectures,
+    .decoder = true,
+    .shape_keys = {},
+    .weight_prefixes = kPrefixes,
+    .prefix_probe = "embed_tokens.weight",
+    .read_settings = ReadSettings,
+    .tensors = Tensors,
+    .load = Load,
+};
+
+extern const FamilyDefinition kQwen3Family{
+    .family = ModelFamily::kQwen3,
+    .architectures = kQwen3Architectures,
+    .decoder = true,
+    .shape_keys = {},
+    .weight_prefixes = kPrefixes,
+    .prefix_probe = "embed_tokens.weight",
+    .read_settings = ReadSettings,
+    .tensors = Tensors,
+    .load = Load,
+};
 
 }  // namespace stamen::engine

@@ -1,0 +1,41 @@
+// Config readers shared by the families' read_settings.
+#include "engine/models/family.h"
+
+namespace stamen::engine::family_settings {
+
+Status ReadActivation(const JsonObject& root, std::string_view key, std::string_view fallback, ModelConfig* config) {
+  std::string activation(fallback);
+  STAMEN_RETURN_IF_ERROR(root.Optional(key, &activation));
+  const auto parsed = ops::ActivationFromName(activation);
+  if (!parsed.has_value()) return root.Error(key, "names unsupported activation '" + activation + "'");
+  config->hidden_act = *parsed;
+  return Status();
+}
+
+Status ReadRope(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(root.Optional("rope_theta", &config->rope_theta));
+  // transformers ≥ 5 writes {"rope_parameters": {"rope_theta": …, "rope_type": "default"}}.
+  JsonObject rope = root;
+  bool has_rope_parameters = false;
+  STAMEN_RETURN_IF_ERROR(root.OptionalObject("rope_parameters", &rope, &has_rope_parameters));
+  if (has_rope_parameters) {
+    STAMEN_RETURN_IF_ERROR(rope.Optional("rope_theta", &config->rope_theta));
+    std::string rope_type = "default";
+    STAMEN_RETURN_IF_ERROR(rope.Optional("rope_type", &rope_type));
+    if (rope_type != "default") return rope.Error("rope_type", "'" + rope_type + "' is not supported (only plain RoPE)");
+  }
+  if (!(config->rope_theta > 0)) return root.Error("rope_theta", "must be positive");
+  if (root.Has("rope_scaling")) return root.Error("rope_scaling", "is not supported (only plain RoPE)");
+  if (config->head_dim % 2 != 0) return root.Error("head_dim", "must be even for RoPE");
+  return Status();
+}
+
+Status ReadPadToken(const JsonObject& root, ModelConfig* config) {
+  if (!root.Has("pad_token_id")) return Status();
+  int64_t pad = 0;
+  STAMEN_RETURN_IF_ERROR(root.Optional("pad_token_id", &pad));
+  config->pad_token_id = pad;
+  return Status();
+}
+
+}  // namespace stamen::engine::family_settings

@@ -1,0 +1,62 @@
+// The blocks families are composed of: self-attention and feed-forward layers over a ragged
+// batch, and scoped workspace slots. A family is then its schema, its embeddings and a short
+// loop over these blocks, with the norms (ops/norm.h) placed where the family places them.
+#pragma once
+
+#include "engine/models/model.h"
+#include "engine/ops/activation.h"
+#include "engine/ops/attention.h"
+
+namespace stamen::engine::layers {
+
+// Hands out a workspace's slots in order, so a block asks for buffers without numbering them.
+// The same requests in the same order get the same slots every step, so buffers are reused.
+// Nested() starts after the slots handed out so far: each layer of a loop takes the same
+// nested slots and reuses them. The first error is kept (Get then returns an empty tensor),
+// so a block checks status() once after asking for all its buffers.
+class Slots {
+ public:
+  explicit Slots(Workspace& workspace, size_t first = 0) : workspace_(&workspace), next_(first) {}
+  Tensor Get(DataType type, const Shape& shape);
+  Slots Nested() const { return Slots(*workspace_, next_); }
+  const Status& status() const { return status_; }
+
+ private:
+  Workspace* workspace_;
+  size_t next_;
+  Status status_;
+};
+
+struct AttentionWeights {
+  Tensor qkv_weight, qkv_bias;  // query, key and value rows stacked: one gemm
+  Tensor query_norm, key_norm;  // an RMSNorm over each query and key head (Qwen3), or empty
+  Tensor output_weight, output_bias;
+};
+
+struct AttentionSettings {
+  ops::QkvLayout layout;
+  bool causal = false;
+  float norm_eps = 0.0f;         // of query_norm and key_norm
+  const Tensor* rope = nullptr;  // the step's RoPE table [T, head_dim], or none
+};
+
+// output = (or += with `accumulate`) Attention(rotate(norm(input·W_qkvᵀ + b)))·W_oᵀ + b_o.
+Status SelfAttention(const AttentionWeights& weights, const AttentionSettings& settings, const Tensor& input,
+                     const Tensor& cu_seqlens, Slots slots, Tensor& output, bool accumulate);
+
+struct FeedForwardWeights {
+  Tensor up_weight, up_bias;  // gated: the gate rows, then the up rows
+  Tensor down_weight, down_bias;
+};
+
+struct FeedForwardSettings {
+  ops::Activation activation = ops::Activation::kGeluErf;
+  bool gated = false;  // act(x·W_gateᵀ) ⊙ x·W_upᵀ, else act(x·W_upᵀ + b)
+  int64_t intermediate_size = 0;
+};
+
+// output = (or += with `accumulate`) act(input·W_upᵀ + b)·W_downᵀ + b_down, or its gated form.
+Status FeedForward(const FeedForwardWeights& weights, const FeedForwardSettings& settings, const Tensor& input,
+                   Slots slots, Tensor& output, bool accumulate);
+
+}  // namespace stamen::engine::layers

@@ -1,0 +1,50 @@
+// The family registry's table: one row per family, each defined in its model file.
+#include "engine/models/family.h"
+
+namespace stamen::engine {
+
+// Defined in models/<family>.cc.
+extern const FamilyDefinition kBertFamily;
+extern const FamilyDefinition kRobertaFamily;
+extern const FamilyDefinition kQwen2Family;
+extern const FamilyDefinition kQwen3Family;
+
+namespace {
+
+const FamilyDefinition* const kFamilies[] = {
+    &kBertFamily,
+    &kRobertaFamily,
+    &kQwen2Family,
+    &kQwen3Family,
+};
+
+}  // namespace
+
+std::span<const FamilyDefinition* const> Families() { return kFamilies; }
+
+const FamilyDefinition& FamilyOf(ModelFamily family) {
+  for (const FamilyDefinition* definition : kFamilies) {
+    if (definition->family == family) return *definition;
+  }
+  // Every ModelFamily value has a row; a missing one is a programming error caught by every test.
+  __builtin_trap();
+}
+
+const FamilyDefinition* FindArchitecture(std::string_view name, const ArchitectureDefinition** architecture) {
+  for (const FamilyDefinition* family : kFamilies) {
+    for (const ArchitectureDefinition& candidate : family->architectures) {
+      if (candidate.name == name) {
+        *architecture = &candidate;
+        return family;
+      }
+    }
+  }
+  return nullptr;
+}
+
+StatusOr<std::unique_ptr<Model>> LoadModel(const ModelConfig& config, const WeightStore& weights,
+                                           const Placement& placement) {
+  return FamilyOf(config.family).load(config, weights, placement);
+}
+
+}  // namespace stamen::engine
