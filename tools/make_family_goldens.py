@@ -1,0 +1,432 @@
+#!/usr/bin/env python3
+"""Tiny random-weight model folders with golden outputs from the real transformers modeling code.
+
+    .venv-heavy/bin/python tools/make_family_goldens.py FAMILY OUT_DIR
+    .venv-heavy/bin/python tools/make_family_goldens.py all tests/engine/data   # every family
+
+Each OUT_DIR is laid out as ../shared/models/golden (see its README): `config.json` and
+`model.safetensors` (save_pretrained, F32), `golden.safetensors` with, for i = 0..5 (sequence
+lengths 1, 3, 7, 16, 64, 130), `input_ids_i` (I64), `last_hidden_state_i` [L, hidden],
+`mean_pooled_i`, `cls_pooled_i` (first token), `last_token_i` (last token) and, for classifiers,
+`logits_i` [1, num_labels]; values are F32 casts of a float64 run (eager attention, one sequence
+per batch, no padding). `report.json` records versions, the config's key fields, tensor names and
+the semantics checked while making the folder (position offsets, masks, scales, window effect).
+
+Weights: default HF init under a fixed seed, then perturbed so outputs are not degenerate (norm
+weights 1+0.1N, or 0.1N for Gemma's (1+w) RMSNorm; norm biases 0.1N; other biases 0.05N;
+non-embedding matrices x5; MPNet's relative attention bias table 0.5N). Encoder ids start with
+the family's CLS/BOS and end with SEP/EOS (length 1: CLS/BOS alone); random ids never hit the
+padding id (RoBERTa-style position ids skip padding tokens). Qwen3 ids are random, as before.
+
+Families: qwen3, distilbert, distilbert-classifier, mpnet, mpnet-masked-lm,
+mpnet-masked-lm-prefixed, roberta-classifier, camembert, modernbert, modernbert-classifier,
+gemma3. The folder name written by `all` is tiny-FAMILY.
+"""
+import json
+import pathlib
+import sys
+
+import torch
+import transformers
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+LENGTHS = [1, 3, 7, 16, 64, 130]
+VOCAB = 1000
+
+
+# ---------------------------------------------------------------- families: configs and models
+
+def qwen3():
+    config = transformers.Qwen3Config(
+        vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rope_theta=1_000_000.0,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, attn_implementation="eager")
+    return dict(cls=transformers.Qwen3Model, config=config, seed=20261130, ids="random", perturb="qwen3")
+
+
+def distilbert(labels=0):
+    kwargs = dict(vocab_size=VOCAB, dim=64, n_layers=2, n_heads=4, hidden_dim=128, max_position_embeddings=512,
+                  sinusoidal_pos_embds=False, activation="gelu", pad_token_id=0, attn_implementation="eager")
+    if labels:
+        names = ["negative", "neutral", "positive"]
+        kwargs.update(num_labels=3, id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+    config = transformers.DistilBertConfig(**kwargs)
+    cls = transformers.DistilBertForSequenceClassification if labels else transformers.DistilBertModel
+    return dict(cls=cls, config=config, seed=101, ids=(101, 102), pad=0, learned_positions=True)
+
+
+def mpnet():
+    config = transformers.MPNetConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=514, relative_attention_num_buckets=32, layer_norm_eps=1e-5, hidden_act="gelu",
+        pad_token_id=1, bos_token_id=0, eos_token_id=2, attn_implementation="eager")
+    return dict(cls=transformers.MPNetModel, config=config, seed=102, ids=(0, 2), pad=1, learned_positions=True)
+
+
+def roberta_classifier():
+    config = transformers.RobertaConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
+        eos_token_id=2, num_labels=2, id2label={0: "not_entailment", 1: "entailment"},
+        label2id={"not_entailment": 0, "entailment": 1}, attn_implementation="eager")
+    return dict(cls=transformers.RobertaForSequenceClassification, config=config, seed=103, ids=(0, 2), pad=1,
+                learned_positions=True)
+
+
+def camembert():
+    # camembert-base: pad 1, <s> 5, </s> 6 in its sentencepiece vocabulary; type_vocab_size 1.
+    config = transformers.CamembertConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=5,
+        eos_token_id=6, attn_implementation="eager")
+    return dict(cls=transformers.CamembertModel, config=config, seed=104, ids=(5, 6), pad=1, learned_positions=True)
+
+
+def modernbert(labels=0):
+    # Written in the format of answerdotai/ModernBERT-base's config.json (global_attn_every_n_layers,
+    # global/local_rope_theta, local_attention); transformers 5 turns that into layer_types and
+    # rope_parameters, which are written alongside.
+    kwargs = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=128,
+                  max_position_embeddings=512, global_attn_every_n_layers=2, local_attention=16,
+                  global_rope_theta=160000.0, local_rope_theta=10000.0, hidden_activation="gelu", norm_eps=1e-5,
+                  norm_bias=False, attention_bias=False, mlp_bias=False, pad_token_id=3, bos_token_id=1,
+                  cls_token_id=1, eos_token_id=2, sep_token_id=2, attn_implementation="eager")
+    if labels:
+        kwargs.update(num_labels=1, classifier_pooling="cls", classifier_activation="gelu", classifier_bias=False)
+    config = transformers.ModernBertConfig(**kwargs)
+    legacy = dict(global_attn_every_n_layers=2, global_rope_theta=160000.0, local_rope_theta=10000.0)
+    cls = transformers.ModernBertForSequenceClassification if labels else transformers.ModernBertModel
+    return dict(cls=cls, config=config, seed=105, ids=(1, 2), pad=3, legacy_config=legacy, windowed=True)
+
+
+def gemma3():
+    # EmbeddingGemma-300m's non-size settings (its config.json): bidirectional attention,
+    # gelu_pytorch_tanh, rms_norm_eps 1e-6, rope 1e6 global / 1e4 local (written as rope_theta and
+    # rope_local_base_freq, as there), no softcapping, pad 0 / eos 1 / bos 2. query_pre_attn_scalar
+    # is 24 here, not head_dim (16), so that an engine scaling by head_dim fails.
+    layer_types = ["sliding_attention", "full_attention", "sliding_attention"]
+    config = transformers.Gemma3TextConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=2048, hidden_activation="gelu_pytorch_tanh",
+        rms_norm_eps=1e-6, query_pre_attn_scalar=24, sliding_window=16, layer_types=layer_types,
+        use_bidirectional_attention=True, attn_logit_softcapping=None, final_logit_softcapping=None,
+        attention_bias=False, pad_token_id=0, eos_token_id=1, bos_token_id=2,
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}},
+        attn_implementation="eager")
+    legacy = dict(rope_theta=1_000_000.0, rope_local_base_freq=10_000.0, rope_scaling=None)
+    return dict(cls=transformers.Gemma3TextModel, config=config, seed=106, ids=(2, 1), pad=0, perturb="gemma",
+                legacy_config=legacy, windowed=True)
+
+
+FAMILIES = {
+    "qwen3": qwen3,
+    "distilbert": distilbert,
+    "distilbert-classifier": lambda: distilbert(labels=3),
+    "mpnet": mpnet,
+    "mpnet-masked-lm": mpnet,
+    "mpnet-masked-lm-prefixed": mpnet,
+    "roberta-classifier": roberta_classifier,
+    "camembert": camembert,
+    "modernbert": modernbert,
+    "modernbert-classifier": lambda: modernbert(labels=1),
+    "gemma3": gemma3,
+}
+
+
+# ---------------------------------------------------------------- weights and inputs
+
+def perturb(model, recipe):
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if recipe == "qwen3":  # tools/make_qwen3_golden.py, unchanged
+                if "norm" in name:
+                    parameter.copy_(1 + 0.1 * torch.randn_like(parameter))
+                elif parameter.dim() == 2 and "embed" not in name:
+                    parameter.mul_(5)
+                continue
+            is_norm = "norm" in name.lower()
+            if "relative_attention_bias" in name:
+                parameter.copy_(0.5 * torch.randn_like(parameter))
+            elif is_norm and name.endswith("weight"):
+                base = 0.0 if recipe == "gemma" else 1.0  # Gemma's RMSNorm scales by (1 + w)
+                parameter.copy_(base + 0.1 * torch.randn_like(parameter))
+            elif is_norm and name.endswith("bias"):
+                parameter.copy_(0.1 * torch.randn_like(parameter))
+            elif name.endswith("bias"):
+                parameter.copy_(0.05 * torch.randn_like(parameter))
+            elif parameter.dim() == 2 and "embed" not in name:
+                parameter.mul_(5)
+
+
+def make_ids(spec, generator):
+    rows = []
+    for length in LENGTHS:
+        if spec["ids"] == "random":
+            rows.append(torch.randint(0, VOCAB, (length,), generator=generator))
+            continue
+        first, last = spec["ids"]
+        specials = {first, last, spec["pad"]}
+        body = torch.randint(0, VOCAB, (max(length - 2, 0) * 2 + 8,), generator=generator)
+        body = body[[int(t) not in specials for t in body]][:max(length - 2, 0)]
+        row = [first] if length == 1 else [first] + body.tolist() + [last]
+        rows.append(torch.tensor(row, dtype=torch.int64))
+    return rows
+
+
+def base_of(model):
+    return model.base_model if model.base_model is not model else model
+
+
+def run(model, ids):
+    """(last_hidden_state [L, H], logits [1, labels] or None) of one sequence."""
+    with torch.no_grad():
+        if isinstance(model, transformers.PreTrainedModel) and model.base_model is not model:
+            out = model(input_ids=ids[None], output_hidden_states=True)
+            hidden = base_of(model)(input_ids=ids[None]).last_hidden_state[0]
+            return hidden, out.logits
+        return model(input_ids=ids[None]).last_hidden_state[0], None
+
+
+# ---------------------------------------------------------------- semantics checks
+
+class AttentionRecorder:
+    """Wraps a modeling module's eager_attention_forward to record each call's mask and scale."""
+
+    def __init__(self, module):
+        self.module, self.calls = module, []
+
+    def __enter__(self):
+        self.original = self.module.eager_attention_forward
+
+        def wrapper(attn, query, key, value, attention_mask, *args, **kwargs):
+            self.calls.append({"layer": getattr(attn, "layer_idx", None), "scaling": kwargs.get("scaling"),
+                               "mask": None if attention_mask is None else attention_mask.detach().clone(),
+                               "sliding_window_arg": kwargs.get("sliding_window")})
+            return self.original(attn, query, key, value, attention_mask, *args, **kwargs)
+
+        self.module.eager_attention_forward = wrapper
+        return self
+
+    def __exit__(self, *exc):
+        self.module.eager_attention_forward = self.original
+
+
+def mask_summary(calls, length):
+    """For each layer: the largest |i - j| allowed, and whether the allowed set is exactly |i - j| <= w."""
+    result = []
+    for call in calls:
+        entry = {"layer": call["layer"], "scaling": call["scaling"], "sliding_window_arg": call["sliding_window_arg"]}
+        if call["mask"] is None:
+            entry["mask"] = "none (all pairs allowed)"
+        else:
+            allowed = (call["mask"][0, 0] > -1e30) & (call["mask"][0, 0] == 0)
+            i = torch.arange(length)[:, None]
+            j = torch.arange(length)[None, :]
+            distance = (i - j).abs()
+            widest = int(distance[allowed].max())
+            entry["max_abs_distance_allowed"] = widest
+            entry["mask_is_abs_distance_le_max"] = bool(torch.equal(allowed, distance <= widest))
+            entry["mask_min_value"] = float(call["mask"].min())
+        result.append(entry)
+    return result
+
+
+def position_offset_check(model, ids):
+    """Which start offset of learned absolute positions reproduces model.embeddings (0 or 2)."""
+    embeddings = base_of(model).embeddings
+    with torch.no_grad():
+        reference = embeddings(input_ids=ids[None])
+        found = {}
+        for offset in (0, 2):
+            positions = torch.arange(offset, offset + len(ids))[None]
+            found[offset] = float((embeddings(input_ids=ids[None], position_ids=positions) - reference).abs().max())
+    return {f"max_abs_diff_with_positions_from_{k}": v for k, v in found.items()}
+
+
+# ---------------------------------------------------------------- writing
+
+def tensor_names(path):
+    with safe_open(path, "pt") as f:
+        return {name: [str(f.get_slice(name).get_dtype()), list(f.get_slice(name).get_shape())] for name in f.keys()}
+
+
+def key_config(config_path):
+    config = json.loads(pathlib.Path(config_path).read_text())
+    skip = {"transformers_version", "output_hidden_states", "return_dict", "chunk_size_feed_forward",
+            "is_encoder_decoder", "output_attentions", "_name_or_path", "dtype", "problem_type"}
+    return {k: v for k, v in config.items() if k not in skip}
+
+
+def save_mpnet_as_real_masked_lm(model, out):
+    """As sentence-transformers/all-mpnet-base-v2 ships: config says MPNetForMaskedLM, but the
+    tensors are MPNetModel's, unprefixed, with the pooler and the I64 buffer embeddings.position_ids."""
+    model.config.architectures = ["MPNetForMaskedLM"]
+    model.save_pretrained(out, safe_serialization=True)
+    tensors = {k: v.detach().float().contiguous() for k, v in model.state_dict().items()}
+    tensors["embeddings.position_ids"] = torch.arange(model.config.max_position_embeddings)[None].to(torch.int64)
+    save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
+
+
+def save_mpnet_prefixed(model, out):
+    """As MPNetForMaskedLM.save_pretrained writes (microsoft/mpnet-base): mpnet.* (no pooler) + lm_head.*."""
+    masked = transformers.MPNetForMaskedLM(model.config).eval()
+    with torch.no_grad():
+        missing = masked.mpnet.load_state_dict(model.state_dict(), strict=False)
+        for name, parameter in masked.lm_head.named_parameters():
+            if name.startswith("decoder.weight"):
+                continue  # tied to mpnet.embeddings.word_embeddings
+            if parameter.dim() == 2:
+                parameter.mul_(5)
+            else:
+                parameter.copy_(0.05 * torch.randn_like(parameter))
+    masked.save_pretrained(out, safe_serialization=True)
+    return {"missing_when_loading_encoder": list(missing.missing_keys),
+            "unexpected_when_loading_encoder": list(missing.unexpected_keys)}
+
+
+def make(family, out):
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = FAMILIES[family]()
+    torch.manual_seed(spec["seed"])
+    config = spec["config"]
+    model = spec["cls"](config).eval()
+    perturb(model, spec.get("perturb", "default"))
+    report = {"generator": "tools/make_family_goldens.py " + family, "transformers": transformers.__version__,
+              "torch": torch.__version__, "class": spec["cls"].__name__, "lengths": LENGTHS,
+              "dtype": "float64 run, float32 outputs", "attn_implementation": "eager", "seed": spec["seed"],
+              "weight_recipe": spec.get("perturb", "default")}
+    if family == "mpnet-masked-lm":
+        save_mpnet_as_real_masked_lm(model, out)
+        report["class"] = "MPNetModel weights in a folder whose config says MPNetForMaskedLM"
+        report["layout"] = ("as sentence-transformers/all-mpnet-base-v2: unprefixed MPNetModel tensors incl. "
+                            "pooler.* and embeddings.position_ids (I64 [1, 514]); same weights and goldens as tiny-mpnet")
+    elif family == "mpnet-masked-lm-prefixed":
+        report["class"] = "MPNetForMaskedLM (goldens are its .mpnet encoder's, i.e. tiny-mpnet's)"
+        report["layout"] = save_mpnet_prefixed(model, out)
+    else:
+        model.save_pretrained(out, safe_serialization=True)
+    if "legacy_config" in spec:
+        # Real checkpoints' config format; transformers 5 reads either. Checked below by reloading.
+        path = out / "config.json"
+        saved = json.loads(path.read_text())
+        saved.update(spec["legacy_config"])
+        path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+
+    model = model.double()
+    generator = torch.Generator().manual_seed(7)
+    rows = make_ids(spec, generator)
+    golden, logits_seen = {}, False
+    for i, ids in enumerate(rows):
+        hidden, logits = run(model, ids)
+        golden[f"input_ids_{i}"] = ids.to(torch.int64)
+        golden[f"last_hidden_state_{i}"] = hidden.float()
+        golden[f"mean_pooled_{i}"] = hidden.mean(0, keepdim=True).float()
+        golden[f"cls_pooled_{i}"] = hidden[:1].float()
+        golden[f"last_token_{i}"] = hidden[-1:].float()
+        if logits is not None:
+            golden[f"logits_{i}"] = logits.float()
+            logits_seen = True
+    save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
+
+    checks = {}
+    # Reload the written folder with Auto classes (what an engine user's config says) and compare.
+    auto = transformers.AutoModelForSequenceClassification if logits_seen else transformers.AutoModel
+    if family == "mpnet-masked-lm-prefixed":
+        reloaded = transformers.MPNetForMaskedLM.from_pretrained(out, attn_implementation="eager").mpnet
+    else:
+        reloaded = auto.from_pretrained(out, attn_implementation="eager")
+    reloaded = reloaded.double().eval()
+    worst = 0.0
+    for i, ids in enumerate(rows):
+        hidden, logits = run(reloaded, ids)
+        worst = max(worst, float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max()))
+        if logits is not None:
+            worst = max(worst, float((logits.float() - golden[f"logits_{i}"]).abs().max()))
+    checks["reloaded_class"] = type(reloaded).__name__
+    checks["reload_max_abs_diff"] = worst
+    # An fp32 run of the same weights against the float64 goldens: the precision to expect.
+    f32 = reloaded.float()
+    worst32 = 0.0
+    for i, ids in enumerate(rows):
+        hidden, _ = run(f32, ids)
+        worst32 = max(worst32, float((hidden - golden[f"last_hidden_state_{i}"]).abs().max()))
+    checks["fp32_run_max_abs_diff"] = worst32
+    reloaded = reloaded.double()
+    checks["output_std"] = {f"last_hidden_state_{i}": float(golden[f"last_hidden_state_{i}"].std())
+                            for i in range(len(rows)) if len(rows[i]) > 1}
+    if logits_seen:
+        checks["logits"] = {f"logits_{i}": golden[f"logits_{i}"][0].tolist() for i in range(len(rows))}
+    if spec.get("learned_positions"):
+        checks["absolute_positions"] = position_offset_check(reloaded, rows[5])
+    family_checks(family, spec, reloaded, rows, golden, checks)
+
+    report["config"] = key_config(out / "config.json")
+    report["tensors"] = tensor_names(out / "model.safetensors")
+    report["golden_tensors"] = sorted(golden)
+    report["checks"] = checks
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    size = sum(p.stat().st_size for p in out.iterdir())
+    print(f"wrote {out} ({size} bytes): reload diff {worst:.2e}, fp32 diff {worst32:.2e}")
+
+
+def family_checks(family, spec, model, rows, golden, checks):
+    longest = rows[5]
+    base = base_of(model)
+    if family.startswith("mpnet"):
+        bucket = base.encoder.relative_position_bucket
+        distances = torch.arange(-140, 141)
+        buckets = bucket(distances, num_buckets=32).tolist()  # relative_position = j - i
+        checks["relative_position_bucket"] = {
+            "note": "bucket(j - i) as MPNetEncoder.relative_position_bucket(num_buckets=32, max_distance=128); "
+                    "compute_position_bias passes num_buckets=32 whatever the config says; positions 0..L-1 "
+                    "(not the padding-offset absolute position ids)",
+            "j_minus_i_to_bucket": {str(d): b for d, b in zip(distances.tolist(), buckets)
+                                    if d in (-140, -129, -128, -127, -100, -64, -32, -16, -9, -8, -7, -1,
+                                             0, 1, 7, 8, 9, 16, 32, 64, 100, 127, 128, 129, 140)},
+        }
+    if spec.get("windowed"):
+        module = sys.modules[type(base).__module__]
+        with AttentionRecorder(module) as recorder, torch.no_grad():
+            base(input_ids=longest[None])
+        checks["attention_calls_at_length_130"] = mask_summary(recorder.calls, len(longest))
+        # Does the window matter? Rerun with the same layers and RoPE but a window wider than any sequence.
+        config = model.config
+        saved_types = list(config.layer_types)
+        wide = {**config.to_dict(), "local_attention": 4096} if family.startswith("modernbert") else \
+            {**config.to_dict(), "sliding_window": 4096}
+        unwindowed = type(base)._from_config(config.__class__(**wide), attn_implementation="eager")
+        unwindowed.load_state_dict(base.state_dict())
+        unwindowed = unwindowed.double().eval()
+        diffs = {}
+        for i, ids in enumerate(rows):
+            with torch.no_grad():
+                hidden = unwindowed(input_ids=ids[None]).last_hidden_state[0]
+            diffs[f"len_{len(ids)}"] = float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max())
+        checks["max_abs_diff_if_the_window_were_4096"] = diffs
+        checks["layer_types"] = saved_types
+        if family == "gemma3":
+            checks["config_sliding_window_in_file"] = 16
+            checks["config.sliding_window_after_post_init"] = config.sliding_window
+            checks["embed_scale"] = float(base.embed_tokens.embed_scale)
+        if family.startswith("modernbert"):
+            checks["config.sliding_window (local_attention // 2)"] = config.sliding_window
+            checks["attn_norm_of_layer_0"] = type(base.layers[0].attn_norm).__name__
+
+
+def main():
+    family, out = sys.argv[1], pathlib.Path(sys.argv[2])
+    torch.set_num_threads(1)
+    if family == "all":
+        for name in FAMILIES:
+            make(name, out / f"tiny-{name}")
+    else:
+        if family not in FAMILIES:
+            sys.exit(f"unknown family {family!r}; one of: {', '.join(FAMILIES)}, all")
+        make(family, out)
+
+
+if __name__ == "__main__":
+    main()
