@@ -14,30 +14,16 @@
 #include "engine/models/layers.h"
 #include "engine/ops/convert.h"
 #include "engine/ops/embedding.h"
-#include "engine/ops/gemm.h"
 #include "engine/ops/norm.h"
-#include "engine/ops/pooling.h"
 
 namespace stamen::engine {
 namespace {
 
-struct EncoderLayer {
-  layers::AttentionWeights attention;
-  Tensor attention_norm_gamma, attention_norm_beta;
-  layers::FeedForwardWeights feed_forward;
-  Tensor ffn_norm_gamma, ffn_norm_beta;
-};
-
-struct ClassifierHead {
-  Tensor dense_weight, dense_bias;
-  Tensor output_weight, output_bias;
-};
-
 struct BertWeights {
   Tensor word_embeddings, position_embeddings, token_type_embeddings;
   Tensor embedding_norm_gamma, embedding_norm_beta;
-  std::vector<EncoderLayer> layers;
-  ClassifierHead head;
+  std::vector<layers::PostNormLayerWeights> layers;
+  layers::ClassifierWeights head;
 };
 
 // The tensor schema: every weight of a BERT-style folder, as save_pretrained names it.
@@ -53,7 +39,7 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, BertWeig
   visit.Tensor(weights.embedding_norm_beta, {embeddings + "LayerNorm.bias", {h}});
   weights.layers.resize(config.num_hidden_layers);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    EncoderLayer& layer = weights.layers[i];
+    layers::PostNormLayerWeights& layer = weights.layers[i];
     const std::string base = prefix + "encoder.layer." + std::to_string(i) + ".";
     const std::string self = base + "attention.self.";
     const TensorSpec qkv[] = {{self + "query.weight", {h, h}}, {self + "key.weight", {h, h}},
@@ -69,10 +55,10 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, BertWeig
     visit.Tensor(layer.feed_forward.up_bias, {base + "intermediate.dense.bias", {ffn}});
     visit.Tensor(layer.feed_forward.down_weight, {base + "output.dense.weight", {h, ffn}});
     visit.Tensor(layer.feed_forward.down_bias, {base + "output.dense.bias", {h}});
-    visit.Tensor(layer.ffn_norm_gamma, {base + "output.LayerNorm.weight", {h}, TensorInit::kNormOne});
-    visit.Tensor(layer.ffn_norm_beta, {base + "output.LayerNorm.bias", {h}});
+    visit.Tensor(layer.output_norm_gamma, {base + "output.LayerNorm.weight", {h}, TensorInit::kNormOne});
+    visit.Tensor(layer.output_norm_beta, {base + "output.LayerNorm.bias", {h}});
   }
-  ClassifierHead& head = weights.head;
+  layers::ClassifierWeights& head = weights.head;
   const int64_t labels = config.num_labels;
   if (config.head == ModelHead::kSequenceClassification && config.family == ModelFamily::kBert) {
     visit.Tensor(head.dense_weight, {prefix + "pooler.dense.weight", {h, h}});
@@ -105,7 +91,7 @@ class BertModel final : public Model {
  private:
   BertModel(const ModelConfig& config, const Placement& placement) : Model(placement), config_(config) {}
   Status Embed(const ModelInput& input, Tensor& hidden);
-  Status RunLayer(const EncoderLayer& layer, const ModelInput& input, Tensor& hidden);
+  Status RunLayer(const layers::PostNormLayerWeights& layer, const ModelInput& input, Tensor& hidden);
 
   ModelConfig config_;
   BertWeights weights_;
@@ -145,53 +131,27 @@ Status BertModel::Embed(const ModelInput& input, Tensor& hidden) {
                         static_cast<float>(config_.norm_eps), hidden);
 }
 
-Status BertModel::RunLayer(const EncoderLayer& layer, const ModelInput& input, Tensor& hidden) {
-  const float eps = static_cast<float>(config_.norm_eps);
-  layers::Slots slots(workspace_, kLayerSlots);
-  Tensor projected = slots.Get(placement_.dtype, hidden.shape());
-  STAMEN_RETURN_IF_ERROR(slots.status());
+Status BertModel::RunLayer(const layers::PostNormLayerWeights& layer, const ModelInput& input, Tensor& hidden) {
   const layers::AttentionSettings attention{
       .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim}};
-  STAMEN_RETURN_IF_ERROR(layers::SelfAttention(layer.attention, attention, hidden, input.cu_seqlens, slots.Nested(),
-                                               projected, /*accumulate=*/false));
-  STAMEN_RETURN_IF_ERROR(
-      ops::LayerNorm(projected, hidden, layer.attention_norm_gamma, layer.attention_norm_beta, eps, hidden));
   const layers::FeedForwardSettings feed_forward{.activation = config_.hidden_act,
                                                  .intermediate_size = config_.intermediate_size};
-  STAMEN_RETURN_IF_ERROR(
-      layers::FeedForward(layer.feed_forward, feed_forward, hidden, slots.Nested(), projected, /*accumulate=*/false));
-  return ops::LayerNorm(projected, hidden, layer.ffn_norm_gamma, layer.ffn_norm_beta, eps, hidden);
+  return layers::PostNormLayer(layer, attention, feed_forward, static_cast<float>(config_.norm_eps), input.cu_seqlens,
+                               layers::Slots(workspace_, kLayerSlots), hidden);
 }
 
 StatusOr<Tensor> BertModel::Forward(const ModelInput& input) {
   auto hidden = workspace_.Get(kHidden, placement_.dtype, {input.token_ids.dim(0), config_.hidden_size});
   if (!hidden.ok()) return hidden.status();
   STAMEN_RETURN_IF_ERROR(Embed(input, *hidden));
-  for (const EncoderLayer& layer : weights_.layers) STAMEN_RETURN_IF_ERROR(RunLayer(layer, input, *hidden));
+  for (const layers::PostNormLayerWeights& layer : weights_.layers) STAMEN_RETURN_IF_ERROR(RunLayer(layer, input, *hidden));
   return hidden;
 }
 
 StatusOr<Tensor> BertModel::Classify(const ModelInput& input, const Tensor& hidden) {
   if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-  const int64_t sequences = input.cu_seqlens.dim(0) - 1;
-  const DataType type = placement_.dtype;
-  layers::Slots slots(workspace_, kLayerSlots);
-  Tensor pooled = slots.Get(DataType::kF32, {sequences, config_.hidden_size});
-  Tensor pooled_typed = slots.Get(type, {sequences, config_.hidden_size});
-  Tensor dense = slots.Get(type, {sequences, config_.hidden_size});
-  Tensor logits = slots.Get(type, {sequences, config_.num_labels});
-  STAMEN_RETURN_IF_ERROR(slots.status());
-  // Pooling yields F32 on every device; the head's gemms run in the compute type.
-  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, input.cu_seqlens, ops::PoolingMode::kCls, pooled));
-  if (type != DataType::kF32) {
-    STAMEN_RETURN_IF_ERROR(ops::Convert(pooled, pooled_typed));
-    pooled = pooled_typed;
-  }
-  const ClassifierHead& head = weights_.head;
-  STAMEN_RETURN_IF_ERROR(
-      ops::Gemm(pooled, head.dense_weight, head.dense_bias, dense, {.activation = ops::Activation::kTanh}));
-  STAMEN_RETURN_IF_ERROR(ops::Gemm(dense, head.output_weight, head.output_bias, logits));
-  return logits;
+  const layers::ClassifierSettings head{.activation = ops::Activation::kTanh, .num_labels = config_.num_labels};
+  return layers::Classify(weights_.head, head, hidden, input.cu_seqlens, layers::Slots(workspace_, kLayerSlots));
 }
 
 std::vector<TensorSpec> Tensors(const ModelConfig& config, const std::string& prefix) {
@@ -242,6 +202,9 @@ constexpr ArchitectureDefinition kRobertaArchitectures[] = {
     {"XLMRobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
     {"RobertaModel", ModelHead::kNone, "", "roberta"},
     {"RobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
+    // CamemBERT is RoBERTa with its own vocabulary.
+    {"CamembertModel", ModelHead::kNone, "", "camembert"},
+    {"CamembertForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
 };
 
 }  // namespace

@@ -59,4 +59,36 @@ struct FeedForwardSettings {
 Status FeedForward(const FeedForwardWeights& weights, const FeedForwardSettings& settings, const Tensor& input,
                    Slots slots, Tensor& output, bool accumulate);
 
+// The post-LayerNorm encoder layer of BERT, DistilBERT and MPNet:
+//   x = LayerNorm(x + SelfAttention(x));   x = LayerNorm(x + FeedForward(x))
+struct PostNormLayerWeights {
+  AttentionWeights attention;
+  Tensor attention_norm_gamma, attention_norm_beta;
+  FeedForwardWeights feed_forward;
+  Tensor output_norm_gamma, output_norm_beta;
+};
+
+Status PostNormLayer(const PostNormLayerWeights& weights, const AttentionSettings& attention,
+                     const FeedForwardSettings& feed_forward, float norm_eps, const Tensor& cu_seqlens, Slots slots,
+                     Tensor& hidden);
+
+// A sequence-classification head on the first token: logits = W_o·norm(act(W_d·x_cls + b_d)) + b_o
+// (BERT's pooler + classifier, RoBERTa's classifier.dense + out_proj, DistilBERT's
+// pre_classifier + classifier; ModernBERT adds the norm).
+struct ClassifierWeights {
+  Tensor dense_weight, dense_bias;
+  Tensor norm_gamma, norm_beta;  // a LayerNorm after the activation, or empty
+  Tensor output_weight, output_bias;
+};
+
+struct ClassifierSettings {
+  ops::Activation activation = ops::Activation::kTanh;
+  float norm_eps = 0.0f;
+  int64_t num_labels = 0;
+};
+
+// Logits [S, num_labels] in the hidden state's dtype, a view into the workspace.
+StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ClassifierSettings& settings, const Tensor& hidden,
+                          const Tensor& cu_seqlens, Slots slots);
+
 }  // namespace stamen::engine::layers

@@ -6,6 +6,7 @@ namespace stamen::engine {
 // Defined in models/<family>.cc.
 extern const FamilyDefinition kBertFamily;
 extern const FamilyDefinition kRobertaFamily;
+extern const FamilyDefinition kDistilBertFamily;
 extern const FamilyDefinition kQwen2Family;
 extern const FamilyDefinition kQwen3Family;
 
@@ -14,6 +15,7 @@ namespace {
 const FamilyDefinition* const kFamilies[] = {
     &kBertFamily,
     &kRobertaFamily,
+    &kDistilBertFamily,
     &kQwen2Family,
     &kQwen3Family,
 };
