@@ -183,8 +183,8 @@ void PackKeys(const float* keys, int64_t row_size, int64_t length, int64_t d, fl
 
 }  // namespace
 
-void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, bool causal,
-               Tensor& output) {
+Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, bool causal,
+                 Tensor& output) {
   const int64_t d = layout.head_dim;
   const int64_t row_size = layout.row_size();
   const int64_t group = layout.num_heads / layout.num_kv_heads;
@@ -241,6 +241,7 @@ void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout
       }
     }
   }
+  return Status();
 }
 
 }  // namespace stamen::engine::cpu

@@ -3,11 +3,8 @@
 
 #include <string>
 
-#include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
-#if STAMEN_WITH_CUDA
-#include "engine/cuda/kernels.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace stamen::engine::ops {
 
@@ -45,14 +42,10 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& l
   if (cu_seqlens.dim(0) < 1) return Status::Error("attention: cu_seqlens is empty");
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("attention", {&qkv, &cu_seqlens, &output}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("attention", qkv.device(), {&qkv, &output}));
-  if (qkv.device() == Device::kCpu) {
-    cpu::Attention(qkv, cu_seqlens, layout, causal, output);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (qkv.device() == Device::kCuda) return cuda::Attention(qkv, cu_seqlens, layout, causal, output);
-#endif
-  return internal::DeviceNotBuilt("attention", qkv.device());
+  return internal::Dispatch(
+      "attention", qkv.device(),
+      [&] { return cpu::Attention(qkv, cu_seqlens, layout, causal, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::Attention(qkv, cu_seqlens, layout, causal, output); }));
 }
 
 }  // namespace stamen::engine::ops
