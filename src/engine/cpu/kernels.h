@@ -29,8 +29,8 @@ Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table)
 // Fails on an id outside the table.
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate);
 Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
-Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, bool causal,
-                 Tensor& output);
+Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
+                 const ops::AttentionOptions& options, Tensor& output);
 Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
 Status L2Normalize(const Tensor& input, Tensor& output);
 

@@ -161,7 +161,7 @@ Status BertModel::RunLayer(const EncoderLayer& layer, const ModelInput& input, T
     if (!buffer->ok()) return buffer->status();
   }
   STAMEN_RETURN_IF_ERROR(ops::Gemm(hidden, layer.qkv_weight, layer.qkv_bias, *qkv));
-  STAMEN_RETURN_IF_ERROR(ops::Attention(*qkv, input.cu_seqlens, layout, /*causal=*/false, *context));
+  STAMEN_RETURN_IF_ERROR(ops::Attention(*qkv, input.cu_seqlens, layout, ops::AttentionOptions{}, *context));
   STAMEN_RETURN_IF_ERROR(ops::Gemm(*context, layer.output_weight, layer.output_bias, *projected));
   STAMEN_RETURN_IF_ERROR(
       ops::LayerNorm(*projected, hidden, layer.attention_norm_gamma, layer.attention_norm_beta, eps, hidden));

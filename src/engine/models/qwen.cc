@@ -122,7 +122,7 @@ Status QwenModel::RunLayer(const DecoderLayer& layer, const ModelInput& input, c
     STAMEN_RETURN_IF_ERROR(ops::RmsNormHeads(*qkv, layout_, layer.query_norm, layer.key_norm, eps));
   }
   STAMEN_RETURN_IF_ERROR(ops::ApplyRope(*qkv, layout_, rope));
-  STAMEN_RETURN_IF_ERROR(ops::Attention(*qkv, input.cu_seqlens, layout_, config_.causal, *context));
+  STAMEN_RETURN_IF_ERROR(ops::Attention(*qkv, input.cu_seqlens, layout_, {.causal = config_.causal}, *context));
   STAMEN_RETURN_IF_ERROR(ops::Gemm(*context, layer.output_weight, Tensor(), hidden, {.accumulate = true}));
   STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, layer.post_attention_norm, eps, *normed));
   STAMEN_RETURN_IF_ERROR(ops::Gemm(*normed, layer.gate_up_weight, Tensor(), *gate_up));
