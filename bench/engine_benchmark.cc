@@ -186,7 +186,7 @@ int RunAttentionBenchmark(const AttentionBenchmarkOptions& options) {
     }
     for (int64_t i = 0; i < qkv->NumElements(); ++i) qkv->data<float>()[i] = value(random);
     for (int s = 0; s <= options.sequences; ++s) cu_seqlens->data<int32_t>()[s] = s * length;
-    auto attention = [&] { return engine::ops::Attention(*qkv, *cu_seqlens, layout, options.causal, *output); };
+    auto attention = [&] { return engine::ops::Attention(*qkv, *cu_seqlens, layout, {.causal = options.causal}, *output); };
     if (engine::Status status = attention(); !status.ok()) {
       std::fprintf(stderr, "stamen bench attention: %s\n", status.message().c_str());
       return 2;

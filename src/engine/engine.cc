@@ -2,7 +2,6 @@
 // truncates and normalises (or applies the classification head) into the step's result.
 #include "engine/engine.h"
 
-#include <cstring>
 #include <filesystem>
 
 #include <omp.h>
@@ -10,6 +9,7 @@
 #include "engine/models/family.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/pooling.h"
+#include "engine/step_output.h"
 #include "engine/weight_store.h"
 
 #if STAMEN_WITH_CUDA
@@ -186,34 +186,13 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
 
   auto hidden = model_->Forward(input);
   if (!hidden.ok()) return hidden.status();
+  // The values outlive the step (callers read them after the next Step), so each step
+  // allocates its own.
+  auto values = ComputeStepValues(*model_, input, *hidden, options, pooling, config_.hidden_size,
+                                  [](const Shape& shape) { return Tensor::Allocate(DataType::kF32, shape); });
+  if (!values.ok()) return values.status();
   LazyResult result;
-  switch (options.output) {
-    case StepOutput::kTokenEmbeddings: {
-      auto values = Tensor::Allocate(DataType::kF32, hidden->shape());
-      if (!values.ok()) return values.status();
-      std::memcpy(values->raw_data(), hidden->raw_data(), hidden->NumBytes());
-      result.values_ = std::move(values.value());
-      break;
-    }
-    case StepOutput::kScores: {
-      auto logits = model_->Classify(input, *hidden);
-      if (!logits.ok()) return logits.status();
-      auto values = Tensor::Allocate(DataType::kF32, logits->shape());
-      if (!values.ok()) return values.status();
-      std::memcpy(values->raw_data(), logits->raw_data(), logits->NumBytes());
-      result.values_ = std::move(values.value());
-      break;
-    }
-    case StepOutput::kEmbeddings: {
-      const int64_t width = options.dimensions > 0 ? options.dimensions : config_.hidden_size;
-      auto values = Tensor::Allocate(DataType::kF32, {sequences, width});
-      if (!values.ok()) return values.status();
-      STAMEN_RETURN_IF_ERROR(ops::Pool(*hidden, input.cu_seqlens, pooling, *values));
-      if (options.normalize) STAMEN_RETURN_IF_ERROR(ops::L2Normalize(*values, *values));
-      result.values_ = std::move(values.value());
-      break;
-    }
-  }
+  result.values_ = std::move(values.value());
   return result;
 }
 

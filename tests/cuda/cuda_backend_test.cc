@@ -299,9 +299,9 @@ TEST_F(CudaKernelTest, RaggedAttentionUnevenLengthsAndGroupedHeads) {
     const Tensor cu = Ints(bounds);
     const int64_t width = test.layout.num_heads * test.layout.head_dim;
     Tensor expected = *Tensor::Allocate(DataType::kF32, {tokens, width});
-    ASSERT_TRUE(ops::Attention(qkv, cu, test.layout, test.causal, expected).ok());
+    ASSERT_TRUE(ops::Attention(qkv, cu, test.layout, {.causal = test.causal}, expected).ok());
     Tensor actual = Empty(DataType::kBF16, {tokens, width}, Device::kCuda);
-    Status status = ops::Attention(ToDevice(qkv), ToDevice(cu), test.layout, test.causal, actual);
+    Status status = ops::Attention(ToDevice(qkv), ToDevice(cu), test.layout, {.causal = test.causal}, actual);
     ASSERT_TRUE(status.ok()) << status.message();
     std::ostringstream what;
     what << "attention heads " << test.layout.num_heads << "/" << test.layout.num_kv_heads << " d "

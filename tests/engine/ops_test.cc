@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "engine/ops/activation.h"
@@ -144,10 +146,11 @@ TEST(NormTest, RmsNormAndPerHeadRmsNorm) {
   }
 }
 
-// Reference attention in double for one ragged batch.
+// Reference attention in double for one ragged batch, straight from AttentionOptions' rule.
 std::vector<double> ReferenceAttention(const Tensor& qkv, const std::vector<int32_t>& bounds, const ops::QkvLayout& layout,
-                                       bool causal) {
+                                       const ops::AttentionOptions& options) {
   const int64_t d = layout.head_dim, row = layout.row_size(), group = layout.num_heads / layout.num_kv_heads;
+  const double scale = options.scale > 0.0f ? double{options.scale} : 1.0 / std::sqrt(double(d));
   std::vector<double> out(qkv.dim(0) * layout.num_heads * d, 0.0);
   const float* data = qkv.data<float>();
   for (size_t s = 0; s + 1 < bounds.size(); ++s) {
@@ -155,20 +158,28 @@ std::vector<double> ReferenceAttention(const Tensor& qkv, const std::vector<int3
       const int64_t k_off = (layout.num_heads + head / group) * d;
       const int64_t v_off = (layout.num_heads + layout.num_kv_heads + head / group) * d;
       for (int32_t i = bounds[s]; i < bounds[s + 1]; ++i) {
-        const int32_t last = causal ? i + 1 : bounds[s + 1];
+        std::vector<int32_t> keys;
         std::vector<double> scores;
         double maximum = -1e300;
-        for (int32_t j = bounds[s]; j < last; ++j) {
+        for (int32_t j = bounds[s]; j < bounds[s + 1]; ++j) {
+          if (options.causal && j > i) continue;
+          if (options.window > 0 && std::abs(j - i) >= options.window) continue;
           double dot = 0.0;
           for (int64_t c = 0; c < d; ++c) dot += double{data[i * row + head * d + c]} * data[j * row + k_off + c];
-          scores.push_back(dot / std::sqrt(double(d)));
-          maximum = std::max(maximum, scores.back());
+          double score = dot * scale;
+          if (const ops::RelativePositionBias* bias = options.position_bias; bias != nullptr) {
+            const int32_t bucket = ops::RelativePositionBucket(j - i, bias->num_buckets, bias->max_distance);
+            score += bias->table.data<float>()[bucket * layout.num_heads + head];
+          }
+          keys.push_back(j);
+          scores.push_back(score);
+          maximum = std::max(maximum, score);
         }
         double total = 0.0;
         for (double& score : scores) total += (score = std::exp(score - maximum));
-        for (int32_t j = bounds[s]; j < last; ++j) {
+        for (size_t k = 0; k < keys.size(); ++k) {
           for (int64_t c = 0; c < d; ++c) {
-            out[(i * layout.num_heads + head) * d + c] += scores[j - bounds[s]] / total * data[j * row + v_off + c];
+            out[(i * layout.num_heads + head) * d + c] += scores[k] / total * data[keys[k] * row + v_off + c];
           }
         }
       }
@@ -184,8 +195,8 @@ TEST_P(AttentionTest, RaggedGroupedQueryMatchesReference) {
   const ops::QkvLayout layout{4, 2, 12};
   const std::vector<int32_t> bounds = {0, 1, 6, 15, 40};
   Tensor qkv = Random({40, layout.row_size()}, 16, 2.0f), out = Zeros({40, 48});
-  ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, causal, out).ok());
-  const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, causal);
+  ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, {.causal = causal}, out).ok());
+  const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, {.causal = causal});
   for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(out.data<float>()[i], expected[i], 1e-5) << i;
 }
 
@@ -201,8 +212,8 @@ TEST(AttentionTest, VectorTilesMatchReference) {
       const std::vector<int32_t> bounds = {0, 1, 7, 24, 41, 341};
       const int64_t tokens = bounds.back();
       Tensor qkv = Random({tokens, layout.row_size()}, 17, 1.5f), out = Zeros({tokens, 4 * head_dim});
-      ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, causal, out).ok());
-      const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, causal);
+      ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, {.causal = causal}, out).ok());
+      const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, {.causal = causal});
       for (size_t i = 0; i < expected.size(); ++i) {
         ASSERT_NEAR(out.data<float>()[i], expected[i], 1e-5) << "head_dim " << head_dim << " causal " << causal << " at " << i;
       }
@@ -210,10 +221,73 @@ TEST(AttentionTest, VectorTilesMatchReference) {
   }
 }
 
+// Buckets of j − i as transformers' MPNetEncoder.relative_position_bucket(torch.arange(-300, 301))
+// gives them (transformers 5.24, torch 2.15): keys before the query in 0..15, after it in
+// 16..31. The distances 16, 32 and 64 sit exactly on bucket edges, where float32 rounding
+// decides (they land on the upper bucket).
+TEST(AttentionTest, RelativePositionBucketMatchesTransformers) {
+  const std::vector<std::pair<int64_t, int32_t>> expected = {
+      {0, 0},     {-1, 1},    {-7, 7},    {-8, 8},    {-11, 8},   {-12, 9},   {-15, 9},   {-16, 10},
+      {-22, 10},  {-23, 11},  {-31, 11},  {-32, 12},  {-45, 12},  {-46, 13},  {-63, 13},  {-64, 14},
+      {-90, 14},  {-91, 15},  {-128, 15}, {-300, 15}, {1, 17},    {7, 23},    {8, 24},    {11, 24},
+      {12, 25},   {15, 25},   {16, 26},   {22, 26},   {23, 27},   {31, 27},   {32, 28},   {45, 28},
+      {46, 29},   {63, 29},   {64, 30},   {90, 30},   {91, 31},   {128, 31},  {300, 31}};
+  for (const auto& [relative_position, bucket] : expected) {
+    EXPECT_EQ(ops::RelativePositionBucket(relative_position, 32, 128), bucket) << "j - i = " << relative_position;
+  }
+}
+
+// Windows (ModernBERT's |i − j| ≤ 2 as window 3, a causal sliding window), a scale, MPNet's
+// position bias and all together, over ragged sequences with grouped-query heads; the long
+// sequence (300 tokens, head_dim 32 and 40) puts windows across many 16-key panels and
+// 6-query tiles.
+TEST(AttentionTest, OptionsMatchReference) {
+  const ops::QkvLayout layout{4, 2, 12};
+  const Tensor table = Random({32, 4}, 18);
+  const ops::RelativePositionBias bias{.table = table};
+  const std::vector<ops::AttentionOptions> cases = {
+      {.window = 3},
+      {.causal = true, .window = 4},
+      {.window = 1},
+      {.scale = 0.3f},
+      {.position_bias = &bias},
+      {.causal = true, .position_bias = &bias},
+      {.window = 7, .scale = 0.2f, .position_bias = &bias},
+      {.causal = true, .window = 5, .scale = 0.25f, .position_bias = &bias},
+  };
+  for (const int64_t head_dim : {12, 32, 40}) {
+    const ops::QkvLayout tested{layout.num_heads, layout.num_kv_heads, head_dim};
+    const std::vector<int32_t> bounds = head_dim == 12 ? std::vector<int32_t>{0, 1, 6, 15, 40}
+                                                       : std::vector<int32_t>{0, 1, 7, 24, 41, 341};
+    const int64_t tokens = bounds.back();
+    Tensor qkv = Random({tokens, tested.row_size()}, 19, 1.5f);
+    for (size_t c = 0; c < cases.size(); ++c) {
+      for (const int64_t window : {cases[c].window, cases[c].window > 0 ? cases[c].window * 5 : 0}) {
+        ops::AttentionOptions options = cases[c];
+        options.window = window;
+        Tensor out = Zeros({tokens, 4 * head_dim});
+        ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), tested, options, out).ok());
+        const std::vector<double> expected = ReferenceAttention(qkv, bounds, tested, options);
+        for (size_t i = 0; i < expected.size(); ++i) {
+          ASSERT_NEAR(out.data<float>()[i], expected[i], 1e-5) << "case " << c << " window " << window << " head_dim "
+                                                               << head_dim << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(AttentionTest, ValidatesArguments) {
   Tensor out24 = Zeros({4, 24}), out16 = Zeros({4, 16});
-  EXPECT_FALSE(ops::Attention(Zeros({4, 40}), Ints({0, 4}), {3, 2, 8}, false, out24).ok());  // 3 heads, 2 groups
-  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, false, out16).ok());  // output too wide
+  EXPECT_FALSE(ops::Attention(Zeros({4, 40}), Ints({0, 4}), {3, 2, 8}, {}, out24).ok());  // 3 heads, 2 groups
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {}, out16).ok());  // output too wide
+  Tensor out8 = Zeros({4, 8});
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.window = -1}, out8).ok());
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.scale = -0.5f}, out8).ok());
+  const ops::RelativePositionBias wrong_heads{.table = Zeros({32, 2})};  // 2 heads for a 1-head layout
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.position_bias = &wrong_heads}, out8).ok());
+  const ops::RelativePositionBias too_few_buckets{.table = Zeros({2, 1}), .num_buckets = 2};
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.position_bias = &too_few_buckets}, out8).ok());
   const std::vector<int32_t> good = {0, 2, 5}, empty = {0, 0, 5}, short_end = {0, 2, 4}, decreasing = {0, 3, 2};
   EXPECT_TRUE(ops::ValidateCuSeqlens(good, 5, false).ok());
   EXPECT_FALSE(ops::ValidateCuSeqlens(empty, 5, false).ok());

@@ -21,14 +21,15 @@ float Apply(ops::Activation activation, float x) {
 
 }  // namespace
 
-void Activate(ops::Activation activation, const Tensor& input, Tensor& output) {
+Status Activate(ops::Activation activation, const Tensor& input, Tensor& output) {
   const float* in = input.data<float>();
   float* out = output.data<float>();
   const int64_t count = input.NumElements();
   for (int64_t i = 0; i < count; ++i) out[i] = Apply(activation, in[i]);
+  return Status();
 }
 
-void SiluMul(const Tensor& gate_up, Tensor& output) {
+Status SiluMul(const Tensor& gate_up, Tensor& output) {
   const int64_t rows = output.dim(0);
   const int64_t n = output.dim(1);
   for (int64_t r = 0; r < rows; ++r) {
@@ -37,6 +38,7 @@ void SiluMul(const Tensor& gate_up, Tensor& output) {
     float* out = output.data<float>() + r * n;
     for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
   }
+  return Status();
 }
 
 }  // namespace stamen::engine::cpu

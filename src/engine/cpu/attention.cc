@@ -33,6 +33,8 @@ struct AttentionScratch {
   std::vector<float> values;   // [L, d]
   std::vector<float> scores;   // [kQueryTile][panels · kKeyPanel]
   std::vector<float> queries;  // [kQueryTile][d], scaled; zero rows past the tile's last query
+  std::vector<int32_t> buckets;  // [2L − 1] relative position buckets (with a position bias)
+  std::vector<float> bias;       // [2L − 1] one head's bias per relative position
 };
 
 AttentionScratch& Scratch() {
@@ -181,15 +183,34 @@ void PackKeys(const float* keys, int64_t row_size, int64_t length, int64_t d, fl
   }
 }
 
+// Query `i` (of a sequence of `length`) sees keys [begin, end): the causal and window limits of
+// ops::AttentionOptions.
+struct KeyRange {
+  int64_t begin;
+  int64_t end;
+};
+
+KeyRange VisibleKeys(int64_t i, int64_t length, bool causal, int64_t window) {
+  KeyRange range{0, causal ? i + 1 : length};
+  if (window > 0) {
+    range.begin = std::max<int64_t>(0, i - window + 1);
+    range.end = std::min(range.end, i + window);
+  }
+  return range;
+}
+
 }  // namespace
 
-void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, bool causal,
-               Tensor& output) {
+Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
+                 const ops::AttentionOptions& options, Tensor& output) {
   const int64_t d = layout.head_dim;
   const int64_t row_size = layout.row_size();
   const int64_t group = layout.num_heads / layout.num_kv_heads;
   const int64_t output_row = layout.num_heads * d;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const float scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d));
+  const bool causal = options.causal;
+  const int64_t window = options.window;
+  const ops::RelativePositionBias* position_bias = options.position_bias;
   const int32_t* bounds = cu_seqlens.data<int32_t>();
   const float* data = qkv.data<float>();
 
@@ -217,8 +238,26 @@ void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout
     PackKeys(sequence + (layout.num_heads + kv_head) * d, row_size, length, d, keys);
     const int64_t value_offset = (layout.num_heads + layout.num_kv_heads + kv_head) * d;
     for (int64_t j = 0; j < length; ++j) std::memcpy(values + j * d, sequence + j * row_size + value_offset, d * sizeof(float));
+    // With a position bias, the bucket of every offset j − i ∈ [−(length − 1), length − 1],
+    // at index j − i + length − 1; each head then reads its bias of each offset once.
+    int32_t* buckets = nullptr;
+    float* bias_by_offset = nullptr;
+    if (position_bias != nullptr) {
+      buckets = Reserve(scratch.buckets, 2 * length - 1);
+      bias_by_offset = Reserve(scratch.bias, 2 * length - 1);
+      for (int64_t offset = 0; offset < 2 * length - 1; ++offset) {
+        buckets[offset] =
+            ops::RelativePositionBucket(offset - (length - 1), position_bias->num_buckets, position_bias->max_distance);
+      }
+    }
 
     for (int64_t head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+      if (position_bias != nullptr) {
+        const float* table = position_bias->table.data<float>();
+        for (int64_t offset = 0; offset < 2 * length - 1; ++offset) {
+          bias_by_offset[offset] = table[buckets[offset] * layout.num_heads + head];
+        }
+      }
       for (int64_t first = 0; first < length; first += kQueryTile) {
         const int64_t rows = std::min(kQueryTile, length - first);
         for (int64_t r = 0; r < rows; ++r) {
@@ -226,21 +265,34 @@ void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout
           for (int64_t t = 0; t < d; ++t) queries[r * d + t] = query[t] * scale;
         }
         std::fill(queries + rows * d, queries + kQueryTile * d, 0.0f);
-        // Keys any query of the tile sees (causal: up to the tile's last query).
-        const int64_t seen = causal ? first + rows : length;
-        ScoreTile(queries, keys, d, (seen + kKeyPanel - 1) / kKeyPanel, stride, scores);
+        // Keys any query of the tile sees: from the first query's first key (scored from the
+        // start of its panel) to the last query's last key.
+        const int64_t seen_begin = VisibleKeys(first, length, causal, window).begin;
+        const int64_t seen_end = VisibleKeys(first + rows - 1, length, causal, window).end;
+        const int64_t first_panel = seen_begin / kKeyPanel;
+        ScoreTile(queries, keys + first_panel * d * kKeyPanel, d, (seen_end + kKeyPanel - 1) / kKeyPanel - first_panel,
+                  stride, scores + first_panel * kKeyPanel);
         float inverse_sums[kQueryTile];
         for (int64_t r = 0; r < kQueryTile; ++r) {
           float* row_scores = scores + r * stride;
-          const int64_t visible = r >= rows ? 0 : causal ? first + r + 1 : length;
-          if (visible > 0) inverse_sums[r] = 1.0f / SoftmaxNumerators(row_scores, visible);
-          std::fill(row_scores + visible, row_scores + seen, 0.0f);
+          KeyRange visible{seen_begin, seen_begin};
+          if (r < rows) {
+            visible = VisibleKeys(first + r, length, causal, window);
+            if (bias_by_offset != nullptr) {
+              const float* bias = bias_by_offset + (length - 1) - (first + r);  // bias[j] is offset j − i
+              for (int64_t j = visible.begin; j < visible.end; ++j) row_scores[j] += bias[j];
+            }
+            inverse_sums[r] = 1.0f / SoftmaxNumerators(row_scores + visible.begin, visible.end - visible.begin);
+          }
+          std::fill(row_scores + seen_begin, row_scores + visible.begin, 0.0f);
+          std::fill(row_scores + visible.end, row_scores + seen_end, 0.0f);
         }
-        WeightedSum(scores, stride, values, d, seen, inverse_sums, rows,
+        WeightedSum(scores + seen_begin, stride, values + seen_begin * d, d, seen_end - seen_begin, inverse_sums, rows,
                     output.data<float>() + (begin + first) * output_row + head * d, output_row);
       }
     }
   }
+  return Status();
 }
 
 }  // namespace stamen::engine::cpu

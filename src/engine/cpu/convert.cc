@@ -1,5 +1,6 @@
-// Float format conversions on the CPU: through an fp32 chunk, so every pair of F32, F16 and
-// BF16 needs only a "to fp32" and a "from fp32" routine. Sources may be unaligned (mapped files).
+// Float format conversions (and the zero fill) on the CPU: through an fp32 chunk, so every
+// pair of F32, F16 and BF16 needs only a "to fp32" and a "from fp32" routine. Sources may be
+// unaligned (mapped files).
 #include <algorithm>
 #include <cstring>
 
@@ -102,10 +103,15 @@ void FromFloat(const float* values, int64_t count, DataType type, std::byte* tar
 
 }  // namespace
 
-void Convert(const Tensor& input, Tensor& output) {
+Status Zero(Tensor& tensor) {
+  std::memset(tensor.raw_data(), 0, tensor.NumBytes());
+  return Status();
+}
+
+Status Convert(const Tensor& input, Tensor& output) {
   if (input.dtype() == output.dtype()) {
     std::memmove(output.raw_data(), input.raw_data(), input.NumBytes());
-    return;
+    return Status();
   }
   const auto* source = static_cast<const std::byte*>(input.raw_data());
   auto* target = static_cast<std::byte*>(output.raw_data());
@@ -118,6 +124,7 @@ void Convert(const Tensor& input, Tensor& output) {
     ToFloat(source + begin * source_size, input.dtype(), count, chunk);
     FromFloat(chunk, count, output.dtype(), target + begin * target_size);
   }
+  return Status();
 }
 
 }  // namespace stamen::engine::cpu

@@ -28,7 +28,7 @@ Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accum
   return Status();
 }
 
-void SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions) {
+Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions) {
   const int32_t* bounds = cu_seqlens.data<int32_t>();
   const int64_t sequences = cu_seqlens.dim(0) - 1;
   int32_t* out = positions.data<int32_t>();
@@ -38,6 +38,7 @@ void SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positio
     for (; t < bounds[s + 1] && t < tokens; ++t) out[t] = offset + static_cast<int32_t>(t - bounds[s]);
   }
   for (; t < tokens; ++t) out[t] = offset;
+  return Status();
 }
 
 }  // namespace stamen::engine::cpu

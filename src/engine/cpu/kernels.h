@@ -1,5 +1,6 @@
 // The CPU backend: one function per op, called by the op's device-independent part after
-// it has checked dtypes, shapes and devices (so these only compute).
+// it has checked dtypes, shapes and devices (so these only compute). They return Status like
+// the CUDA backend's, so one dispatch (ops/dispatch.h) serves both; most cannot fail.
 #pragma once
 
 #include "engine/ops/activation.h"
@@ -11,25 +12,26 @@
 
 namespace stamen::engine::cpu {
 
-void Convert(const Tensor& input, Tensor& output);
+Status Convert(const Tensor& input, Tensor& output);
+Status Zero(Tensor& tensor);
 // Fails only if oneDNN does (an unsupported shape or out of memory).
 Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
             const ops::GemmOptions& options);
-void Activate(ops::Activation activation, const Tensor& input, Tensor& output);
-void SiluMul(const Tensor& gate_up, Tensor& output);
-void LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
-               Tensor& output);
-void RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output);
-void RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
-                  float eps);
-void RopeTable(const Tensor& positions, double base, Tensor& table);
-void ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
+Status Activate(ops::Activation activation, const Tensor& input, Tensor& output);
+Status SiluMul(const Tensor& gate_up, Tensor& output);
+Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
+                 Tensor& output);
+Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output);
+Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
+                    float eps);
+Status RopeTable(const Tensor& positions, double base, Tensor& table);
+Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
 // Fails on an id outside the table.
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate);
-void SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
-void Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, bool causal,
-               Tensor& output);
-void Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
-void L2Normalize(const Tensor& input, Tensor& output);
+Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
+Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
+                 const ops::AttentionOptions& options, Tensor& output);
+Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
+Status L2Normalize(const Tensor& input, Tensor& output);
 
 }  // namespace stamen::engine::cpu

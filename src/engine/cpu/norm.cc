@@ -45,8 +45,8 @@ void RmsNormRow(const float* row, const float* weight, float eps, int64_t n, flo
 
 }  // namespace
 
-void LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
-               Tensor& output) {
+Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
+                 Tensor& output) {
   const int64_t rows = input.dim(0);
   const int64_t n = input.dim(1);
   const float* gamma_data = gamma.data<float>();
@@ -66,19 +66,21 @@ void LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma,
     const float inverse = static_cast<float>(1.0 / std::sqrt(sum_squares / n + eps));
     NormalizeRow(out, static_cast<float>(mean), inverse, gamma_data, beta_data, n, out);
   }
+  return Status();
 }
 
-void RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output) {
+Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output) {
   const int64_t rows = input.dim(0);
   const int64_t n = input.dim(1);
 #pragma omp parallel for if (rows * n >= kParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     RmsNormRow(input.data<float>() + r * n, weight.data<float>(), eps, n, output.data<float>() + r * n);
   }
+  return Status();
 }
 
-void RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
-                  float eps) {
+Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
+                    float eps) {
   const int64_t d = layout.head_dim;
 #pragma omp parallel for if (qkv.dim(0) * layout.row_size() >= kParallelElements)
   for (int64_t t = 0; t < qkv.dim(0); ++t) {
@@ -88,6 +90,7 @@ void RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query
       RmsNormRow(row + h * d, weight, eps, d, row + h * d);
     }
   }
+  return Status();
 }
 
 }  // namespace stamen::engine::cpu

@@ -7,7 +7,7 @@
 
 namespace stamen::engine::cpu {
 
-void Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output) {
+Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output) {
   const int64_t n = hidden.dim(1);
   const int64_t width = output.dim(1);
   const int32_t* bounds = cu_seqlens.data<int32_t>();
@@ -41,9 +41,10 @@ void Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode,
         break;
     }
   }
+  return Status();
 }
 
-void L2Normalize(const Tensor& input, Tensor& output) {
+Status L2Normalize(const Tensor& input, Tensor& output) {
   const int64_t n = input.dim(1);
   for (int64_t r = 0; r < input.dim(0); ++r) {
     const float* in = input.data<float>() + r * n;
@@ -53,6 +54,7 @@ void L2Normalize(const Tensor& input, Tensor& output) {
     const float inverse = static_cast<float>(1.0 / std::max(std::sqrt(sum_squares), 1e-12));
     for (int64_t i = 0; i < n; ++i) out[i] = in[i] * inverse;
   }
+  return Status();
 }
 
 }  // namespace stamen::engine::cpu

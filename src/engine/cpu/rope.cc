@@ -6,7 +6,7 @@
 
 namespace stamen::engine::cpu {
 
-void RopeTable(const Tensor& positions, double base, Tensor& table) {
+Status RopeTable(const Tensor& positions, double base, Tensor& table) {
   const int64_t d = table.dim(1);
   const int64_t half = d / 2;
   for (int64_t t = 0; t < table.dim(0); ++t) {
@@ -20,9 +20,10 @@ void RopeTable(const Tensor& positions, double base, Tensor& table) {
       row[half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
     }
   }
+  return Status();
 }
 
-void ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table) {
+Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table) {
   const int64_t d = layout.head_dim;
   const int64_t half = d / 2;
   for (int64_t t = 0; t < qkv.dim(0); ++t) {
@@ -40,6 +41,7 @@ void ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table) {
       }
     }
   }
+  return Status();
 }
 
 }  // namespace stamen::engine::cpu

@@ -9,8 +9,10 @@
 // correctly for any batch with the same (S, T bucket); surplus blocks exit at once.
 //
 // This is the portable scalar-FMA version (no tensor-core MMA): correct for any even head_dim
-// up to 256, grouped-query heads and causal masks. A tensor-core version is future work that
-// needs a GPU to tune.
+// up to 256, grouped-query heads, causal masks and sliding windows (ops::AttentionOptions).
+// MPNet's relative position bias is not implemented here yet. A tensor-core version is future
+// work that needs a GPU to tune.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -50,7 +52,7 @@ __host__ __device__ inline SharedLayout MakeLayout(int head_dim) {
 __global__ void __launch_bounds__(kThreads)
     RaggedAttentionKernel(const bf16* __restrict__ qkv, const int32_t* __restrict__ cu_seqlens, int sequences,
                           int num_heads, int num_kv_heads, int head_dim, float scale, bool causal,
-                          bf16* __restrict__ output) {
+                          int window, bf16* __restrict__ output) {
   extern __shared__ __align__(16) unsigned char shared[];
   __shared__ int tile_sequence;
   __shared__ int tile_index;
@@ -108,8 +110,14 @@ __global__ void __launch_bounds__(kThreads)
   const int sequence_end = cu_seqlens[tile_sequence + 1];
   const int q_begin = sequence_begin + tile_index * kBlockM;
   const int q_rows = min(kBlockM, sequence_end - q_begin);
-  // Causal: no query of this tile sees past its last query.
-  const int kv_end = causal ? q_begin + q_rows : sequence_end;
+  // Keys any query of the tile sees: causal, none past its last query; with a window, none
+  // further than window − 1 before its first query or after its last.
+  int kv_begin = sequence_begin;
+  int kv_end = causal ? q_begin + q_rows : sequence_end;
+  if (window > 0) {
+    kv_begin = max(sequence_begin, q_begin - window + 1);
+    kv_end = min(kv_end, q_begin + q_rows - 1 + window);
+  }
 
   // Queries, pre-scaled, as fp32; rows past the sequence are zero.
   for (int k = threadIdx.x; k < kBlockM * head_dim; k += kThreads) {
@@ -130,7 +138,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int a = 0; a < kMaxAccumulators; ++a) accumulator[a] = 0.0f;
 
   const int pairs = head_dim / 2;
-  for (int k_begin = sequence_begin; k_begin < kv_end; k_begin += kBlockN) {
+  for (int k_begin = kv_begin; k_begin < kv_end; k_begin += kBlockN) {
     const int k_rows = min(kBlockN, kv_end - k_begin);
     __syncthreads();  // the previous tile is fully consumed
     // Keys and values as bf16 pairs; rows past the range are zero (0 · garbage could be NaN).
@@ -148,14 +156,15 @@ __global__ void __launch_bounds__(kThreads)
       reinterpret_cast<__nv_bfloat162*>(v_tile + j * layout.v_stride)[p] = value;
     }
     __syncthreads();
-    // Scores q·k for the tile, masked to -inf outside the sequence, past the query (causal)
-    // or for query rows past the sequence.
+    // Scores q·k for the tile, masked to -inf outside the sequence, past the query (causal),
+    // outside the window or for query rows past the sequence.
     for (int k = threadIdx.x; k < kBlockM * kBlockN; k += kThreads) {
       const int i = k / kBlockN;
       const int j = k - i * kBlockN;
       const int key_position = k_begin + j;
       float score = -INFINITY;
-      if (i < q_rows && j < k_rows && (!causal || key_position <= q_begin + i)) {
+      const int distance = key_position - (q_begin + i);
+      if (i < q_rows && j < k_rows && (!causal || distance <= 0) && (window <= 0 || abs(distance) < window)) {
         const float* q = q_tile + i * layout.q_stride;
         const __nv_bfloat162* key = reinterpret_cast<const __nv_bfloat162*>(k_tile + j * layout.k_stride);
         float dot = 0.0f;
@@ -227,10 +236,13 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, bool causal,
-                 Tensor& output) {
+Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
+                 const ops::AttentionOptions& options, Tensor& output) {
   auto context = RequireContext("attention");
   if (!context.ok()) return context.status();
+  if (options.position_bias != nullptr) {
+    return Status::Error("attention: relative position bias is not supported on cuda yet");
+  }
   if (layout.head_dim % 2 != 0 || layout.head_dim > kMaxHeadDim) {
     return Status::Error("attention: the cuda kernel takes an even head_dim up to " + std::to_string(kMaxHeadDim) +
                          ", got " + std::to_string(layout.head_dim));
@@ -251,10 +263,13 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   }
   const int64_t tiles = (tokens + kBlockM - 1) / kBlockM + sequences;
   const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(layout.num_heads));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(layout.head_dim));
+  const float scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(layout.head_dim));
+  // Sequences are far shorter than 2^31 tokens: a wider window is the same as none.
+  const int window = static_cast<int>(std::min<int64_t>(options.window, tokens + 1));
   RaggedAttentionKernel<<<grid, kThreads, shared.bytes, (*context)->stream()>>>(
       qkv.data<bf16>(), cu_seqlens.data<int32_t>(), static_cast<int>(sequences), static_cast<int>(layout.num_heads),
-      static_cast<int>(layout.num_kv_heads), static_cast<int>(layout.head_dim), scale, causal, output.data<bf16>());
+      static_cast<int>(layout.num_kv_heads), static_cast<int>(layout.head_dim), scale, options.causal, window,
+      output.data<bf16>());
   return CheckLaunch("attention");
 }
 

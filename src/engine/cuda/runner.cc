@@ -18,8 +18,7 @@
 #include <utility>
 
 #include "engine/cuda/context.h"
-#include "engine/ops/convert.h"
-#include "engine/ops/pooling.h"
+#include "engine/step_output.h"
 
 namespace stamen::engine::cuda {
 namespace {
@@ -316,31 +315,9 @@ StatusOr<LazyResult> Runner::Step(Model& model, const ModelConfig& config, const
   if (!hidden.ok()) return hidden.status();
 
   // Outputs, eagerly: pooling / head / conversion to F32, then the copy to a pinned buffer.
-  StatusOr<Tensor> output = Tensor();
-  switch (options.output) {
-    case StepOutput::kTokenEmbeddings: {
-      output = impl.outputs.Get(0, DataType::kF32, {tokens, hidden->dim(1)});
-      if (!output.ok()) return output.status();
-      STAMEN_RETURN_IF_ERROR(ops::Convert(hidden->Rows(0, tokens), *output));
-      break;
-    }
-    case StepOutput::kScores: {
-      auto logits = model.Classify(input, *hidden);
-      if (!logits.ok()) return logits.status();
-      output = impl.outputs.Get(0, DataType::kF32, logits->shape());
-      if (!output.ok()) return output.status();
-      STAMEN_RETURN_IF_ERROR(ops::Convert(*logits, *output));
-      break;
-    }
-    case StepOutput::kEmbeddings: {
-      const int64_t width = options.dimensions > 0 ? options.dimensions : config.hidden_size;
-      output = impl.outputs.Get(0, DataType::kF32, {sequences, width});
-      if (!output.ok()) return output.status();
-      STAMEN_RETURN_IF_ERROR(ops::Pool(*hidden, input.cu_seqlens, pooling, *output));
-      if (options.normalize) STAMEN_RETURN_IF_ERROR(ops::L2Normalize(*output, *output));
-      break;
-    }
-  }
+  auto output = ComputeStepValues(model, input, *hidden, options, pooling, config.hidden_size,
+                                  [&impl](const Shape& shape) { return impl.outputs.Get(0, DataType::kF32, shape); });
+  if (!output.ok()) return output.status();
   const size_t bytes = output->NumBytes();
   auto block = context.pinned().Acquire(bytes);
   if (!block.ok()) return block.status();

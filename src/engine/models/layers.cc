@@ -33,7 +33,7 @@ Status SelfAttention(const AttentionWeights& weights, const AttentionSettings& s
     STAMEN_RETURN_IF_ERROR(ops::RmsNormHeads(qkv, layout, weights.query_norm, weights.key_norm, settings.norm_eps));
   }
   if (settings.rope != nullptr) STAMEN_RETURN_IF_ERROR(ops::ApplyRope(qkv, layout, *settings.rope));
-  STAMEN_RETURN_IF_ERROR(ops::Attention(qkv, cu_seqlens, layout, settings.causal, context));
+  STAMEN_RETURN_IF_ERROR(ops::Attention(qkv, cu_seqlens, layout, settings.options, context));
   return ops::Gemm(context, weights.output_weight, weights.output_bias, output, {.accumulate = accumulate});
 }
 

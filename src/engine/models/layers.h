@@ -35,7 +35,7 @@ struct AttentionWeights {
 
 struct AttentionSettings {
   ops::QkvLayout layout;
-  bool causal = false;
+  ops::AttentionOptions options;  // causal, window, scale, relative position bias
   float norm_eps = 0.0f;         // of query_norm and key_norm
   const Tensor* rope = nullptr;  // the step's RoPE table [T, head_dim], or none
 };

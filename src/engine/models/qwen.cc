@@ -92,7 +92,7 @@ Status QwenModel::RunLayer(const DecoderLayer& layer, const ModelInput& input, c
   STAMEN_RETURN_IF_ERROR(slots.status());
   const layers::AttentionSettings attention{
       .layout = {config_.num_attention_heads, config_.num_key_value_heads, config_.head_dim},
-      .causal = config_.causal,
+      .options = {.causal = config_.causal},
       .norm_eps = eps,
       .rope = &rope};
   STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, layer.input_norm, eps, normed));

@@ -1,11 +1,8 @@
 // Activations: names, argument checks and device dispatch.
 #include "engine/ops/activation.h"
 
-#include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
-#if STAMEN_WITH_CUDA
-#include "engine/cuda/kernels.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace stamen::engine::ops {
 
@@ -25,14 +22,10 @@ Status Activate(Activation activation, const Tensor& input, Tensor& output) {
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("activate", {&input, &output}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("activate", input.device(), {&input, &output}));
-  if (input.device() == Device::kCpu) {
-    cpu::Activate(activation, input, output);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (input.device() == Device::kCuda) return cuda::Activate(activation, input, output);
-#endif
-  return internal::DeviceNotBuilt("activate", input.device());
+  return internal::Dispatch(
+      "activate", input.device(),
+      [&] { return cpu::Activate(activation, input, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::Activate(activation, input, output); }));
 }
 
 Status SiluMul(const Tensor& gate_up, Tensor& output) {
@@ -42,14 +35,10 @@ Status SiluMul(const Tensor& gate_up, Tensor& output) {
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("silu_mul", "gate_up", gate_up, 1, 2 * output.dim(1)));
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("silu_mul", {&gate_up, &output}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("silu_mul", output.device(), {&gate_up, &output}));
-  if (output.device() == Device::kCpu) {
-    cpu::SiluMul(gate_up, output);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (output.device() == Device::kCuda) return cuda::SiluMul(gate_up, output);
-#endif
-  return internal::DeviceNotBuilt("silu_mul", output.device());
+  return internal::Dispatch(
+      "silu_mul", output.device(),
+      [&] { return cpu::SiluMul(gate_up, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::SiluMul(gate_up, output); }));
 }
 
 }  // namespace stamen::engine::ops

@@ -1,13 +1,13 @@
-// Attention: cu_seqlens validation, argument checks and device dispatch.
+// Attention: cu_seqlens validation, relative position buckets, argument checks and device
+// dispatch.
 #include "engine/ops/attention.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
-#include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
-#if STAMEN_WITH_CUDA
-#include "engine/cuda/kernels.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace stamen::engine::ops {
 
@@ -29,12 +29,38 @@ Status ValidateCuSeqlens(std::span<const int32_t> cu_seqlens, int64_t total_toke
   return Status();
 }
 
-Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& layout, bool causal,
-                 Tensor& output) {
+int32_t RelativePositionBucket(int64_t relative_position, int32_t num_buckets, int32_t max_distance) {
+  // transformers, with n = −relative_position and num_buckets halved:
+  //   bucket = (n < 0) · num_buckets;  n = |n|;  max_exact = num_buckets // 2
+  //   n < max_exact: bucket + n
+  //   else: bucket + min(max_exact + long(log(n.float() / max_exact) / math.log(max_distance /
+  //         max_exact) · (num_buckets − max_exact)), num_buckets − 1)
+  // torch computes the large case in float32 (the Python double math.log(...) is rounded to
+  // float32 first) and long() truncates toward zero. The rounding matters where the quotient is
+  // an integer (n = 16, 32, 64 for MPNet: exactly 2, 4, 6 in float32, which truncate up, not down).
+  const int32_t half = num_buckets / 2;
+  const int32_t max_exact = half / 2;
+  const int64_t n = -relative_position;
+  const int32_t bucket = n < 0 ? half : 0;
+  const int64_t distance = n < 0 ? -n : n;
+  if (distance < max_exact) return bucket + static_cast<int32_t>(distance);
+  const float log_span = static_cast<float>(std::log(static_cast<double>(max_distance) / max_exact));
+  const float ratio = static_cast<float>(distance) / static_cast<float>(max_exact);
+  const float scaled = std::log(ratio) / log_span * static_cast<float>(half - max_exact);
+  const int64_t large = max_exact + static_cast<int64_t>(scaled);
+  return bucket + static_cast<int32_t>(std::min<int64_t>(large, half - 1));
+}
+
+Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& layout,
+                 const AttentionOptions& options, Tensor& output) {
   if (layout.num_heads <= 0 || layout.num_kv_heads <= 0 || layout.head_dim <= 0 ||
       layout.num_heads % layout.num_kv_heads != 0) {
     return Status::Error("attention: " + std::to_string(layout.num_heads) + " query heads cannot share " +
                          std::to_string(layout.num_kv_heads) + " key/value heads");
+  }
+  if (options.window < 0) return Status::Error("attention: window " + std::to_string(options.window) + " is negative");
+  if (!(options.scale >= 0.0f) || !std::isfinite(options.scale)) {
+    return Status::Error("attention: scale " + std::to_string(options.scale) + " is not a finite value >= 0");
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("attention", "qkv", qkv, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "qkv", qkv, 1, layout.row_size()));
@@ -45,14 +71,21 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& l
   if (cu_seqlens.dim(0) < 1) return Status::Error("attention: cu_seqlens is empty");
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("attention", {&qkv, &cu_seqlens, &output}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("attention", qkv.device(), {&qkv, &output}));
-  if (qkv.device() == Device::kCpu) {
-    cpu::Attention(qkv, cu_seqlens, layout, causal, output);
-    return Status();
+  if (const RelativePositionBias* bias = options.position_bias; bias != nullptr) {
+    if (bias->num_buckets < 4 || bias->max_distance <= bias->num_buckets / 4) {
+      return Status::Error("attention: relative position bias needs num_buckets >= 4 and max_distance > "
+                           "num_buckets / 4, got " + std::to_string(bias->num_buckets) + " and " +
+                           std::to_string(bias->max_distance));
+    }
+    STAMEN_RETURN_IF_ERROR(internal::Expect("attention", "position_bias.table", bias->table, DataType::kF32, 2));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "position_bias.table", bias->table, 0, bias->num_buckets));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "position_bias.table", bias->table, 1, layout.num_heads));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("attention", {&qkv, &bias->table}));
   }
-#if STAMEN_WITH_CUDA
-  if (qkv.device() == Device::kCuda) return cuda::Attention(qkv, cu_seqlens, layout, causal, output);
-#endif
-  return internal::DeviceNotBuilt("attention", qkv.device());
+  return internal::Dispatch(
+      "attention", qkv.device(),
+      [&] { return cpu::Attention(qkv, cu_seqlens, layout, options, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::Attention(qkv, cu_seqlens, layout, options, output); }));
 }
 
 }  // namespace stamen::engine::ops

@@ -25,10 +25,40 @@ struct QkvLayout {
 // decreases, ends at `total_tokens`; with `allow_empty` false, every sequence has a token.
 Status ValidateCuSeqlens(std::span<const int32_t> cu_seqlens, int64_t total_tokens, bool allow_empty);
 
-// output[t, h·d:(h+1)·d] = softmax(q_h[t] · K_hᵀ · scale) · V_h over the keys of t's own
-// sequence (and only keys at or before t when `causal`), scale = 1/sqrt(head_dim).
+// MPNet's relative position bias: a learned score per (bucket of j − i, head) added to
+// query i's score for key j before the softmax, the same table for every layer.
+struct RelativePositionBias {
+  Tensor table;              // F32 [num_buckets, num_heads], on the attention's device
+  int32_t num_buckets = 32;  // MPNet: always 32 (its encoder passes 32, whatever the config)
+  int32_t max_distance = 128;
+};
+
+// The bucket of `relative_position` = j − i (key minus query), exactly as Hugging Face's
+// MPNetEncoder.relative_position_bucket (T5's bidirectional buckets): keys before the query
+// take buckets [0, num_buckets/2), keys after it [num_buckets/2, num_buckets); distances below
+// num_buckets/4 have a bucket each, longer ones share logarithmic buckets up to max_distance,
+// with torch's float32 arithmetic and truncation (see the definition).
+int32_t RelativePositionBucket(int64_t relative_position, int32_t num_buckets, int32_t max_distance);
+
+// Which keys a query sees and how scores are scaled. Query i of a sequence sees key j of the
+// same sequence (positions counted from the sequence's start) when
+//   (not causal or j ≤ i)  and  (window == 0 or |i − j| < window).
+// The window bound is exclusive, as Hugging Face's sliding_window is where it is applied:
+//   ModernBERT local layers:                 window = local_attention / 2 + 1 (|i − j| ≤ local_attention / 2)
+//   EmbeddingGemma (bidirectional) sliding:  window = sliding_window / 2 + 1 (config.json's value; transformers
+//                                            stores it already converted)
+//   Gemma3 / causal sliding layers:          causal, window = sliding_window (i − window < j ≤ i)
+struct AttentionOptions {
+  bool causal = false;
+  int64_t window = 0;  // 0: every key of the sequence (within the causal limit)
+  float scale = 0.0f;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
+  const RelativePositionBias* position_bias = nullptr;  // added after scaling; must outlive the call
+};
+
+// output[t, h·d:(h+1)·d] = softmax(q_h[t] · K_hᵀ · scale + bias_h) · V_h over the keys of t's
+// own sequence that `options` lets t see (see AttentionOptions).
 // qkv [T, layout.row_size()], cu_seqlens I32 [sequences + 1] (validated), output [T, heads·d].
-Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& layout, bool causal,
-                 Tensor& output);
+Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& layout,
+                 const AttentionOptions& options, Tensor& output);
 
 }  // namespace stamen::engine::ops

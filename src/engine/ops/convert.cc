@@ -1,13 +1,8 @@
 // Convert: argument checks and device dispatch.
 #include "engine/ops/convert.h"
 
-#include <cstring>
-
-#include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
-#if STAMEN_WITH_CUDA
-#include "engine/cuda/kernels.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace stamen::engine::ops {
 namespace {
@@ -25,26 +20,18 @@ Status Convert(const Tensor& input, Tensor& output) {
                          std::string(DataTypeName(output.dtype())));
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("convert", {&input, &output}));
-  if (input.device() == Device::kCpu) {
-    cpu::Convert(input, output);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (input.device() == Device::kCuda) return cuda::Convert(input, output);
-#endif
-  return internal::DeviceNotBuilt("convert", input.device());
+  return internal::Dispatch(
+      "convert", input.device(),
+      [&] { return cpu::Convert(input, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::Convert(input, output); }));
 }
 
 Status Zero(Tensor& tensor) {
   if (tensor.empty()) return Status::Error("zero: the tensor is empty");
-  if (tensor.device() == Device::kCpu) {
-    std::memset(tensor.raw_data(), 0, tensor.NumBytes());
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (tensor.device() == Device::kCuda) return cuda::Zero(tensor);
-#endif
-  return internal::DeviceNotBuilt("zero", tensor.device());
+  return internal::Dispatch(
+      "zero", tensor.device(),
+      [&] { return cpu::Zero(tensor); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::Zero(tensor); }));
 }
 
 }  // namespace stamen::engine::ops

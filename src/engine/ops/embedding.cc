@@ -1,11 +1,8 @@
 // Embedding gather: argument checks and device dispatch.
 #include "engine/ops/embedding.h"
 
-#include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
-#if STAMEN_WITH_CUDA
-#include "engine/cuda/kernels.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace stamen::engine::ops {
 
@@ -17,11 +14,10 @@ Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accum
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("gather", "output", output, 1, table.dim(1)));
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("gather", {&table, &ids, &output}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("gather", table.device(), {&table, &output}));
-  if (table.device() == Device::kCpu) return cpu::Gather(table, ids, output, accumulate);
-#if STAMEN_WITH_CUDA
-  if (table.device() == Device::kCuda) return cuda::Gather(table, ids, output, accumulate);
-#endif
-  return internal::DeviceNotBuilt("gather", table.device());
+  return internal::Dispatch(
+      "gather", table.device(),
+      [&] { return cpu::Gather(table, ids, output, accumulate); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::Gather(table, ids, output, accumulate); }));
 }
 
 Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions) {
@@ -29,14 +25,10 @@ Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& posit
   STAMEN_RETURN_IF_ERROR(internal::Expect("sequence_positions", "positions", positions, DataType::kI32, 1));
   if (cu_seqlens.dim(0) < 1) return Status::Error("sequence_positions: cu_seqlens is empty");
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("sequence_positions", {&cu_seqlens, &positions}));
-  if (positions.device() == Device::kCpu) {
-    cpu::SequencePositions(cu_seqlens, offset, positions);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (positions.device() == Device::kCuda) return cuda::SequencePositions(cu_seqlens, offset, positions);
-#endif
-  return internal::DeviceNotBuilt("sequence_positions", positions.device());
+  return internal::Dispatch(
+      "sequence_positions", positions.device(),
+      [&] { return cpu::SequencePositions(cu_seqlens, offset, positions); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::SequencePositions(cu_seqlens, offset, positions); }));
 }
 
 }  // namespace stamen::engine::ops

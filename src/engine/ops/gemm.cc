@@ -1,11 +1,8 @@
 // Gemm: argument checks and device dispatch.
 #include "engine/ops/gemm.h"
 
-#include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
-#if STAMEN_WITH_CUDA
-#include "engine/cuda/kernels.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace stamen::engine::ops {
 
@@ -27,11 +24,10 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("gemm", {&input, &weight, &output}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("gemm", input.device(), {&input, &weight, &bias, &output}));
-  if (input.device() == Device::kCpu) return cpu::Gemm(input, weight, bias, output, options);
-#if STAMEN_WITH_CUDA
-  if (input.device() == Device::kCuda) return cuda::Gemm(input, weight, bias, output, options);
-#endif
-  return internal::DeviceNotBuilt("gemm", input.device());
+  return internal::Dispatch(
+      "gemm", input.device(),
+      [&] { return cpu::Gemm(input, weight, bias, output, options); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::Gemm(input, weight, bias, output, options); }));
 }
 
 }  // namespace stamen::engine::ops

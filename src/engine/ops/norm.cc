@@ -1,11 +1,8 @@
 // Normalisations: argument checks and device dispatch.
 #include "engine/ops/norm.h"
 
-#include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
-#if STAMEN_WITH_CUDA
-#include "engine/cuda/kernels.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace stamen::engine::ops {
 
@@ -29,14 +26,10 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("layer_norm", {&input, &gamma, &beta, &output}));
   STAMEN_RETURN_IF_ERROR(
       internal::ExpectComputeType("layer_norm", input.device(), {&input, &residual, &gamma, &beta, &output}));
-  if (input.device() == Device::kCpu) {
-    cpu::LayerNorm(input, residual, gamma, beta, eps, output);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (input.device() == Device::kCuda) return cuda::LayerNorm(input, residual, gamma, beta, eps, output);
-#endif
-  return internal::DeviceNotBuilt("layer_norm", input.device());
+  return internal::Dispatch(
+      "layer_norm", input.device(),
+      [&] { return cpu::LayerNorm(input, residual, gamma, beta, eps, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::LayerNorm(input, residual, gamma, beta, eps, output); }));
 }
 
 Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output) {
@@ -48,14 +41,10 @@ Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& out
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("rms_norm", {&input, &weight, &output}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("rms_norm", input.device(), {&input, &weight, &output}));
-  if (input.device() == Device::kCpu) {
-    cpu::RmsNorm(input, weight, eps, output);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (input.device() == Device::kCuda) return cuda::RmsNorm(input, weight, eps, output);
-#endif
-  return internal::DeviceNotBuilt("rms_norm", input.device());
+  return internal::Dispatch(
+      "rms_norm", input.device(),
+      [&] { return cpu::RmsNorm(input, weight, eps, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::RmsNorm(input, weight, eps, output); }));
 }
 
 Status RmsNormHeads(Tensor& qkv, const QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
@@ -69,14 +58,10 @@ Status RmsNormHeads(Tensor& qkv, const QkvLayout& layout, const Tensor& query_we
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("rms_norm_heads", {&qkv, &query_weight, &key_weight}));
   STAMEN_RETURN_IF_ERROR(
       internal::ExpectComputeType("rms_norm_heads", qkv.device(), {&qkv, &query_weight, &key_weight}));
-  if (qkv.device() == Device::kCpu) {
-    cpu::RmsNormHeads(qkv, layout, query_weight, key_weight, eps);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (qkv.device() == Device::kCuda) return cuda::RmsNormHeads(qkv, layout, query_weight, key_weight, eps);
-#endif
-  return internal::DeviceNotBuilt("rms_norm_heads", qkv.device());
+  return internal::Dispatch(
+      "rms_norm_heads", qkv.device(),
+      [&] { return cpu::RmsNormHeads(qkv, layout, query_weight, key_weight, eps); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::RmsNormHeads(qkv, layout, query_weight, key_weight, eps); }));
 }
 
 }  // namespace stamen::engine::ops

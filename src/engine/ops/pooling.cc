@@ -1,11 +1,8 @@
 // Pooling and normalisation: names, argument checks and device dispatch.
 #include "engine/ops/pooling.h"
 
-#include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
-#if STAMEN_WITH_CUDA
-#include "engine/cuda/kernels.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace stamen::engine::ops {
 
@@ -37,14 +34,10 @@ Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, PoolingMode mode, Te
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("pool", {&hidden, &cu_seqlens, &output}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("pool", hidden.device(), {&hidden}));
-  if (hidden.device() == Device::kCpu) {
-    cpu::Pool(hidden, cu_seqlens, mode, output);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (hidden.device() == Device::kCuda) return cuda::Pool(hidden, cu_seqlens, mode, output);
-#endif
-  return internal::DeviceNotBuilt("pool", hidden.device());
+  return internal::Dispatch(
+      "pool", hidden.device(),
+      [&] { return cpu::Pool(hidden, cu_seqlens, mode, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::Pool(hidden, cu_seqlens, mode, output); }));
 }
 
 Status L2Normalize(const Tensor& input, Tensor& output) {
@@ -53,14 +46,10 @@ Status L2Normalize(const Tensor& input, Tensor& output) {
     return Status::Error("l2_normalize: output is " + output.Describe() + ", input " + input.Describe());
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("l2_normalize", {&input, &output}));
-  if (input.device() == Device::kCpu) {
-    cpu::L2Normalize(input, output);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (input.device() == Device::kCuda) return cuda::L2Normalize(input, output);
-#endif
-  return internal::DeviceNotBuilt("l2_normalize", input.device());
+  return internal::Dispatch(
+      "l2_normalize", input.device(),
+      [&] { return cpu::L2Normalize(input, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::L2Normalize(input, output); }));
 }
 
 }  // namespace stamen::engine::ops

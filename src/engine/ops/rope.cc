@@ -1,11 +1,8 @@
 // Rotary embedding: argument checks and device dispatch.
 #include "engine/ops/rope.h"
 
-#include "engine/cpu/kernels.h"
 #include "engine/ops/checks.h"
-#if STAMEN_WITH_CUDA
-#include "engine/cuda/kernels.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace stamen::engine::ops {
 
@@ -15,14 +12,10 @@ Status RopeTable(const Tensor& positions, double base, Tensor& table) {
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("rope_table", "table", table, 0, positions.dim(0)));
   if (table.dim(1) % 2 != 0 || !(base > 0)) return Status::Error("rope_table: odd head_dim or base <= 0");
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("rope_table", {&positions, &table}));
-  if (table.device() == Device::kCpu) {
-    cpu::RopeTable(positions, base, table);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (table.device() == Device::kCuda) return cuda::RopeTable(positions, base, table);
-#endif
-  return internal::DeviceNotBuilt("rope_table", table.device());
+  return internal::Dispatch(
+      "rope_table", table.device(),
+      [&] { return cpu::RopeTable(positions, base, table); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::RopeTable(positions, base, table); }));
 }
 
 Status ApplyRope(Tensor& qkv, const QkvLayout& layout, const Tensor& table) {
@@ -33,14 +26,10 @@ Status ApplyRope(Tensor& qkv, const QkvLayout& layout, const Tensor& table) {
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("apply_rope", "table", table, 1, layout.head_dim));
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("apply_rope", {&qkv, &table}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("apply_rope", qkv.device(), {&qkv}));
-  if (qkv.device() == Device::kCpu) {
-    cpu::ApplyRope(qkv, layout, table);
-    return Status();
-  }
-#if STAMEN_WITH_CUDA
-  if (qkv.device() == Device::kCuda) return cuda::ApplyRope(qkv, layout, table);
-#endif
-  return internal::DeviceNotBuilt("apply_rope", qkv.device());
+  return internal::Dispatch(
+      "apply_rope", qkv.device(),
+      [&] { return cpu::ApplyRope(qkv, layout, table); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::ApplyRope(qkv, layout, table); }));
 }
 
 }  // namespace stamen::engine::ops
