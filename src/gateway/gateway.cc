@@ -67,10 +67,13 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   const int workers = options.tokenization_workers > 0
                           ? options.tokenization_workers
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 0; i < workers; ++i) {
-    auto tokenizer = engine::ModelTokenizer::Load(options.model_dir, g.config_);
-    if (!tokenizer.ok()) return tokenizer.status();
-    g.tokenizers_.push_back(std::move(tokenizer.value()));
+  // Loaded once (a 250k vocabulary's trie is 42 MB) and shared read-only; each pool thread
+  // keeps its own scratch memory.
+  auto tokenizer = engine::ModelTokenizer::Load(options.model_dir, g.config_);
+  if (!tokenizer.ok()) return tokenizer.status();
+  g.tokenizers_.push_back(std::move(tokenizer.value()));
+  while (g.tokenizers_.size() < static_cast<size_t>(workers)) {
+    g.tokenizers_.push_back(g.tokenizers_.front()->ShareWithNewScratch());
   }
 
   g.dispatcher_ = std::make_unique<Dispatcher>(options.dispatcher, registry);
