@@ -92,6 +92,11 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
       continue;
     }
     if (!g.worker_info_) g.worker_info_ = *info;
+    // /info reports the gateway's version; say so when a worker runs another build.
+    if (info->version() != kVersion) {
+      spdlog::warn("gateway: worker {} runs stamen {}, the gateway {}", worker->backend->address(),
+                   info->version().empty() ? "of unknown version" : info->version(), kVersion);
+    }
     if (static_cast<int64_t>(info->dimensions()) != g.dimensions_ || info->architecture() != g.config_.architecture) {
       spdlog::warn("gateway: worker {} serves {} ({}, {} dimensions), not the gateway's model {} ({}, {} dimensions)",
                    worker->backend->address(), info->model_id(), info->architecture(), info->dimensions(),

@@ -50,6 +50,7 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   info.set_dtype(std::string(model.compute_dtype()));
   info.set_backend(std::string(engine::DeviceName(model.device())));
   info.set_gpu(model.gpu_name());
+  info.set_version(STAMEN_VERSION);  // CMake's project version
   if (!on_gpu) {
     const engine::cpu::CpuPath& cpu = engine::cpu::DetectCpuPath();
     info.mutable_cpu()->set_kernels(cpu.kernels);
