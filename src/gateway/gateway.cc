@@ -59,7 +59,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   g.kind_ = !g.reranker_ ? ModelKind::kEmbedding : g.config_.num_labels == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
   g.created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   g.model_id_ = engine::ModelIdOf(options.model_dir, options.model_id);
-  if (!options.default_prompt_name.empty() && !g.sentence_transformers_.prompts.count(options.default_prompt_name)) {
+  if (!options.default_prompt_name.empty() && !engine::FindPrompt(g.sentence_transformers_, options.default_prompt_name)) {
     return Status::Error("--default-prompt-name '" + options.default_prompt_name +
                          "' is not a prompt of the model's config_sentence_transformers.json");
   }
