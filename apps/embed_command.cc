@@ -15,6 +15,7 @@
 #include "command_io.h"
 #include "device_option.h"
 #include "engine/engine.h"
+#include "engine/model_options.h"
 #include "engine/model_tokenizer.h"
 #include "hub/resolve_model.h"
 
@@ -40,12 +41,6 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-// "cls", "mean", "max", "last-token" (also "last_token", "lasttoken").
-std::optional<engine::ops::PoolingMode> ParsePooling(const std::string& name) {
-  if (name == "last-token") return engine::ops::PoolingMode::kLastToken;
-  return engine::ops::PoolingModeFromName(name);
-}
-
 int RunEmbed(EmbedOptions options) {
   engine::EngineOptions engine_options{.num_threads = options.threads};
   if (std::string error = ApplyDeviceOption(options.device, &engine_options); !error.empty()) return Fail(error);
@@ -62,7 +57,7 @@ int RunEmbed(EmbedOptions options) {
   step.output = engine::StepOutput::kEmbeddings;
   step.normalize = !options.no_normalize;
   if (!options.pooling.empty()) {
-    step.pooling = ParsePooling(options.pooling);
+    step.pooling = engine::ParsePoolingOption(options.pooling);
     if (!step.pooling) return Fail("unknown --pooling '" + options.pooling + "' (supported: cls, mean, max, last-token)");
   } else if (!engine.default_pooling().has_value()) {
     return Fail(options.model + " has no sentence-transformers pooling config (1_Pooling/config.json): "
@@ -80,14 +75,12 @@ int RunEmbed(EmbedOptions options) {
   std::string prompt;
   if (!options.prompt_name.empty()) {
     if (options.token_ids) return Fail("--prompt-name applies to texts, not to --token-ids input");
-    const auto found = st.prompts.find(options.prompt_name);
-    if (found == st.prompts.end()) {
-      std::string names;
-      for (const auto& [name, text] : st.prompts) names += (names.empty() ? "" : ", ") + name;
+    const std::string* found = engine::FindPrompt(st, options.prompt_name);
+    if (!found) {
       return Fail("prompt '" + options.prompt_name + "' is not in " + options.model +
-                  "/config_sentence_transformers.json (prompts: " + (names.empty() ? "none" : names) + ")");
+                  "/config_sentence_transformers.json (prompts: " + engine::PromptNames(st) + ")");
     }
-    prompt = found->second;
+    prompt = *found;
     if (!prompt.empty() && !st.include_prompt) {
       return Fail(options.model + ": the Pooling module excludes prompt tokens (include_prompt false), "
                   "which is not supported");

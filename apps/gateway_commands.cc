@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "engine/model_options.h"
 #include "gateway/gateway.h"
 #include "hub/resolve_model.h"
 #include "server/local_worker.h"
@@ -94,8 +95,7 @@ int Fail(const std::string& command, const std::string& message) {
 
 bool ResolvePooling(GatewayCommandOptions& options, std::string* error) {
   if (options.pooling.empty()) return true;
-  std::string name = options.pooling == "last-token" ? "last_token" : options.pooling;
-  options.gateway.pooling = engine::ops::PoolingModeFromName(name);
+  options.gateway.pooling = engine::ParsePoolingOption(options.pooling);
   if (!options.gateway.pooling) *error = "unknown --pooling '" + options.pooling + "' (cls, mean, max, last-token)";
   return options.gateway.pooling.has_value();
 }

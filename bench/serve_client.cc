@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "proto/stamen/v1/inference.grpc.pb.h"
+#include "server/request_validation.h"
 
 namespace stamen::bench {
 namespace {
@@ -407,9 +408,9 @@ class GrpcTarget final : public Target {
     sequences.set_token_ids(PackInts(spec.ids, &lengths));
     sequences.set_lengths(lengths);
     if (!spec.type_ids.empty()) sequences.set_token_type_ids(PackInts(spec.type_ids, nullptr));
-    const v1::Priority priority = spec.priority == "high"  ? v1::PRIORITY_HIGH
-                                  : spec.priority == "low" ? v1::PRIORITY_LOW
-                                                           : v1::PRIORITY_NORMAL;
+    // No priority (or an unknown one) is normal, as the worker reads an unset field.
+    const v1::Priority priority =
+        server::PriorityMessage(server::ParsePriority(spec.priority).value_or(server::Priority::kNormal));
     if (spec.kind == Kind::kScoreIds) {
       auto message = std::make_shared<v1::ScoreRequest>();
       *message->mutable_sequences() = std::move(sequences);

@@ -82,6 +82,14 @@ StatusOr<std::unique_ptr<ModelTokenizer>> ModelTokenizer::Load(const std::string
   return result;
 }
 
+std::unique_ptr<ModelTokenizer> ModelTokenizer::ShareWithNewScratch() const {
+  std::unique_ptr<ModelTokenizer> copy(new ModelTokenizer());
+  copy->kind_ = kind_;
+  copy->source_ = source_;
+  copy->tokenizer_ = tokenizer_;
+  return copy;
+}
+
 size_t ModelTokenizer::VocabularySize() const {
   // fairseq: <s> <pad> </s> <unk>, the spm pieces from 3 on, then <mask>.
   return kind_ == Kind::kFairseqSentencePiece ? tokenizer_->VocabularySize() + 2 : tokenizer_->VocabularySize();

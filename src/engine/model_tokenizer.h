@@ -36,10 +36,16 @@ class ModelTokenizer {
   // Loads the tokenizer of `model_dir` for a model described by `config` (which picks the
   // fairseq mapping for RoBERTa-family folders without tokenizer.json). Errors name the file.
   static StatusOr<std::unique_ptr<ModelTokenizer>> Load(const std::string& model_dir, const ModelConfig& config);
+  // Another ModelTokenizer over this one's loaded tokenizer, with scratch memory of its own:
+  // one per thread without loading the files again. The tokenizer is read-only once loaded
+  // (its encodes are const and keep their state in the caller's scratch), so the copies share
+  // it safely; it lives as long as any of them.
+  std::unique_ptr<ModelTokenizer> ShareWithNewScratch() const;
 
   // One text → ids with the model's special tokens, at most `max_length` ids (0: no limit):
   // the content is cut on `side`, the special tokens (the final one included) are kept.
-  // Not thread-safe: one caller per ModelTokenizer (it reuses its scratch memory).
+  // Not thread-safe: one caller per ModelTokenizer (it reuses its scratch memory); give each
+  // thread its own with ShareWithNewScratch.
   void Encode(std::string_view text, size_t max_length, std::vector<int32_t>* ids,
               tokenizer::TruncationSide side = tokenizer::TruncationSide::kRight);
   // One text → ids, pieces and byte offsets (special tokens, when added, have offsets [0, 0)
@@ -78,7 +84,7 @@ class ModelTokenizer {
 
   Kind kind_ = Kind::kTokenizer;
   std::string source_;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;  // shared by ShareWithNewScratch copies
   tokenizer::Scratch scratch_;
   tokenizer::Encoding encoding_;
   std::vector<int32_t> first_, second_;

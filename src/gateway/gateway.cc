@@ -9,6 +9,8 @@
 #include <numeric>
 #include <thread>
 
+#include "engine/model_options.h"
+
 namespace stamen::gateway {
 
 namespace {
@@ -56,10 +58,8 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   g.reranker_ = g.config_.head == engine::ModelHead::kSequenceClassification;
   g.kind_ = !g.reranker_ ? ModelKind::kEmbedding : g.config_.num_labels == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
   g.created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  g.model_id_ = !options.model_id.empty() ? options.model_id
-                                          : fs::path(options.model_dir).lexically_normal().filename().string();
-  if (g.model_id_.empty()) g.model_id_ = fs::path(options.model_dir).lexically_normal().parent_path().filename().string();
-  if (!options.default_prompt_name.empty() && !g.sentence_transformers_.prompts.count(options.default_prompt_name)) {
+  g.model_id_ = engine::ModelIdOf(options.model_dir, options.model_id);
+  if (!options.default_prompt_name.empty() && !engine::FindPrompt(g.sentence_transformers_, options.default_prompt_name)) {
     return Status::Error("--default-prompt-name '" + options.default_prompt_name +
                          "' is not a prompt of the model's config_sentence_transformers.json");
   }
@@ -67,10 +67,13 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   const int workers = options.tokenization_workers > 0
                           ? options.tokenization_workers
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 0; i < workers; ++i) {
-    auto tokenizer = engine::ModelTokenizer::Load(options.model_dir, g.config_);
-    if (!tokenizer.ok()) return tokenizer.status();
-    g.tokenizers_.push_back(std::move(tokenizer.value()));
+  // Loaded once (a 250k vocabulary's trie is 42 MB) and shared read-only; each pool thread
+  // keeps its own scratch memory.
+  auto tokenizer = engine::ModelTokenizer::Load(options.model_dir, g.config_);
+  if (!tokenizer.ok()) return tokenizer.status();
+  g.tokenizers_.push_back(std::move(tokenizer.value()));
+  while (g.tokenizers_.size() < static_cast<size_t>(workers)) {
+    g.tokenizers_.push_back(g.tokenizers_.front()->ShareWithNewScratch());
   }
 
   g.dispatcher_ = std::make_unique<Dispatcher>(options.dispatcher, registry);
@@ -89,6 +92,11 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
       continue;
     }
     if (!g.worker_info_) g.worker_info_ = *info;
+    // /info reports the gateway's version; say so when a worker runs another build.
+    if (info->version() != kVersion) {
+      spdlog::warn("gateway: worker {} runs stamen {}, the gateway {}", worker->backend->address(),
+                   info->version().empty() ? "of unknown version" : info->version(), kVersion);
+    }
     if (static_cast<int64_t>(info->dimensions()) != g.dimensions_ || info->architecture() != g.config_.architecture) {
       spdlog::warn("gateway: worker {} serves {} ({}, {} dimensions), not the gateway's model {} ({}, {} dimensions)",
                    worker->backend->address(), info->model_id(), info->architecture(), info->dimensions(),
@@ -258,13 +266,10 @@ void Gateway::Model(const http::Request& request, Reply reply) {
 }
 
 std::variant<std::string, ApiError> Gateway::Prompt(const std::string& prompt_name) const {
-  const auto& prompts = sentence_transformers_.prompts;
   auto named = [&](const std::string& name) -> std::variant<std::string, ApiError> {
-    const auto found = prompts.find(name);
-    if (found != prompts.end()) return found->second;
-    std::string known;
-    for (const auto& [key, value] : prompts) known += (known.empty() ? "" : ", ") + key;
-    return ApiError{400, "unknown prompt_name '" + name + "' (the model's prompts: " + (known.empty() ? "none" : known) + ")"};
+    if (const std::string* prompt = engine::FindPrompt(sentence_transformers_, name)) return *prompt;
+    return ApiError{400, "unknown prompt_name '" + name + "' (the model's prompts: " +
+                             engine::PromptNames(sentence_transformers_) + ")"};
   };
   if (!prompt_name.empty()) return named(prompt_name);
   if (!options_.default_prompt.empty()) return options_.default_prompt;
@@ -581,9 +586,7 @@ std::string Gateway::InfoBody() const {
   } else {
     body += "{\"embedding\":{\"pooling\":";
     if (sentence_transformers_.pooling) {
-      std::string pooling(engine::ops::PoolingModeName(*sentence_transformers_.pooling));
-      std::replace(pooling.begin(), pooling.end(), '_', '-');
-      AppendJsonString(body, pooling);
+      AppendJsonString(body, engine::PoolingOptionName(*sentence_transformers_.pooling));
     } else {
       body += "null";
     }

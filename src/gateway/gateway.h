@@ -128,7 +128,8 @@ class Gateway {
   // unset when none answered then.
   std::optional<v1::InfoResponse> worker_info_;
 
-  std::vector<std::unique_ptr<engine::ModelTokenizer>> tokenizers_;  // one per pool thread
+  // One per pool thread, all over the same loaded tokenizer (ShareWithNewScratch).
+  std::vector<std::unique_ptr<engine::ModelTokenizer>> tokenizers_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<TaskPool> pool_;
   std::unique_ptr<RouteTable> routes_;

@@ -96,11 +96,9 @@ std::optional<ApiError> ReadPriority(object fields, std::optional<server::Priori
   std::string name;
   if (auto error = ReadString(fields, "priority", &name)) return error;
   if (name.empty()) return std::nullopt;
-  for (server::Priority priority : {server::Priority::kHigh, server::Priority::kNormal, server::Priority::kLow}) {
-    if (name == server::PriorityName(priority)) {
-      *out = priority;
-      return std::nullopt;
-    }
+  if (const std::optional<server::Priority> priority = server::ParsePriority(name)) {
+    *out = priority;
+    return std::nullopt;
   }
   return Invalid("'priority' must be \"high\", \"normal\" or \"low\"");
 }

@@ -2,10 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
-
 #include "engine/cpu/cpu_path.h"
-#include "engine/model_tokenizer.h"
+#include "engine/model_options.h"
 
 namespace stamen::server {
 
@@ -37,12 +35,7 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   }
 
   v1::InfoResponse& info = worker->info_;
-  info.set_model_id(!options.model_id.empty()
-                        ? options.model_id
-                        : std::filesystem::path(options.model_dir).lexically_normal().filename().string());
-  if (info.model_id().empty()) {
-    info.set_model_id(std::filesystem::path(options.model_dir).lexically_normal().parent_path().filename().string());
-  }
+  info.set_model_id(engine::ModelIdOf(options.model_dir, options.model_id));
   info.set_architecture(model.config().architecture);
   info.set_model_kind(limits.num_labels > 0 ? "reranker" : "embedding");
   info.set_dimensions(static_cast<uint32_t>(limits.hidden_size));
@@ -52,15 +45,12 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   }
   info.set_max_input_length(static_cast<uint32_t>(limits.max_sequence_length));
   info.set_vocabulary_size(static_cast<uint32_t>(limits.vocabulary_size));
-  if (limits.default_pooling) {
-    std::string pooling(engine::ops::PoolingModeName(*limits.default_pooling));
-    for (char& c : pooling) c = c == '_' ? '-' : c;
-    info.set_pooling(pooling);
-  }
+  if (limits.default_pooling) info.set_pooling(engine::PoolingOptionName(*limits.default_pooling));
   info.set_normalize(model.sentence_transformers().normalize);
   info.set_dtype(std::string(model.compute_dtype()));
   info.set_backend(std::string(engine::DeviceName(model.device())));
   info.set_gpu(model.gpu_name());
+  info.set_version(STAMEN_VERSION);  // CMake's project version
   if (!on_gpu) {
     const engine::cpu::CpuPath& cpu = engine::cpu::DetectCpuPath();
     info.mutable_cpu()->set_kernels(cpu.kernels);

@@ -35,15 +35,6 @@ Status DecodePriority(v1::Priority priority, WorkRequest& request) {
 
 }  // namespace
 
-const char* PriorityName(Priority priority) {
-  switch (priority) {
-    case Priority::kHigh: return "high";
-    case Priority::kNormal: return "normal";
-    case Priority::kLow: return "low";
-  }
-  return "normal";
-}
-
 v1::Priority PriorityMessage(Priority priority) {
   switch (priority) {
     case Priority::kHigh: return v1::PRIORITY_HIGH;

@@ -3,11 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "engine/model_tokenizer.h"
+#include "engine/ops/pooling.h"
+#include "engine/tensor.h"
 
 namespace stamen::server {
 
@@ -475,18 +476,21 @@ void Scheduler::Scatter(Batch& batch) {
     if (!request.status.ok()) continue;  // cancelled or expired meanwhile: drop the rows
     const engine::LazyResult& result = *batch.result;
     float* output = reinterpret_cast<float*>(request.output.data());
+    const size_t columns = static_cast<size_t>(request.columns);
+    float* first_destination = output + slice.first_sequence * columns;
     for (size_t k = 0; k < slice.sequences; ++k) {
       std::span<const float> row = result.Row(slice.first_row + static_cast<int64_t>(k));
-      float* destination = output + (slice.first_sequence + k) * request.columns;
-      const size_t columns = static_cast<size_t>(request.columns);
-      std::memcpy(destination, row.data(), columns * sizeof(float));
-      if (request.kind == WorkKind::kEmbed && request.normalize) {
-        // As torch.nn.functional.normalize: divide by max(‖x‖₂, 1e-12).
-        double squares = 0;
-        for (size_t i = 0; i < columns; ++i) squares += static_cast<double>(destination[i]) * destination[i];
-        const float scale = static_cast<float>(1.0 / std::max(std::sqrt(squares), 1e-12));
-        for (size_t i = 0; i < columns; ++i) destination[i] *= scale;
-      }
+      std::memcpy(first_destination + k * columns, row.data(), columns * sizeof(float));
+    }
+    if (request.kind == WorkKind::kEmbed && request.normalize) {
+      // Per request, after its `dimensions` cut the rows (so the step does not normalise):
+      // the engine's op over the slice's rows, in place in the request's output. Host F32
+      // rows never fail its checks; if they did, the request fails rather than answer wrong.
+      engine::Tensor rows = engine::Tensor::Wrap(
+          first_destination, engine::DataType::kF32,
+          engine::Shape{static_cast<int64_t>(slice.sequences), static_cast<int64_t>(columns)});
+      const Status normalized = engine::ops::L2Normalize(rows, rows);
+      if (!normalized.ok() && request.status.ok()) request.status = normalized;
     }
     request.sequences_done += slice.sequences;
   }

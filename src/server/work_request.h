@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -31,6 +32,8 @@ enum class WorkKind {
 enum class Priority : uint8_t { kHigh = 0, kNormal = 1, kLow = 2 };
 constexpr int kPriorities = 3;
 const char* PriorityName(Priority priority);  // "high", "normal", "low"
+// The inverse of PriorityName; nullopt for any other text (an empty one included).
+std::optional<Priority> ParsePriority(std::string_view name);
 
 struct WorkTiming {
   uint64_t queue_microseconds = 0;

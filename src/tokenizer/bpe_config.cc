@@ -146,8 +146,6 @@ Status ParseModel(element model, BpeConfig* config) {
 
 }  // namespace
 
-bool IsBpeJson(std::string_view json) { return HasModelType(json, "BPE"); }
-
 StatusOr<BpeConfig> ParseBpeJson(std::string_view json) {
   simdjson::dom::parser parser;
   element root;

@@ -39,9 +39,6 @@ struct BpeConfig {
   std::string format;  // Stats::format: "huggingface" or "vocab.json"
 };
 
-// True when `json` is a tokenizer.json whose model type is BPE.
-bool IsBpeJson(std::string_view json);
-
 // Parses a BPE tokenizer.json. Errors name the unsupported component or the bad key.
 StatusOr<BpeConfig> ParseBpeJson(std::string_view json);
 

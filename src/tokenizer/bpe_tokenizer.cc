@@ -582,8 +582,6 @@ std::string BpeTokenizer::Decode(std::span<const int32_t> ids, bool skip_special
 
 }  // namespace
 
-bool IsBpeTokenizerJson(std::string_view json) { return IsBpeJson(json); }
-
 StatusOr<std::unique_ptr<Tokenizer>> LoadBpeTokenizer(std::string_view json) {
   auto config = ParseBpeJson(json);
   if (!config.ok()) return config.status();

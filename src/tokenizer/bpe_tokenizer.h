@@ -12,9 +12,6 @@
 
 namespace stamen::tokenizer {
 
-// True when `json` is a tokenizer.json whose model type is BPE.
-bool IsBpeTokenizerJson(std::string_view json);
-
 // From the bytes of a tokenizer.json whose model type is BPE.
 StatusOr<std::unique_ptr<Tokenizer>> LoadBpeTokenizer(std::string_view json);
 

@@ -35,14 +35,17 @@ inline Status ParseJson(const simdjson::padded_string& json, simdjson::dom::pars
   return Status();
 }
 
-// Whether `json` is a tokenizer.json whose model is of `type` ("BPE", "WordPiece").
-inline bool HasModelType(std::string_view json, std::string_view type) {
+// The `model.type` of a tokenizer.json ("Unigram", "BPE", "WordPiece"); empty when `json` is
+// not valid JSON or names none. Loading asks it once and picks the reader by it: each reader
+// parses the whole file, which for a 250k vocabulary is most of the load time.
+inline std::string TokenizerJsonModelType(std::string_view json) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   const simdjson::padded_string padded(json);
-  if (!ParseJson(padded, &parser, &root).ok()) return false;
+  if (!ParseJson(padded, &parser, &root).ok()) return std::string();
   std::string_view model_type;
-  return root["model"]["type"].get(model_type) == simdjson::SUCCESS && model_type == type;
+  if (root["model"]["type"].get(model_type) != simdjson::SUCCESS) return std::string();
+  return std::string(model_type);
 }
 
 // Appends the tokens of tokenizer_config.json's `added_tokens_decoder` ({"id": {"content": …,

@@ -9,6 +9,7 @@
 
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/huggingface_tokenizer.h"
+#include "tokenizer/json_fields.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "tokenizer/wordpiece_tokenizer.h"
@@ -38,9 +39,13 @@ const char* PageKindName(PageKind kind) {
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromBytes(std::string_view bytes, bool is_json) {
-  if (is_json && IsWordPieceTokenizerJson(bytes)) return LoadWordPieceTokenizer(bytes);
-  if (is_json && IsBpeTokenizerJson(bytes)) return LoadBpeTokenizer(bytes);
-  return is_json ? LoadHuggingFaceTokenizer(bytes) : LoadSentencePieceTokenizer(bytes);
+  if (!is_json) return LoadSentencePieceTokenizer(bytes);
+  // Any other model type (Unigram, or none) goes to the Unigram reader, whose errors say what
+  // it cannot read.
+  const std::string model_type = TokenizerJsonModelType(bytes);
+  if (model_type == "WordPiece") return LoadWordPieceTokenizer(bytes);
+  if (model_type == "BPE") return LoadBpeTokenizer(bytes);
+  return LoadHuggingFaceTokenizer(bytes);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {

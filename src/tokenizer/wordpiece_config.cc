@@ -87,8 +87,6 @@ std::string_view TokenContent(element node) {
 
 }  // namespace
 
-bool IsWordPieceJson(std::string_view json) { return HasModelType(json, "WordPiece"); }
-
 StatusOr<WordPieceConfig> ParseWordPieceJson(std::string_view json) {
   simdjson::dom::parser parser;
   element root;

@@ -34,9 +34,6 @@ struct WordPieceConfig {
   std::string format;  // Stats::format: "huggingface" or "vocab.txt"
 };
 
-// True when `json` is a tokenizer.json whose model type is WordPiece.
-bool IsWordPieceJson(std::string_view json);
-
 // Parses a WordPiece tokenizer.json. Errors name the unsupported component or the bad key.
 StatusOr<WordPieceConfig> ParseWordPieceJson(std::string_view json);
 

@@ -239,8 +239,6 @@ std::string WordPieceTokenizer::Decode(std::span<const int32_t> ids, bool skip_s
 
 }  // namespace
 
-bool IsWordPieceTokenizerJson(std::string_view json) { return IsWordPieceJson(json); }
-
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceTokenizer(std::string_view json) {
   auto config = ParseWordPieceJson(json);
   if (!config.ok()) return config.status();

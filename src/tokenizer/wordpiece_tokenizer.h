@@ -11,7 +11,7 @@
 
 namespace stamen::tokenizer {
 
-// From the bytes of a tokenizer.json whose model type is WordPiece (see IsWordPieceJson).
+// From the bytes of a tokenizer.json whose model type is WordPiece (see TokenizerJsonModelType).
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceTokenizer(std::string_view json);
 
 // From vocab.txt bytes and tokenizer_config.json bytes ("" when there is none).
@@ -21,8 +21,5 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabulary(std::string_view vo
 // From a vocab.txt file, with the tokenizer_config.json beside it when there is one.
 // Errors name the file.
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabularyFile(const std::string& vocab_path);
-
-// True when `json` is a tokenizer.json whose model type is WordPiece.
-bool IsWordPieceTokenizerJson(std::string_view json);
 
 }  // namespace stamen::tokenizer

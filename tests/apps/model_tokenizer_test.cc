@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/model_tokenizer.h"
@@ -99,6 +100,46 @@ TEST_F(XlmrFolders, TruncationKeepsTheFinalSpecialToken) {
     json_->EncodePair(first, second, 40, &b, &types_b);
     EXPECT_EQ(a.size(), 40u);
     EXPECT_EQ(a, b) << first.substr(0, 20) << " | " << second.substr(0, 20);
+  }
+}
+
+// The gateway loads a tokenizer once and gives each pool thread a copy sharing it: copies
+// must share the loaded tokenizer (not load it again) and, encoding at the same time from two
+// threads, give exactly the ids the original gives.
+TEST_F(XlmrFolders, SharedCopiesEncodeAsTheOriginalFromTwoThreads) {
+  const std::vector<std::string> texts = {"Hello world, this is XLM-R.", "Où est Paris ? 東京はどこ",
+                                          "   spaces   and\ttabs  ", std::string(300, 'a') + " end"};
+  for (const ModelTokenizer* original : {spm_.get(), json_.get()}) {
+    std::vector<std::vector<int32_t>> expected(texts.size());
+    std::vector<std::vector<int32_t>> expected_pairs(texts.size()), expected_types(texts.size());
+    auto reference = original->ShareWithNewScratch();
+    for (size_t i = 0; i < texts.size(); ++i) {
+      reference->Encode(texts[i], 64, &expected[i]);
+      reference->EncodePair(texts[i], texts[(i + 1) % texts.size()], 64, &expected_pairs[i], &expected_types[i]);
+    }
+    std::vector<std::unique_ptr<ModelTokenizer>> copies;
+    for (int t = 0; t < 2; ++t) copies.push_back(original->ShareWithNewScratch());
+    for (const auto& copy : copies) {
+      EXPECT_EQ(&copy->tokenizer(), &original->tokenizer());
+      EXPECT_EQ(copy->kind(), original->kind());
+      EXPECT_EQ(copy->VocabularySize(), original->VocabularySize());
+    }
+    std::vector<int> mismatches(copies.size(), 0);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < copies.size(); ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<int32_t> ids, type_ids;
+        for (int round = 0; round < 200; ++round) {
+          const size_t i = (round + t) % texts.size();
+          copies[t]->Encode(texts[i], 64, &ids);
+          mismatches[t] += ids != expected[i];
+          copies[t]->EncodePair(texts[i], texts[(i + 1) % texts.size()], 64, &ids, &type_ids);
+          mismatches[t] += ids != expected_pairs[i] || type_ids != expected_types[i];
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(mismatches, std::vector<int>(copies.size(), 0)) << original->source();
   }
 }
 

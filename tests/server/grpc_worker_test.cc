@@ -196,6 +196,8 @@ TEST_F(GrpcWorkerTest, InfoHealthAndMetrics) {
   EXPECT_EQ(info.max_input_length(), 256u);  // sentence-transformers' max_seq_length
   EXPECT_EQ(info.pooling(), "mean");
   EXPECT_EQ(info.backend(), "cpu");
+  EXPECT_EQ(info.dtype(), "float32");          // the CPU engine's compute type
+  EXPECT_EQ(info.version(), STAMEN_VERSION);   // CMake's project version, not a literal
   EXPECT_EQ(info.max_batch_tokens(), 512u);
   v1::HealthResponse health;
   {

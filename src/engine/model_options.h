@@ -1,0 +1,31 @@
+// How the commands, the gateway and the worker name what a model folder offers: the id a
+// model is served under, its pooling modes as users write them, and its prompts. One place, so
+// that `stamen embed`, `serve`, `gateway` and `worker` accept and report the same words.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/model_config.h"
+#include "engine/ops/pooling.h"
+
+namespace stamen::engine {
+
+// `model_id` when it is given, else the name of the folder `model_dir` (a trailing separator
+// allowed), as /info, gRPC Info and the responses report it.
+std::string ModelIdOf(const std::string& model_dir, const std::string& model_id);
+
+// A pooling mode as the API and the command line write it: "cls", "mean", "max", "last-token".
+std::string PoolingOptionName(ops::PoolingMode mode);
+// The inverse, also taking the model files' spellings ("last_token", "lasttoken"); nullopt for
+// any other text.
+std::optional<ops::PoolingMode> ParsePoolingOption(std::string_view name);
+
+// The text of the prompt called `name` in config_sentence_transformers.json; nullptr when the
+// model has none by that name.
+const std::string* FindPrompt(const SentenceTransformersConfig& config, const std::string& name);
+// The model's prompt names, comma-separated ("none" when it has none), for error messages.
+std::string PromptNames(const SentenceTransformersConfig& config);
+
+}  // namespace stamen::engine
