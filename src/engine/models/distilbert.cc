@@ -79,7 +79,7 @@ class DistilBertModel final : public Model {
 
 Status DistilBertModel::RunLayer(const layers::PostNormLayerWeights& layer, const ModelInput& input, Tensor& hidden) {
   const layers::AttentionSettings attention{
-      .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim}};
+      .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim}, .options = {}};
   const layers::FeedForwardSettings feed_forward{.activation = config_.hidden_act,
                                                  .intermediate_size = config_.intermediate_size};
   return layers::PostNormLayer(layer, attention, feed_forward, static_cast<float>(config_.norm_eps), input.cu_seqlens,
