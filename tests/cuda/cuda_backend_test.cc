@@ -192,7 +192,7 @@ TEST_F(CudaKernelTest, GemmMatchesCpuWithEveryEpilogue) {
   EXPECT_CLOSE(expected, ToHost(actual), "gemm accumulate");
 }
 
-TEST_F(CudaKernelTest, ActivationsAndSiluMul) {
+TEST_F(CudaKernelTest, ActivationsAndGatedActivations) {
   const Tensor x = Random({19, 130}, rng_, 2.0f);
   for (ops::Activation activation : {ops::Activation::kGeluErf, ops::Activation::kGeluTanh, ops::Activation::kRelu,
                                      ops::Activation::kSilu, ops::Activation::kTanh}) {
@@ -202,11 +202,13 @@ TEST_F(CudaKernelTest, ActivationsAndSiluMul) {
     ASSERT_TRUE(ops::Activate(activation, ToDevice(x), actual).ok());
     EXPECT_CLOSE(expected, ToHost(actual), "activate " + std::to_string(static_cast<int>(activation)));
   }
-  Tensor expected = *Tensor::Allocate(DataType::kF32, {19, 65});
-  ASSERT_TRUE(ops::SiluMul(x, expected).ok());
-  Tensor actual = Empty(DataType::kBF16, {19, 65}, Device::kCuda);
-  ASSERT_TRUE(ops::SiluMul(ToDevice(x), actual).ok());
-  EXPECT_CLOSE(expected, ToHost(actual), "silu_mul");
+  for (ops::Activation activation : {ops::Activation::kSilu, ops::Activation::kGeluTanh}) {
+    Tensor expected = *Tensor::Allocate(DataType::kF32, {19, 65});
+    ASSERT_TRUE(ops::GatedActivation(activation, x, expected).ok());
+    Tensor actual = Empty(DataType::kBF16, {19, 65}, Device::kCuda);
+    ASSERT_TRUE(ops::GatedActivation(activation, ToDevice(x), actual).ok());
+    EXPECT_CLOSE(expected, ToHost(actual), "gated activation " + std::to_string(static_cast<int>(activation)));
+  }
 }
 
 TEST_F(CudaKernelTest, Norms) {

@@ -80,15 +80,24 @@ TEST(ActivationTest, MatchesFormulas) {
   for (int64_t i = 0; i < 200; ++i) EXPECT_NEAR(y.data<float>()[i], std::tanh(double{x.data<float>()[i]}), 1e-6);
 
   Tensor gate_up = Random({3, 8}, 6), out = Zeros({3, 4});
-  ASSERT_TRUE(ops::SiluMul(gate_up, out).ok());
+  ASSERT_TRUE(ops::GatedActivation(ops::Activation::kSilu, gate_up, out).ok());
   for (int64_t t = 0; t < 3; ++t) {
     for (int64_t j = 0; j < 4; ++j) {
       const double g = gate_up.data<float>()[t * 8 + j], u = gate_up.data<float>()[t * 8 + 4 + j];
       EXPECT_NEAR(out.data<float>()[t * 4 + j], g / (1.0 + std::exp(-g)) * u, 1e-6);
     }
   }
+  // GeGLU (ModernBERT, Gemma): gelu of the gate halves times the up halves.
+  ASSERT_TRUE(ops::GatedActivation(ops::Activation::kGeluTanh, gate_up, out).ok());
+  for (int64_t t = 0; t < 3; ++t) {
+    for (int64_t j = 0; j < 4; ++j) {
+      const double g = gate_up.data<float>()[t * 8 + j], u = gate_up.data<float>()[t * 8 + 4 + j];
+      const double gelu = 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+      EXPECT_NEAR(out.data<float>()[t * 4 + j], gelu * u, 1e-6);
+    }
+  }
   Tensor narrow = Zeros({3, 3});
-  EXPECT_FALSE(ops::SiluMul(gate_up, narrow).ok());
+  EXPECT_FALSE(ops::GatedActivation(ops::Activation::kSilu, gate_up, narrow).ok());
   EXPECT_EQ(ops::ActivationFromName("gelu"), ops::Activation::kGeluErf);
   EXPECT_FALSE(ops::ActivationFromName("mish").has_value());
 }

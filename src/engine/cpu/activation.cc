@@ -29,14 +29,14 @@ Status Activate(ops::Activation activation, const Tensor& input, Tensor& output)
   return Status();
 }
 
-Status SiluMul(const Tensor& gate_up, Tensor& output) {
+Status GatedActivation(ops::Activation activation, const Tensor& gate_up, Tensor& output) {
   const int64_t rows = output.dim(0);
   const int64_t n = output.dim(1);
   for (int64_t r = 0; r < rows; ++r) {
     const float* gate = gate_up.data<float>() + r * 2 * n;
     const float* up = gate + n;
     float* out = output.data<float>() + r * n;
-    for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    for (int64_t i = 0; i < n; ++i) out[i] = Apply(activation, gate[i]) * up[i];
   }
   return Status();
 }

@@ -18,7 +18,7 @@ Status Zero(Tensor& tensor);
 Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
             const ops::GemmOptions& options);
 Status Activate(ops::Activation activation, const Tensor& input, Tensor& output);
-Status SiluMul(const Tensor& gate_up, Tensor& output);
+Status GatedActivation(ops::Activation activation, const Tensor& gate_up, Tensor& output);
 Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
                  Tensor& output);
 Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output);

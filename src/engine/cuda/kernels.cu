@@ -42,14 +42,15 @@ __global__ void ActivateKernel(ops::Activation activation, const bf16* input, bf
   }
 }
 
-__global__ void SiluMulKernel(const bf16* gate_up, bf16* output, int64_t rows, int64_t n) {
+__global__ void GatedActivationKernel(ops::Activation activation, const bf16* gate_up, bf16* output, int64_t rows,
+                                      int64_t n) {
   const int64_t count = rows * n;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t row = i / n;
     const int64_t column = i - row * n;
     const float gate = __bfloat162float(gate_up[row * 2 * n + column]);
     const float up = __bfloat162float(gate_up[row * 2 * n + n + column]);
-    output[i] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+    output[i] = __float2bfloat16(Apply(activation, gate) * up);
   }
 }
 
@@ -302,13 +303,13 @@ Status Activate(ops::Activation activation, const Tensor& input, Tensor& output)
   return CheckLaunch("activate");
 }
 
-Status SiluMul(const Tensor& gate_up, Tensor& output) {
-  auto context = RequireContext("silu_mul");
+Status GatedActivation(ops::Activation activation, const Tensor& gate_up, Tensor& output) {
+  auto context = RequireContext("gated_activation");
   if (!context.ok()) return context.status();
   const int64_t count = output.NumElements();
-  SiluMulKernel<<<BlocksFor(count, kThreads), kThreads, 0, (*context)->stream()>>>(
-      gate_up.data<bf16>(), output.data<bf16>(), output.dim(0), output.dim(1));
-  return CheckLaunch("silu_mul");
+  GatedActivationKernel<<<BlocksFor(count, kThreads), kThreads, 0, (*context)->stream()>>>(
+      activation, gate_up.data<bf16>(), output.data<bf16>(), output.dim(0), output.dim(1));
+  return CheckLaunch("gated_activation");
 }
 
 Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,

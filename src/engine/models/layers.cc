@@ -53,8 +53,7 @@ Status FeedForward(const FeedForwardWeights& weights, const FeedForwardSettings&
   Tensor activated = slots.Get(type, {tokens, width});
   STAMEN_RETURN_IF_ERROR(slots.status());
   STAMEN_RETURN_IF_ERROR(ops::Gemm(input, weights.up_weight, weights.up_bias, gate_up));
-  if (settings.activation != ops::Activation::kSilu) return Status::Error("gated feed-forward layers support only silu");
-  STAMEN_RETURN_IF_ERROR(ops::SiluMul(gate_up, activated));
+  STAMEN_RETURN_IF_ERROR(ops::GatedActivation(settings.activation, gate_up, activated));
   return ops::Gemm(activated, weights.down_weight, weights.down_bias, output, {.accumulate = accumulate});
 }
 

@@ -28,17 +28,17 @@ Status Activate(Activation activation, const Tensor& input, Tensor& output) {
       STAMEN_CUDA_KERNEL([&] { return cuda::Activate(activation, input, output); }));
 }
 
-Status SiluMul(const Tensor& gate_up, Tensor& output) {
-  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("silu_mul", "gate_up", gate_up, 2));
-  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("silu_mul", "output", output, 2));
-  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("silu_mul", "output", output, 0, gate_up.dim(0)));
-  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("silu_mul", "gate_up", gate_up, 1, 2 * output.dim(1)));
-  STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("silu_mul", {&gate_up, &output}));
-  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("silu_mul", output.device(), {&gate_up, &output}));
+Status GatedActivation(Activation activation, const Tensor& gate_up, Tensor& output) {
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("gated_activation", "gate_up", gate_up, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("gated_activation", "output", output, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("gated_activation", "output", output, 0, gate_up.dim(0)));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("gated_activation", "gate_up", gate_up, 1, 2 * output.dim(1)));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("gated_activation", {&gate_up, &output}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("gated_activation", output.device(), {&gate_up, &output}));
   return internal::Dispatch(
-      "silu_mul", output.device(),
-      [&] { return cpu::SiluMul(gate_up, output); },
-      STAMEN_CUDA_KERNEL([&] { return cuda::SiluMul(gate_up, output); }));
+      "gated_activation", output.device(),
+      [&] { return cpu::GatedActivation(activation, gate_up, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::GatedActivation(activation, gate_up, output); }));
 }
 
 }  // namespace stamen::engine::ops
