@@ -16,7 +16,7 @@ namespace stamen::engine {
 
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
-enum class ModelFamily { kBert, kRoberta, kDistilBert, kQwen2, kQwen3 };
+enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kQwen2, kQwen3 };
 enum class ModelHead { kNone, kSequenceClassification };
 
 struct ModelConfig {

@@ -176,13 +176,7 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
 
 Status ReadRobertaSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(ReadSettings(root, config));
-  config->pad_token_id = config->pad_token_id.value_or(1);
-  // Positions run from pad_token_id + 1, so the table must hold that offset as well.
-  if (*config->pad_token_id < 0 || *config->pad_token_id + 2 > config->max_position_embeddings) {
-    return root.Error("pad_token_id", "leaves no room for positions in max_position_embeddings");
-  }
-  config->position_offset = *config->pad_token_id + 1;
-  return Status();
+  return family_settings::ReadPositionsAfterPad(root, config);
 }
 
 StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,

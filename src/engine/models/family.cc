@@ -38,4 +38,14 @@ Status ReadPadToken(const JsonObject& root, ModelConfig* config) {
   return Status();
 }
 
+Status ReadPositionsAfterPad(const JsonObject& root, ModelConfig* config) {
+  config->pad_token_id = config->pad_token_id.value_or(1);
+  // Positions run from pad_token_id + 1, so the table must hold that offset as well.
+  if (*config->pad_token_id < 0 || *config->pad_token_id + 2 > config->max_position_embeddings) {
+    return root.Error("pad_token_id", "leaves no room for positions in max_position_embeddings");
+  }
+  config->position_offset = *config->pad_token_id + 1;
+  return Status();
+}
+
 }  // namespace stamen::engine::family_settings

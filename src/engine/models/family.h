@@ -99,6 +99,8 @@ Status ReadActivation(const JsonObject& root, std::string_view key, std::string_
 Status ReadRope(const JsonObject& root, ModelConfig* config);
 // pad_token_id when given.
 Status ReadPadToken(const JsonObject& root, ModelConfig* config);
+// RoBERTa-style absolute positions, counted from pad_token_id (default 1) + 1.
+Status ReadPositionsAfterPad(const JsonObject& root, ModelConfig* config);
 }  // namespace family_settings
 
 }  // namespace stamen::engine
