@@ -12,16 +12,12 @@
 
 #include "engine/models/family.h"
 #include "engine/models/layers.h"
-#include "engine/ops/convert.h"
-#include "engine/ops/embedding.h"
-#include "engine/ops/norm.h"
 
 namespace stamen::engine {
 namespace {
 
 struct BertWeights {
-  Tensor word_embeddings, position_embeddings, token_type_embeddings;
-  Tensor embedding_norm_gamma, embedding_norm_beta;
+  layers::AbsoluteEmbeddingWeights embeddings;
   std::vector<layers::PostNormLayerWeights> layers;
   layers::ClassifierWeights head;
 };
@@ -30,46 +26,27 @@ struct BertWeights {
 void VisitTensors(const ModelConfig& config, const std::string& prefix, BertWeights& weights, TensorVisitor& visit) {
   const int64_t h = config.hidden_size;
   const int64_t ffn = config.intermediate_size;
-  const std::string embeddings = prefix + "embeddings.";
-  visit.Tensor(weights.word_embeddings, {embeddings + "word_embeddings.weight", {config.vocab_size, h}});
-  visit.Tensor(weights.position_embeddings,
-               {embeddings + "position_embeddings.weight", {config.max_position_embeddings, h}});
-  visit.Tensor(weights.token_type_embeddings, {embeddings + "token_type_embeddings.weight", {config.type_vocab_size, h}});
-  visit.Tensor(weights.embedding_norm_gamma, {embeddings + "LayerNorm.weight", {h}, TensorInit::kNormOne});
-  visit.Tensor(weights.embedding_norm_beta, {embeddings + "LayerNorm.bias", {h}});
+  layers::VisitAbsoluteEmbeddings(visit, weights.embeddings, prefix + "embeddings.", config);
   weights.layers.resize(config.num_hidden_layers);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    layers::PostNormLayerWeights& layer = weights.layers[i];
     const std::string base = prefix + "encoder.layer." + std::to_string(i) + ".";
-    const std::string self = base + "attention.self.";
-    const TensorSpec qkv[] = {{self + "query.weight", {h, h}}, {self + "key.weight", {h, h}},
-                              {self + "value.weight", {h, h}}};
-    const TensorSpec qkv_bias[] = {{self + "query.bias", {h}}, {self + "key.bias", {h}}, {self + "value.bias", {h}}};
-    visit.Stacked(layer.attention.qkv_weight, qkv);
-    visit.Stacked(layer.attention.qkv_bias, qkv_bias);
-    visit.Tensor(layer.attention.output_weight, {base + "attention.output.dense.weight", {h, h}});
-    visit.Tensor(layer.attention.output_bias, {base + "attention.output.dense.bias", {h}});
-    visit.Tensor(layer.attention_norm_gamma, {base + "attention.output.LayerNorm.weight", {h}, TensorInit::kNormOne});
-    visit.Tensor(layer.attention_norm_beta, {base + "attention.output.LayerNorm.bias", {h}});
-    visit.Tensor(layer.feed_forward.up_weight, {base + "intermediate.dense.weight", {ffn, h}});
-    visit.Tensor(layer.feed_forward.up_bias, {base + "intermediate.dense.bias", {ffn}});
-    visit.Tensor(layer.feed_forward.down_weight, {base + "output.dense.weight", {h, ffn}});
-    visit.Tensor(layer.feed_forward.down_bias, {base + "output.dense.bias", {h}});
-    visit.Tensor(layer.output_norm_gamma, {base + "output.LayerNorm.weight", {h}, TensorInit::kNormOne});
-    visit.Tensor(layer.output_norm_beta, {base + "output.LayerNorm.bias", {h}});
+    layers::VisitPostNormLayer(visit, weights.layers[i],
+                               {.query = base + "attention.self.query",
+                                .key = base + "attention.self.key",
+                                .value = base + "attention.self.value",
+                                .output = base + "attention.output.dense",
+                                .attention_norm = base + "attention.output.LayerNorm",
+                                .up = base + "intermediate.dense",
+                                .down = base + "output.dense",
+                                .output_norm = base + "output.LayerNorm"},
+                               h, ffn);
   }
   layers::ClassifierWeights& head = weights.head;
   const int64_t labels = config.num_labels;
   if (config.head == ModelHead::kSequenceClassification && config.family == ModelFamily::kBert) {
-    visit.Tensor(head.dense_weight, {prefix + "pooler.dense.weight", {h, h}});
-    visit.Tensor(head.dense_bias, {prefix + "pooler.dense.bias", {h}});
-    visit.Tensor(head.output_weight, {"classifier.weight", {labels, h}});
-    visit.Tensor(head.output_bias, {"classifier.bias", {labels}});
+    layers::VisitClassifier(visit, head, prefix + "pooler.dense", "classifier", h, labels);
   } else if (config.head == ModelHead::kSequenceClassification) {
-    visit.Tensor(head.dense_weight, {"classifier.dense.weight", {h, h}});
-    visit.Tensor(head.dense_bias, {"classifier.dense.bias", {h}});
-    visit.Tensor(head.output_weight, {"classifier.out_proj.weight", {labels, h}});
-    visit.Tensor(head.output_bias, {"classifier.out_proj.bias", {labels}});
+    layers::VisitClassifier(visit, head, "classifier.dense", "classifier.out_proj", h, labels);
   } else {
     // BertModel and XLMRobertaModel save their pooler too; embeddings never use it.
     visit.Tensor(head.dense_weight, {prefix + "pooler.dense.weight", {h, h}, TensorInit::kNormal, TensorPresence::kUnread});
@@ -78,7 +55,7 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, BertWeig
 }
 
 // Workspace slots of a step: the hidden state and embedding inputs, then the layers' own.
-enum Slot : size_t { kHidden, kPositions, kTokenTypes, kLayerSlots };
+enum Slot : size_t { kHidden, kEmbeddingSlots, kLayerSlots = kEmbeddingSlots + 2 };
 
 class BertModel final : public Model {
  public:
@@ -90,7 +67,6 @@ class BertModel final : public Model {
 
  private:
   BertModel(const ModelConfig& config, const Placement& placement) : Model(placement), config_(config) {}
-  Status Embed(const ModelInput& input, Tensor& hidden);
   Status RunLayer(const layers::PostNormLayerWeights& layer, const ModelInput& input, Tensor& hidden);
 
   ModelConfig config_;
@@ -108,29 +84,6 @@ StatusOr<std::unique_ptr<Model>> BertModel::Load(const ModelConfig& config, cons
   return std::unique_ptr<Model>(std::move(model));
 }
 
-Status BertModel::Embed(const ModelInput& input, Tensor& hidden) {
-  const int64_t tokens = input.token_ids.dim(0);
-  layers::Slots slots(workspace_, kPositions);
-  Tensor positions = slots.Get(DataType::kI32, {tokens});
-  Tensor zeros = slots.Get(DataType::kI32, {tokens});
-  STAMEN_RETURN_IF_ERROR(slots.status());
-  // Sequence lengths were checked by the engine (max_sequence_length); positions are made on
-  // the device so a captured graph recomputes them for each replayed batch.
-  STAMEN_RETURN_IF_ERROR(
-      ops::SequencePositions(input.cu_seqlens, static_cast<int32_t>(config_.position_offset), positions));
-  Tensor token_types = input.token_type_ids;
-  if (token_types.empty()) {
-    STAMEN_RETURN_IF_ERROR(ops::Zero(zeros));
-    token_types = zeros;
-  }
-  STAMEN_RETURN_IF_ERROR(ops::Gather(weights_.word_embeddings, input.token_ids, hidden));
-  STAMEN_RETURN_IF_ERROR(ops::Gather(weights_.position_embeddings, positions, hidden, /*accumulate=*/true));
-  Status types = ops::Gather(weights_.token_type_embeddings, token_types, hidden, /*accumulate=*/true);
-  if (!types.ok()) return Status::Error("token type ids: " + types.message());
-  return ops::LayerNorm(hidden, Tensor(), weights_.embedding_norm_gamma, weights_.embedding_norm_beta,
-                        static_cast<float>(config_.norm_eps), hidden);
-}
-
 Status BertModel::RunLayer(const layers::PostNormLayerWeights& layer, const ModelInput& input, Tensor& hidden) {
   const layers::AttentionSettings attention{
       .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim}, .options = {}};
@@ -143,7 +96,9 @@ Status BertModel::RunLayer(const layers::PostNormLayerWeights& layer, const Mode
 StatusOr<Tensor> BertModel::Forward(const ModelInput& input) {
   auto hidden = workspace_.Get(kHidden, placement_.dtype, {input.token_ids.dim(0), config_.hidden_size});
   if (!hidden.ok()) return hidden.status();
-  STAMEN_RETURN_IF_ERROR(Embed(input, *hidden));
+  STAMEN_RETURN_IF_ERROR(layers::EmbedAbsolute(weights_.embeddings, input, config_.position_offset,
+                                               static_cast<float>(config_.norm_eps),
+                                               layers::Slots(workspace_, kEmbeddingSlots), *hidden));
   for (const layers::PostNormLayerWeights& layer : weights_.layers) STAMEN_RETURN_IF_ERROR(RunLayer(layer, input, *hidden));
   return hidden;
 }

@@ -7,15 +7,12 @@
 
 #include "engine/models/family.h"
 #include "engine/models/layers.h"
-#include "engine/ops/embedding.h"
-#include "engine/ops/norm.h"
 
 namespace stamen::engine {
 namespace {
 
 struct DistilBertWeights {
-  Tensor word_embeddings, position_embeddings;
-  Tensor embedding_norm_gamma, embedding_norm_beta;
+  layers::AbsoluteEmbeddingWeights embeddings;
   std::vector<layers::PostNormLayerWeights> layers;
   layers::ClassifierWeights head;
 };
@@ -24,44 +21,27 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, DistilBe
                   TensorVisitor& visit) {
   const int64_t h = config.hidden_size;
   const int64_t ffn = config.intermediate_size;
-  const std::string embeddings = prefix + "embeddings.";
-  visit.Tensor(weights.word_embeddings, {embeddings + "word_embeddings.weight", {config.vocab_size, h}});
-  visit.Tensor(weights.position_embeddings,
-               {embeddings + "position_embeddings.weight", {config.max_position_embeddings, h}});
-  visit.Tensor(weights.embedding_norm_gamma, {embeddings + "LayerNorm.weight", {h}, TensorInit::kNormOne});
-  visit.Tensor(weights.embedding_norm_beta, {embeddings + "LayerNorm.bias", {h}});
+  layers::VisitAbsoluteEmbeddings(visit, weights.embeddings, prefix + "embeddings.", config);
   weights.layers.resize(config.num_hidden_layers);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    layers::PostNormLayerWeights& layer = weights.layers[i];
     const std::string base = prefix + "transformer.layer." + std::to_string(i) + ".";
-    const std::string attention = base + "attention.";
-    const TensorSpec qkv[] = {{attention + "q_lin.weight", {h, h}}, {attention + "k_lin.weight", {h, h}},
-                              {attention + "v_lin.weight", {h, h}}};
-    const TensorSpec qkv_bias[] = {{attention + "q_lin.bias", {h}}, {attention + "k_lin.bias", {h}},
-                                   {attention + "v_lin.bias", {h}}};
-    visit.Stacked(layer.attention.qkv_weight, qkv);
-    visit.Stacked(layer.attention.qkv_bias, qkv_bias);
-    visit.Tensor(layer.attention.output_weight, {attention + "out_lin.weight", {h, h}});
-    visit.Tensor(layer.attention.output_bias, {attention + "out_lin.bias", {h}});
-    visit.Tensor(layer.attention_norm_gamma, {base + "sa_layer_norm.weight", {h}, TensorInit::kNormOne});
-    visit.Tensor(layer.attention_norm_beta, {base + "sa_layer_norm.bias", {h}});
-    visit.Tensor(layer.feed_forward.up_weight, {base + "ffn.lin1.weight", {ffn, h}});
-    visit.Tensor(layer.feed_forward.up_bias, {base + "ffn.lin1.bias", {ffn}});
-    visit.Tensor(layer.feed_forward.down_weight, {base + "ffn.lin2.weight", {h, ffn}});
-    visit.Tensor(layer.feed_forward.down_bias, {base + "ffn.lin2.bias", {h}});
-    visit.Tensor(layer.output_norm_gamma, {base + "output_layer_norm.weight", {h}, TensorInit::kNormOne});
-    visit.Tensor(layer.output_norm_beta, {base + "output_layer_norm.bias", {h}});
+    layers::VisitPostNormLayer(visit, weights.layers[i],
+                               {.query = base + "attention.q_lin",
+                                .key = base + "attention.k_lin",
+                                .value = base + "attention.v_lin",
+                                .output = base + "attention.out_lin",
+                                .attention_norm = base + "sa_layer_norm",
+                                .up = base + "ffn.lin1",
+                                .down = base + "ffn.lin2",
+                                .output_norm = base + "output_layer_norm"},
+                               h, ffn);
   }
   if (config.head == ModelHead::kSequenceClassification) {
-    const int64_t labels = config.num_labels;
-    visit.Tensor(weights.head.dense_weight, {"pre_classifier.weight", {h, h}});
-    visit.Tensor(weights.head.dense_bias, {"pre_classifier.bias", {h}});
-    visit.Tensor(weights.head.output_weight, {"classifier.weight", {labels, h}});
-    visit.Tensor(weights.head.output_bias, {"classifier.bias", {labels}});
+    layers::VisitClassifier(visit, weights.head, "pre_classifier", "classifier", h, config.num_labels);
   }
 }
 
-enum Slot : size_t { kHidden, kPositions, kLayerSlots };
+enum Slot : size_t { kHidden, kEmbeddingSlots, kLayerSlots = kEmbeddingSlots + 2 };
 
 class DistilBertModel final : public Model {
  public:
@@ -90,13 +70,9 @@ StatusOr<Tensor> DistilBertModel::Forward(const ModelInput& input) {
   const int64_t tokens = input.token_ids.dim(0);
   layers::Slots slots(workspace_, kHidden);
   Tensor hidden = slots.Get(placement_.dtype, {tokens, config_.hidden_size});
-  Tensor positions = slots.Get(DataType::kI32, {tokens});
   STAMEN_RETURN_IF_ERROR(slots.status());
-  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, positions));
-  STAMEN_RETURN_IF_ERROR(ops::Gather(weights_.word_embeddings, input.token_ids, hidden));
-  STAMEN_RETURN_IF_ERROR(ops::Gather(weights_.position_embeddings, positions, hidden, /*accumulate=*/true));
-  STAMEN_RETURN_IF_ERROR(ops::LayerNorm(hidden, Tensor(), weights_.embedding_norm_gamma, weights_.embedding_norm_beta,
-                                        static_cast<float>(config_.norm_eps), hidden));
+  STAMEN_RETURN_IF_ERROR(layers::EmbedAbsolute(weights_.embeddings, input, /*position_offset=*/0,
+                                               static_cast<float>(config_.norm_eps), slots.Nested(), hidden));
   for (const layers::PostNormLayerWeights& layer : weights_.layers) STAMEN_RETURN_IF_ERROR(RunLayer(layer, input, hidden));
   return hidden;
 }

@@ -2,6 +2,7 @@
 #include "engine/models/layers.h"
 
 #include "engine/ops/convert.h"
+#include "engine/ops/embedding.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/norm.h"
 #include "engine/ops/pooling.h"
@@ -18,6 +19,41 @@ Tensor Slots::Get(DataType type, const Shape& shape) {
     return Tensor();
   }
   return std::move(buffer.value());
+}
+
+void VisitAbsoluteEmbeddings(TensorVisitor& visit, AbsoluteEmbeddingWeights& embeddings, const std::string& prefix,
+                             const ModelConfig& config) {
+  const int64_t h = config.hidden_size;
+  visit.Tensor(embeddings.word, {prefix + "word_embeddings.weight", {config.vocab_size, h}});
+  visit.Tensor(embeddings.position, {prefix + "position_embeddings.weight", {config.max_position_embeddings, h}});
+  if (config.type_vocab_size > 0) {
+    visit.Tensor(embeddings.token_type, {prefix + "token_type_embeddings.weight", {config.type_vocab_size, h}});
+  }
+  visit.Tensor(embeddings.norm_gamma, {prefix + "LayerNorm.weight", {h}, TensorInit::kNormOne});
+  visit.Tensor(embeddings.norm_beta, {prefix + "LayerNorm.bias", {h}});
+}
+
+Status EmbedAbsolute(const AbsoluteEmbeddingWeights& embeddings, const ModelInput& input, int64_t position_offset,
+                     float norm_eps, Slots slots, Tensor& hidden) {
+  const int64_t tokens = input.token_ids.dim(0);
+  Tensor positions = slots.Get(DataType::kI32, {tokens});
+  Tensor zeros = slots.Get(DataType::kI32, {tokens});
+  STAMEN_RETURN_IF_ERROR(slots.status());
+  // Sequence lengths were checked by the engine (max_sequence_length); positions are made on
+  // the device so a captured graph recomputes them for each replayed batch.
+  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, static_cast<int32_t>(position_offset), positions));
+  STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings.word, input.token_ids, hidden));
+  STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings.position, positions, hidden, /*accumulate=*/true));
+  if (!embeddings.token_type.empty()) {
+    Tensor token_types = input.token_type_ids;
+    if (token_types.empty()) {
+      STAMEN_RETURN_IF_ERROR(ops::Zero(zeros));
+      token_types = zeros;
+    }
+    Status types = ops::Gather(embeddings.token_type, token_types, hidden, /*accumulate=*/true);
+    if (!types.ok()) return Status::Error("token type ids: " + types.message());
+  }
+  return ops::LayerNorm(hidden, Tensor(), embeddings.norm_gamma, embeddings.norm_beta, norm_eps, hidden);
 }
 
 Status SelfAttention(const AttentionWeights& weights, const AttentionSettings& settings, const Tensor& input,
@@ -69,6 +105,35 @@ Status PostNormLayer(const PostNormLayerWeights& weights, const AttentionSetting
   STAMEN_RETURN_IF_ERROR(
       FeedForward(weights.feed_forward, feed_forward, hidden, slots.Nested(), projected, /*accumulate=*/false));
   return ops::LayerNorm(projected, hidden, weights.output_norm_gamma, weights.output_norm_beta, norm_eps, hidden);
+}
+
+void VisitPostNormLayer(TensorVisitor& visit, PostNormLayerWeights& layer, const PostNormLayerNames& names,
+                        int64_t hidden_size, int64_t intermediate_size) {
+  const int64_t h = hidden_size;
+  const int64_t ffn = intermediate_size;
+  const TensorSpec qkv[] = {{names.query + ".weight", {h, h}}, {names.key + ".weight", {h, h}},
+                            {names.value + ".weight", {h, h}}};
+  const TensorSpec qkv_bias[] = {{names.query + ".bias", {h}}, {names.key + ".bias", {h}}, {names.value + ".bias", {h}}};
+  visit.Stacked(layer.attention.qkv_weight, qkv);
+  visit.Stacked(layer.attention.qkv_bias, qkv_bias);
+  visit.Tensor(layer.attention.output_weight, {names.output + ".weight", {h, h}});
+  visit.Tensor(layer.attention.output_bias, {names.output + ".bias", {h}});
+  visit.Tensor(layer.attention_norm_gamma, {names.attention_norm + ".weight", {h}, TensorInit::kNormOne});
+  visit.Tensor(layer.attention_norm_beta, {names.attention_norm + ".bias", {h}});
+  visit.Tensor(layer.feed_forward.up_weight, {names.up + ".weight", {ffn, h}});
+  visit.Tensor(layer.feed_forward.up_bias, {names.up + ".bias", {ffn}});
+  visit.Tensor(layer.feed_forward.down_weight, {names.down + ".weight", {h, ffn}});
+  visit.Tensor(layer.feed_forward.down_bias, {names.down + ".bias", {h}});
+  visit.Tensor(layer.output_norm_gamma, {names.output_norm + ".weight", {h}, TensorInit::kNormOne});
+  visit.Tensor(layer.output_norm_beta, {names.output_norm + ".bias", {h}});
+}
+
+void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense,
+                     const std::string& output, int64_t hidden_size, int64_t num_labels) {
+  visit.Tensor(head.dense_weight, {dense + ".weight", {hidden_size, hidden_size}});
+  visit.Tensor(head.dense_bias, {dense + ".bias", {hidden_size}});
+  visit.Tensor(head.output_weight, {output + ".weight", {num_labels, hidden_size}});
+  visit.Tensor(head.output_bias, {output + ".bias", {num_labels}});
 }
 
 StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ClassifierSettings& settings, const Tensor& hidden,

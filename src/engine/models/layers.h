@@ -3,7 +3,10 @@
 // loop over these blocks, with the norms (ops/norm.h) placed where the family places them.
 #pragma once
 
+#include <string>
+
 #include "engine/models/model.h"
+#include "engine/models/tensor_schema.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/attention.h"
 
@@ -26,6 +29,23 @@ class Slots {
   size_t next_;
   Status status_;
 };
+
+// Learned absolute embeddings with a LayerNorm (BERT, RoBERTa, DistilBERT, MPNet).
+struct AbsoluteEmbeddingWeights {
+  Tensor word, position;
+  Tensor token_type;  // empty for families without token types
+  Tensor norm_gamma, norm_beta;
+};
+
+// Visits `prefix`word_embeddings, position_embeddings, token_type_embeddings (only when the
+// config has token types) and LayerNorm, as BERT-style folders name them.
+void VisitAbsoluteEmbeddings(TensorVisitor& visit, AbsoluteEmbeddingWeights& embeddings, const std::string& prefix,
+                             const ModelConfig& config);
+
+// hidden = LayerNorm(word[id] + position[position_offset + i] + token_type[type]); positions
+// count from each sequence's start, token types default to 0.
+Status EmbedAbsolute(const AbsoluteEmbeddingWeights& embeddings, const ModelInput& input, int64_t position_offset,
+                     float norm_eps, Slots slots, Tensor& hidden);
 
 struct AttentionWeights {
   Tensor qkv_weight, qkv_bias;  // query, key and value rows stacked: one gemm
@@ -72,6 +92,18 @@ Status PostNormLayer(const PostNormLayerWeights& weights, const AttentionSetting
                      const FeedForwardSettings& feed_forward, float norm_eps, const Tensor& cu_seqlens, Slots slots,
                      Tensor& hidden);
 
+// Where a post-norm layer's tensors sit in a file: each name without ".weight" / ".bias".
+struct PostNormLayerNames {
+  std::string query, key, value, output;  // the attention's projections
+  std::string attention_norm;
+  std::string up, down;  // the feed-forward's
+  std::string output_norm;
+};
+
+// Visits a post-norm layer's tensors (every linear with a bias, every norm a LayerNorm).
+void VisitPostNormLayer(TensorVisitor& visit, PostNormLayerWeights& layer, const PostNormLayerNames& names,
+                        int64_t hidden_size, int64_t intermediate_size);
+
 // A sequence-classification head on the first token: logits = W_o·norm(act(W_d·x_cls + b_d)) + b_o
 // (BERT's pooler + classifier, RoBERTa's classifier.dense + out_proj, DistilBERT's
 // pre_classifier + classifier; ModernBERT adds the norm).
@@ -86,6 +118,10 @@ struct ClassifierSettings {
   float norm_eps = 0.0f;
   int64_t num_labels = 0;
 };
+
+// Visits a head whose tensors are `dense` and `output` (names without ".weight" / ".bias").
+void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense,
+                     const std::string& output, int64_t hidden_size, int64_t num_labels);
 
 // Logits [S, num_labels] in the hidden state's dtype, a view into the workspace.
 StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ClassifierSettings& settings, const Tensor& hidden,

@@ -9,8 +9,6 @@
 
 #include "engine/models/family.h"
 #include "engine/models/layers.h"
-#include "engine/ops/embedding.h"
-#include "engine/ops/norm.h"
 
 namespace stamen::engine {
 namespace {
@@ -20,8 +18,7 @@ constexpr int64_t kBuckets = 32;
 constexpr int32_t kMaxDistance = 128;
 
 struct MpnetWeights {
-  Tensor word_embeddings, position_embeddings;
-  Tensor embedding_norm_gamma, embedding_norm_beta;
+  layers::AbsoluteEmbeddingWeights embeddings;
   std::vector<layers::PostNormLayerWeights> layers;
   Tensor relative_attention_bias;  // [buckets, heads], always F32 (the attention op adds it in F32)
   layers::ClassifierWeights head;
@@ -30,40 +27,24 @@ struct MpnetWeights {
 void VisitTensors(const ModelConfig& config, const std::string& prefix, MpnetWeights& weights, TensorVisitor& visit) {
   const int64_t h = config.hidden_size;
   const int64_t ffn = config.intermediate_size;
-  const std::string embeddings = prefix + "embeddings.";
-  visit.Tensor(weights.word_embeddings, {embeddings + "word_embeddings.weight", {config.vocab_size, h}});
-  visit.Tensor(weights.position_embeddings,
-               {embeddings + "position_embeddings.weight", {config.max_position_embeddings, h}});
-  visit.Tensor(weights.embedding_norm_gamma, {embeddings + "LayerNorm.weight", {h}, TensorInit::kNormOne});
-  visit.Tensor(weights.embedding_norm_beta, {embeddings + "LayerNorm.bias", {h}});
+  layers::VisitAbsoluteEmbeddings(visit, weights.embeddings, prefix + "embeddings.", config);
   weights.layers.resize(config.num_hidden_layers);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    layers::PostNormLayerWeights& layer = weights.layers[i];
     const std::string base = prefix + "encoder.layer." + std::to_string(i) + ".";
-    const std::string attention = base + "attention.attn.";
-    const TensorSpec qkv[] = {{attention + "q.weight", {h, h}}, {attention + "k.weight", {h, h}},
-                              {attention + "v.weight", {h, h}}};
-    const TensorSpec qkv_bias[] = {{attention + "q.bias", {h}}, {attention + "k.bias", {h}}, {attention + "v.bias", {h}}};
-    visit.Stacked(layer.attention.qkv_weight, qkv);
-    visit.Stacked(layer.attention.qkv_bias, qkv_bias);
-    visit.Tensor(layer.attention.output_weight, {attention + "o.weight", {h, h}});
-    visit.Tensor(layer.attention.output_bias, {attention + "o.bias", {h}});
-    visit.Tensor(layer.attention_norm_gamma, {base + "attention.LayerNorm.weight", {h}, TensorInit::kNormOne});
-    visit.Tensor(layer.attention_norm_beta, {base + "attention.LayerNorm.bias", {h}});
-    visit.Tensor(layer.feed_forward.up_weight, {base + "intermediate.dense.weight", {ffn, h}});
-    visit.Tensor(layer.feed_forward.up_bias, {base + "intermediate.dense.bias", {ffn}});
-    visit.Tensor(layer.feed_forward.down_weight, {base + "output.dense.weight", {h, ffn}});
-    visit.Tensor(layer.feed_forward.down_bias, {base + "output.dense.bias", {h}});
-    visit.Tensor(layer.output_norm_gamma, {base + "output.LayerNorm.weight", {h}, TensorInit::kNormOne});
-    visit.Tensor(layer.output_norm_beta, {base + "output.LayerNorm.bias", {h}});
+    layers::VisitPostNormLayer(visit, weights.layers[i],
+                               {.query = base + "attention.attn.q",
+                                .key = base + "attention.attn.k",
+                                .value = base + "attention.attn.v",
+                                .output = base + "attention.attn.o",
+                                .attention_norm = base + "attention.LayerNorm",
+                                .up = base + "intermediate.dense",
+                                .down = base + "output.dense",
+                                .output_norm = base + "output.LayerNorm"},
+                               h, ffn);
   }
   layers::ClassifierWeights& head = weights.head;
   if (config.head == ModelHead::kSequenceClassification) {
-    const int64_t labels = config.num_labels;
-    visit.Tensor(head.dense_weight, {"classifier.dense.weight", {h, h}});
-    visit.Tensor(head.dense_bias, {"classifier.dense.bias", {h}});
-    visit.Tensor(head.output_weight, {"classifier.out_proj.weight", {labels, h}});
-    visit.Tensor(head.output_bias, {"classifier.out_proj.bias", {labels}});
+    layers::VisitClassifier(visit, head, "classifier.dense", "classifier.out_proj", h, config.num_labels);
   } else {
     // MPNetModel saves its pooler; embeddings never use it.
     visit.Tensor(head.dense_weight, {prefix + "pooler.dense.weight", {h, h}, TensorInit::kNormal, TensorPresence::kUnread});
@@ -83,7 +64,7 @@ void VisitAllTensors(const ModelConfig& config, const std::string& prefix, Mpnet
   VisitBiasTable(config, prefix, weights, visit);
 }
 
-enum Slot : size_t { kHidden, kPositions, kLayerSlots };
+enum Slot : size_t { kHidden, kEmbeddingSlots, kLayerSlots = kEmbeddingSlots + 2 };
 
 class MpnetModel final : public Model {
  public:
@@ -101,15 +82,10 @@ StatusOr<Tensor> MpnetModel::Forward(const ModelInput& input) {
   const int64_t tokens = input.token_ids.dim(0);
   layers::Slots slots(workspace_, kHidden);
   Tensor hidden = slots.Get(placement_.dtype, {tokens, config_.hidden_size});
-  Tensor positions = slots.Get(DataType::kI32, {tokens});
   STAMEN_RETURN_IF_ERROR(slots.status());
-  STAMEN_RETURN_IF_ERROR(
-      ops::SequencePositions(input.cu_seqlens, static_cast<int32_t>(config_.position_offset), positions));
-  STAMEN_RETURN_IF_ERROR(ops::Gather(weights_.word_embeddings, input.token_ids, hidden));
-  STAMEN_RETURN_IF_ERROR(ops::Gather(weights_.position_embeddings, positions, hidden, /*accumulate=*/true));
   const float eps = static_cast<float>(config_.norm_eps);
   STAMEN_RETURN_IF_ERROR(
-      ops::LayerNorm(hidden, Tensor(), weights_.embedding_norm_gamma, weights_.embedding_norm_beta, eps, hidden));
+      layers::EmbedAbsolute(weights_.embeddings, input, config_.position_offset, eps, slots.Nested(), hidden));
   const layers::AttentionSettings attention{
       .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim},
       .options = {.position_bias = &position_bias_}};
