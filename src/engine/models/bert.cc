@@ -22,25 +22,22 @@ struct BertWeights {
   layers::ClassifierWeights head;
 };
 
-// The tensor schema: every weight of a BERT-style folder, as save_pretrained names it.
+const layers::PostNormLayerNames kLayerNames = {
+    .query = "attention.self.query",
+    .key = "attention.self.key",
+    .value = "attention.self.value",
+    .output = "attention.output.dense",
+    .attention_norm = "attention.output.LayerNorm",
+    .up = "intermediate.dense",
+    .down = "output.dense",
+    .output_norm = "output.LayerNorm",
+};
+
+// The tensor schema: every weight, as save_pretrained names it.
 void VisitTensors(const ModelConfig& config, const std::string& prefix, BertWeights& weights, TensorVisitor& visit) {
   const int64_t h = config.hidden_size;
-  const int64_t ffn = config.intermediate_size;
   layers::VisitAbsoluteEmbeddings(visit, weights.embeddings, prefix + "embeddings.", config);
-  weights.layers.resize(config.num_hidden_layers);
-  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    const std::string base = prefix + "encoder.layer." + std::to_string(i) + ".";
-    layers::VisitPostNormLayer(visit, weights.layers[i],
-                               {.query = base + "attention.self.query",
-                                .key = base + "attention.self.key",
-                                .value = base + "attention.self.value",
-                                .output = base + "attention.output.dense",
-                                .attention_norm = base + "attention.output.LayerNorm",
-                                .up = base + "intermediate.dense",
-                                .down = base + "output.dense",
-                                .output_norm = base + "output.LayerNorm"},
-                               h, ffn);
-  }
+  layers::VisitPostNormLayers(visit, weights.layers, prefix + "encoder.layer.", kLayerNames, config);
   layers::ClassifierWeights& head = weights.head;
   const int64_t labels = config.num_labels;
   if (config.head == ModelHead::kSequenceClassification && config.family == ModelFamily::kBert) {

@@ -17,25 +17,23 @@ struct DistilBertWeights {
   layers::ClassifierWeights head;
 };
 
+const layers::PostNormLayerNames kLayerNames = {
+    .query = "attention.q_lin",
+    .key = "attention.k_lin",
+    .value = "attention.v_lin",
+    .output = "attention.out_lin",
+    .attention_norm = "sa_layer_norm",
+    .up = "ffn.lin1",
+    .down = "ffn.lin2",
+    .output_norm = "output_layer_norm",
+};
+
+// The tensor schema: every weight, as save_pretrained names it.
 void VisitTensors(const ModelConfig& config, const std::string& prefix, DistilBertWeights& weights,
                   TensorVisitor& visit) {
   const int64_t h = config.hidden_size;
-  const int64_t ffn = config.intermediate_size;
   layers::VisitAbsoluteEmbeddings(visit, weights.embeddings, prefix + "embeddings.", config);
-  weights.layers.resize(config.num_hidden_layers);
-  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    const std::string base = prefix + "transformer.layer." + std::to_string(i) + ".";
-    layers::VisitPostNormLayer(visit, weights.layers[i],
-                               {.query = base + "attention.q_lin",
-                                .key = base + "attention.k_lin",
-                                .value = base + "attention.v_lin",
-                                .output = base + "attention.out_lin",
-                                .attention_norm = base + "sa_layer_norm",
-                                .up = base + "ffn.lin1",
-                                .down = base + "ffn.lin2",
-                                .output_norm = base + "output_layer_norm"},
-                               h, ffn);
-  }
+  layers::VisitPostNormLayers(visit, weights.layers, prefix + "transformer.layer.", kLayerNames, config);
   if (config.head == ModelHead::kSequenceClassification) {
     layers::VisitClassifier(visit, weights.head, "pre_classifier", "classifier", h, config.num_labels);
   }

@@ -107,25 +107,31 @@ Status PostNormLayer(const PostNormLayerWeights& weights, const AttentionSetting
   return ops::LayerNorm(projected, hidden, weights.output_norm_gamma, weights.output_norm_beta, norm_eps, hidden);
 }
 
-void VisitPostNormLayer(TensorVisitor& visit, PostNormLayerWeights& layer, const PostNormLayerNames& names,
-                        int64_t hidden_size, int64_t intermediate_size) {
-  const int64_t h = hidden_size;
-  const int64_t ffn = intermediate_size;
-  const TensorSpec qkv[] = {{names.query + ".weight", {h, h}}, {names.key + ".weight", {h, h}},
-                            {names.value + ".weight", {h, h}}};
-  const TensorSpec qkv_bias[] = {{names.query + ".bias", {h}}, {names.key + ".bias", {h}}, {names.value + ".bias", {h}}};
-  visit.Stacked(layer.attention.qkv_weight, qkv);
-  visit.Stacked(layer.attention.qkv_bias, qkv_bias);
-  visit.Tensor(layer.attention.output_weight, {names.output + ".weight", {h, h}});
-  visit.Tensor(layer.attention.output_bias, {names.output + ".bias", {h}});
-  visit.Tensor(layer.attention_norm_gamma, {names.attention_norm + ".weight", {h}, TensorInit::kNormOne});
-  visit.Tensor(layer.attention_norm_beta, {names.attention_norm + ".bias", {h}});
-  visit.Tensor(layer.feed_forward.up_weight, {names.up + ".weight", {ffn, h}});
-  visit.Tensor(layer.feed_forward.up_bias, {names.up + ".bias", {ffn}});
-  visit.Tensor(layer.feed_forward.down_weight, {names.down + ".weight", {h, ffn}});
-  visit.Tensor(layer.feed_forward.down_bias, {names.down + ".bias", {h}});
-  visit.Tensor(layer.output_norm_gamma, {names.output_norm + ".weight", {h}, TensorInit::kNormOne});
-  visit.Tensor(layer.output_norm_beta, {names.output_norm + ".bias", {h}});
+void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>& layers,
+                         const std::string& layers_prefix, const PostNormLayerNames& names, const ModelConfig& config) {
+  const int64_t h = config.hidden_size;
+  const int64_t ffn = config.intermediate_size;
+  layers.resize(config.num_hidden_layers);
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    PostNormLayerWeights& layer = layers[i];
+    const std::string base = layers_prefix + std::to_string(i) + ".";
+    const TensorSpec qkv[] = {{base + names.query + ".weight", {h, h}}, {base + names.key + ".weight", {h, h}},
+                              {base + names.value + ".weight", {h, h}}};
+    const TensorSpec qkv_bias[] = {{base + names.query + ".bias", {h}}, {base + names.key + ".bias", {h}},
+                                   {base + names.value + ".bias", {h}}};
+    visit.Stacked(layer.attention.qkv_weight, qkv);
+    visit.Stacked(layer.attention.qkv_bias, qkv_bias);
+    visit.Tensor(layer.attention.output_weight, {base + names.output + ".weight", {h, h}});
+    visit.Tensor(layer.attention.output_bias, {base + names.output + ".bias", {h}});
+    visit.Tensor(layer.attention_norm_gamma, {base + names.attention_norm + ".weight", {h}, TensorInit::kNormOne});
+    visit.Tensor(layer.attention_norm_beta, {base + names.attention_norm + ".bias", {h}});
+    visit.Tensor(layer.feed_forward.up_weight, {base + names.up + ".weight", {ffn, h}});
+    visit.Tensor(layer.feed_forward.up_bias, {base + names.up + ".bias", {ffn}});
+    visit.Tensor(layer.feed_forward.down_weight, {base + names.down + ".weight", {h, ffn}});
+    visit.Tensor(layer.feed_forward.down_bias, {base + names.down + ".bias", {h}});
+    visit.Tensor(layer.output_norm_gamma, {base + names.output_norm + ".weight", {h}, TensorInit::kNormOne});
+    visit.Tensor(layer.output_norm_beta, {base + names.output_norm + ".bias", {h}});
+  }
 }
 
 void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense,

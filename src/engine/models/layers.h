@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/models/model.h"
 #include "engine/models/tensor_schema.h"
@@ -92,7 +93,8 @@ Status PostNormLayer(const PostNormLayerWeights& weights, const AttentionSetting
                      const FeedForwardSettings& feed_forward, float norm_eps, const Tensor& cu_seqlens, Slots slots,
                      Tensor& hidden);
 
-// Where a post-norm layer's tensors sit in a file: each name without ".weight" / ".bias".
+// Where a post-norm layer's tensors sit in a file, relative to the layer's own prefix and
+// without ".weight" / ".bias".
 struct PostNormLayerNames {
   std::string query, key, value, output;  // the attention's projections
   std::string attention_norm;
@@ -100,9 +102,10 @@ struct PostNormLayerNames {
   std::string output_norm;
 };
 
-// Visits a post-norm layer's tensors (every linear with a bias, every norm a LayerNorm).
-void VisitPostNormLayer(TensorVisitor& visit, PostNormLayerWeights& layer, const PostNormLayerNames& names,
-                        int64_t hidden_size, int64_t intermediate_size);
+// Visits the config's num_hidden_layers post-norm layers, layer i under `layers_prefix` + "i."
+// (every linear with a bias, every norm a LayerNorm).
+void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>& layers,
+                         const std::string& layers_prefix, const PostNormLayerNames& names, const ModelConfig& config);
 
 // A sequence-classification head on the first token: logits = W_o·norm(act(W_d·x_cls + b_d)) + b_o
 // (BERT's pooler + classifier, RoBERTa's classifier.dense + out_proj, DistilBERT's

@@ -24,24 +24,22 @@ struct MpnetWeights {
   layers::ClassifierWeights head;
 };
 
+const layers::PostNormLayerNames kLayerNames = {
+    .query = "attention.attn.q",
+    .key = "attention.attn.k",
+    .value = "attention.attn.v",
+    .output = "attention.attn.o",
+    .attention_norm = "attention.LayerNorm",
+    .up = "intermediate.dense",
+    .down = "output.dense",
+    .output_norm = "output.LayerNorm",
+};
+
+// The tensor schema: every weight, as save_pretrained names it.
 void VisitTensors(const ModelConfig& config, const std::string& prefix, MpnetWeights& weights, TensorVisitor& visit) {
   const int64_t h = config.hidden_size;
-  const int64_t ffn = config.intermediate_size;
   layers::VisitAbsoluteEmbeddings(visit, weights.embeddings, prefix + "embeddings.", config);
-  weights.layers.resize(config.num_hidden_layers);
-  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    const std::string base = prefix + "encoder.layer." + std::to_string(i) + ".";
-    layers::VisitPostNormLayer(visit, weights.layers[i],
-                               {.query = base + "attention.attn.q",
-                                .key = base + "attention.attn.k",
-                                .value = base + "attention.attn.v",
-                                .output = base + "attention.attn.o",
-                                .attention_norm = base + "attention.LayerNorm",
-                                .up = base + "intermediate.dense",
-                                .down = base + "output.dense",
-                                .output_norm = base + "output.LayerNorm"},
-                               h, ffn);
-  }
+  layers::VisitPostNormLayers(visit, weights.layers, prefix + "encoder.layer.", kLayerNames, config);
   layers::ClassifierWeights& head = weights.head;
   if (config.head == ModelHead::kSequenceClassification) {
     layers::VisitClassifier(visit, head, "classifier.dense", "classifier.out_proj", h, config.num_labels);
