@@ -19,8 +19,8 @@ the family's CLS/BOS and end with SEP/EOS (length 1: CLS/BOS alone); random ids 
 padding id (RoBERTa-style position ids skip padding tokens). Qwen3 ids are random, as before.
 
 Families: qwen3, distilbert, distilbert-classifier, mpnet, mpnet-masked-lm,
-mpnet-masked-lm-prefixed, roberta-classifier, camembert, modernbert, modernbert-classifier,
-gemma3. The folder name written by `all` is tiny-FAMILY.
+mpnet-masked-lm-prefixed, mpnet-classifier, roberta-classifier, camembert, modernbert,
+modernbert-classifier, gemma3, llama, mistral. The folder name written by `all` is tiny-FAMILY.
 """
 import json
 import pathlib
@@ -120,7 +120,34 @@ def gemma3():
                 legacy_config=legacy, windowed=True)
 
 
+def llama():
+    config = transformers.LlamaConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rope_theta=500_000.0, rms_norm_eps=1e-5,
+        attention_bias=False, mlp_bias=False, tie_word_embeddings=False, attn_implementation="eager")
+    return dict(cls=transformers.LlamaModel, config=config, seed=31, ids="random", perturb="qwen3")
+
+
+def mistral():
+    # sliding_window 16 < the longer sequences, so the causal window matters.
+    config = transformers.MistralConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rope_theta=1_000_000.0, rms_norm_eps=1e-5,
+        sliding_window=16, tie_word_embeddings=False, attn_implementation="eager")
+    return dict(cls=transformers.MistralModel, config=config, seed=37, ids="random", perturb="qwen3")
+
+
+def mpnet_classifier():
+    spec = mpnet()
+    spec["config"].num_labels = 2
+    spec["cls"] = transformers.MPNetForSequenceClassification
+    return spec
+
+
 FAMILIES = {
+    "llama": llama,
+    "mistral": mistral,
+    "mpnet-classifier": mpnet_classifier,
     "qwen3": qwen3,
     "distilbert": distilbert,
     "distilbert-classifier": lambda: distilbert(labels=3),

@@ -16,7 +16,7 @@ namespace stamen::engine {
 
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
-enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kQwen2, kQwen3 };
+enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kQwen2, kQwen3, kLlama, kMistral };
 enum class ModelHead { kNone, kSequenceClassification };
 
 struct ModelConfig {
@@ -44,6 +44,9 @@ struct ModelConfig {
   // Decoders attend causally unless config.json says "is_causal": false (bidirectional
   // fine-tunes); encoders are always bidirectional.
   bool causal = false;
+  // Causal decoders with a sliding window (Mistral): a query sees its last `sliding_window`
+  // keys, itself included; 0: all of them.
+  int64_t sliding_window = 0;
   int64_t num_labels = 0;            // classification heads only
   std::vector<std::string> id2label;  // num_labels names, "LABEL_i" when not given
 };

@@ -1,5 +1,7 @@
-// Qwen2 and Qwen3 decoders as embedding models (pre-RMSNorm transformer, rotary positions,
-// grouped-query attention, SwiGLU feed-forward, no KV cache: each step sees whole sequences).
+// Qwen2, Qwen3, Llama and Mistral decoders as embedding models (pre-RMSNorm transformer,
+// rotary positions, grouped-query attention, SwiGLU feed-forward, no KV cache: each step sees
+// whole sequences). Llama and Mistral are Qwen2 without the q/k/v biases (unless Llama's
+// attention_bias), Mistral with a causal sliding window (e5-mistral, SFR, Linq embedders).
 //
 // Per layer, with x the hidden state [T, H]:
 //   qkv = RMSNorm(x)·W_qkvᵀ (+ b_qkv on Qwen2)   then, on Qwen3, RMSNorm of each q/k head;
@@ -92,7 +94,7 @@ Status QwenModel::RunLayer(const DecoderLayer& layer, const ModelInput& input, c
   STAMEN_RETURN_IF_ERROR(slots.status());
   const layers::AttentionSettings attention{
       .layout = {config_.num_attention_heads, config_.num_key_value_heads, config_.head_dim},
-      .options = {.causal = config_.causal},
+      .options = {.causal = config_.causal, .window = config_.sliding_window},
       .norm_eps = eps,
       .rope = &rope};
   STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, layer.input_norm, eps, normed));
@@ -133,14 +135,26 @@ std::vector<TensorSpec> Tensors(const ModelConfig& config, const std::string& pr
 
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "silu", config));
-  if (config->hidden_act != ops::Activation::kSilu) return root.Error("hidden_act", "must be silu for Qwen");
+  if (config->hidden_act != ops::Activation::kSilu) return root.Error("hidden_act", "must be silu");
   config->gated_feed_forward = true;
   config->norm_eps = 1e-6;
   STAMEN_RETURN_IF_ERROR(root.Optional("rms_norm_eps", &config->norm_eps));
   STAMEN_RETURN_IF_ERROR(family_settings::ReadRope(root, config));
-  // Qwen2 always has q/k/v biases; Qwen3 has none unless its config sets attention_bias.
+  // Qwen2 always has q/k/v biases; the others none unless their config sets attention_bias.
   config->attention_bias = config->family == ModelFamily::kQwen2;
-  if (config->family == ModelFamily::kQwen3) STAMEN_RETURN_IF_ERROR(root.Optional("attention_bias", &config->attention_bias));
+  if (config->family != ModelFamily::kQwen2) STAMEN_RETURN_IF_ERROR(root.Optional("attention_bias", &config->attention_bias));
+  bool mlp_bias = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("mlp_bias", &mlp_bias));
+  if (mlp_bias) return root.Error("mlp_bias", "is not supported (feed-forward layers without biases only)");
+  if (config->family == ModelFamily::kMistral) {
+    STAMEN_RETURN_IF_ERROR(root.Optional("sliding_window", &config->sliding_window));
+    if (config->sliding_window < 0) return root.Error("sliding_window", "must not be negative");
+  } else {
+    // Qwen2's per-layer windows (use_sliding_window with max_window_layers) are not built.
+    bool use_sliding_window = false;
+    STAMEN_RETURN_IF_ERROR(root.Optional("use_sliding_window", &use_sliding_window));
+    if (use_sliding_window) return root.Error("use_sliding_window", "is not supported");
+  }
   config->causal = true;
   STAMEN_RETURN_IF_ERROR(root.Optional("is_causal", &config->causal));
   return Status();
@@ -151,6 +165,16 @@ constexpr std::string_view kPrefixes[] = {"", "model."};
 constexpr ArchitectureDefinition kQwen2Architectures[] = {
     {"Qwen2Model", ModelHead::kNone, "", "qwen2"},
     {"Qwen2ForCausalLM", ModelHead::kNone, "model.", ""},  // embedding use ignores lm_head
+};
+
+constexpr ArchitectureDefinition kLlamaArchitectures[] = {
+    {"LlamaModel", ModelHead::kNone, "", "llama"},
+    {"LlamaForCausalLM", ModelHead::kNone, "model.", ""},
+};
+
+constexpr ArchitectureDefinition kMistralArchitectures[] = {
+    {"MistralModel", ModelHead::kNone, "", "mistral"},
+    {"MistralForCausalLM", ModelHead::kNone, "model.", ""},
 };
 
 constexpr ArchitectureDefinition kQwen3Architectures[] = {
@@ -175,6 +199,30 @@ extern const FamilyDefinition kQwen2Family{
 extern const FamilyDefinition kQwen3Family{
     .family = ModelFamily::kQwen3,
     .architectures = kQwen3Architectures,
+    .decoder = true,
+    .shape_keys = {},
+    .weight_prefixes = kPrefixes,
+    .prefix_probe = "embed_tokens.weight",
+    .read_settings = ReadSettings,
+    .tensors = Tensors,
+    .load = Load,
+};
+
+extern const FamilyDefinition kLlamaFamily{
+    .family = ModelFamily::kLlama,
+    .architectures = kLlamaArchitectures,
+    .decoder = true,
+    .shape_keys = {},
+    .weight_prefixes = kPrefixes,
+    .prefix_probe = "embed_tokens.weight",
+    .read_settings = ReadSettings,
+    .tensors = Tensors,
+    .load = Load,
+};
+
+extern const FamilyDefinition kMistralFamily{
+    .family = ModelFamily::kMistral,
+    .architectures = kMistralArchitectures,
     .decoder = true,
     .shape_keys = {},
     .weight_prefixes = kPrefixes,

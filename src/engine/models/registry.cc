@@ -10,6 +10,8 @@ extern const FamilyDefinition kDistilBertFamily;
 extern const FamilyDefinition kMpnetFamily;
 extern const FamilyDefinition kQwen2Family;
 extern const FamilyDefinition kQwen3Family;
+extern const FamilyDefinition kLlamaFamily;
+extern const FamilyDefinition kMistralFamily;
 
 namespace {
 
@@ -20,6 +22,8 @@ const FamilyDefinition* const kFamilies[] = {
     &kMpnetFamily,
     &kQwen2Family,
     &kQwen3Family,
+    &kLlamaFamily,
+    &kMistralFamily,
 };
 
 }  // namespace
