@@ -12,7 +12,8 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "gamma", gamma, 1));
   if (!beta.empty()) {
     STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "beta", beta, 1));
-      STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("layer_norm", {&input, &beta}));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectDim("layer_norm", "beta", beta, 0, input.dim(1)));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("layer_norm", {&input, &beta}));
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "output", output, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("layer_norm", "gamma", gamma, 0, input.dim(1)));
