@@ -130,7 +130,8 @@ TEST_P(GoldenTest, MatchesTransformersAloneAndPacked) {
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                          ::testing::Values("tiny-bert", "tiny-xlm-roberta", "tiny-xlm-roberta-reranker", "tiny-qwen2",
                                            "tiny-qwen3", "tiny-roberta-classifier", "tiny-camembert", "tiny-distilbert",
-                                           "tiny-distilbert-classifier"),
+                                           "tiny-distilbert-classifier", "tiny-modernbert",
+                                           "tiny-modernbert-classifier"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
