@@ -131,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                          ::testing::Values("tiny-bert", "tiny-xlm-roberta", "tiny-xlm-roberta-reranker", "tiny-qwen2",
                                            "tiny-qwen3", "tiny-roberta-classifier", "tiny-camembert", "tiny-distilbert",
                                            "tiny-distilbert-classifier", "tiny-modernbert",
-                                           "tiny-modernbert-classifier"),
+                                           "tiny-modernbert-classifier", "tiny-modernbert-biased-mean-classifier"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
