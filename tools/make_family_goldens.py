@@ -20,7 +20,8 @@ padding id (RoBERTa-style position ids skip padding tokens). Qwen3 ids are rando
 
 Families: qwen3, distilbert, distilbert-classifier, mpnet, mpnet-masked-lm,
 mpnet-masked-lm-prefixed, mpnet-classifier, roberta-classifier, camembert, modernbert,
-modernbert-classifier, gemma3, llama, mistral. The folder name written by `all` is tiny-FAMILY.
+modernbert-classifier, modernbert-biased-mean-classifier, gemma3, llama, mistral. The folder
+name written by `all` is tiny-FAMILY.
 """
 import json
 import pathlib
@@ -83,7 +84,7 @@ def camembert():
     return dict(cls=transformers.CamembertModel, config=config, seed=104, ids=(5, 6), pad=1, learned_positions=True)
 
 
-def modernbert(labels=0):
+def modernbert(labels=0, variant="plain"):
     # Written in the format of answerdotai/ModernBERT-base's config.json (global_attn_every_n_layers,
     # global/local_rope_theta, local_attention); transformers 5 turns that into layer_types and
     # rope_parameters, which are written alongside.
@@ -94,6 +95,10 @@ def modernbert(labels=0):
                   cls_token_id=1, eos_token_id=2, sep_token_id=2, attn_implementation="eager")
     if labels:
         kwargs.update(num_labels=1, classifier_pooling="cls", classifier_activation="gelu", classifier_bias=False)
+    if variant == "biased-mean":
+        # Every optional bias on and mean pooling: the paths the real checkpoints leave unused.
+        kwargs.update(norm_bias=True, attention_bias=True, mlp_bias=True, classifier_bias=True,
+                      classifier_pooling="mean")
     config = transformers.ModernBertConfig(**kwargs)
     legacy = dict(global_attn_every_n_layers=2, global_rope_theta=160000.0, local_rope_theta=10000.0)
     cls = transformers.ModernBertForSequenceClassification if labels else transformers.ModernBertModel
@@ -158,6 +163,7 @@ FAMILIES = {
     "camembert": camembert,
     "modernbert": modernbert,
     "modernbert-classifier": lambda: modernbert(labels=1),
+    "modernbert-biased-mean-classifier": lambda: modernbert(labels=1, variant="biased-mean"),
     "gemma3": gemma3,
 }
 

@@ -16,7 +16,7 @@ namespace stamen::engine {
 
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
-enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kQwen2, kQwen3, kLlama, kMistral };
+enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral };
 enum class ModelHead { kNone, kSequenceClassification };
 
 struct ModelConfig {
@@ -47,6 +47,18 @@ struct ModelConfig {
   // Causal decoders with a sliding window (Mistral): a query sees its last `sliding_window`
   // keys, itself included; 0: all of them.
   int64_t sliding_window = 0;
+  // Layers that attend within a sliding window (ModernBERT's local layers): per layer, true when
+  // it sees only keys with |i − j| < attention_window (ops::AttentionOptions::window) and rotates
+  // by local_rope_theta instead of rope_theta; empty when every layer attends to the whole sequence.
+  std::vector<bool> sliding_window_layers;
+  int64_t attention_window = 0;
+  double local_rope_theta = 10000.0;
+  bool norm_bias = true;          // LayerNorms carry a bias (ModernBERT's norm_bias: false)
+  bool feed_forward_bias = true;  // the feed-forward projections carry biases (ModernBERT's mlp_bias)
+  // The classification head where the config chooses it (ModernBERT); other families fix theirs.
+  ops::PoolingMode classifier_pooling = ops::PoolingMode::kCls;
+  ops::Activation classifier_activation = ops::Activation::kTanh;
+  bool classifier_bias = true;
   int64_t num_labels = 0;            // classification heads only
   std::vector<std::string> id2label;  // num_labels names, "LABEL_i" when not given
 };

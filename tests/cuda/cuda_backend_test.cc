@@ -222,6 +222,11 @@ TEST_F(CudaKernelTest, Norms) {
     Tensor actual = ToDevice(x);  // in place, as the models run it
     ASSERT_TRUE(ops::LayerNorm(actual, ToDevice(residual), ToDevice(gamma), ToDevice(beta), 1e-5f, actual).ok());
     EXPECT_CLOSE(expected, ToHost(actual), "layer_norm n=" + std::to_string(n));
+    // No beta (ModernBERT's norm_bias false), no residual.
+    ASSERT_TRUE(ops::LayerNorm(x, Tensor(), gamma, Tensor(), 1e-5f, expected).ok());
+    Tensor unbiased = ToDevice(x);
+    ASSERT_TRUE(ops::LayerNorm(unbiased, Tensor(), ToDevice(gamma), Tensor(), 1e-5f, unbiased).ok());
+    EXPECT_CLOSE(expected, ToHost(unbiased), "layer_norm without beta n=" + std::to_string(n));
 
     ASSERT_TRUE(ops::RmsNorm(x, gamma, 1e-6f, expected).ok());
     Tensor rms = Empty(DataType::kBF16, x.shape(), Device::kCuda);

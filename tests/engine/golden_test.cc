@@ -132,7 +132,8 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                                            "tiny-qwen3", "tiny-roberta-classifier", "tiny-camembert", "tiny-distilbert",
                                            "tiny-distilbert-classifier", "tiny-mpnet", "tiny-mpnet-masked-lm",
                                            "tiny-mpnet-masked-lm-prefixed", "tiny-mpnet-classifier", "tiny-llama",
-                                           "tiny-mistral"),
+                                           "tiny-mistral", "tiny-modernbert", "tiny-modernbert-classifier",
+                                           "tiny-modernbert-biased-mean-classifier"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -106,6 +106,68 @@ TEST(ModelConfigTest, ErrorsNameTheKey) {
   EXPECT_EQ(ConfigError(std::string(R"({"model_type":"bert",)") + kShape + "}"), "");  // architecture from model_type
 }
 
+TEST(ModelConfigTest, ReadsModernBert) {
+  auto encoder = ReadModelConfig(std::string(STAMEN_ENGINE_TEST_DATA) + "/tiny-modernbert/config.json");
+  ASSERT_TRUE(encoder.ok()) << encoder.status().message();
+  EXPECT_EQ(encoder->family, ModelFamily::kModernBert);
+  EXPECT_EQ(encoder->head, ModelHead::kNone);
+  EXPECT_EQ(encoder->sliding_window_layers, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(encoder->attention_window, 9);  // |i − j| ≤ local_attention 16 / 2
+  EXPECT_DOUBLE_EQ(encoder->rope_theta, 160000.0);
+  EXPECT_DOUBLE_EQ(encoder->local_rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(encoder->norm_eps, 1e-5);
+  EXPECT_FALSE(encoder->norm_bias);
+  EXPECT_FALSE(encoder->attention_bias);
+  EXPECT_FALSE(encoder->feed_forward_bias);
+  EXPECT_EQ(encoder->hidden_act, ops::Activation::kGeluErf);
+
+  auto classifier = ReadModelConfig(std::string(STAMEN_ENGINE_TEST_DATA) + "/tiny-modernbert-classifier/config.json");
+  ASSERT_TRUE(classifier.ok()) << classifier.status().message();
+  EXPECT_EQ(classifier->head, ModelHead::kSequenceClassification);
+  EXPECT_EQ(classifier->num_labels, 1);
+  EXPECT_EQ(classifier->classifier_pooling, ops::PoolingMode::kCls);
+  EXPECT_EQ(classifier->classifier_activation, ops::Activation::kGeluErf);
+  EXPECT_FALSE(classifier->classifier_bias);
+}
+
+// The real checkpoints' older keys (no layer_types, no rope_parameters), and what ModernBERT
+// stamen cannot run is refused by name.
+TEST(ModelConfigTest, ModernBertOlderKeysAndRejections) {
+  const std::string base = std::string(R"({"architectures":["ModernBertForSequenceClassification"],)") +
+                           R"("hidden_size":8,"num_hidden_layers":4,"num_attention_heads":2,"intermediate_size":16,)" +
+                           R"("vocab_size":10,"max_position_embeddings":16,)";
+  TempDir dir;
+  WriteFile(dir.File("config.json"), base + R"("global_attn_every_n_layers":3,"global_rope_theta":80000.0,)" +
+                                         R"("local_attention":128,"classifier_pooling":"mean"})");
+  auto older = ReadModelConfig(dir.File("config.json"));
+  ASSERT_TRUE(older.ok()) << older.status().message();
+  EXPECT_EQ(older->sliding_window_layers, (std::vector<bool>{false, true, true, false}));
+  EXPECT_EQ(older->attention_window, 65);
+  EXPECT_DOUBLE_EQ(older->rope_theta, 80000.0);
+  EXPECT_DOUBLE_EQ(older->local_rope_theta, 10000.0);
+  EXPECT_EQ(older->classifier_pooling, ops::PoolingMode::kMean);
+
+  EXPECT_NE(ConfigError(base + R"("classifier_pooling":"max"})").find("'classifier_pooling'"), std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("classifier_activation":"swish9"})").find("'classifier_activation'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("hidden_activation":"swish9"})").find("'hidden_activation'"), std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("layer_types":["full_attention","sliding_attention"]})").find("'layer_types'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("layer_types":["full_attention","chunked_attention","full_attention","full_attention"]})")
+                .find("'layer_types'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("rope_parameters":{"full_attention":{"rope_type":"yarn","rope_theta":1.0}}})")
+                .find("'rope_type'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("rope_parameters":{"rope_theta":1.0}})").find("'rope_parameters'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("rope_scaling":{"type":"linear"}})").find("'rope_scaling'"), std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("local_attention":0})").find("'local_attention'"), std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("global_attn_every_n_layers":0})").find("'global_attn_every_n_layers'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(base + R"("head_dim":2})").find("'head_dim'"), std::string::npos);
+}
+
 TEST(SentenceTransformersTest, ReadsPoolingNormalizeAndPrompts) {
   auto minilm = ReadSentenceTransformersConfig(kShared + "/models/configs/all-MiniLM-L6-v2");
   ASSERT_TRUE(minilm.ok()) << minilm.status().message();

@@ -122,6 +122,26 @@ TEST(NormTest, LayerNormWithResidualInPlace) {
   }
 }
 
+// ModernBERT's LayerNorms have no bias (norm_bias false): an empty beta means none.
+TEST(NormTest, LayerNormWithoutBeta) {
+  const int64_t rows = 4, n = 40;
+  Tensor x = Random({rows, n}, 11, 2.0f), gamma = Random({n}, 12), out = Zeros({rows, n});
+  ASSERT_TRUE(ops::LayerNorm(x, Tensor(), gamma, Tensor(), 1e-5f, out).ok());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0.0, variance = 0.0;
+    for (int64_t i = 0; i < n; ++i) mean += x.data<float>()[r * n + i];
+    mean /= n;
+    for (int64_t i = 0; i < n; ++i) variance += (x.data<float>()[r * n + i] - mean) * (x.data<float>()[r * n + i] - mean);
+    variance /= n;
+    for (int64_t i = 0; i < n; ++i) {
+      const double expected = (x.data<float>()[r * n + i] - mean) / std::sqrt(variance + 1e-5) * gamma.data<float>()[i];
+      EXPECT_NEAR(out.data<float>()[r * n + i], expected, 1e-5);
+    }
+  }
+  Tensor short_beta = Random({n - 1}, 13);
+  EXPECT_FALSE(ops::LayerNorm(x, Tensor(), gamma, short_beta, 1e-5f, out).ok());
+}
+
 TEST(NormTest, RmsNormAndPerHeadRmsNorm) {
   const int64_t rows = 4, n = 32;
   Tensor x = Random({rows, n}, 11), weight = Random({n}, 12), y = Zeros({rows, n});

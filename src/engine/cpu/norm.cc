@@ -50,7 +50,7 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   const int64_t rows = input.dim(0);
   const int64_t n = input.dim(1);
   const float* gamma_data = gamma.data<float>();
-  const float* beta_data = beta.data<float>();
+  const float* beta_data = beta.data<float>();  // null when empty: NormalizeRow adds no bias
 #pragma omp parallel for if (rows * n >= kParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = input.data<float>() + r * n;

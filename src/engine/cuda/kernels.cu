@@ -78,7 +78,8 @@ __global__ void LayerNormKernel(const bf16* input, const bf16* residual, const b
   const float scale = rsqrtf(variance + eps);
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     const float normalised = (row[i] - mean) * scale;
-    output[offset + i] = __float2bfloat16(normalised * __bfloat162float(gamma[i]) + __bfloat162float(beta[i]));
+    const float shift = beta != nullptr ? __bfloat162float(beta[i]) : 0.0f;  // no beta: norm_bias false
+    output[offset + i] = __float2bfloat16(normalised * __bfloat162float(gamma[i]) + shift);
   }
 }
 
@@ -322,8 +323,8 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   const size_t shared = static_cast<size_t>(n) * sizeof(float);
   STAMEN_RETURN_IF_ERROR(AllowSharedMemory(LayerNormKernel, shared, layer_norm_shared, "layer_norm (shared memory)"));
   LayerNormKernel<<<static_cast<unsigned int>(rows), RowThreads(n), shared, (*context)->stream()>>>(
-      input.data<bf16>(), residual.empty() ? nullptr : residual.data<bf16>(), gamma.data<bf16>(), beta.data<bf16>(),
-      eps, output.data<bf16>(), static_cast<int>(n));
+      input.data<bf16>(), residual.empty() ? nullptr : residual.data<bf16>(), gamma.data<bf16>(),
+      beta.empty() ? nullptr : beta.data<bf16>(), eps, output.data<bf16>(), static_cast<int>(n));
   return CheckLaunch("layer_norm");
 }
 

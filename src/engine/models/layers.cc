@@ -153,7 +153,7 @@ StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ClassifierSett
   Tensor logits = slots.Get(type, {sequences, settings.num_labels});
   STAMEN_RETURN_IF_ERROR(slots.status());
   // Pooling yields F32 on every device; the head's gemms run in the compute type.
-  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, cu_seqlens, ops::PoolingMode::kCls, pooled));
+  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, cu_seqlens, settings.pooling, pooled));
   if (type != DataType::kF32) {
     STAMEN_RETURN_IF_ERROR(ops::Convert(pooled, pooled_typed));
     pooled = pooled_typed;

@@ -10,6 +10,7 @@
 #include "engine/models/tensor_schema.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/attention.h"
+#include "engine/ops/pooling.h"
 
 namespace stamen::engine::layers {
 
@@ -107,9 +108,10 @@ struct PostNormLayerNames {
 void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>& layers,
                          const std::string& layers_prefix, const PostNormLayerNames& names, const ModelConfig& config);
 
-// A sequence-classification head on the first token: logits = W_o·norm(act(W_d·x_cls + b_d)) + b_o
+// A sequence-classification head: logits = W_o·norm(act(W_d·x + b_d)) + b_o, x the first token
 // (BERT's pooler + classifier, RoBERTa's classifier.dense + out_proj, DistilBERT's
-// pre_classifier + classifier; ModernBERT adds the norm).
+// pre_classifier + classifier) or the mean of the sequence's tokens (ModernBERT's
+// classifier_pooling "mean"; ModernBERT adds the norm). Empty biases are none.
 struct ClassifierWeights {
   Tensor dense_weight, dense_bias;
   Tensor norm_gamma, norm_beta;  // a LayerNorm after the activation, or empty
@@ -117,6 +119,7 @@ struct ClassifierWeights {
 };
 
 struct ClassifierSettings {
+  ops::PoolingMode pooling = ops::PoolingMode::kCls;
   ops::Activation activation = ops::Activation::kTanh;
   float norm_eps = 0.0f;
   int64_t num_labels = 0;

@@ -7,6 +7,7 @@ namespace stamen::engine {
 extern const FamilyDefinition kBertFamily;
 extern const FamilyDefinition kRobertaFamily;
 extern const FamilyDefinition kDistilBertFamily;
+extern const FamilyDefinition kModernBertFamily;
 extern const FamilyDefinition kMpnetFamily;
 extern const FamilyDefinition kQwen2Family;
 extern const FamilyDefinition kQwen3Family;
@@ -19,6 +20,7 @@ const FamilyDefinition* const kFamilies[] = {
     &kBertFamily,
     &kRobertaFamily,
     &kDistilBertFamily,
+    &kModernBertFamily,
     &kMpnetFamily,
     &kQwen2Family,
     &kQwen3Family,

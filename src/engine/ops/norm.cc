@@ -10,10 +10,13 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
                  Tensor& output) {
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "input", input, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "gamma", gamma, 1));
-  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "beta", beta, 1));
+  if (!beta.empty()) {
+    STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "beta", beta, 1));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectDim("layer_norm", "beta", beta, 0, input.dim(1)));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("layer_norm", {&input, &beta}));
+  }
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("layer_norm", "output", output, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("layer_norm", "gamma", gamma, 0, input.dim(1)));
-  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("layer_norm", "beta", beta, 0, input.dim(1)));
   if (!(output.shape() == input.shape())) {
     return Status::Error("layer_norm: output is " + output.Describe() + ", input " + input.Describe());
   }
@@ -23,7 +26,7 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
     }
     STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("layer_norm", {&input, &residual}));
   }
-  STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("layer_norm", {&input, &gamma, &beta, &output}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("layer_norm", {&input, &gamma, &output}));
   STAMEN_RETURN_IF_ERROR(
       internal::ExpectComputeType("layer_norm", input.device(), {&input, &residual, &gamma, &beta, &output}));
   return internal::Dispatch(

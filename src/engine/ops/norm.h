@@ -9,7 +9,8 @@
 namespace stamen::engine::ops {
 
 // output = (x - mean(x)) / sqrt(var(x) + eps) · gamma + beta, x = input + residual (residual
-// may be empty), per row of [rows, n]; F32. `output` may be `input` or `residual`.
+// may be empty), per row of [rows, n]; F32. `output` may be `input` or `residual`. `beta` may
+// be empty: no bias (ModernBERT's norm_bias false).
 Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
                  Tensor& output);
 

@@ -1,0 +1,302 @@
+// ModernBERT encoders (gte-modernbert-base, modernbert-embed-base) and their
+// sequence-classification heads (gte-reranker-modernbert-base), as transformers'
+// modeling_modernbert.py computes them. With x the hidden state [T, H]:
+//   x = LayerNorm(tok_embeddings[ids])                     no position embeddings
+//   per layer:  x += Attention(rotate(attn_norm(x)·W_qkvᵀ))·W_oᵀ     layer 0's attn_norm is Identity
+//               x += (act(n·W_inputᵀ) ⊙ n·W_gateᵀ)·W_oᵀ,  n = mlp_norm(x)
+//   x = final_norm(x)
+// Layers are global (every key, RoPE base global_rope_theta) or local (|i − j| ≤
+// local_attention / 2, base local_rope_theta), by layer_types or every
+// global_attn_every_n_layers-th layer from layer 0. No biases unless attention_bias, mlp_bias or
+// norm_bias say so. The head pools the first token or the mean, then
+// classifier(norm(act(dense(pooled)))).
+#include <string>
+#include <vector>
+
+#include "engine/models/family.h"
+#include "engine/models/layers.h"
+#include "engine/ops/embedding.h"
+#include "engine/ops/norm.h"
+#include "engine/ops/rope.h"
+
+namespace stamen::engine {
+namespace {
+
+struct ModernBertLayer {
+  Tensor attention_norm_gamma, attention_norm_beta;  // empty on layer 0 (Identity)
+  layers::AttentionWeights attention;
+  Tensor feed_forward_norm_gamma, feed_forward_norm_beta;
+  layers::FeedForwardWeights feed_forward;
+};
+
+struct ModernBertWeights {
+  Tensor token_embeddings;
+  Tensor embedding_norm_gamma, embedding_norm_beta;
+  std::vector<ModernBertLayer> layers;
+  Tensor final_norm_gamma, final_norm_beta;
+  layers::ClassifierWeights head;
+};
+
+// A LayerNorm's weight and, when norm_bias, its bias.
+void VisitNorm(const ModelConfig& config, const std::string& name, Tensor& gamma, Tensor& beta, TensorVisitor& visit) {
+  visit.Tensor(gamma, {name + ".weight", {config.hidden_size}, TensorInit::kNormOne});
+  if (config.norm_bias) visit.Tensor(beta, {name + ".bias", {config.hidden_size}});
+}
+
+// A linear layer's weight [rows, columns] and, when `bias`, its bias.
+void VisitLinear(const std::string& name, int64_t rows, int64_t columns, bool bias, Tensor& weight, Tensor& bias_target,
+                 TensorVisitor& visit) {
+  visit.Tensor(weight, {name + ".weight", {rows, columns}});
+  if (bias) visit.Tensor(bias_target, {name + ".bias", {rows}});
+}
+
+void VisitTensors(const ModelConfig& config, const std::string& prefix, ModernBertWeights& weights,
+                  TensorVisitor& visit) {
+  const int64_t h = config.hidden_size;
+  const int64_t ffn = config.intermediate_size;
+  visit.Tensor(weights.token_embeddings, {prefix + "embeddings.tok_embeddings.weight", {config.vocab_size, h}});
+  VisitNorm(config, prefix + "embeddings.norm", weights.embedding_norm_gamma, weights.embedding_norm_beta, visit);
+  weights.layers.resize(config.num_hidden_layers);
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    ModernBertLayer& layer = weights.layers[i];
+    const std::string base = prefix + "layers." + std::to_string(i) + ".";
+    if (i > 0) VisitNorm(config, base + "attn_norm", layer.attention_norm_gamma, layer.attention_norm_beta, visit);
+    // Wqkv's rows are q, k, v, each heads × head_dim: the packed layout ops::Attention reads.
+    VisitLinear(base + "attn.Wqkv", 3 * h, h, config.attention_bias, layer.attention.qkv_weight,
+                layer.attention.qkv_bias, visit);
+    VisitLinear(base + "attn.Wo", h, h, config.attention_bias, layer.attention.output_weight,
+                layer.attention.output_bias, visit);
+    VisitNorm(config, base + "mlp_norm", layer.feed_forward_norm_gamma, layer.feed_forward_norm_beta, visit);
+    // Wi's first half is the activated input, its second the gate: GatedActivation's order.
+    VisitLinear(base + "mlp.Wi", 2 * ffn, h, config.feed_forward_bias, layer.feed_forward.up_weight,
+                layer.feed_forward.up_bias, visit);
+    VisitLinear(base + "mlp.Wo", h, ffn, config.feed_forward_bias, layer.feed_forward.down_weight,
+                layer.feed_forward.down_bias, visit);
+  }
+  VisitNorm(config, prefix + "final_norm", weights.final_norm_gamma, weights.final_norm_beta, visit);
+  if (config.head == ModelHead::kSequenceClassification) {
+    VisitLinear("head.dense", h, h, config.classifier_bias, weights.head.dense_weight, weights.head.dense_bias, visit);
+    VisitNorm(config, "head.norm", weights.head.norm_gamma, weights.head.norm_beta, visit);
+    VisitLinear("classifier", config.num_labels, h, /*bias=*/true, weights.head.output_weight, weights.head.output_bias,
+                visit);
+  }
+}
+
+enum Slot : size_t { kHidden, kPositions, kGlobalRope, kLocalRope, kLayerSlots };
+
+class ModernBertModel final : public Model {
+ public:
+  ModernBertModel(const ModelConfig& config, const Placement& placement) : Model(placement), config_(config) {}
+  StatusOr<Tensor> Forward(const ModelInput& input) override;
+  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override;
+  int64_t max_sequence_length() const override { return config_.max_position_embeddings; }
+
+  ModelConfig config_;
+  ModernBertWeights weights_;
+
+ private:
+  bool Sliding(size_t layer) const { return config_.sliding_window_layers[layer]; }
+  Status RunLayer(size_t index, const ModelInput& input, const Tensor& rope, Tensor& hidden);
+};
+
+Status ModernBertModel::RunLayer(size_t index, const ModelInput& input, const Tensor& rope, Tensor& hidden) {
+  const ModernBertLayer& layer = weights_.layers[index];
+  const float eps = static_cast<float>(config_.norm_eps);
+  layers::Slots slots(workspace_, kLayerSlots);
+  Tensor normed = slots.Get(placement_.dtype, hidden.shape());
+  STAMEN_RETURN_IF_ERROR(slots.status());
+  const layers::AttentionSettings attention{
+      .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim},
+      .options = {.window = Sliding(index) ? config_.attention_window : 0},
+      .rope = &rope};
+  const Tensor* attention_input = &hidden;
+  if (!layer.attention_norm_gamma.empty()) {
+    STAMEN_RETURN_IF_ERROR(
+        ops::LayerNorm(hidden, Tensor(), layer.attention_norm_gamma, layer.attention_norm_beta, eps, normed));
+    attention_input = &normed;
+  }
+  // SelfAttention reads its input into qkv before it writes the output, so layer 0 may
+  // accumulate into the hidden state it reads.
+  STAMEN_RETURN_IF_ERROR(layers::SelfAttention(layer.attention, attention, *attention_input, input.cu_seqlens,
+                                               slots.Nested(), hidden, /*accumulate=*/true));
+  STAMEN_RETURN_IF_ERROR(
+      ops::LayerNorm(hidden, Tensor(), layer.feed_forward_norm_gamma, layer.feed_forward_norm_beta, eps, normed));
+  const layers::FeedForwardSettings feed_forward{
+      .activation = config_.hidden_act, .gated = true, .intermediate_size = config_.intermediate_size};
+  return layers::FeedForward(layer.feed_forward, feed_forward, normed, slots.Nested(), hidden, /*accumulate=*/true);
+}
+
+StatusOr<Tensor> ModernBertModel::Forward(const ModelInput& input) {
+  const int64_t tokens = input.token_ids.dim(0);
+  layers::Slots slots(workspace_, kHidden);
+  Tensor hidden = slots.Get(placement_.dtype, {tokens, config_.hidden_size});
+  Tensor positions = slots.Get(DataType::kI32, {tokens});
+  Tensor global_rope = slots.Get(DataType::kF32, {tokens, config_.head_dim});
+  Tensor local_rope = slots.Get(DataType::kF32, {tokens, config_.head_dim});
+  STAMEN_RETURN_IF_ERROR(slots.status());
+  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, positions));
+  // One table per RoPE base, each computed once per step and only when a layer uses it.
+  bool any_global = false, any_local = false;
+  for (bool sliding : config_.sliding_window_layers) (sliding ? any_local : any_global) = true;
+  if (any_global) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config_.rope_theta, global_rope));
+  if (any_local) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config_.local_rope_theta, local_rope));
+  STAMEN_RETURN_IF_ERROR(ops::Gather(weights_.token_embeddings, input.token_ids, hidden));
+  const float eps = static_cast<float>(config_.norm_eps);
+  STAMEN_RETURN_IF_ERROR(
+      ops::LayerNorm(hidden, Tensor(), weights_.embedding_norm_gamma, weights_.embedding_norm_beta, eps, hidden));
+  for (size_t i = 0; i < weights_.layers.size(); ++i) {
+    STAMEN_RETURN_IF_ERROR(RunLayer(i, input, Sliding(i) ? local_rope : global_rope, hidden));
+  }
+  STAMEN_RETURN_IF_ERROR(
+      ops::LayerNorm(hidden, Tensor(), weights_.final_norm_gamma, weights_.final_norm_beta, eps, hidden));
+  return hidden;
+}
+
+StatusOr<Tensor> ModernBertModel::Classify(const ModelInput& input, const Tensor& hidden) {
+  if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
+  const layers::ClassifierSettings head{.pooling = config_.classifier_pooling,
+                                        .activation = config_.classifier_activation,
+                                        .norm_eps = static_cast<float>(config_.norm_eps),
+                                        .num_labels = config_.num_labels};
+  return layers::Classify(weights_.head, head, hidden, input.cu_seqlens, layers::Slots(workspace_, kLayerSlots));
+}
+
+StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
+                                      const Placement& placement) {
+  auto model = std::make_unique<ModernBertModel>(config, placement);
+  STAMEN_RETURN_IF_ERROR(LoadTensors<ModernBertWeights>(config, weights, placement, VisitTensors, model->weights_));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+std::vector<TensorSpec> Tensors(const ModelConfig& config, const std::string& prefix) {
+  return CollectTensors<ModernBertWeights>(config, prefix, VisitTensors);
+}
+
+// Which layers attend locally: `layer_types` when given (transformers ≥ 5 writes it and then
+// ignores global_attn_every_n_layers), else every n-th layer from layer 0 is global.
+Status ReadLayerTypes(const JsonObject& root, ModelConfig* config) {
+  const auto layers = static_cast<size_t>(config->num_hidden_layers);
+  if (root.Has("layer_types")) {
+    simdjson::dom::array types;
+    if (root.raw()["layer_types"].get(types) != simdjson::SUCCESS) {
+      return root.Error("layer_types", "must be an array of strings");
+    }
+    for (simdjson::dom::element element : types) {
+      std::string_view type;
+      if (element.get(type) != simdjson::SUCCESS) return root.Error("layer_types", "must be an array of strings");
+      if (type != "full_attention" && type != "sliding_attention") {
+        return root.Error("layer_types",
+                          "names unsupported '" + std::string(type) + "' (full_attention or sliding_attention)");
+      }
+      config->sliding_window_layers.push_back(type == "sliding_attention");
+    }
+    if (config->sliding_window_layers.size() != layers) {
+      return root.Error("layer_types", "has " + std::to_string(config->sliding_window_layers.size()) +
+                                           " entries for num_hidden_layers " + std::to_string(layers));
+    }
+    return Status();
+  }
+  int64_t every = 3;  // transformers' default
+  STAMEN_RETURN_IF_ERROR(root.Optional("global_attn_every_n_layers", &every));
+  if (every <= 0) return root.Error("global_attn_every_n_layers", "must be positive");
+  for (size_t i = 0; i < layers; ++i) config->sliding_window_layers.push_back(i % every != 0);
+  return Status();
+}
+
+// The RoPE base of one layer type: rope_parameters[type].rope_theta when given (transformers
+// prefers it), else the older flat key, else transformers' default.
+Status ReadRopeTheta(const JsonObject& root, std::string_view layer_type, std::string_view flat_key, double* theta) {
+  STAMEN_RETURN_IF_ERROR(root.Optional(flat_key, theta));
+  JsonObject parameters = root;
+  bool has_parameters = false;
+  STAMEN_RETURN_IF_ERROR(root.OptionalObject("rope_parameters", &parameters, &has_parameters));
+  if (has_parameters) {
+    if (parameters.Has("rope_theta") || parameters.Has("rope_type")) {
+      return root.Error("rope_parameters", "must be keyed by layer type (full_attention, sliding_attention)");
+    }
+    JsonObject rope = parameters;
+    bool has_rope = false;
+    STAMEN_RETURN_IF_ERROR(parameters.OptionalObject(layer_type, &rope, &has_rope));
+    if (has_rope) {
+      STAMEN_RETURN_IF_ERROR(rope.Optional("rope_theta", theta));
+      std::string rope_type = "default";
+      STAMEN_RETURN_IF_ERROR(rope.Optional("rope_type", &rope_type));
+      if (rope_type != "default") {
+        return rope.Error("rope_type", "'" + rope_type + "' is not supported (only plain RoPE)");
+      }
+    }
+  }
+  if (!(*theta > 0)) return root.Error(flat_key, "must be positive");
+  return Status();
+}
+
+Status ReadSettings(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_activation", "gelu", config));
+  // Wqkv is [3·hidden, hidden]: head_dim is always hidden / heads.
+  if (config->head_dim * config->num_attention_heads != config->hidden_size) {
+    return root.Error("head_dim", "must be hidden_size / num_attention_heads for ModernBERT");
+  }
+  if (config->head_dim % 2 != 0) return root.Error("hidden_size", "must give an even head_dim for RoPE");
+  config->norm_eps = 1e-5;
+  STAMEN_RETURN_IF_ERROR(root.Optional("norm_eps", &config->norm_eps));
+  config->norm_bias = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("norm_bias", &config->norm_bias));
+  config->attention_bias = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("attention_bias", &config->attention_bias));
+  config->feed_forward_bias = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("mlp_bias", &config->feed_forward_bias));
+  config->gated_feed_forward = true;
+  if (root.Has("rope_scaling")) return root.Error("rope_scaling", "is not supported (only plain RoPE)");
+  config->rope_theta = 160000.0;
+  STAMEN_RETURN_IF_ERROR(ReadRopeTheta(root, "full_attention", "global_rope_theta", &config->rope_theta));
+  config->local_rope_theta = 10000.0;
+  STAMEN_RETURN_IF_ERROR(ReadRopeTheta(root, "sliding_attention", "local_rope_theta", &config->local_rope_theta));
+  STAMEN_RETURN_IF_ERROR(ReadLayerTypes(root, config));
+  int64_t local_attention = 128;
+  STAMEN_RETURN_IF_ERROR(root.Optional("local_attention", &local_attention));
+  if (local_attention <= 0) return root.Error("local_attention", "must be positive");
+  // transformers lets query i see key j when |i − j| ≤ local_attention // 2; the window is exclusive.
+  config->attention_window = local_attention / 2 + 1;
+  if (config->head != ModelHead::kSequenceClassification) return Status();
+
+  std::string pooling = "cls";
+  STAMEN_RETURN_IF_ERROR(root.Optional("classifier_pooling", &pooling));
+  if (pooling == "cls") {
+    config->classifier_pooling = ops::PoolingMode::kCls;
+  } else if (pooling == "mean") {
+    config->classifier_pooling = ops::PoolingMode::kMean;
+  } else {
+    return root.Error("classifier_pooling", "must be \"cls\" or \"mean\", not '" + pooling + "'");
+  }
+  std::string activation = "gelu";
+  STAMEN_RETURN_IF_ERROR(root.Optional("classifier_activation", &activation));
+  const auto parsed = ops::ActivationFromName(activation);
+  if (!parsed.has_value()) {
+    return root.Error("classifier_activation", "names unsupported activation '" + activation + "'");
+  }
+  config->classifier_activation = *parsed;
+  config->classifier_bias = false;
+  return root.Optional("classifier_bias", &config->classifier_bias);
+}
+
+constexpr std::string_view kPrefixes[] = {"", "model."};
+
+constexpr ArchitectureDefinition kArchitectures[] = {
+    {"ModernBertModel", ModelHead::kNone, "", "modernbert"},
+    {"ModernBertForSequenceClassification", ModelHead::kSequenceClassification, "model.", ""},
+};
+
+}  // namespace
+
+extern const FamilyDefinition kModernBertFamily{
+    .family = ModelFamily::kModernBert,
+    .architectures = kArchitectures,
+    .shape_keys = {},
+    .weight_prefixes = kPrefixes,
+    .prefix_probe = "embeddings.tok_embeddings.weight",
+    .read_settings = ReadSettings,
+    .tensors = Tensors,
+    .load = Load,
+};
+
+}  // namespace stamen::engine
