@@ -16,7 +16,7 @@ namespace stamen::engine {
 
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
-enum class ModelFamily { kBert, kRoberta, kDistilBert, kQwen2, kQwen3 };
+enum class ModelFamily { kBert, kRoberta, kDistilBert, kQwen2, kQwen3, kGemma3 };
 enum class ModelHead { kNone, kSequenceClassification };
 
 struct ModelConfig {
@@ -41,6 +41,12 @@ struct ModelConfig {
   bool gated_feed_forward = false;
   bool attention_bias = false;  // decoders: biases on the q/k/v projections (encoders always have them)  // act(x·W_gateᵀ) ⊙ x·W_upᵀ instead of act(x·W_iᵀ)
   double rope_theta = 10000.0;
+  // Gemma3: layers marked here attend within a sliding window and rotate with their own RoPE
+  // base; the others attend to the whole sequence with rope_theta. Empty for other families.
+  std::vector<bool> sliding_layers;
+  int64_t sliding_window = 0;           // as config.json gives it (before transformers halves it)
+  double sliding_rope_theta = 10000.0;  // rope_local_base_freq
+  double attention_scale = 0.0;         // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
   // Decoders attend causally unless config.json says "is_causal": false (bidirectional
   // fine-tunes); encoders are always bidirectional.
   bool causal = false;
@@ -55,15 +61,30 @@ const std::vector<std::string>& SupportedArchitectures();
 // the supported ones.
 StatusOr<ModelConfig> ReadModelConfig(const std::string& path);
 
+// A sentence-transformers Dense module: pooled = act(pooled · Wᵀ + b), W [out, in] stored
+// as linear.weight (and linear.bias) in the module folder's model.safetensors.
+struct DenseModuleConfig {
+  std::string folder;  // the module's folder, under the model folder
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  bool bias = true;
+  ops::Activation activation = ops::Activation::kTanh;  // sentence-transformers' default
+};
+
 // What sentence-transformers adds to a model folder (all optional).
 struct SentenceTransformersConfig {
   bool has_modules = false;                 // modules.json exists
   std::optional<ops::PoolingMode> pooling;  // from the Pooling module's config.json
   bool include_prompt = true;               // pooling counts the prompt's tokens
   bool normalize = false;                   // a Normalize module follows pooling
+  std::vector<DenseModuleConfig> dense;     // run in order after pooling, before Normalize
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;  // empty when none
   int64_t max_seq_length = 0;       // 0 when not given
+
+  // The width of the embeddings users get: the last Dense module's out_features, else the
+  // transformer's hidden size.
+  int64_t EmbeddingWidth(int64_t hidden_size) const { return dense.empty() ? hidden_size : dense.back().out_features; }
 };
 
 // Reads modules.json, the Pooling module's config, config_sentence_transformers.json and

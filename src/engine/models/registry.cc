@@ -9,6 +9,7 @@ extern const FamilyDefinition kRobertaFamily;
 extern const FamilyDefinition kDistilBertFamily;
 extern const FamilyDefinition kQwen2Family;
 extern const FamilyDefinition kQwen3Family;
+extern const FamilyDefinition kGemma3Family;
 
 namespace {
 
@@ -18,6 +19,7 @@ const FamilyDefinition* const kFamilies[] = {
     &kDistilBertFamily,
     &kQwen2Family,
     &kQwen3Family,
+    &kGemma3Family,
 };
 
 }  // namespace
