@@ -630,6 +630,9 @@ TEST(RealEmbeddingGemma, TokenIdsMatchSentenceTransformers) {
     pooled.push_back(std::move(mean));
   }
   const Rows expected_pooled = Numbers(reference.root["query_pooled_before_dense"]);
+  // The reference keeps the pooled vectors of the first queries only.
+  ASSERT_LE(expected_pooled.size(), pooled.size());
+  pooled.resize(expected_pooled.size());
   double largest_pooled = 0.0;
   for (const auto& row : expected_pooled) for (double value : row) largest_pooled = std::max(largest_pooled, std::abs(value));
   const double pooled_error = max_error(pooled, expected_pooled);
