@@ -64,9 +64,9 @@ int RunEmbed(EmbedOptions options) {
                 "choose one with --pooling cls|mean|last-token");
   }
   if (options.dimensions != 0) {
-    if (options.dimensions < 0 || options.dimensions > engine.hidden_size()) {
+    if (options.dimensions < 0 || options.dimensions > engine.embedding_width()) {
       return Fail("--dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
-                  std::to_string(engine.hidden_size()) + " (the model's hidden size)");
+                  std::to_string(engine.embedding_width()) + " (the model's embedding width)");
     }
     step.dimensions = options.dimensions;
   }

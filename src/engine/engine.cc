@@ -95,6 +95,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
     auto model = LoadModel(engine->config_, *weights);
     if (!model.ok()) return model.status();
     engine->model_ = std::move(model.value());
+    auto dense = LoadDenseModules(engine->sentence_transformers_.dense, engine->config_.hidden_size, Placement{});
+    if (!dense.ok()) return dense.status();
+    engine->dense_ = std::make_unique<DenseModules>(std::move(dense.value()));
     return engine;
   }
 #if STAMEN_WITH_CUDA
@@ -107,6 +110,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
     auto model = LoadModel(engine->config_, *weights, placement);
     if (!model.ok()) return model.status();
     engine->model_ = std::move(model.value());
+    auto dense = LoadDenseModules(engine->sentence_transformers_.dense, engine->config_.hidden_size, placement);
+    if (!dense.ok()) return dense.status();
+    engine->dense_ = std::make_unique<DenseModules>(std::move(dense.value()));
     return Status();
   }));
   return engine;
@@ -139,9 +145,9 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
         return Status::Error("the model folder has no sentence-transformers pooling config: choose a pooling mode");
       }
       *pooling = *chosen;
-      if (options.dimensions < 0 || options.dimensions > config_.hidden_size) {
+      if (options.dimensions < 0 || options.dimensions > embedding_width()) {
         return Status::Error("dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
-                             std::to_string(config_.hidden_size));
+                             std::to_string(embedding_width()));
       }
       break;
     }
@@ -169,7 +175,7 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   ops::PoolingMode pooling = ops::PoolingMode::kCls;
   STAMEN_RETURN_IF_ERROR(ValidateBatch(batch, options, &pooling));
 #if STAMEN_WITH_CUDA
-  if (runner_ != nullptr) return runner_->Step(*model_, config_, batch, options, pooling);
+  if (runner_ != nullptr) return runner_->Step(*model_, config_, *dense_, batch, options, pooling);
 #endif
   // OpenMP's thread count is per calling thread, so each engine's driver thread sets its own.
   if (num_threads_ > 0) omp_set_num_threads(num_threads_);
@@ -188,7 +194,7 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   if (!hidden.ok()) return hidden.status();
   // The values outlive the step (callers read them after the next Step), so each step
   // allocates its own.
-  auto values = ComputeStepValues(*model_, input, *hidden, options, pooling, config_.hidden_size,
+  auto values = ComputeStepValues(*model_, input, *hidden, options, pooling, *dense_,
                                   [](const Shape& shape) { return Tensor::Allocate(DataType::kF32, shape); });
   if (!values.ok()) return values.status();
   LazyResult result;

@@ -21,6 +21,7 @@
 namespace stamen::engine {
 
 class Model;
+struct DenseModules;
 namespace cuda {
 class Runner;
 }
@@ -136,6 +137,9 @@ class Engine {
   // without one (steps must then name it).
   std::optional<ops::PoolingMode> default_pooling() const { return default_pooling_; }
   int64_t hidden_size() const { return config_.hidden_size; }
+  // The width of the embeddings a step gives (before Matryoshka truncation): the last
+  // sentence-transformers Dense module's out_features, else the hidden size.
+  int64_t embedding_width() const { return sentence_transformers_.EmbeddingWidth(config_.hidden_size); }
   Device device() const { return device_; }
   // What the matrix products compute in, as TEI's /info names it: "float32" on the CPU,
   // "bfloat16" on CUDA (weights are converted once at load).
@@ -157,6 +161,7 @@ class Engine {
   // Declared before model_ so the model's device memory goes before the context.
   std::unique_ptr<cuda::Runner> runner_;
   std::unique_ptr<Model> model_;
+  std::unique_ptr<DenseModules> dense_;  // on the model's device, like its weights
 };
 
 }  // namespace stamen::engine

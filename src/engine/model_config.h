@@ -16,7 +16,7 @@ namespace stamen::engine {
 
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
-enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral };
+enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3 };
 enum class ModelHead { kNone, kSequenceClassification };
 
 struct ModelConfig {
@@ -38,21 +38,23 @@ struct ModelConfig {
   int64_t vocab_size = 0;
   std::optional<int64_t> pad_token_id;
   int64_t position_offset = 0;  // the first position id (RoBERTa: pad_token_id + 1)
-  bool gated_feed_forward = false;
-  bool attention_bias = false;  // decoders: biases on the q/k/v projections (encoders always have them)  // act(x·W_gateᵀ) ⊙ x·W_upᵀ instead of act(x·W_iᵀ)
+  bool gated_feed_forward = false;  // act(x·W_gateᵀ) ⊙ x·W_upᵀ instead of act(x·W_iᵀ)
+  bool attention_bias = false;  // decoders: biases on the q/k/v projections (encoders always have them)
   double rope_theta = 10000.0;
+  double attention_scale = 0.0;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
   // Decoders attend causally unless config.json says "is_causal": false (bidirectional
   // fine-tunes); encoders are always bidirectional.
   bool causal = false;
-  // Causal decoders with a sliding window (Mistral): a query sees its last `sliding_window`
-  // keys, itself included; 0: all of them.
+  // config.json's sliding_window (Mistral, Gemma3), before transformers halves it for a
+  // bidirectional model: a causal query sees its last `sliding_window` keys, itself included;
+  // 0: all of them.
   int64_t sliding_window = 0;
-  // Layers that attend within a sliding window (ModernBERT's local layers): per layer, true when
-  // it sees only keys with |i − j| < attention_window (ops::AttentionOptions::window) and rotates
-  // by local_rope_theta instead of rope_theta; empty when every layer attends to the whole sequence.
+  // Layers that attend within a sliding window (ModernBERT's local layers, Gemma3's sliding
+  // ones): per layer, true when it sees only nearby keys and rotates by local_rope_theta
+  // instead of rope_theta; empty when every layer is alike (Mistral: all windowed).
   std::vector<bool> sliding_window_layers;
-  int64_t attention_window = 0;
-  double local_rope_theta = 10000.0;
+  int64_t attention_window = 0;  // ModernBERT: the ops::AttentionOptions::window of local layers
+  double local_rope_theta = 10000.0;  // ModernBERT's local_rope_theta, Gemma3's rope_local_base_freq
   bool norm_bias = true;          // LayerNorms carry a bias (ModernBERT's norm_bias: false)
   bool feed_forward_bias = true;  // the feed-forward projections carry biases (ModernBERT's mlp_bias)
   // The classification head where the config chooses it (ModernBERT); other families fix theirs.
@@ -70,15 +72,30 @@ const std::vector<std::string>& SupportedArchitectures();
 // the supported ones.
 StatusOr<ModelConfig> ReadModelConfig(const std::string& path);
 
+// A sentence-transformers Dense module: pooled = act(pooled · Wᵀ + b), W [out, in] stored
+// as linear.weight (and linear.bias) in the module folder's model.safetensors.
+struct DenseModuleConfig {
+  std::string folder;  // the module's folder, under the model folder
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  bool bias = true;
+  ops::Activation activation = ops::Activation::kTanh;  // sentence-transformers' default
+};
+
 // What sentence-transformers adds to a model folder (all optional).
 struct SentenceTransformersConfig {
   bool has_modules = false;                 // modules.json exists
   std::optional<ops::PoolingMode> pooling;  // from the Pooling module's config.json
   bool include_prompt = true;               // pooling counts the prompt's tokens
   bool normalize = false;                   // a Normalize module follows pooling
+  std::vector<DenseModuleConfig> dense;     // run in order after pooling, before Normalize
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;  // empty when none
   int64_t max_seq_length = 0;       // 0 when not given
+
+  // The width of the embeddings users get: the last Dense module's out_features, else the
+  // transformer's hidden size.
+  int64_t EmbeddingWidth(int64_t hidden_size) const { return dense.empty() ? hidden_size : dense.back().out_features; }
 };
 
 // Reads modules.json, the Pooling module's config, config_sentence_transformers.json and

@@ -1,5 +1,5 @@
 // Reads the sentence-transformers files of a model folder: which modules run after the
-// transformer (Pooling, Normalize), the pooling mode in its old (booleans) and new
+// transformer (Pooling, Dense, Normalize), the pooling mode in its old (booleans) and new
 // ("pooling_mode") spelling, prompts, and the maximum sequence length.
 #include <filesystem>
 #include <string_view>
@@ -56,6 +56,42 @@ Status ReadPooling(const std::string& path, SentenceTransformersConfig* config) 
   return Status();
 }
 
+// The activation a Dense module's config names by its torch class ("torch.nn.modules.linear.Identity").
+std::optional<ops::Activation> DenseActivation(std::string_view type) {
+  const std::string_view name = ClassName(type);
+  if (name == "Identity") return ops::Activation::kIdentity;
+  if (name == "Tanh") return ops::Activation::kTanh;
+  if (name == "ReLU") return ops::Activation::kRelu;
+  if (name == "GELU") return ops::Activation::kGeluErf;  // torch.nn.GELU's default, approximate='none'
+  if (name == "SiLU") return ops::Activation::kSilu;
+  return std::nullopt;
+}
+
+Status ReadDense(const fs::path& module_folder, SentenceTransformersConfig* config) {
+  const std::string path = (module_folder / "config.json").string();
+  auto document = JsonDocument::Load(path);
+  if (!document.ok()) return document.status();
+  const JsonObject root = document.value()->root();
+  DenseModuleConfig dense;
+  dense.folder = module_folder.string();
+  STAMEN_RETURN_IF_ERROR(root.Required("in_features", &dense.in_features));
+  STAMEN_RETURN_IF_ERROR(root.Required("out_features", &dense.out_features));
+  if (dense.in_features <= 0) return root.Error("in_features", "must be positive");
+  if (dense.out_features <= 0) return root.Error("out_features", "must be positive");
+  STAMEN_RETURN_IF_ERROR(root.Optional("bias", &dense.bias));
+  std::string activation = "torch.nn.modules.activation.Tanh";
+  STAMEN_RETURN_IF_ERROR(root.Optional("activation_function", &activation));
+  const auto parsed = DenseActivation(activation);
+  if (!parsed.has_value()) return root.Error("activation_function", "names unsupported activation '" + activation + "'");
+  dense.activation = *parsed;
+  if (!config->dense.empty() && config->dense.back().out_features != dense.in_features) {
+    return root.Error("in_features", "is " + std::to_string(dense.in_features) + " but the Dense module before gives " +
+                                         std::to_string(config->dense.back().out_features));
+  }
+  config->dense.push_back(std::move(dense));
+  return Status();
+}
+
 Status ReadModules(const fs::path& folder, SentenceTransformersConfig* config) {
   const std::string path = (folder / "modules.json").string();
   simdjson::dom::parser parser;
@@ -71,16 +107,24 @@ Status ReadModules(const fs::path& folder, SentenceTransformersConfig* config) {
     if (module["path"].get(module_path) != simdjson::SUCCESS) module_path = "";
     const std::string_view name = ClassName(type);
     if (name == "Transformer") continue;
+    if ((name == "Pooling" || name == "Dense") && module_path.find("..") != std::string_view::npos) {
+      return Status::Error(path + ": module path '" + std::string(module_path) + "' leaves the model folder");
+    }
     if (name == "Normalize") {
       config->normalize = true;
     } else if (name == "Pooling") {
-      if (module_path.find("..") != std::string_view::npos) {
-        return Status::Error(path + ": module path '" + std::string(module_path) + "' leaves the model folder");
-      }
       STAMEN_RETURN_IF_ERROR(ReadPooling((folder / module_path / "config.json").string(), config));
+    } else if (name == "Dense") {
+      // The engine runs Dense on pooled vectors and normalises last; another order would
+      // compute something else, so it is refused.
+      if (!config->pooling.has_value()) {
+        return Status::Error(path + ": a Dense module before Pooling (on token vectors) is not supported");
+      }
+      if (config->normalize) return Status::Error(path + ": a Dense module after Normalize is not supported");
+      STAMEN_RETURN_IF_ERROR(ReadDense(folder / module_path, config));
     } else {
       return Status::Error(path + ": module type '" + std::string(type) +
-                           "' is not supported (supported: Transformer, Pooling, Normalize)");
+                           "' is not supported (supported: Transformer, Pooling, Dense, Normalize)");
     }
   }
   return Status();

@@ -1,12 +1,87 @@
 // The step's values from the last hidden state: copy, classification head, or pooling.
 #include "engine/step_output.h"
 
+#include <filesystem>
+
 #include "engine/ops/convert.h"
+#include "engine/ops/gemm.h"
+#include "engine/weight_store.h"
 
 namespace stamen::engine {
 
+StatusOr<DenseModules> LoadDenseModules(const std::vector<DenseModuleConfig>& modules, int64_t hidden_size,
+                                        const Placement& placement) {
+  DenseModules dense{.layers = {}, .scratch = Workspace(placement.device)};
+  int64_t width = hidden_size;
+  for (const DenseModuleConfig& module : modules) {
+    if (module.in_features != width) {
+      return Status::Error(module.folder + "/config.json: in_features is " + std::to_string(module.in_features) +
+                           ", but the vectors before it have " + std::to_string(width));
+    }
+    auto store = WeightStore::OpenFile((std::filesystem::path(module.folder) / "model.safetensors").string());
+    if (!store.ok()) return store.status();
+    DenseModules::Layer layer;
+    layer.activation = module.activation;
+    auto weight = store->Load("linear.weight", Shape{module.out_features, module.in_features});
+    if (!weight.ok()) return weight.status();
+    auto placed = model_weights::Place(*weight, placement);
+    if (!placed.ok()) return placed.status();
+    layer.weight = std::move(placed.value());
+    if (module.bias) {
+      auto bias = store->Load("linear.bias", Shape{module.out_features});
+      if (!bias.ok()) return bias.status();
+      auto placed_bias = model_weights::Place(*bias, placement);
+      if (!placed_bias.ok()) return placed_bias.status();
+      layer.bias = std::move(placed_bias.value());
+    }
+    dense.layers.push_back(std::move(layer));
+    width = module.out_features;
+  }
+  return dense;
+}
+
+namespace {
+
+// Pooled vectors [S, hidden] through the Dense modules into `values` F32 [S, D]. Truncation to
+// D columns runs the last module on its first D weight rows only: the leading columns of
+// x·Wᵀ + b are x·W[:D]ᵀ + b[:D].
+Status RunDenseModules(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode pooling, DenseModules& dense,
+                       Tensor& values) {
+  const int64_t sequences = values.dim(0);
+  const int64_t width = values.dim(1);
+  const DataType compute = hidden.dtype();  // F32 on the CPU, BF16 on CUDA: what Gemm takes
+  size_t slot = 0;
+  auto pooled = dense.scratch.Get(slot++, DataType::kF32, {sequences, hidden.dim(1)});
+  if (!pooled.ok()) return pooled.status();
+  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, cu_seqlens, pooling, *pooled));
+  Tensor input = *pooled;
+  if (compute != DataType::kF32) {
+    auto converted = dense.scratch.Get(slot++, compute, pooled->shape());
+    if (!converted.ok()) return converted.status();
+    STAMEN_RETURN_IF_ERROR(ops::Convert(*pooled, *converted));
+    input = *converted;
+  }
+  for (size_t i = 0; i < dense.layers.size(); ++i) {
+    const DenseModules::Layer& layer = dense.layers[i];
+    const bool last = i + 1 == dense.layers.size();
+    const int64_t rows = last ? width : layer.weight.dim(0);
+    const Tensor weight = layer.weight.Rows(0, rows);
+    const Tensor bias = layer.bias.empty() ? Tensor() : layer.bias.Rows(0, rows);
+    if (last && compute == DataType::kF32) {
+      return ops::Gemm(input, weight, bias, values, {.accumulate = false, .activation = layer.activation});
+    }
+    auto output = dense.scratch.Get(slot++, compute, {sequences, rows});
+    if (!output.ok()) return output.status();
+    STAMEN_RETURN_IF_ERROR(ops::Gemm(input, weight, bias, *output, {.accumulate = false, .activation = layer.activation}));
+    input = *output;
+  }
+  return ops::Convert(input, values);
+}
+
+}  // namespace
+
 StatusOr<Tensor> ComputeStepValues(Model& model, const ModelInput& input, const Tensor& hidden,
-                                   const StepOptions& options, ops::PoolingMode pooling, int64_t hidden_size,
+                                   const StepOptions& options, ops::PoolingMode pooling, DenseModules& dense,
                                    const StepValuesBuffer& buffer) {
   const int64_t tokens = input.cu_seqlens_host.back();
   const int64_t sequences = static_cast<int64_t>(input.cu_seqlens_host.size()) - 1;
@@ -26,10 +101,14 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelInput& input, const 
       return values;
     }
     case StepOutput::kEmbeddings: {
-      const int64_t width = options.dimensions > 0 ? options.dimensions : hidden_size;
+      const int64_t width = options.dimensions > 0 ? options.dimensions : dense.OutputWidth(hidden.dim(1));
       auto values = buffer({sequences, width});
       if (!values.ok()) return values.status();
-      STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, input.cu_seqlens, pooling, *values));
+      if (dense.layers.empty()) {
+        STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, input.cu_seqlens, pooling, *values));
+      } else {
+        STAMEN_RETURN_IF_ERROR(RunDenseModules(hidden, input.cu_seqlens, pooling, dense, *values));
+      }
       if (options.normalize) STAMEN_RETURN_IF_ERROR(ops::L2Normalize(*values, *values));
       return values;
     }

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "engine/engine.h"
+#include "engine/model_config.h"
 #include "engine/models/model.h"
 #include "engine/ops/pooling.h"
 #include "engine/status.h"
@@ -18,13 +20,32 @@ namespace stamen::engine {
 // then copies into pinned host memory.
 using StepValuesBuffer = std::function<StatusOr<Tensor>(const Shape& shape)>;
 
+// The sentence-transformers Dense modules on the model's device (weights in its compute
+// dtype), and scratch buffers for the vectors between them.
+struct DenseModules {
+  struct Layer {
+    Tensor weight, bias;  // [out, in], [out] or empty
+    ops::Activation activation = ops::Activation::kIdentity;
+  };
+  std::vector<Layer> layers;
+  Workspace scratch;
+
+  // The embedding width after the modules: the last one's out_features, else `hidden_size`.
+  int64_t OutputWidth(int64_t hidden_size) const { return layers.empty() ? hidden_size : layers.back().weight.dim(0); }
+};
+
+// Loads each module's linear.weight (and linear.bias) from its folder's model.safetensors
+// onto `placement`; the first module must take `hidden_size` inputs.
+StatusOr<DenseModules> LoadDenseModules(const std::vector<DenseModuleConfig>& modules, int64_t hidden_size,
+                                        const Placement& placement);
+
 // By `options.output`: every token's hidden state [T, hidden], the classification head's
-// logits [S, labels], or embeddings [S, width] pooled with `pooling`, truncated to
-// `options.dimensions` (0: `hidden_size`) and L2-normalised when asked. `hidden` is
-// Forward's result for `input`; rows past input.cu_seqlens_host.back() are padding (a CUDA
-// graph's token bucket) and are left out.
+// logits [S, labels], or embeddings [S, width]: pooled with `pooling`, passed through the
+// Dense modules, truncated to `options.dimensions` (0: the full width) and L2-normalised when
+// asked. `hidden` is Forward's result for `input`; rows past input.cu_seqlens_host.back() are
+// padding (a CUDA graph's token bucket) and are left out.
 StatusOr<Tensor> ComputeStepValues(Model& model, const ModelInput& input, const Tensor& hidden,
-                                   const StepOptions& options, ops::PoolingMode pooling, int64_t hidden_size,
+                                   const StepOptions& options, ops::PoolingMode pooling, DenseModules& dense,
                                    const StepValuesBuffer& buffer);
 
 }  // namespace stamen::engine

@@ -54,7 +54,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   if (!sentence_transformers.ok()) return sentence_transformers.status();
   g.sentence_transformers_ = sentence_transformers.value();
   g.max_input_length_ = engine::MaxSequenceLength(g.config_, g.sentence_transformers_);
-  g.dimensions_ = g.config_.hidden_size;
+  g.dimensions_ = g.sentence_transformers_.EmbeddingWidth(g.config_.hidden_size);
   g.reranker_ = g.config_.head == engine::ModelHead::kSequenceClassification;
   g.kind_ = !g.reranker_ ? ModelKind::kEmbedding : g.config_.num_labels == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
   g.created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -38,7 +38,7 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   info.set_model_id(engine::ModelIdOf(options.model_dir, options.model_id));
   info.set_architecture(model.config().architecture);
   info.set_model_kind(limits.num_labels > 0 ? "reranker" : "embedding");
-  info.set_dimensions(static_cast<uint32_t>(limits.hidden_size));
+  info.set_dimensions(static_cast<uint32_t>(limits.embedding_width));
   info.set_num_labels(static_cast<uint32_t>(limits.num_labels));
   if (limits.num_labels > 0) {
     for (const std::string& label : model.config().id2label) info.add_labels(label);

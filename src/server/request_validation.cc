@@ -93,9 +93,9 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
     if (!request.pooling && !limits.default_pooling) {
       return invalid("the model folder names no pooling; the request must choose one (cls, mean, last-token)");
     }
-    if (request.dimensions < 0 || request.dimensions > limits.hidden_size) {
+    if (request.dimensions < 0 || request.dimensions > limits.embedding_width) {
       return invalid("dimensions " + std::to_string(request.dimensions) + " outside 1.." +
-                     std::to_string(limits.hidden_size));
+                     std::to_string(limits.embedding_width));
     }
   }
   int64_t offset = 0;

@@ -22,7 +22,7 @@ namespace stamen::server {
 struct ModelLimits {
   int64_t vocabulary_size = 0;
   int64_t max_sequence_length = 0;  // 0: no limit known
-  int64_t hidden_size = 0;
+  int64_t embedding_width = 0;  // of the step's embeddings: after the Dense modules, before truncation
   int64_t type_vocabulary_size = 0;  // 0: token type ids must be 0
   int64_t num_labels = 0;            // > 0 for models with a classification head
   std::optional<engine::ops::PoolingMode> default_pooling;

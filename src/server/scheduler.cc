@@ -43,7 +43,7 @@ ModelLimits ModelLimits::Of(const engine::Engine& engine) {
   const engine::ModelConfig& config = engine.config();
   limits.vocabulary_size = config.vocab_size;
   limits.max_sequence_length = engine::MaxSequenceLength(config, engine.sentence_transformers());
-  limits.hidden_size = config.hidden_size;
+  limits.embedding_width = engine.embedding_width();
   limits.type_vocabulary_size = config.type_vocab_size;
   limits.num_labels = config.head == engine::ModelHead::kSequenceClassification ? config.num_labels : 0;
   limits.default_pooling = engine.default_pooling();
@@ -125,7 +125,7 @@ Status Scheduler::Submit(std::shared_ptr<WorkRequest> request) {
   for (int32_t length : request->lengths) request->token_offsets.push_back(request->token_offsets.back() + length);
   request->columns = request->kind == WorkKind::kScore ? limits_.num_labels
                      : request->dimensions > 0         ? request->dimensions
-                                                       : limits_.hidden_size;
+                                                       : limits_.embedding_width;
   if (request->kind == WorkKind::kEmbed && !request->pooling) request->pooling = limits_.default_pooling;
   request->output.assign(request->lengths.size() * request->columns * sizeof(float), '\0');
   request->submitted = Clock::now();

@@ -592,3 +592,88 @@ INSTANTIATE_TEST_SUITE_P(Models, RealModelTest, ::testing::ValuesIn(kRealModels)
 
 }  // namespace
 }  // namespace stamen::apps
+
+namespace stamen::apps {
+namespace {
+
+// EmbeddingGemma-300m (Gemma3TextModel, bidirectional, two Dense modules) from
+// $STAMEN_EMBEDDINGGEMMA_DIR, default /work/models/embeddinggemma-300m; not in git.
+std::string EmbeddingGemmaFolder() {
+  if (const char* dir = std::getenv("STAMEN_EMBEDDINGGEMMA_DIR"); dir != nullptr && *dir != '\0') return dir;
+  return "/work/models/embeddinggemma-300m";
+}
+
+// The reference's token ids (prompts included, from sentence-transformers' tokenizer) through
+// the engine on the CPU in fp32: the transformer's mean-pooled vectors before the Dense
+// modules, then the final embeddings after Dense 768→3072→768 and Normalize.
+TEST(RealEmbeddingGemma, TokenIdsMatchSentenceTransformers) {
+  const std::string folder = EmbeddingGemmaFolder();
+  std::error_code error;
+  if (!fs::exists(fs::path(folder) / "model.safetensors", error)) {
+    GTEST_SKIP() << "real embeddinggemma-300m weights not found in " << folder << " (set STAMEN_EMBEDDINGGEMMA_DIR)";
+  }
+  Reference reference;
+  ASSERT_TRUE(reference.Load(kData + "/embeddinggemma-300m_reference.json"));
+  auto engine = engine::Engine::Load(folder);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ((*engine)->embedding_width(), 768);
+  auto run = [&](const Rows& ids, const engine::StepOptions& options) {
+    std::vector<int32_t> token_ids, cu_seqlens = {0};
+    for (const auto& row : ids) {
+      for (double id : row) token_ids.push_back(static_cast<int32_t>(id));
+      cu_seqlens.push_back(static_cast<int32_t>(token_ids.size()));
+    }
+    auto result = (*engine)->Step({token_ids, cu_seqlens, {}}, options);
+    EXPECT_TRUE(result.ok()) << result.status().message();
+    Rows rows;
+    if (!result.ok() || !result->Wait().ok()) return rows;
+    const engine::Tensor& values = result->values();
+    for (int64_t r = 0; r < values.dim(0); ++r) {
+      rows.emplace_back(values.data<float>() + r * values.dim(1), values.data<float>() + (r + 1) * values.dim(1));
+    }
+    return rows;
+  };
+  auto max_error = [](const Rows& actual, const Rows& expected) {
+    double worst = 0.0;
+    EXPECT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
+      EXPECT_EQ(actual[i].size(), expected[i].size());
+      for (size_t j = 0; j < std::min(actual[i].size(), expected[i].size()); ++j) {
+        worst = std::max(worst, std::abs(actual[i][j] - expected[i][j]));
+      }
+    }
+    return worst;
+  };
+  // Pooled before Dense: the mean of the token embeddings (the transformer alone).
+  const Rows query_ids = Numbers(reference.root["query_token_ids"]);
+  const Rows tokens = run(query_ids, {.output = engine::StepOutput::kTokenEmbeddings});
+  Rows pooled;
+  size_t next = 0;
+  for (const auto& row : query_ids) {
+    std::vector<double> mean(768, 0.0);
+    for (size_t t = 0; t < row.size(); ++t, ++next) {
+      for (size_t j = 0; j < mean.size() && next < tokens.size(); ++j) mean[j] += tokens[next][j] / row.size();
+    }
+    pooled.push_back(std::move(mean));
+  }
+  const Rows expected_pooled = Numbers(reference.root["query_pooled_before_dense"]);
+  // The reference keeps the pooled vectors of the first queries only.
+  ASSERT_LE(expected_pooled.size(), pooled.size());
+  pooled.resize(expected_pooled.size());
+  double largest_pooled = 0.0;
+  for (const auto& row : expected_pooled) for (double value : row) largest_pooled = std::max(largest_pooled, std::abs(value));
+  const double pooled_error = max_error(pooled, expected_pooled);
+  const double query_error = max_error(run(query_ids, {}), Numbers(reference.root["query_embeddings"]));
+  const double document_error =
+      max_error(run(Numbers(reference.root["document_token_ids"]), {}), Numbers(reference.root["document_embeddings"]));
+  std::cout << std::setprecision(6) << "embeddinggemma-300m (real weights, fp32 CPU, reference token ids): max abs error "
+            << "pooled before Dense " << pooled_error << " (largest |value| " << largest_pooled << "), query embeddings "
+            << query_error << ", document embeddings " << document_error << "\n";
+  // The reference rounds to 6 decimals; fp32 sums over 24 layers add ~1e-5 on unit vectors.
+  EXPECT_LT(pooled_error, 2e-3);
+  EXPECT_LT(query_error, 1e-4);
+  EXPECT_LT(document_error, 1e-4);
+}
+
+}  // namespace
+}  // namespace stamen::apps

@@ -133,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                                            "tiny-distilbert-classifier", "tiny-mpnet", "tiny-mpnet-masked-lm",
                                            "tiny-mpnet-masked-lm-prefixed", "tiny-mpnet-classifier", "tiny-llama",
                                            "tiny-mistral", "tiny-modernbert", "tiny-modernbert-classifier",
-                                           "tiny-modernbert-biased-mean-classifier"),
+                                           "tiny-modernbert-biased-mean-classifier", "tiny-gemma3"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -151,6 +151,86 @@ std::string ReadBytes(const std::string& path) {
   std::stringstream buffer;
   buffer << file.rdbuf();
   return buffer.str();
+}
+
+// sentence-transformers Dense modules after pooling: tiny-gemma3 with mean pooling, Dense
+// 64→5 (bias, Tanh), Dense 5→3 (no bias, Identity) and Normalize, against the same
+// computation in double on the engine's own pooled vectors.
+TEST(DenseModulesTest, RunAfterPoolingBeforeNormalizeAndTruncation) {
+  TempDir dir;
+  const std::string folder = dir.path() + "/model";
+  std::filesystem::copy(GoldenFolder("tiny-gemma3"), folder, std::filesystem::copy_options::recursive);
+  const int64_t hidden = 64, middle = 5, width = 3;
+  std::vector<float> w1(middle * hidden), b1(middle), w2(width * middle);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = static_cast<float>(std::sin(0.37 * i)) * 0.3f;
+  for (size_t i = 0; i < b1.size(); ++i) b1[i] = 0.1f * static_cast<float>(i) - 0.2f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<float>(std::cos(0.91 * i));
+  SafetensorsBuilder first, second;
+  first.AddFloats("linear.weight", {middle, hidden}, w1);
+  first.AddFloats("linear.bias", {middle}, b1);
+  second.AddFloats("linear.weight", {width, middle}, w2);
+  WriteFile(folder + "/2_Dense/model.safetensors", first.Bytes());
+  WriteFile(folder + "/2_Dense/config.json",
+            R"({"in_features":64,"out_features":5,"bias":true,"activation_function":"torch.nn.modules.activation.Tanh"})");
+  WriteFile(folder + "/3_Dense/model.safetensors", second.Bytes());
+  WriteFile(folder + "/3_Dense/config.json",
+            R"({"in_features":5,"out_features":3,"bias":false,"activation_function":"torch.nn.modules.linear.Identity"})");
+  WriteFile(folder + "/1_Pooling/config.json", R"({"word_embedding_dimension":64,"pooling_mode_mean_tokens":true})");
+  const std::string modules_without_dense =
+      R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
+      R"({"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}])";
+  WriteFile(folder + "/modules.json", modules_without_dense);
+  const std::vector<int32_t> ids = {2, 17, 400, 9, 33, 2, 5, 801};
+  const std::vector<int32_t> bounds = {0, 5, 8};
+  auto plain = Engine::Load(folder);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  auto pooled = (*plain)->Step({ids, bounds, {}}, {.normalize = false});
+  ASSERT_TRUE(pooled.ok() && pooled->Wait().ok());
+
+  WriteFile(folder + "/modules.json",
+            R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
+            R"({"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},)"
+            R"({"idx":2,"name":"2","path":"2_Dense","type":"sentence_transformers.models.Dense"},)"
+            R"({"idx":3,"name":"3","path":"3_Dense","type":"sentence_transformers.models.Dense"},)"
+            R"({"idx":4,"name":"4","path":"4_Normalize","type":"sentence_transformers.models.Normalize"}])");
+  auto engine = Engine::Load(folder);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ((*engine)->embedding_width(), width);
+  EXPECT_EQ((*engine)->hidden_size(), hidden);
+  auto full = (*engine)->Step({ids, bounds, {}}, {.normalize = true});
+  auto truncated = (*engine)->Step({ids, bounds, {}}, {.normalize = true, .dimensions = 2});
+  ASSERT_TRUE(full.ok() && full->Wait().ok());
+  ASSERT_TRUE(truncated.ok() && truncated->Wait().ok());
+  ASSERT_EQ(full->values().dim(1), width);
+  ASSERT_EQ(truncated->values().dim(1), 2);
+  for (int64_t s = 0; s < 2; ++s) {
+    const float* x = pooled->values().data<float>() + s * hidden;
+    std::vector<double> y(width, 0.0);
+    for (int64_t j = 0; j < middle; ++j) {
+      double z = b1[j];
+      for (int64_t k = 0; k < hidden; ++k) z += double{w1[j * hidden + k]} * x[k];
+      for (int64_t i = 0; i < width; ++i) y[i] += w2[i * middle + j] * std::tanh(z);
+    }
+    // Normalize follows Dense; truncation comes before it, so the truncated vector is renormalised.
+    auto check = [&](const Tensor& values, int64_t columns) {
+      double norm = 0.0;
+      for (int64_t i = 0; i < columns; ++i) norm += y[i] * y[i];
+      norm = std::sqrt(norm);
+      for (int64_t i = 0; i < columns; ++i) EXPECT_NEAR(values.data<float>()[s * columns + i], y[i] / norm, 1e-5);
+    };
+    check(full->values(), width);
+    check(truncated->values(), 2);
+  }
+  auto too_wide = (*engine)->Step({ids, bounds, {}}, {.dimensions = width + 1});
+  ASSERT_FALSE(too_wide.ok());
+  EXPECT_NE(too_wide.status().message().find("outside 1..3"), std::string::npos) << too_wide.status().message();
+
+  // A Dense module whose in_features do not match the hidden size is refused at load.
+  WriteFile(folder + "/2_Dense/config.json", R"({"in_features":32,"out_features":5,"bias":true})");
+  auto mismatched = Engine::Load(folder);
+  ASSERT_FALSE(mismatched.ok());
+  EXPECT_NE(mismatched.status().message().find("in_features is 32"), std::string::npos)
+      << mismatched.status().message();
 }
 
 TEST(EngineErrorTest, TruncatedWeights) {

@@ -175,6 +175,35 @@ TEST(NormTest, RmsNormAndPerHeadRmsNorm) {
   }
 }
 
+// Gemma3 norms a block's output and adds it to the residual stream in one op.
+TEST(NormTest, RmsNormAccumulatesIntoOutput) {
+  const int64_t rows = 5, n = 40;
+  Tensor x = Random({rows, n}, 16, 3.0f), weight = Random({n}, 17), residual = Random({rows, n}, 18);
+  std::vector<float> before(residual.data<float>(), residual.data<float>() + rows * n);
+  ASSERT_TRUE(ops::RmsNorm(x, weight, 1e-6f, residual, /*accumulate=*/true).ok());
+  for (int64_t r = 0; r < rows; ++r) {
+    double squares = 0.0;
+    for (int64_t i = 0; i < n; ++i) squares += double{x.data<float>()[r * n + i]} * x.data<float>()[r * n + i];
+    const double inverse = 1.0 / std::sqrt(squares / n + 1e-6);
+    for (int64_t i = 0; i < n; ++i) {
+      const double expected = before[r * n + i] + x.data<float>()[r * n + i] * inverse * weight.data<float>()[i];
+      EXPECT_NEAR(residual.data<float>()[r * n + i], expected, 1e-5);
+    }
+  }
+  // In place: x += RMSNorm(x).
+  Tensor y = Random({rows, n}, 19);
+  std::vector<float> original(y.data<float>(), y.data<float>() + rows * n);
+  ASSERT_TRUE(ops::RmsNorm(y, weight, 1e-6f, y, /*accumulate=*/true).ok());
+  for (int64_t r = 0; r < rows; ++r) {
+    double squares = 0.0;
+    for (int64_t i = 0; i < n; ++i) squares += double{original[r * n + i]} * original[r * n + i];
+    const double inverse = 1.0 / std::sqrt(squares / n + 1e-6);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(y.data<float>()[r * n + i], original[r * n + i] * (1.0 + inverse * weight.data<float>()[i]), 1e-5);
+    }
+  }
+}
+
 // Reference attention in double for one ragged batch, straight from AttentionOptions' rule.
 std::vector<double> ReferenceAttention(const Tensor& qkv, const std::vector<int32_t>& bounds, const ops::QkvLayout& layout,
                                        const ops::AttentionOptions& options) {

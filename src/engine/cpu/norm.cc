@@ -37,10 +37,16 @@ void Add(const float* a, const float* b, int64_t n, float* out) {
   for (; i < n; ++i) out[i] = a[i] + b[i];
 }
 
-// row = row / sqrt(mean(row²) + eps) · weight.
-void RmsNormRow(const float* row, const float* weight, float eps, int64_t n, float* out) {
+// out = row / sqrt(mean(row²) + eps) · weight, or out += that with `accumulate`.
+void RmsNormRow(const float* row, const float* weight, float eps, int64_t n, float* out, bool accumulate = false) {
   const double sum_squares = SumOfPowers<2>(row, 0.0, n);
-  NormalizeRow(row, 0.0f, static_cast<float>(1.0 / std::sqrt(sum_squares / n + eps)), weight, nullptr, n, out);
+  const float scale = static_cast<float>(1.0 / std::sqrt(sum_squares / n + eps));
+  if (!accumulate) {
+    NormalizeRow(row, 0.0f, scale, weight, nullptr, n, out);
+    return;
+  }
+  // Elementwise after the sum, so out may alias row; the product rounds as NormalizeRow's does.
+  for (int64_t i = 0; i < n; ++i) out[i] += row[i] * scale * weight[i];
 }
 
 }  // namespace
@@ -69,12 +75,12 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   return Status();
 }
 
-Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output) {
+Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate) {
   const int64_t rows = input.dim(0);
   const int64_t n = input.dim(1);
 #pragma omp parallel for if (rows * n >= kParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
-    RmsNormRow(input.data<float>() + r * n, weight.data<float>(), eps, n, output.data<float>() + r * n);
+    RmsNormRow(input.data<float>() + r * n, weight.data<float>(), eps, n, output.data<float>() + r * n, accumulate);
   }
   return Status();
 }

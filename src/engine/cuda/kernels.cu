@@ -83,7 +83,8 @@ __global__ void LayerNormKernel(const bf16* input, const bf16* residual, const b
   }
 }
 
-__global__ void RmsNormKernel(const bf16* input, const bf16* weight, float eps, bf16* output, int n) {
+__global__ void RmsNormKernel(const bf16* input, const bf16* weight, float eps, bf16* output, int n,
+                              bool accumulate) {
   extern __shared__ float row[];
   __shared__ float scratch[32];
   const int64_t offset = blockIdx.x * int64_t{n};
@@ -95,7 +96,9 @@ __global__ void RmsNormKernel(const bf16* input, const bf16* weight, float eps, 
   }
   const float scale = rsqrtf(BlockSum(squares, scratch) / static_cast<float>(n) + eps);
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    output[offset + i] = __float2bfloat16(row[i] * scale * __bfloat162float(weight[i]));
+    const float normalised = row[i] * scale * __bfloat162float(weight[i]);
+    // The row is in shared memory, so output may alias input; the sum rounds to bf16 once.
+    output[offset + i] = __float2bfloat16(accumulate ? __bfloat162float(output[offset + i]) + normalised : normalised);
   }
 }
 
@@ -328,7 +331,7 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   return CheckLaunch("layer_norm");
 }
 
-Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output) {
+Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate) {
   auto context = RequireContext("rms_norm");
   if (!context.ok()) return context.status();
   const int64_t rows = input.dim(0);
@@ -337,7 +340,7 @@ Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& out
   const size_t shared = static_cast<size_t>(n) * sizeof(float);
   STAMEN_RETURN_IF_ERROR(AllowSharedMemory(RmsNormKernel, shared, rms_norm_shared, "rms_norm (shared memory)"));
   RmsNormKernel<<<static_cast<unsigned int>(rows), RowThreads(n), shared, (*context)->stream()>>>(
-      input.data<bf16>(), weight.data<bf16>(), eps, output.data<bf16>(), static_cast<int>(n));
+      input.data<bf16>(), weight.data<bf16>(), eps, output.data<bf16>(), static_cast<int>(n), accumulate);
   return CheckLaunch("rms_norm");
 }
 

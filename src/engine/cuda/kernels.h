@@ -26,7 +26,7 @@ Status Activate(ops::Activation activation, const Tensor& input, Tensor& output)
 Status GatedActivation(ops::Activation activation, const Tensor& gate_up, Tensor& output);
 Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
                  Tensor& output);
-Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output);
+Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate);
 Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
                     float eps);
 Status RopeTable(const Tensor& positions, double base, Tensor& table);

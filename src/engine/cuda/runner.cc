@@ -201,7 +201,7 @@ Status Runner::Run(const std::function<Status()>& body) {
 
 DeviceStats Runner::stats() const { return impl_->stats; }
 
-StatusOr<LazyResult> Runner::Step(Model& model, const ModelConfig& config, const Batch& batch,
+StatusOr<LazyResult> Runner::Step(Model& model, const ModelConfig& config, DenseModules& dense, const Batch& batch,
                                   const StepOptions& options, ops::PoolingMode pooling) {
   Impl& impl = *impl_;
   Context& context = *impl.context;
@@ -315,7 +315,7 @@ StatusOr<LazyResult> Runner::Step(Model& model, const ModelConfig& config, const
   if (!hidden.ok()) return hidden.status();
 
   // Outputs, eagerly: pooling / head / conversion to F32, then the copy to a pinned buffer.
-  auto output = ComputeStepValues(model, input, *hidden, options, pooling, config.hidden_size,
+  auto output = ComputeStepValues(model, input, *hidden, options, pooling, dense,
                                   [&impl](const Shape& shape) { return impl.outputs.Get(0, DataType::kF32, shape); });
   if (!output.ok()) return output.status();
   const size_t bytes = output->NumBytes();

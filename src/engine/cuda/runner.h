@@ -22,8 +22,8 @@ class Runner {
   Status Run(const std::function<Status()>& body);
 
   // One step on a batch the engine has validated on the host (ids, lengths, options).
-  StatusOr<LazyResult> Step(Model& model, const ModelConfig& config, const Batch& batch, const StepOptions& options,
-                            ops::PoolingMode pooling);
+  StatusOr<LazyResult> Step(Model& model, const ModelConfig& config, DenseModules& dense, const Batch& batch,
+                            const StepOptions& options, ops::PoolingMode pooling);
 
   DeviceStats stats() const;
 

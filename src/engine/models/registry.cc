@@ -13,6 +13,7 @@ extern const FamilyDefinition kQwen2Family;
 extern const FamilyDefinition kQwen3Family;
 extern const FamilyDefinition kLlamaFamily;
 extern const FamilyDefinition kMistralFamily;
+extern const FamilyDefinition kGemma3Family;
 
 namespace {
 
@@ -26,6 +27,7 @@ const FamilyDefinition* const kFamilies[] = {
     &kQwen3Family,
     &kLlamaFamily,
     &kMistralFamily,
+    &kGemma3Family,
 };
 
 }  // namespace

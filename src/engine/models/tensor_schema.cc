@@ -20,10 +20,24 @@ bool TensorLoader::Wanted(const TensorSpec& spec) const {
   return true;
 }
 
-void TensorLoader::Keep(StatusOr<engine::Tensor> tensor, engine::Tensor& target) {
+void TensorLoader::Keep(StatusOr<engine::Tensor> tensor, const TensorSpec& spec, engine::Tensor& target) {
   if (!tensor.ok()) {
     status_ = tensor.status();
     return;
+  }
+  // Loads are F32 on the host (WeightStore::Load's default), so the transform is exact fp32
+  // arithmetic whatever the placement's dtype, as transformers computes 1 + w in fp32. An F32
+  // load may be a view of the read-only mapped file, so the result goes to a new tensor.
+  if (spec.load_scale != 1.0f || spec.load_offset != 0.0f) {
+    auto transformed = engine::Tensor::Allocate(DataType::kF32, tensor->shape());
+    if (!transformed.ok()) {
+      status_ = transformed.status();
+      return;
+    }
+    const float* stored = tensor->data<float>();
+    float* values = transformed->data<float>();
+    for (int64_t i = 0; i < tensor->NumElements(); ++i) values[i] = stored[i] * spec.load_scale + spec.load_offset;
+    tensor = std::move(transformed);
   }
   auto placed = model_weights::Place(*tensor, placement_);
   if (placed.ok()) {
@@ -35,7 +49,7 @@ void TensorLoader::Keep(StatusOr<engine::Tensor> tensor, engine::Tensor& target)
 
 void TensorLoader::Tensor(engine::Tensor& target, const TensorSpec& spec) {
   if (!status_.ok() || !Wanted(spec)) return;
-  Keep(weights_.Load(spec.name, spec.shape), target);
+  Keep(weights_.Load(spec.name, spec.shape), spec, target);
 }
 
 void TensorLoader::Stacked(engine::Tensor& target, std::span<const TensorSpec> parts) {
@@ -47,7 +61,7 @@ void TensorLoader::Stacked(engine::Tensor& target, std::span<const TensorSpec> p
     rows.push_back(part.shape[0]);
   }
   const int64_t columns = parts[0].shape.rank() > 1 ? parts[0].shape[1] : 0;
-  Keep(model_weights::LoadStacked(weights_, names, rows, columns), target);
+  Keep(model_weights::LoadStacked(weights_, names, rows, columns), parts[0], target);
 }
 
 }  // namespace stamen::engine

@@ -32,6 +32,12 @@ struct TensorSpec {
   Shape shape;
   TensorInit init = TensorInit::kNormal;
   TensorPresence presence = TensorPresence::kRequired;
+  // The loader turns each stored value v into v · load_scale + load_offset (in F32, before
+  // placement), so a family whose checkpoint stores a weight in another form runs the common
+  // ops unchanged: Gemma stores its RMSNorm weights as w − 1 (offset 1) and multiplies its
+  // embeddings by sqrt(hidden_size) (scale). make-model writes the stored form.
+  float load_scale = 1.0f;
+  float load_offset = 0.0f;
 };
 
 // Visits a family's tensors in order. A family's schema is one function that calls Tensor or
@@ -41,7 +47,7 @@ class TensorVisitor {
   virtual ~TensorVisitor() = default;
   virtual void Tensor(engine::Tensor& target, const TensorSpec& spec) = 0;
   // `parts` (each [rows_i, columns] or [rows_i]) stacked along axis 0 into one target: fused
-  // q|k|v or gate|up projections run as one gemm. Parts share one presence.
+  // q|k|v or gate|up projections run as one gemm. Parts share one presence and load transform.
   virtual void Stacked(engine::Tensor& target, std::span<const TensorSpec> parts) = 0;
 };
 
@@ -57,7 +63,7 @@ class TensorLoader final : public TensorVisitor {
 
  private:
   bool Wanted(const TensorSpec& spec) const;
-  void Keep(StatusOr<engine::Tensor> tensor, engine::Tensor& target);
+  void Keep(StatusOr<engine::Tensor> tensor, const TensorSpec& spec, engine::Tensor& target);
   const WeightStore& weights_;
   const Placement& placement_;
   Status status_;

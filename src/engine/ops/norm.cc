@@ -35,7 +35,7 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
       STAMEN_CUDA_KERNEL([&] { return cuda::LayerNorm(input, residual, gamma, beta, eps, output); }));
 }
 
-Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output) {
+Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate) {
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("rms_norm", "input", input, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("rms_norm", "weight", weight, 1));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("rms_norm", "weight", weight, 0, input.dim(1)));
@@ -46,8 +46,8 @@ Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& out
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("rms_norm", input.device(), {&input, &weight, &output}));
   return internal::Dispatch(
       "rms_norm", input.device(),
-      [&] { return cpu::RmsNorm(input, weight, eps, output); },
-      STAMEN_CUDA_KERNEL([&] { return cuda::RmsNorm(input, weight, eps, output); }));
+      [&] { return cpu::RmsNorm(input, weight, eps, output, accumulate); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::RmsNorm(input, weight, eps, output, accumulate); }));
 }
 
 Status RmsNormHeads(Tensor& qkv, const QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,

@@ -1,4 +1,4 @@
-// Normalisations over the last axis: LayerNorm (BERT, XLM-R) and RMSNorm (Qwen), plus
+// Normalisations over the last axis: LayerNorm (BERT, XLM-R) and RMSNorm (Qwen, Gemma3), plus
 // Qwen3's per-head RMSNorm of queries and keys inside a packed qkv tensor.
 #pragma once
 
@@ -15,7 +15,8 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
                  Tensor& output);
 
 // output = x / sqrt(mean(x²) + eps) · weight per row of [rows, n]; F32; `output` may be `input`.
-Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output);
+// With `accumulate`, output += instead: Gemma3 norms a block's output before the residual add.
+Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate = false);
 
 // In place, RMSNorm of every query head with `query_weight` [head_dim] and every key head
 // with `key_weight` [head_dim] in `qkv` packed as `layout` describes (values untouched).
