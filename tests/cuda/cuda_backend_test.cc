@@ -346,6 +346,14 @@ std::vector<std::string> ModelFolders() {
   for (const char* name : {"tiny-bert", "tiny-xlm-roberta", "tiny-xlm-roberta-reranker", "tiny-qwen2"}) {
     if (std::filesystem::exists(golden + name + "/config.json")) folders.push_back(golden + name);
   }
+  // This project's goldens (tests/engine/data) of every family the CUDA kernels cover; MPNet's
+  // relative position bias is CPU-only so far, so its folders are not listed.
+  const std::string local = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/";
+  for (const char* name : {"tiny-qwen3", "tiny-distilbert", "tiny-distilbert-classifier", "tiny-roberta-classifier",
+                           "tiny-camembert", "tiny-modernbert", "tiny-modernbert-classifier", "tiny-gemma3",
+                           "tiny-llama", "tiny-mistral"}) {
+    folders.push_back(local + name);
+  }
   if (const char* extra = std::getenv("STAMEN_CUDA_TEST_MODELS")) {
     std::stringstream list(extra);
     std::string folder;
