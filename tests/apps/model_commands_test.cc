@@ -598,9 +598,11 @@ namespace {
 
 // EmbeddingGemma-300m (Gemma3TextModel, bidirectional, two Dense modules) from
 // $STAMEN_EMBEDDINGGEMMA_DIR, default /work/models/embeddinggemma-300m; not in git.
+// $STAMEN_EMBEDDINGGEMMA_DIR, else the folder tools/fetch_real_weights.sh assembles.
 std::string EmbeddingGemmaFolder() {
   if (const char* dir = std::getenv("STAMEN_EMBEDDINGGEMMA_DIR"); dir != nullptr && *dir != '\0') return dir;
-  return "/work/models/embeddinggemma-300m";
+  const std::string assembled = AssembledFolder("embeddinggemma-300m");
+  return assembled.empty() ? "../models/embeddinggemma-300m (or $STAMEN_MODELS)" : assembled;
 }
 
 // The reference's token ids (prompts included, from sentence-transformers' tokenizer) through

@@ -1,5 +1,7 @@
 #include "engine/cpu/cpu_path.h"
 
+#include <cpuid.h>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace stamen::engine::cpu {
@@ -63,7 +65,9 @@ Status CheckCpuRunsThisBuild() {
   };
   need(__builtin_cpu_supports("avx2"), "AVX2");
   need(__builtin_cpu_supports("fma"), "FMA");
-  need(__builtin_cpu_supports("f16c"), "F16C");
+  // From CPUID leaf 1 directly: clang 14's __builtin_cpu_supports does not know "f16c".
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  need(__get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0, "F16C");
   need(__builtin_cpu_supports("bmi"), "BMI1");
   need(__builtin_cpu_supports("bmi2"), "BMI2");
   if (missing.empty()) return Status();

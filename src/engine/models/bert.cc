@@ -153,28 +153,23 @@ constexpr ArchitectureDefinition kRobertaArchitectures[] = {
     {"CamembertForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
 };
 
+// BERT and RoBERTa differ in their architectures and in how positions count.
+constexpr FamilyDefinition EncoderFamily(ModelFamily family, std::span<const ArchitectureDefinition> architectures,
+                                         Status (*read_settings)(const JsonObject&, ModelConfig*)) {
+  return {.family = family,
+          .architectures = architectures,
+          .shape_keys = {},
+          .weight_prefixes = kPrefixes,
+          .prefix_probe = "embeddings.word_embeddings.weight",
+          .read_settings = read_settings,
+          .tensors = Tensors,
+          .load = Load};
+}
+
 }  // namespace
 
-extern const FamilyDefinition kBertFamily{
-    .family = ModelFamily::kBert,
-    .architectures = kBertArchitectures,
-    .shape_keys = {},
-    .weight_prefixes = kPrefixes,
-    .prefix_probe = "embeddings.word_embeddings.weight",
-    .read_settings = ReadSettings,
-    .tensors = Tensors,
-    .load = Load,
-};
-
-extern const FamilyDefinition kRobertaFamily{
-    .family = ModelFamily::kRoberta,
-    .architectures = kRobertaArchitectures,
-    .shape_keys = {},
-    .weight_prefixes = kPrefixes,
-    .prefix_probe = "embeddings.word_embeddings.weight",
-    .read_settings = ReadRobertaSettings,
-    .tensors = Tensors,
-    .load = Load,
-};
+extern const FamilyDefinition kBertFamily = EncoderFamily(ModelFamily::kBert, kBertArchitectures, ReadSettings);
+extern const FamilyDefinition kRobertaFamily =
+    EncoderFamily(ModelFamily::kRoberta, kRobertaArchitectures, ReadRobertaSettings);
 
 }  // namespace stamen::engine

@@ -182,54 +182,24 @@ constexpr ArchitectureDefinition kQwen3Architectures[] = {
     {"Qwen3ForCausalLM", ModelHead::kNone, "model.", ""},
 };
 
+// The four decoder families share everything but their architectures and family value.
+constexpr FamilyDefinition DecoderFamily(ModelFamily family, std::span<const ArchitectureDefinition> architectures) {
+  return {.family = family,
+          .architectures = architectures,
+          .decoder = true,
+          .shape_keys = {},
+          .weight_prefixes = kPrefixes,
+          .prefix_probe = "embed_tokens.weight",
+          .read_settings = ReadSettings,
+          .tensors = Tensors,
+          .load = Load};
+}
+
 }  // namespace
 
-extern const FamilyDefinition kQwen2Family{
-    .family = ModelFamily::kQwen2,
-    .architectures = kQwen2Architectures,
-    .decoder = true,
-    .shape_keys = {},
-    .weight_prefixes = kPrefixes,
-    .prefix_probe = "embed_tokens.weight",
-    .read_settings = ReadSettings,
-    .tensors = Tensors,
-    .load = Load,
-};
-
-extern const FamilyDefinition kQwen3Family{
-    .family = ModelFamily::kQwen3,
-    .architectures = kQwen3Architectures,
-    .decoder = true,
-    .shape_keys = {},
-    .weight_prefixes = kPrefixes,
-    .prefix_probe = "embed_tokens.weight",
-    .read_settings = ReadSettings,
-    .tensors = Tensors,
-    .load = Load,
-};
-
-extern const FamilyDefinition kLlamaFamily{
-    .family = ModelFamily::kLlama,
-    .architectures = kLlamaArchitectures,
-    .decoder = true,
-    .shape_keys = {},
-    .weight_prefixes = kPrefixes,
-    .prefix_probe = "embed_tokens.weight",
-    .read_settings = ReadSettings,
-    .tensors = Tensors,
-    .load = Load,
-};
-
-extern const FamilyDefinition kMistralFamily{
-    .family = ModelFamily::kMistral,
-    .architectures = kMistralArchitectures,
-    .decoder = true,
-    .shape_keys = {},
-    .weight_prefixes = kPrefixes,
-    .prefix_probe = "embed_tokens.weight",
-    .read_settings = ReadSettings,
-    .tensors = Tensors,
-    .load = Load,
-};
+extern const FamilyDefinition kQwen2Family = DecoderFamily(ModelFamily::kQwen2, kQwen2Architectures);
+extern const FamilyDefinition kQwen3Family = DecoderFamily(ModelFamily::kQwen3, kQwen3Architectures);
+extern const FamilyDefinition kLlamaFamily = DecoderFamily(ModelFamily::kLlama, kLlamaArchitectures);
+extern const FamilyDefinition kMistralFamily = DecoderFamily(ModelFamily::kMistral, kMistralArchitectures);
 
 }  // namespace stamen::engine
