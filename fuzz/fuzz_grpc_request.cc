@@ -17,7 +17,7 @@ server::ModelLimits Limits(uint8_t selector) {
   server::ModelLimits limits;
   limits.vocabulary_size = (selector & 2) ? 1000 : 30522;
   limits.max_sequence_length = (selector & 4) ? 0 : 512;
-  limits.hidden_size = 384;
+  limits.embedding_width = 384;
   limits.type_vocabulary_size = (selector & 8) ? 0 : 2;
   limits.num_labels = (selector & 16) ? 1 : 0;
   if (!(selector & 32)) limits.default_pooling = engine::ops::PoolingMode::kMean;
