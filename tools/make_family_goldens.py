@@ -20,7 +20,8 @@ padding id (RoBERTa-style position ids skip padding tokens). Qwen3 ids are rando
 
 Families: qwen3, distilbert, distilbert-classifier, mpnet, mpnet-masked-lm,
 mpnet-masked-lm-prefixed, mpnet-classifier, roberta-classifier, camembert, modernbert,
-modernbert-classifier, modernbert-biased-mean-classifier, gemma3, llama, mistral. The folder
+modernbert-classifier, modernbert-biased-mean-classifier, gemma3, llama, mistral, qwen3-classifier,
+qwen3-classifier-3, qwen2-classifier. The folder
 name written by `all` is tiny-FAMILY.
 """
 import json
@@ -44,6 +45,24 @@ def qwen3():
         head_dim=16, intermediate_size=128, max_position_embeddings=512, rope_theta=1_000_000.0,
         rms_norm_eps=1e-6, tie_word_embeddings=False, attn_implementation="eager")
     return dict(cls=transformers.Qwen3Model, config=config, seed=20261130, ids="random", perturb="qwen3")
+
+
+def decoder_classifier(family, labels):
+    """Qwen3/Qwen2ForSequenceClassification: `score` [labels, hidden] without bias on the last token
+    (no pad_token_id: one sequence per batch, so transformers scores its last token)."""
+    shapes = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=128, max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                  num_labels=labels, attn_implementation="eager")
+    if labels > 1:
+        names = ["irrelevant", "partial", "relevant"][:labels]
+        shapes.update(id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+    if family == "qwen3":
+        config = transformers.Qwen3Config(head_dim=16, rope_theta=1_000_000.0, **shapes)
+        cls = transformers.Qwen3ForSequenceClassification
+    else:
+        config = transformers.Qwen2Config(rope_theta=1_000_000.0, use_sliding_window=False, **shapes)
+        cls = transformers.Qwen2ForSequenceClassification
+    return dict(cls=cls, config=config, seed=41 + labels, ids="random", perturb="qwen3")
 
 
 def distilbert(labels=0):
@@ -165,6 +184,9 @@ FAMILIES = {
     "modernbert-classifier": lambda: modernbert(labels=1),
     "modernbert-biased-mean-classifier": lambda: modernbert(labels=1, variant="biased-mean"),
     "gemma3": gemma3,
+    "qwen3-classifier": lambda: decoder_classifier("qwen3", 1),
+    "qwen3-classifier-3": lambda: decoder_classifier("qwen3", 3),
+    "qwen2-classifier": lambda: decoder_classifier("qwen2", 1),
 }
 
 

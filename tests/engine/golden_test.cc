@@ -133,7 +133,8 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                                            "tiny-distilbert-classifier", "tiny-mpnet", "tiny-mpnet-masked-lm",
                                            "tiny-mpnet-masked-lm-prefixed", "tiny-mpnet-classifier", "tiny-llama",
                                            "tiny-mistral", "tiny-modernbert", "tiny-modernbert-classifier",
-                                           "tiny-modernbert-biased-mean-classifier", "tiny-gemma3"),
+                                           "tiny-modernbert-biased-mean-classifier", "tiny-gemma3", "tiny-qwen3-classifier",
+                                           "tiny-qwen3-classifier-3", "tiny-qwen2-classifier"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

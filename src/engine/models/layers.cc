@@ -253,6 +253,26 @@ StatusOr<Tensor> PreNormDecoderModel::Forward(const ModelInput& input) {
   return hidden;
 }
 
+StatusOr<Tensor> PreNormDecoderModel::Classify(const ModelInput& input, const Tensor& hidden) {
+  if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
+  // Forward's hidden state is the workspace's first slot; the head takes the ones after it.
+  Slots slots(workspace_, /*first=*/1);
+  const int64_t sequences = input.cu_seqlens.dim(0) - 1;
+  const DataType type = hidden.dtype();
+  Tensor last = slots.Get(DataType::kF32, {sequences, hidden.dim(1)});
+  Tensor last_typed = slots.Get(type, {sequences, hidden.dim(1)});
+  Tensor logits = slots.Get(type, {sequences, weights_.score.dim(0)});
+  STAMEN_RETURN_IF_ERROR(slots.status());
+  // Sequences are unpadded, so each one's last token is its last non-padding token.
+  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, input.cu_seqlens, ops::PoolingMode::kLastToken, last));
+  if (type != DataType::kF32) {
+    STAMEN_RETURN_IF_ERROR(ops::Convert(last, last_typed));
+    last = last_typed;
+  }
+  STAMEN_RETURN_IF_ERROR(ops::Gemm(last, weights_.score, Tensor(), logits));
+  return logits;
+}
+
 StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config, const ModelInput& input,
                              Slots& slots, RopeTables& rope) {
   const int64_t tokens = input.token_ids.dim(0);

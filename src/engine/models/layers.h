@@ -179,11 +179,14 @@ Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings&
                     const FeedForwardSettings& feed_forward, float norm_eps, const Tensor& cu_seqlens, Slots slots,
                     Tensor& hidden);
 
-// A pre-norm decoder: token embeddings, the layers, a final RMSNorm.
+// A pre-norm decoder: token embeddings, the layers, a final RMSNorm, and for a scoring model
+// its head: `score` [num_labels, hidden] without bias on each sequence's last token (the
+// *ForSequenceClassification `score.weight`, or a yes/no reranker's lm_head row difference).
 struct PreNormDecoderWeights {
   Tensor embeddings;
   std::vector<PreNormLayerWeights> layers;
   Tensor final_norm;
+  Tensor score;  // empty without a head
 };
 
 // How a decoder family names and stores its tensors: Llama's layout (embed_tokens, layers.i.
@@ -209,12 +212,14 @@ void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, c
 // feed-forward), the final norm. Positions restart at 0 in every sequence. A layer attends
 // within config.sliding_window (Mistral: every layer) or, where config.sliding_window_layers
 // marks layers, a sliding one within config.attention_window and a full one to every key,
-// scaled by config.attention_scale. Not final: a family with a head (an LLM reranker) derives
-// from it.
+// scaled by config.attention_scale. Classify (config.head kSequenceClassification): the
+// last token's final hidden state · scoreᵀ, as transformers' *ForSequenceClassification
+// scores the last non-padding token of a causal decoder.
 class PreNormDecoderModel : public FamilyModel<PreNormDecoderWeights> {
  public:
   using FamilyModel::FamilyModel;
   StatusOr<Tensor> Forward(const ModelInput& input) override;
+  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override;
   int64_t max_sequence_length() const override { return std::max<int64_t>(config_.max_position_embeddings, 0); }
 };
 

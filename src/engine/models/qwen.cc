@@ -1,4 +1,5 @@
-// Qwen2, Qwen3, Llama and Mistral decoders as embedding models (pre-RMSNorm transformer,
+// Qwen2, Qwen3, Llama and Mistral decoders as embedding models, and as scorers through
+// *ForSequenceClassification's `score` head on the last token (pre-RMSNorm transformer,
 // rotary positions, grouped-query attention, SwiGLU feed-forward, no KV cache: each step sees
 // whole sequences). Llama and Mistral are Qwen2 without the q/k/v biases (unless Llama's
 // attention_bias), Mistral with a causal sliding window (e5-mistral, SFR, Linq embedders).
@@ -27,6 +28,10 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
                                             .norm = NormSpec,
                                             .head_norms = config.family == ModelFamily::kQwen3};
   layers::VisitPreNormDecoder(visit, weights, prefix, schema, config);
+  // *ForSequenceClassification keeps its head beside the backbone ("model."), as `score`.
+  if (config.head == ModelHead::kSequenceClassification) {
+    visit.Tensor(weights.score, {"score.weight", {config.num_labels, config.hidden_size}});
+  }
 }
 
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
@@ -61,21 +66,25 @@ constexpr std::string_view kPrefixes[] = {"", "model."};
 constexpr ArchitectureDefinition kQwen2Architectures[] = {
     {"Qwen2Model", ModelHead::kNone, "", "qwen2"},
     {"Qwen2ForCausalLM", ModelHead::kNone, "model.", ""},  // embedding use ignores lm_head
+    {"Qwen2ForSequenceClassification", ModelHead::kSequenceClassification, "model.", ""},
 };
 
 constexpr ArchitectureDefinition kLlamaArchitectures[] = {
     {"LlamaModel", ModelHead::kNone, "", "llama"},
     {"LlamaForCausalLM", ModelHead::kNone, "model.", ""},
+    {"LlamaForSequenceClassification", ModelHead::kSequenceClassification, "model.", ""},
 };
 
 constexpr ArchitectureDefinition kMistralArchitectures[] = {
     {"MistralModel", ModelHead::kNone, "", "mistral"},
     {"MistralForCausalLM", ModelHead::kNone, "model.", ""},
+    {"MistralForSequenceClassification", ModelHead::kSequenceClassification, "model.", ""},
 };
 
 constexpr ArchitectureDefinition kQwen3Architectures[] = {
     {"Qwen3Model", ModelHead::kNone, "", "qwen3"},
     {"Qwen3ForCausalLM", ModelHead::kNone, "model.", ""},
+    {"Qwen3ForSequenceClassification", ModelHead::kSequenceClassification, "model.", ""},
 };
 
 // The four decoder families share everything but their architectures and family value.
