@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/model_options.h"
+#include "engine/yes_no_reranker.h"
 #include "gateway/gateway.h"
 #include "hub/resolve_model.h"
 #include "server/local_worker.h"
@@ -20,6 +21,7 @@ struct GatewayCommandOptions {
   gateway::GatewayOptions gateway;
   std::string workers;  // --workers host:port,...
   std::string pooling;
+  std::string yes_no_reranker = "auto";
   bool offline = false;
   std::string log_level = "info";
   double request_timeout_seconds = 60;  // --request-timeout
@@ -76,6 +78,13 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   command->add_option("--default-prompt-name", g.default_prompt_name,
                       "Prompt of config_sentence_transformers.json used when a request names none");
   command->add_option("--pooling", options.pooling, "Override the model's pooling: cls, mean, max, last-token");
+  command->add_option("--yes-no-reranker", options.yes_no_reranker,
+                      "Run a *ForCausalLM folder as a yes/no reranker (Qwen3-Reranker): auto (a causal LM without "
+                      "sentence-transformers modules.json, unless --pooling is given), on or off")
+      ->capture_default_str();
+  command->add_option("--instruction", g.yes_no_instruction,
+                      "A yes/no reranker's <Instruct> (default: the folder's yes_no_reranker.json, else the model "
+                      "card's web-search instruction)");
   command->add_option("--api-key", g.api_key, "Require 'Authorization: Bearer <key>' on every route but /health");
   command->add_option("--tokenization-workers", g.tokenization_workers, "Tokenization threads (0: one per core)")
       ->capture_default_str();
@@ -94,7 +103,15 @@ int Fail(const std::string& command, const std::string& message) {
 }
 
 bool ResolvePooling(GatewayCommandOptions& options, std::string* error) {
+  bool known = false;
+  options.gateway.yes_no_reranker = engine::ParseYesNoRerankerOption(options.yes_no_reranker, &known);
+  if (!known) {
+    *error = "unknown --yes-no-reranker '" + options.yes_no_reranker + "' (auto, on, off)";
+    return false;
+  }
   if (options.pooling.empty()) return true;
+  // A pooling mode asks for embeddings: a causal LM folder is then not taken for a reranker.
+  if (!options.gateway.yes_no_reranker.has_value()) options.gateway.yes_no_reranker = false;
   options.gateway.pooling = engine::ParsePoolingOption(options.pooling);
   if (!options.gateway.pooling) *error = "unknown --pooling '" + options.pooling + "' (cls, mean, max, last-token)";
   return options.gateway.pooling.has_value();
@@ -108,6 +125,7 @@ int RunServe(GatewayCommandOptions& options, server::LocalWorkerOptions worker_o
   BlockTerminationSignals();
   metrics::Registry registry;
   worker_options.model_dir = options.gateway.model_dir;
+  worker_options.engine.yes_no_reranker = options.gateway.yes_no_reranker;
   worker_options.model_id = options.gateway.model_id;
   auto worker = server::LocalWorker::Load(worker_options, registry);
   if (!worker.ok()) return Fail("serve", worker.status().message());

@@ -29,7 +29,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Family { kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3 };
+// kQwen3Reranker: Qwen3ForCausalLM with tied embeddings and no sentence-transformers files, which
+// stamen runs as a yes/no reranker (engine/yes_no_reranker.h), as Qwen/Qwen3-Reranker-0.6B ships.
+enum class Family { kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker };
 
 struct Like {
   const char* name;
@@ -44,6 +46,7 @@ constexpr Like kLikes[] = {
     {"xlm-roberta-base", Family::kXlmRoberta, 768, 12, 12, 12, 64, 3072, 514, 250002, 1, "mean", 512, "xlm-roberta-trimmed-32k"},
     {"all-MiniLM-L6-v2", Family::kBert, 384, 6, 12, 12, 32, 1536, 512, 30522, 2, "mean", 256, "bert-base-uncased"},
     {"qwen3-0.6b", Family::kQwen3, 1024, 28, 16, 8, 128, 3072, 32768, 151669, 0, "lasttoken", 8192, "qwen2"},
+    {"qwen3-reranker-0.6b", Family::kQwen3Reranker, 1024, 28, 16, 8, 128, 3072, 40960, 151669, 0, nullptr, 0, "qwen2"},
     {"bge-reranker-base", Family::kXlmRobertaClassifier, 768, 12, 12, 12, 64, 3072, 514, 250002, 1, nullptr, 512,
      "xlm-roberta-trimmed-32k"},
     {"ms-marco-MiniLM-L6-v2", Family::kBertClassifier, 384, 6, 12, 12, 32, 1536, 512, 30522, 2, nullptr, 512,
@@ -128,7 +131,9 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
   const std::string ffn = std::to_string(like.intermediate), positions = std::to_string(like.max_positions);
   switch (like.family) {
     case Family::kQwen3:
-      return "{\n  \"architectures\": [\"Qwen3Model\"],\n  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n"
+    case Family::kQwen3Reranker:
+      return std::string("{\n  \"architectures\": [\"") +
+             (like.family == Family::kQwen3 ? "Qwen3Model" : "Qwen3ForCausalLM") + "\"],\n  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n"
              "  \"bos_token_id\": 151643,\n  \"eos_token_id\": 151643,\n  \"head_dim\": " + std::to_string(like.head_dim) +
              ",\n  \"hidden_act\": \"silu\",\n  \"hidden_size\": " + h + ",\n  \"initializer_range\": 0.02,\n"
              "  \"intermediate_size\": " + ffn + ",\n  \"max_position_embeddings\": " + positions + ",\n"
@@ -330,7 +335,8 @@ int MakeModel(const MakeModelOptions& options) {
   if (options.layers < 0 || options.vocab_size < 0) return Fail("--layers and --vocab-size must not be negative");
   const int64_t layers = options.layers > 0 ? options.layers : like->layers;
   const int64_t vocab = options.vocab_size > 0 ? options.vocab_size : like->vocab;
-  if (like->family != Family::kQwen3 && vocab < 4) return Fail("--vocab-size must be at least 4");
+  const bool decoder = like->family == Family::kQwen3 || like->family == Family::kQwen3Reranker;
+  if (!decoder && vocab < 4) return Fail("--vocab-size must be at least 4");
   const bool classifier = like->family == Family::kBertClassifier || like->family == Family::kXlmRobertaClassifier;
   if (options.labels < 0 || (options.labels > 1 && !classifier)) {
     return Fail("--labels must be positive, and only a classifier (bge-reranker-base, ms-marco-MiniLM-L6-v2) has labels");
@@ -380,7 +386,8 @@ void AddMakeModelCommand(CLI::App& app) {
   auto options = std::make_shared<MakeModelOptions>();
   CLI::App* command = app.add_subcommand(
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
-  command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, bge-reranker-base or ms-marco-MiniLM-L6-v2")
+  command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base or "
+                      "ms-marco-MiniLM-L6-v2")
       ->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
   command->add_option("--out", options->out, "Folder to write")->required();

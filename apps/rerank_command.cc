@@ -1,6 +1,10 @@
-// Implements `stamen rerank` for cross-encoders (…ForSequenceClassification with one label):
-// each pair is encoded with the tokenizer's pair template, truncated longest-first to the
-// model's maximum length, packed into ragged batches and scored by Engine::Step.
+// Implements `stamen rerank` for cross-encoders (…ForSequenceClassification with one label)
+// and yes/no LLM rerankers (Qwen3-Reranker, engine/yes_no_reranker.h): each pair is encoded
+// with the tokenizer's pair template, truncated longest-first to the model's maximum length
+// (a yes/no reranker's: the chat template around the instruction, query and document, its
+// body cut), or read as token ids already templated (--token-ids), packed into ragged
+// batches and scored by Engine::Step. One raw score per line: a cross-encoder's logit, a
+// yes/no reranker's logit_yes − logit_no (sigmoid of it is the yes probability).
 #include "rerank_command.h"
 
 #include <iostream>
@@ -24,6 +28,9 @@ struct RerankOptions {
   int threads = 0;
   size_t batch_lines = 32;
   size_t batch_tokens = 8192;
+  bool token_ids = false;
+  std::string yes_no_reranker = "auto";
+  std::string instruction;
 };
 
 int Fail(const std::string& message) {
@@ -35,6 +42,9 @@ int RunRerank(RerankOptions options) {
   engine::EngineOptions engine_options{.num_threads = options.threads};
   if (std::string error = ApplyDeviceOption(options.device, &engine_options); !error.empty()) return Fail(error);
   if (options.batch_lines == 0 || options.batch_tokens == 0) return Fail("--batch-lines and --batch-tokens must be positive");
+  bool known = false;
+  engine_options.yes_no_reranker = engine::ParseYesNoRerankerOption(options.yes_no_reranker, &known);
+  if (!known) return Fail("unknown --yes-no-reranker '" + options.yes_no_reranker + "' (auto, on, off)");
   // A folder, or a hub id resolved through the Hugging Face cache (pulled when missing).
   auto model_dir = hub::ResolveModel(options.model, {.offline = options.offline});
   if (!model_dir.ok()) return Fail(model_dir.status().message());
@@ -51,10 +61,23 @@ int RunRerank(RerankOptions options) {
     return Fail(options.model + ": the classifier has " + std::to_string(config.num_labels) +
                 " labels; rerank needs a model with one relevance score");
   }
-  auto model_tokenizer = engine::ModelTokenizer::Load(options.model, config);
-  if (!model_tokenizer.ok()) return Fail(model_tokenizer.status().message());
-  engine::ModelTokenizer& tokenizer = **model_tokenizer;
+  const bool yes_no = !config.yes_no_token_ids.empty();
+  if (!yes_no && !options.instruction.empty()) return Fail("--instruction applies to yes/no rerankers only");
+  if (options.token_ids && !options.instruction.empty()) return Fail("--instruction applies to texts, not to --token-ids input");
+  std::unique_ptr<engine::ModelTokenizer> tokenizer;
+  if (!options.token_ids) {
+    auto model_tokenizer = engine::ModelTokenizer::Load(options.model, config);
+    if (!model_tokenizer.ok()) return Fail(model_tokenizer.status().message());
+    tokenizer = std::move(model_tokenizer.value());
+  }
+  engine::YesNoTemplate prompt;
+  if (yes_no) {
+    auto read = engine::ReadYesNoTemplate(options.model, options.instruction);
+    if (!read.ok()) return Fail(read.status().message());
+    prompt = std::move(read.value());
+  }
   const size_t max_length = static_cast<size_t>(engine::MaxSequenceLength(config, engine.sentence_transformers()));
+  const int64_t max_ids = engine::MaxSequenceLength(config, {});
   const bool with_types = config.type_vocab_size > 0;
 
   engine::StepOptions step;
@@ -62,7 +85,7 @@ int RunRerank(RerankOptions options) {
   LineReader reader;
   PackedBatch batch;
   size_t first_line = 1;
-  std::string line, output;
+  std::string line, output, bad;
   std::vector<int32_t> ids, types;
   auto flush = [&] {
     return RunBatch(engine, step, "stamen rerank", batch, first_line, output,
@@ -73,13 +96,33 @@ int RunRerank(RerankOptions options) {
   };
 
   while (reader.Next(&line)) {
+    const std::string where = "line " + std::to_string(reader.number()) + ": ";
     const size_t tab = line.find('\t');
-    if (tab == std::string::npos) {
+    if (options.token_ids) {
+      // One templated sequence per line; no token types.
+      if (!ParseTokenIds(line, &ids, &bad)) return Fail(where + "'" + bad + "' is not a token id");
+      if (ids.empty()) return Fail(where + "no token ids");
+      for (int32_t id : ids) {
+        if (id >= config.vocab_size) {
+          return Fail(where + "token id " + std::to_string(id) + " is outside the vocabulary (size " +
+                      std::to_string(config.vocab_size) + ")");
+        }
+      }
+      if (max_ids > 0 && static_cast<int64_t>(ids.size()) > max_ids) {
+        return Fail(where + std::to_string(ids.size()) + " token ids; the model takes at most " + std::to_string(max_ids));
+      }
+      types.clear();
+    } else if (tab == std::string::npos) {
       return Fail("line " + std::to_string(reader.number()) + " has no tab: lines must be query<TAB>document");
+    } else if (yes_no) {
+      const std::string_view view(line);
+      tokenizer->EncodeYesNoPair(prompt, view.substr(0, tab), view.substr(tab + 1), max_length, &ids);
+      types.clear();
+    } else {
+      const std::string_view view(line);
+      tokenizer->EncodePair(view.substr(0, tab), view.substr(tab + 1), max_length, &ids, &types);
     }
-    const std::string_view view(line);
-    tokenizer.EncodePair(view.substr(0, tab), view.substr(tab + 1), max_length, &ids, &types);
-    const auto type_ids = with_types ? std::span<const int32_t>(types) : std::span<const int32_t>();
+    const auto type_ids = with_types && !types.empty() ? std::span<const int32_t>(types) : std::span<const int32_t>();
     if (const int rc = AddToBatch(batch, ids, type_ids, options.batch_tokens, options.batch_lines, flush); rc != 0) {
       return rc;
     }
@@ -92,15 +135,26 @@ int RunRerank(RerankOptions options) {
 void AddRerankCommand(CLI::App& app) {
   auto options = std::make_shared<RerankOptions>();
   CLI::App* command = app.add_subcommand(
-      "rerank", "Score stdin's query<TAB>document lines with a cross-encoder, one raw score (logit) per line");
+      "rerank",
+      "Score stdin's query<TAB>document lines with a cross-encoder or a yes/no LLM reranker, one raw score per line "
+      "(the logit; for a yes/no reranker logit_yes - logit_no, whose sigmoid is P(yes))");
   command->add_option("--model", options->model,
-                      "Hugging Face cross-encoder folder, or hub id org/name (from the hub cache, pulled when missing)")
+                      "Hugging Face cross-encoder or yes/no reranker folder, or hub id org/name (from the hub cache, "
+                      "pulled when missing)")
       ->required();
   command->add_flag("--offline", options->offline, "Never touch the network: org/name must be in the hub cache");
   command->add_option("--device", options->device, "Where to run: cpu, cuda or cuda:N (bf16 on the GPU)");
   command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
   command->add_option("--batch-lines", options->batch_lines, "Most pairs per engine step");
   command->add_option("--batch-tokens", options->batch_tokens, "Most tokens per engine step (a longer pair runs alone)");
+  command->add_flag("--token-ids", options->token_ids,
+                    "Lines are space-separated token ids of one sequence each, already templated, used as they are");
+  command->add_option("--yes-no-reranker", options->yes_no_reranker,
+                      "Run a *ForCausalLM folder as a yes/no reranker: auto (a causal LM without sentence-transformers "
+                      "modules.json), on or off");
+  command->add_option("--instruction", options->instruction,
+                      "A yes/no reranker's <Instruct> (default: the model folder's yes_no_reranker.json, else the "
+                      "model card's web-search instruction)");
   command->callback([options] { std::exit(RunRerank(*options)); });
 }
 

@@ -21,7 +21,11 @@ padding id (RoBERTa-style position ids skip padding tokens). Qwen3 ids are rando
 Families: qwen3, distilbert, distilbert-classifier, mpnet, mpnet-masked-lm,
 mpnet-masked-lm-prefixed, mpnet-classifier, roberta-classifier, camembert, modernbert,
 modernbert-classifier, modernbert-biased-mean-classifier, gemma3, llama, mistral, qwen3-classifier,
-qwen3-classifier-3, qwen2-classifier. The folder
+qwen3-classifier-3, qwen2-classifier, qwen3-reranker, qwen3-reranker-tied (Qwen3ForCausalLM with a
+byte-level BPE tokenizer.json: `logits_i` [1, 1] = logit("yes") - logit("no") at the last position of
+the full vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `pair_ids_k` /
+`pair_logits_k` / `pair_yes_probability_k` for the model card's template around RERANKER_PAIRS,
+tokenized by HF tokenizers as the card does). The folder
 name written by `all` is tiny-FAMILY.
 """
 import json
@@ -63,6 +67,45 @@ def decoder_classifier(family, labels):
         config = transformers.Qwen2Config(rope_theta=1_000_000.0, use_sliding_window=False, **shapes)
         cls = transformers.Qwen2ForSequenceClassification
     return dict(cls=cls, config=config, seed=41 + labels, ids="random", perturb="qwen3")
+
+
+# The Qwen3-Reranker model card's prompt (stamen's defaults, engine/yes_no_reranker.h).
+RERANKER_PREFIX = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+                   "Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n")
+RERANKER_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+RERANKER_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+RERANKER_PAIRS = [("what is the capital of china?", "The capital of China is Beijing."),
+                  ("what is the capital of china?", "Gravity is a force that attracts two bodies towards each other."),
+                  ("explain gravity", "Gravity is a force that attracts two bodies towards each other."),
+                  ("yes or no", "no")]
+
+
+def reranker_tokenizer():
+    """A byte-level BPE tokenizer.json (Qwen's kind) of < VOCAB ids, trained on the template and the pairs,
+    whose vocabulary holds "yes" and "no" and whose added special tokens are Qwen's chat markers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    corpus = [RERANKER_PREFIX, RERANKER_SUFFIX, RERANKER_INSTRUCTION, "yes no yes no yes no"] + \
+             [f"<Instruct>: {RERANKER_INSTRUCTION}\n<Query>: {q}\n<Document>: {d}" for q, d in RERANKER_PAIRS] * 3
+    tokenizer.train_from_iterator(corpus, trainer)
+    assert tokenizer.token_to_id("yes") is not None and tokenizer.token_to_id("no") is not None
+    assert tokenizer.get_vocab_size() <= VOCAB
+    return tokenizer
+
+
+def qwen3_reranker(tied=False):
+    """Qwen3ForCausalLM as Qwen3-Reranker: the score is logit("yes") - logit("no") at the last position."""
+    config = transformers.Qwen3Config(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rope_theta=1_000_000.0,
+        rms_norm_eps=1e-6, tie_word_embeddings=tied, attn_implementation="eager")
+    return dict(cls=transformers.Qwen3ForCausalLM, config=config, seed=53 + tied, ids="random", perturb="qwen3",
+                reranker=True)
 
 
 def distilbert(labels=0):
@@ -187,6 +230,8 @@ FAMILIES = {
     "qwen3-classifier": lambda: decoder_classifier("qwen3", 1),
     "qwen3-classifier-3": lambda: decoder_classifier("qwen3", 3),
     "qwen2-classifier": lambda: decoder_classifier("qwen2", 1),
+    "qwen3-reranker": qwen3_reranker,
+    "qwen3-reranker-tied": lambda: qwen3_reranker(tied=True),
 }
 
 
@@ -234,8 +279,22 @@ def base_of(model):
     return model.base_model if model.base_model is not model else model
 
 
+def yes_no(model, ids, tokens):
+    """(last_hidden_state, [[logit_yes - logit_no]], [[P(yes)]]) of one sequence, from the full lm_head logits."""
+    with torch.no_grad():
+        out = model(input_ids=ids[None])
+        last = out.logits[0, -1]
+        pair = torch.stack([last[tokens["no"]], last[tokens["yes"]]])
+        probability = torch.softmax(pair, dim=0)[1]
+        hidden = model.model(input_ids=ids[None]).last_hidden_state[0]
+        return hidden, (pair[1] - pair[0]).reshape(1, 1), probability.reshape(1, 1)
+
+
 def run(model, ids):
     """(last_hidden_state [L, H], logits [1, labels] or None) of one sequence."""
+    if getattr(model, "yes_no_tokens", None) is not None:
+        hidden, difference, _ = yes_no(model, ids, model.yes_no_tokens)
+        return hidden, difference
     with torch.no_grad():
         if isinstance(model, transformers.PreTrainedModel) and model.base_model is not model:
             out = model(input_ids=ids[None], output_hidden_states=True)
@@ -370,7 +429,16 @@ def make(family, out):
         saved.update(spec["legacy_config"])
         path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
 
+    tokens = None
+    if spec.get("reranker"):
+        tokenizer = reranker_tokenizer()
+        tokenizer.save(str(out / "tokenizer.json"))
+        tokens = {"yes": tokenizer.token_to_id("yes"), "no": tokenizer.token_to_id("no")}
+        report["yes_no_token_ids"] = tokens
+        report["lm_head_in_file"] = "lm_head.weight" in tensor_names(out / "model.safetensors")
+
     model = model.double()
+    model.yes_no_tokens = tokens
     generator = torch.Generator().manual_seed(7)
     rows = make_ids(spec, generator)
     golden, logits_seen = {}, False
@@ -384,16 +452,33 @@ def make(family, out):
         if logits is not None:
             golden[f"logits_{i}"] = logits.float()
             logits_seen = True
+        if tokens is not None:
+            golden[f"yes_probability_{i}"] = yes_no(model, ids, tokens)[2].float()
+    if tokens is not None:
+        # The model card's process_inputs: prefix ids + the formatted body's ids + suffix ids.
+        prefix = tokenizer.encode(RERANKER_PREFIX, add_special_tokens=False).ids
+        suffix = tokenizer.encode(RERANKER_SUFFIX, add_special_tokens=False).ids
+        for k, (query, document) in enumerate(RERANKER_PAIRS):
+            body = f"<Instruct>: {RERANKER_INSTRUCTION}\n<Query>: {query}\n<Document>: {document}"
+            ids = torch.tensor(prefix + tokenizer.encode(body, add_special_tokens=False).ids + suffix)
+            _, difference, probability = yes_no(model, ids, tokens)
+            golden[f"pair_ids_{k}"] = ids.to(torch.int64)
+            golden[f"pair_logits_{k}"] = difference.float()
+            golden[f"pair_yes_probability_{k}"] = probability.float()
+        report["pairs"] = [{"query": q, "document": d} for q, d in RERANKER_PAIRS]
     save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
 
     checks = {}
     # Reload the written folder with Auto classes (what an engine user's config says) and compare.
     auto = transformers.AutoModelForSequenceClassification if logits_seen else transformers.AutoModel
+    if tokens is not None:
+        auto = transformers.AutoModelForCausalLM
     if family == "mpnet-masked-lm-prefixed":
         reloaded = transformers.MPNetForMaskedLM.from_pretrained(out, attn_implementation="eager").mpnet
     else:
         reloaded = auto.from_pretrained(out, attn_implementation="eager")
     reloaded = reloaded.double().eval()
+    reloaded.yes_no_tokens = tokens
     worst = 0.0
     for i, ids in enumerate(rows):
         hidden, logits = run(reloaded, ids)

@@ -11,6 +11,7 @@
 #include "engine/ops/pooling.h"
 #include "engine/step_output.h"
 #include "engine/weight_store.h"
+#include "engine/yes_no_reranker.h"
 
 #if STAMEN_WITH_CUDA
 #include "engine/cuda/runner.h"
@@ -84,6 +85,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
   auto sentence_transformers = ReadSentenceTransformersConfig(model_dir);
   if (!sentence_transformers.ok()) return sentence_transformers.status();
   engine->sentence_transformers_ = std::move(sentence_transformers.value());
+  STAMEN_RETURN_IF_ERROR(ResolveYesNoReranker(model_dir, options.yes_no_reranker, engine->sentence_transformers_,
+                                              &engine->config_));
   engine->default_pooling_ = engine->sentence_transformers_.pooling;
   if (!engine->default_pooling_.has_value() && decoder) {
     engine->default_pooling_ = engine->config_.causal ? ops::PoolingMode::kLastToken : ops::PoolingMode::kMean;

@@ -49,6 +49,9 @@ struct EngineOptions {
   // Decoder families only: override config.json's causal attention (false = bidirectional,
   // as pplx-embed-v1 uses).
   std::optional<bool> causal = std::nullopt;
+  // A *ForCausalLM folder as a yes/no reranker (yes_no_reranker.h): true / false, or the
+  // folder's shape decides (nullopt). Callers pass false when the user chose a pooling mode.
+  std::optional<bool> yes_no_reranker = std::nullopt;
   // Threads for the CPU kernels of this engine's steps (0: leave the calling thread's OpenMP
   // setting, by default all cores).
   // Tiny models and loaded machines are faster with 1: a parallel region costs microseconds.

@@ -61,6 +61,13 @@ struct ModelConfig {
   ops::PoolingMode classifier_pooling = ops::PoolingMode::kCls;
   ops::Activation classifier_activation = ops::Activation::kTanh;
   bool classifier_bias = true;
+  // Decoders: the output projection is the token embedding table (no lm_head.weight).
+  bool tie_word_embeddings = false;
+  // A yes/no LLM reranker (Qwen3-Reranker): a *ForCausalLM whose score is
+  // logit("yes") − logit("no") at the last token, these two ids as {no, yes}; the engine sets
+  // them (with head kSequenceClassification, one label) when it loads such a folder as a
+  // reranker, and the head is the difference of the two lm_head rows. Empty otherwise.
+  std::vector<int32_t> yes_no_token_ids;
   int64_t num_labels = 0;            // classification heads only
   std::vector<std::string> id2label;  // num_labels names, "LABEL_i" when not given
 };

@@ -157,6 +157,31 @@ void ModelTokenizer::Encode(std::string_view text, size_t max_length, std::vecto
   ids->push_back(kFairseqEos);
 }
 
+void ModelTokenizer::EncodeYesNoPair(const YesNoTemplate& prompt, std::string_view query, std::string_view document,
+                                     size_t max_length, std::vector<int32_t>* ids) {
+  tokenizer::EncodeOptions options;
+  options.add_special_tokens = false;
+  const auto encode = [&](std::string_view text, std::vector<int32_t>* out) {
+    tokenizer_->Encode(text, options, &encoding_, &scratch_);
+    out->assign(encoding_.ids.begin(), encoding_.ids.end());
+  };
+  if (yes_no_prefix_ != prompt.prefix || yes_no_prefix_ids_.empty()) {
+    yes_no_prefix_ = prompt.prefix;
+    encode(prompt.prefix, &yes_no_prefix_ids_);
+  }
+  if (yes_no_suffix_ != prompt.suffix || yes_no_suffix_ids_.empty()) {
+    yes_no_suffix_ = prompt.suffix;
+    encode(prompt.suffix, &yes_no_suffix_ids_);
+  }
+  const size_t fixed = yes_no_prefix_ids_.size() + yes_no_suffix_ids_.size();
+  // A limit the prefix and suffix alone reach keeps one body token, so the pair still says something.
+  options.max_length = max_length == 0 ? 0 : max_length > fixed ? max_length - fixed : 1;
+  encode(FormatYesNoBody(prompt, query, document), &first_);
+  ids->assign(yes_no_prefix_ids_.begin(), yes_no_prefix_ids_.end());
+  ids->insert(ids->end(), first_.begin(), first_.end());
+  ids->insert(ids->end(), yes_no_suffix_ids_.begin(), yes_no_suffix_ids_.end());
+}
+
 std::vector<ModelTokenizer::Token> ModelTokenizer::Tokenize(std::string_view text, bool add_special_tokens) {
   tokenizer::EncodeOptions options;
   options.with_pieces = true;

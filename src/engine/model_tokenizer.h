@@ -17,6 +17,7 @@
 
 #include "engine/model_config.h"
 #include "engine/status.h"
+#include "engine/yes_no_reranker.h"
 #include "tokenizer/tokenizer.h"
 
 namespace stamen::engine {
@@ -63,6 +64,13 @@ class ModelTokenizer {
   void EncodePair(std::string_view first, std::string_view second, size_t max_length, std::vector<int32_t>* ids,
                   std::vector<int32_t>* type_ids);
 
+  // A yes/no reranker's pair as the Qwen3-Reranker model card builds it: the ids of the
+  // template's prefix, of the formatted body cut on the right to what `max_length` (0: no
+  // limit) leaves, and of the suffix, each encoded without special tokens, so the
+  // instruction-following end of the prompt is never cut off. Tokenizer-file kind only.
+  void EncodeYesNoPair(const YesNoTemplate& prompt, std::string_view query, std::string_view document,
+                       size_t max_length, std::vector<int32_t>* ids);
+
   // Ids (as Encode gives them) → text, special tokens dropped when `skip_special_tokens`, as
   // Hugging Face tokenizers decodes: the tokenizer's own decode, or for the fairseq mapping
   // the pieces of the shifted ids as XLM-R's tokenizer.json decodes them. Out-of-range ids
@@ -88,6 +96,9 @@ class ModelTokenizer {
   tokenizer::Scratch scratch_;
   tokenizer::Encoding encoding_;
   std::vector<int32_t> first_, second_;
+  // EncodeYesNoPair's prefix and suffix ids, encoded once per template text.
+  std::string yes_no_prefix_, yes_no_suffix_;
+  std::vector<int32_t> yes_no_prefix_ids_, yes_no_suffix_ids_;
 };
 
 // Fairseq's layout of XLM-R special tokens.

@@ -1,6 +1,8 @@
 // Resolves tensor names across one file or the shards of a model.safetensors.index.json.
 #include "engine/weight_store.h"
 
+#include "engine/ops/convert.h"
+
 #include <simdjson.h>
 
 #include <filesystem>
@@ -101,6 +103,26 @@ StatusOr<Tensor> WeightStore::Load(std::string_view name, DataType target) const
   auto it = locations_.find(std::string(name));
   if (it == locations_.end()) return Status::Error(description_ + ": missing tensor '" + std::string(name) + "'");
   return it->second.file->Load(*it->second.entry, target);
+}
+
+StatusOr<Tensor> WeightStore::LoadRow(std::string_view name, int64_t row) const {
+  auto it = locations_.find(std::string(name));
+  if (it == locations_.end()) return Status::Error(description_ + ": missing tensor '" + std::string(name) + "'");
+  const SafetensorsEntry& entry = *it->second.entry;
+  const std::string where = it->second.file->path() + ": tensor '" + std::string(name) + "'";
+  if (entry.shape.size() != 2) return Status::Error(where + " is not a matrix");
+  if (row < 0 || row >= entry.shape[0]) {
+    return Status::Error(where + " has " + std::to_string(entry.shape[0]) + " rows; row " + std::to_string(row) +
+                         " is outside it");
+  }
+  if (!entry.dtype.has_value()) return it->second.file->Load(entry, DataType::kF32);  // its dtype error
+  // As stored: a view of the mapping, so only the row below is converted.
+  auto stored = it->second.file->Load(entry, *entry.dtype);
+  if (!stored.ok()) return stored;
+  auto result = Tensor::Allocate(DataType::kF32, {1, entry.shape[1]});
+  if (!result.ok()) return result;
+  STAMEN_RETURN_IF_ERROR(ops::Convert(stored->Rows(row, row + 1), *result));
+  return result;
 }
 
 StatusOr<Tensor> WeightStore::Load(std::string_view name, const Shape& expected, DataType target) const {

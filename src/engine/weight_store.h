@@ -31,6 +31,9 @@ class WeightStore {
   StatusOr<Tensor> Load(std::string_view name, DataType target = DataType::kF32) const;
   // As Load, and fails unless the tensor has exactly `expected` shape.
   StatusOr<Tensor> Load(std::string_view name, const Shape& expected, DataType target = DataType::kF32) const;
+  // Row `row` of the 2-D tensor `name` as F32 [1, columns], converting that row only: a yes/no
+  // reranker reads two rows of a [vocabulary, hidden] lm_head without loading the rest.
+  StatusOr<Tensor> LoadRow(std::string_view name, int64_t row) const;
 
  private:
   struct Location {

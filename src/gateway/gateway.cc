@@ -53,6 +53,16 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   auto sentence_transformers = engine::ReadSentenceTransformersConfig(options.model_dir);
   if (!sentence_transformers.ok()) return sentence_transformers.status();
   g.sentence_transformers_ = sentence_transformers.value();
+  // As the worker's engine decides it (engine::Engine::Load), so both see the same scorer.
+  STAMEN_RETURN_IF_ERROR(
+      engine::ResolveYesNoReranker(options.model_dir, options.yes_no_reranker, g.sentence_transformers_, &g.config_));
+  if (!g.config_.yes_no_token_ids.empty()) {
+    auto prompt = engine::ReadYesNoTemplate(options.model_dir, options.yes_no_instruction);
+    if (!prompt.ok()) return prompt.status();
+    g.yes_no_template_ = std::move(prompt.value());
+  } else if (!options.yes_no_instruction.empty()) {
+    return Status::Error("--instruction applies to yes/no rerankers only, not " + g.config_.architecture);
+  }
   g.max_input_length_ = engine::MaxSequenceLength(g.config_, g.sentence_transformers_);
   g.dimensions_ = g.sentence_transformers_.EmbeddingWidth(g.config_.hidden_size);
   g.reranker_ = g.config_.head == engine::ModelHead::kSequenceClassification;
@@ -349,7 +359,10 @@ std::optional<ApiError> Gateway::TokenizeScored(engine::ModelTokenizer& tokenize
   const size_t limit = truncate ? static_cast<size_t>(max_input_length_) : 0;
   const auto side = direction == Truncation::kLeft ? tokenizer::TruncationSide::kLeft : tokenizer::TruncationSide::kRight;
   for (size_t i = 0; i < texts.size(); ++i) {
-    if (texts[i].second) {
+    if (texts[i].second && !config_.yes_no_token_ids.empty()) {
+      tokenizer.EncodeYesNoPair(yes_no_template_, texts[i].first, *texts[i].second, limit, &ids);
+      types.assign(ids.size(), 0);
+    } else if (texts[i].second) {
       tokenizer.EncodePair(texts[i].first, *texts[i].second, limit, &ids, &types);
     } else {
       tokenizer.Encode(texts[i].first, limit, &ids, side);

@@ -39,6 +39,10 @@ struct GatewayOptions {
   std::string default_prompt_name;          // a prompt of the model's config, same use
   std::string api_key;                      // Bearer token required on every route but /health
   std::optional<engine::ops::PoolingMode> pooling;  // overrides the model's pooling
+  // A *ForCausalLM folder as a yes/no reranker (engine/yes_no_reranker.h): on, off, or the
+  // folder decides (nullopt); the worker must be told the same. Its <Instruct> when not empty.
+  std::optional<bool> yes_no_reranker;
+  std::string yes_no_instruction;
   std::chrono::milliseconds request_timeout{60000};
   // Requests that name no priority are low priority (bulk) when they carry more inputs than
   // this, normal otherwise; 0: never. Embedding routes (an indexing job sends many inputs)
@@ -121,6 +125,9 @@ class Gateway {
   int64_t max_input_length_ = 0;
   int64_t dimensions_ = 0;
   std::string model_id_;
+  // A yes/no reranker's chat template (config_.yes_no_token_ids set): rerank pairs are
+  // encoded with it instead of the tokenizer's pair template.
+  engine::YesNoTemplate yes_no_template_;
   bool reranker_ = false;  // a classification head: /rerank with one label, /predict with any
   ModelKind kind_ = ModelKind::kEmbedding;
   int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)

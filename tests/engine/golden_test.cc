@@ -13,7 +13,9 @@
 #include <sstream>
 
 #include "engine/engine.h"
+#include "engine/model_tokenizer.h"
 #include "engine/weight_store.h"
+#include "engine/yes_no_reranker.h"
 #include "test_files.h"
 
 namespace stamen::engine {
@@ -134,7 +136,8 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                                            "tiny-mpnet-masked-lm-prefixed", "tiny-mpnet-classifier", "tiny-llama",
                                            "tiny-mistral", "tiny-modernbert", "tiny-modernbert-classifier",
                                            "tiny-modernbert-biased-mean-classifier", "tiny-gemma3", "tiny-qwen3-classifier",
-                                           "tiny-qwen3-classifier-3", "tiny-qwen2-classifier"),
+                                           "tiny-qwen3-classifier-3", "tiny-qwen2-classifier", "tiny-qwen3-reranker",
+                                           "tiny-qwen3-reranker-tied"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -157,6 +160,74 @@ std::string ReadBytes(const std::string& path) {
 // sentence-transformers Dense modules after pooling: tiny-gemma3 with mean pooling, Dense
 // 64→5 (bias, Tanh), Dense 5→3 (no bias, Identity) and Normalize, against the same
 // computation in double on the engine's own pooled vectors.
+// A Qwen3ForCausalLM folder without sentence-transformers modules is a yes/no reranker: its
+// score's sigmoid is transformers' softmax over the full-vocabulary logits [no, yes] at the
+// last position, and the model card's template (prefix ids + body ids + suffix ids, by HF
+// tokenizers) is what EncodeYesNoPair builds.
+class YesNoRerankerTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
+  const std::string folder = GoldenFolder(GetParam());
+  auto engine = Engine::Load(folder, {.num_threads = 1});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  const ModelConfig& config = (*engine)->config();
+  ASSERT_EQ(config.head, ModelHead::kSequenceClassification);
+  ASSERT_EQ(config.yes_no_token_ids.size(), 2u);
+  auto golden = LoadGolden(GetParam());
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  const StepOptions scores{.output = StepOutput::kScores};
+  double worst = 0.0;
+  for (int i = 0; i < kSequences; ++i) {
+    const std::vector<int32_t> bounds = {0, static_cast<int32_t>(golden->ids[i].size())};
+    auto result = (*engine)->Step({golden->ids[i], bounds, {}}, scores);
+    ASSERT_TRUE(result.ok() && result->Wait().ok());
+    const float yes = 1.0f / (1.0f + std::exp(-result->values().data<float>()[0]));
+    worst = std::max(worst, MaxAbsError(*golden, "yes_probability_" + std::to_string(i), {&yes, 1}));
+  }
+  EXPECT_LE(worst, kTolerance);
+
+  auto tokenizer = ModelTokenizer::Load(folder, config);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+  auto prompt = ReadYesNoTemplate(folder);
+  ASSERT_TRUE(prompt.ok());
+  const std::pair<std::string, std::string> pairs[] = {
+      {"what is the capital of china?", "The capital of China is Beijing."},
+      {"what is the capital of china?", "Gravity is a force that attracts two bodies towards each other."},
+      {"explain gravity", "Gravity is a force that attracts two bodies towards each other."},
+      {"yes or no", "no"}};
+  std::vector<int32_t> ids;
+  double worst_pair = 0.0;
+  for (size_t k = 0; k < std::size(pairs); ++k) {
+    (*tokenizer)->EncodeYesNoPair(*prompt, pairs[k].first, pairs[k].second, 0, &ids);
+    auto expected = golden->store.Load("pair_ids_" + std::to_string(k), DataType::kI64);
+    ASSERT_TRUE(expected.ok());
+    EXPECT_EQ(std::vector<int32_t>(expected->data<int64_t>(), expected->data<int64_t>() + expected->NumElements()), ids)
+        << "pair " << k;
+    const std::vector<int32_t> bounds = {0, static_cast<int32_t>(ids.size())};
+    auto result = (*engine)->Step({ids, bounds, {}}, scores);
+    ASSERT_TRUE(result.ok() && result->Wait().ok());
+    const float raw = result->values().data<float>()[0];
+    const float yes = 1.0f / (1.0f + std::exp(-raw));
+    worst_pair = std::max(worst_pair, MaxAbsError(*golden, "pair_logits_" + std::to_string(k), {&raw, 1}));
+    worst_pair = std::max(worst_pair, MaxAbsError(*golden, "pair_yes_probability_" + std::to_string(k), {&yes, 1}));
+  }
+  EXPECT_LE(worst_pair, kTolerance);
+  std::cout << "[ golden   ] " << GetParam() << " yes probability: max abs error " << worst << ", templated pairs "
+            << worst_pair << "\n";
+
+  // Chosen off, the same folder is an embedder (no head).
+  auto embedder = Engine::Load(folder, {.yes_no_reranker = false, .num_threads = 1});
+  ASSERT_TRUE(embedder.ok());
+  EXPECT_EQ((*embedder)->config().head, ModelHead::kNone);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, YesNoRerankerTest, ::testing::Values("tiny-qwen3-reranker", "tiny-qwen3-reranker-tied"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
 TEST(DenseModulesTest, RunAfterPoolingBeforeNormalizeAndTruncation) {
   TempDir dir;
   const std::string folder = dir.path() + "/model";

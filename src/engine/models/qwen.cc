@@ -29,9 +29,45 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
                                             .head_norms = config.family == ModelFamily::kQwen3};
   layers::VisitPreNormDecoder(visit, weights, prefix, schema, config);
   // *ForSequenceClassification keeps its head beside the backbone ("model."), as `score`.
-  if (config.head == ModelHead::kSequenceClassification) {
+  if (config.head == ModelHead::kSequenceClassification && config.yes_no_token_ids.empty()) {
     visit.Tensor(weights.score, {"score.weight", {config.num_labels, config.hidden_size}});
   }
+  // A causal LM's untied output projection: written by make-model, never loaded whole (a yes/no
+  // reranker reads two of its rows, LoadDecoder).
+  if (config.architecture.ends_with("ForCausalLM") && !config.tie_word_embeddings) {
+    visit.Tensor(weights.score, {"lm_head.weight", {config.vocab_size, config.hidden_size}, TensorInit::kNormal,
+                                 TensorPresence::kUnread});
+  }
+}
+
+// The schema's tensors, then for a yes/no reranker its head: lm_head["yes"] − lm_head["no"]
+// (the embedding table's rows when tied), so a step projects onto one row instead of the
+// vocabulary, and the score is logit_yes − logit_no.
+StatusOr<std::unique_ptr<Model>> LoadDecoder(const ModelConfig& config, const WeightStore& weights,
+                                             const Placement& placement) {
+  auto model = std::make_unique<layers::PreNormDecoderModel>(config, placement);
+  STAMEN_RETURN_IF_ERROR(LoadTensors<layers::PreNormDecoderWeights>(config, weights, placement, VisitTensors,
+                                                                    model->weights_));
+  if (config.yes_no_token_ids.empty()) return std::unique_ptr<Model>(std::move(model));
+  std::string table = "lm_head.weight";
+  if (config.tie_word_embeddings) {
+    table = weights.Contains("model.embed_tokens.weight") ? "model.embed_tokens.weight" : "embed_tokens.weight";
+  }
+  auto no = weights.LoadRow(table, config.yes_no_token_ids[0]);
+  if (!no.ok()) return no.status();
+  auto yes = weights.LoadRow(table, config.yes_no_token_ids[1]);
+  if (!yes.ok()) return yes.status();
+  if (yes->dim(1) != config.hidden_size) {
+    return Status::Error(table + " has " + std::to_string(yes->dim(1)) + " columns, expected hidden_size " +
+                         std::to_string(config.hidden_size));
+  }
+  // The difference in F32 before placement: BF16 rows would round it twice.
+  float* difference = yes->data<float>();
+  for (int64_t i = 0; i < config.hidden_size; ++i) difference[i] -= no->data<float>()[i];
+  auto score = model_weights::Place(*yes, placement);
+  if (!score.ok()) return score.status();
+  model->weights_.score = std::move(score.value());
+  return std::unique_ptr<Model>(std::move(model));
 }
 
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
@@ -58,6 +94,7 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   }
   config->causal = true;
   STAMEN_RETURN_IF_ERROR(root.Optional("is_causal", &config->causal));
+  STAMEN_RETURN_IF_ERROR(root.Optional("tie_word_embeddings", &config->tie_word_embeddings));
   return Status();
 }
 
@@ -91,7 +128,7 @@ constexpr ArchitectureDefinition kQwen3Architectures[] = {
 constexpr FamilyDefinition DecoderFamily(ModelFamily family, std::span<const ArchitectureDefinition> architectures) {
   return {.family = family, .architectures = architectures, .decoder = true, .weight_prefixes = kPrefixes,
           .read_settings = ReadSettings, .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>,
-          .load = LoadSchemaModel<layers::PreNormDecoderModel, VisitTensors>};
+          .load = LoadDecoder};
 }
 
 }  // namespace
