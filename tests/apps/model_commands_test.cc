@@ -31,6 +31,7 @@
 
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
+#include "engine/weight_store.h"
 #include "temp_dir.h"
 
 namespace stamen::apps {
@@ -263,6 +264,49 @@ TEST_F(RandomModels, RerankersMatchTransformers) {
   }
 }
 
+// A yes/no LLM reranker (Qwen3ForCausalLM, tests/engine/data/tiny-qwen3-reranker by
+// tools/make_family_goldens.py): `stamen rerank` wraps each pair in the model card's template
+// and prints logit("yes") - logit("no"), as transformers' full logits give it for the ids HF
+// tokenizers makes of the template; --token-ids scores those ids as they are.
+TEST(YesNoReranker, TextAndTokenIdsMatchTransformers) {
+  const std::string folder = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/tiny-qwen3-reranker";
+  auto golden = engine::WeightStore::OpenFile(folder + "/golden.safetensors");
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  const std::pair<std::string, std::string> pairs[] = {
+      {"what is the capital of china?", "The capital of China is Beijing."},
+      {"what is the capital of china?", "Gravity is a force that attracts two bodies towards each other."},
+      {"explain gravity", "Gravity is a force that attracts two bodies towards each other."},
+      {"yes or no", "no"}};
+  std::string texts, ids;
+  std::vector<double> expected;
+  for (size_t k = 0; k < std::size(pairs); ++k) {
+    texts += pairs[k].first + "\t" + pairs[k].second + "\n";
+    auto pair_ids = golden->Load("pair_ids_" + std::to_string(k), engine::DataType::kI64);
+    auto logits = golden->Load("pair_logits_" + std::to_string(k));
+    ASSERT_TRUE(pair_ids.ok() && logits.ok());
+    for (int64_t i = 0; i < pair_ids->NumElements(); ++i) ids += (i ? " " : "") + std::to_string(pair_ids->data<int64_t>()[i]);
+    ids += "\n";
+    expected.push_back(logits->data<float>()[0]);
+  }
+  for (const auto& [mode, input] : {std::pair<std::string, std::string>{"", texts}, {" --token-ids", ids}}) {
+    const Result result = RunStamen("rerank --threads 1 --model " + folder + mode, input);
+    ASSERT_EQ(result.code, 0) << mode << ": " << result.err;
+    const std::vector<double> actual = ParseScores(result.out);
+    ASSERT_EQ(actual.size(), expected.size()) << mode;
+    double worst = 0;
+    for (size_t i = 0; i < actual.size(); ++i) worst = std::max(worst, std::abs(actual[i] - expected[i]));
+    std::cout << "yes/no reranker" << (mode.empty() ? " (texts)" : mode) << ": max |score - transformers| " << worst
+              << "\n";
+    EXPECT_LE(worst, 1e-4) << mode;
+  }
+  // Another instruction changes the prompt, so the scores.
+  const Result instructed = RunStamen("rerank --threads 1 --instruction 'Judge the document' --model " + folder, texts);
+  ASSERT_EQ(instructed.code, 0) << instructed.err;
+  EXPECT_NE(ParseScores(instructed.out), ParseScores(RunStamen("rerank --threads 1 --model " + folder, texts).out));
+  // Chosen off, the folder is an embedder: rerank refuses it.
+  EXPECT_EQ(RunStamen("rerank --yes-no-reranker off --model " + folder, texts).code, 2);
+}
+
 TEST_F(RandomModels, Qwen3DecoderMatchesTransformers) {
   const Rows ids = Numbers(Spec("qwen3_decoder")["token_ids"]);
   const Result result = RunStamen("embed --token-ids --model " + Folder("qwen3_decoder"), IdLines(ids));
@@ -434,11 +478,14 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       {"ms-marco-MiniLM-L6-v2", "configs/ms-marco-MiniLM-L-6-v2", 0, "BertForSequenceClassification"},
       {"qwen3-0.6b", "qwen2-bpe", 1024, "Qwen3Model"},
       {"all-MiniLM-L6-v2", "configs/all-MiniLM-L6-v2", 384, "BertModel"},
+      {"qwen3-reranker-0.6b", "qwen2-bpe", 0, "Qwen3ForCausalLM"},
   };
   for (const Like& like : likes) {
-    // One layer and a small vocabulary keep the folders small; token ids stay below 1000.
+    // One layer and a small vocabulary keep the folders small; token ids stay below 1000. The
+    // yes/no reranker needs its tokenizer's "yes" (9693 in Qwen's) inside the vocabulary.
     const std::string folder = out.File(like.name);
-    const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers 1 --vocab-size 1000 --out " +
+    const std::string vocab = like.name == "qwen3-reranker-0.6b" ? "10000" : "1000";
+    const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers 1 --vocab-size " + vocab + " --out " +
                                       folder + " --tokenizer " + kShared + "/models/" + like.tokenizer,
                                   "");
     ASSERT_EQ(made.code, 0) << like.name << ": " << made.err;
@@ -465,7 +512,8 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
   }
   const Result bad = RunStamen("make-model --like bert-large --random-seed 1 --out " + out.File("x"), "");
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, bge-reranker-base, ms-marco-MiniLM-L6-v2"),
+  EXPECT_NE(bad.err.find("xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
+                          "ms-marco-MiniLM-L6-v2"),
             std::string::npos)
       << bad.err;
 }
