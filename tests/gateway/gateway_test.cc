@@ -14,6 +14,7 @@
 #include "engine/cpu/cpu_path.h"
 #include "engine/engine.h"
 #include "engine/model_tokenizer.h"
+#include "engine/weight_store.h"
 #include "server/local_worker.h"
 #include "tests/gateway/http_client.h"
 #include "tests/gateway/base64_floats.h"
@@ -574,6 +575,42 @@ TEST(GatewayLimitsTest, BeyondMaxConcurrentRequestsIs429) {
   EXPECT_EQ(Http(served.port(), "GET", "/health").status, 200);
   EXPECT_EQ(Http(served.port(), "GET", "/ping").status, 200);
   EXPECT_EQ(Http(served.port(), "GET", "/v1/models").status, 200);
+}
+
+// A yes/no LLM reranker (tests/engine/data/tiny-qwen3-reranker): the gateway wraps each
+// (query, document) in the model card's template, so /rerank's raw score is transformers'
+// logit("yes") - logit("no") for the ids HF tokenizers makes of it, and the normalized scores
+// (/rerank, Cohere's /v1/rerank) are softmax([no, yes])[yes].
+TEST(GatewayRerankTest, YesNoRerankerAppliesTheTemplate) {
+  const std::string folder = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/tiny-qwen3-reranker";
+  Served served(folder);
+  auto golden = engine::WeightStore::OpenFile(folder + "/golden.safetensors");
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  // Pairs 0 and 1 of the golden share their query.
+  const std::string body = R"({"query": "what is the capital of china?", "texts": ["The capital of China is Beijing.", )"
+                           R"("Gravity is a force that attracts two bodies towards each other."])";
+  for (const bool raw : {true, false}) {
+    auto answer = Post(served.port(), "/rerank", body + (raw ? R"(, "raw_scores": true})" : "}"));
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    simdjson::dom::parser parser;
+    const simdjson::dom::array results = Parse(parser, answer.body).get_array().value();
+    ASSERT_EQ(results.size(), 2u);
+    for (simdjson::dom::element result : results) {
+      const int64_t index = result["index"].get_int64().value();
+      auto expected = golden->Load((raw ? "pair_logits_" : "pair_yes_probability_") + std::to_string(index));
+      ASSERT_TRUE(expected.ok());
+      EXPECT_NEAR(result["score"].get_double().value(), expected->data<float>()[0], 1e-4) << index << " raw " << raw;
+    }
+  }
+  auto answer = Post(served.port(), "/v1/rerank",
+                     R"({"model": "m", "query": "explain gravity", "documents": ["Gravity is a force that attracts )"
+                     R"(two bodies towards each other."]})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser parser;
+  auto expected = golden->Load("pair_yes_probability_2");
+  ASSERT_TRUE(expected.ok());
+  EXPECT_NEAR(Parse(parser, answer.body)["results"].at(0)["relevance_score"].get_double().value(),
+              expected->data<float>()[0], 1e-4);
 }
 
 TEST(GatewayRerankTest, TeiAndCohereRerankSortByScore) {
