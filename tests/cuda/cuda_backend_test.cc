@@ -351,7 +351,8 @@ std::vector<std::string> ModelFolders() {
   const std::string local = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/";
   for (const char* name : {"tiny-qwen3", "tiny-distilbert", "tiny-distilbert-classifier", "tiny-roberta-classifier",
                            "tiny-camembert", "tiny-modernbert", "tiny-modernbert-classifier", "tiny-gemma3",
-                           "tiny-llama", "tiny-mistral"}) {
+                           "tiny-llama", "tiny-mistral", "tiny-qwen3-classifier", "tiny-qwen3-classifier-3",
+                           "tiny-qwen2-classifier", "tiny-qwen3-reranker", "tiny-qwen3-reranker-tied"}) {
     folders.push_back(local + name);
   }
   if (const char* extra = std::getenv("STAMEN_CUDA_TEST_MODELS")) {
