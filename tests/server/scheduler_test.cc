@@ -190,6 +190,34 @@ TEST_F(SchedulerTest, RequestsTakeTurnsNotSequences) {
   ExpectMatchesAlone(*query, query_sequences);
 }
 
+// A query arriving behind bulk work runs in a batch cut at query_batch_tokens; batches of bulk
+// work alone stay full.
+TEST_F(SchedulerTest, AQueryBesideBulkWorkCutsItsBatchShort) {
+  Start({.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 4096, .query_batch_tokens = 32});
+  ASSERT_TRUE(scheduler_->Submit(Request(RandomSequences(random_, {10}))).ok());
+  gate_.WaitEntered(1);
+  const auto bulk_sequences = RandomSequences(random_, std::vector<int>(12, 10));
+  const auto query_sequences = RandomSequences(random_, {10});
+  auto bulk = Request(bulk_sequences);
+  auto query = Request(query_sequences);
+  ASSERT_TRUE(scheduler_->Submit(bulk).ok());
+  ASSERT_TRUE(scheduler_->Submit(query).ok());
+  gate_.Open();
+  ASSERT_TRUE(completions_.WaitFor(3));
+  const std::vector<BatchRecord> batches = scheduler_->RecentBatches();
+  ASSERT_EQ(batches.size(), 4u);
+  EXPECT_EQ(batches[0].token_budget, 64);  // the first request alone: nothing to share with
+  // Bulk, bulk, query: 30 tokens, and a third bulk sequence would pass the 32.
+  EXPECT_EQ(batches[1].token_budget, 32);
+  EXPECT_EQ(batches[1].sequences_per_request, (std::vector<int>{2, 1}));
+  EXPECT_EQ(batches[1].tokens, 30);
+  EXPECT_EQ(batches[2].token_budget, 64);
+  EXPECT_EQ(batches[2].sequences_per_request, (std::vector<int>{6}));
+  EXPECT_EQ(batches[3].sequences_per_request, (std::vector<int>{4}));
+  ExpectMatchesAlone(*bulk, bulk_sequences);
+  ExpectMatchesAlone(*query, query_sequences);
+}
+
 // High first, but every lower class keeps its minimum share (an eighth of the budget).
 TEST_F(SchedulerTest, HighPriorityGoesFirstAndLowerClassesKeepAShare) {
   Start({.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 4096});
