@@ -71,6 +71,7 @@ struct DeviceStats {
   size_t graph_bytes = 0;         // accounted against memory_cap_bytes
   double capture_seconds = 0.0;   // total time spent capturing and instantiating
   int64_t inflection_tokens = 0;  // current graph limit (max_tokens, or lower once measured)
+  size_t memory_used_bytes = 0;   // on the whole device (cudaMemGetInfo), as nvidia-smi counts it
 };
 
 // A batch of sequences packed end to end: sequence s is token_ids[cu_seqlens[s] :

@@ -65,10 +65,14 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   info.set_max_queued_tokens(static_cast<uint64_t>(scheduler_options.max_queued_tokens));
 
   worker->metrics_ = std::make_unique<SchedulerMetrics>(registry);
+  if (on_gpu) worker->device_metrics_ = std::make_unique<DeviceMetrics>(registry);
   engine::Engine* engine_pointer = worker->engine_.get();
+  DeviceMetrics* device_metrics = worker->device_metrics_.get();
   worker->scheduler_ = std::make_unique<Scheduler>(
-      [engine_pointer](const engine::Batch& batch, const engine::StepOptions& step) {
-        return engine_pointer->Step(batch, step);
+      [engine_pointer, device_metrics](const engine::Batch& batch, const engine::StepOptions& step) {
+        StatusOr<engine::LazyResult> result = engine_pointer->Step(batch, step);
+        if (device_metrics) device_metrics->Publish(engine_pointer->device_stats());
+        return result;
       },
       limits, scheduler_options, worker->metrics_.get());
   spdlog::info("worker: loaded {} ({}, {} dimensions, max {} tokens per sequence) in {:.1f} s; batches of up to {} "

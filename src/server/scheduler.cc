@@ -65,6 +65,7 @@ SchedulerMetrics::SchedulerMetrics(metrics::Registry& registry)
       queued_requests(registry.AddGauge("stamen_queue_requests", "Requests with sequences waiting for a batch")),
       compute_seconds(registry.AddHistogram("stamen_compute_seconds", "Engine time per batch",
                                             metrics::ExponentialBuckets(0.0001, 2, 18))),
+      steps_in_flight(registry.AddGauge("stamen_steps_in_flight", "Batches launched on the engine and not yet waited for")),
       requests_ok(registry.AddCounter("stamen_worker_requests_total", "Requests by outcome", "status=\"ok\"")),
       requests_invalid(registry.AddCounter("stamen_worker_requests_total", "", "status=\"invalid_argument\"")),
       requests_rejected(registry.AddCounter("stamen_worker_requests_total", "", "status=\"rejected\"")),
@@ -401,6 +402,8 @@ void Scheduler::ComputeThread() {
       to_compute_.pop_front();
       lock.unlock();
       Launch(*batch);
+      batch->record.steps_in_flight = static_cast<int>(launched.size()) + 1;
+      if (metrics_) metrics_->steps_in_flight.Set(batch->record.steps_in_flight);
       launched.push_back(std::move(batch));
       lock.lock();
       continue;
@@ -414,6 +417,7 @@ void Scheduler::ComputeThread() {
       Status ready = batch->result->Wait();
       if (!ready.ok()) batch->result = ready;
     }
+    if (metrics_) metrics_->steps_in_flight.Set(static_cast<int64_t>(launched.size()));
     batch->record.wait_milliseconds = MillisecondsBetween(wait_start, Clock::now());
     batch->record.compute_milliseconds = MillisecondsBetween(batch->launch_time, Clock::now());
     lock.lock();
@@ -520,11 +524,11 @@ void Scheduler::Scatter(Batch& batch) {
     std::string per_request;
     for (int sequences : record.sequences_per_request) per_request += (per_request.empty() ? "" : "/") + std::to_string(sequences);
     spdlog::debug("batch {}: {} requests, {} sequences ({} per request; high {}, normal {}, low {}), {} of {} tokens | "
-                  "queued {:.2f} ms | prepared {:.3f} ms | computed {:.2f} ms (launch {:.2f}, wait {:.2f}) | "
+                  "queued {:.2f} ms | prepared {:.3f} ms | {} in flight, computed {:.2f} ms (launch {:.2f}, wait {:.2f}) | "
                   "scattered {:.3f} ms while the next batch computed",
                   record.index, record.requests, record.sequences, per_request, record.sequences_by_priority[0],
                   record.sequences_by_priority[1], record.sequences_by_priority[2], record.tokens, record.token_budget,
-                  record.queue_milliseconds, record.prepare_milliseconds, record.compute_milliseconds,
+                  record.queue_milliseconds, record.prepare_milliseconds, record.steps_in_flight, record.compute_milliseconds,
                   record.launch_milliseconds, record.wait_milliseconds, record.scatter_milliseconds);
   }
   if (!ok) spdlog::error("batch {} failed: {}", record.index, batch.result.status().message());

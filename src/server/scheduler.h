@@ -80,6 +80,7 @@ struct BatchRecord {
   std::vector<int> sequences_per_request;
   int sequences_by_priority[kPriorities] = {0, 0, 0};  // indexed by Priority
   int64_t token_budget = 0;  // max_batch_tokens, or query_batch_tokens when it started a query
+  int steps_in_flight = 0;   // launched and not yet waited for, this batch included, at its launch
 };
 
 struct SchedulerMetrics {
@@ -91,6 +92,7 @@ struct SchedulerMetrics {
   metrics::Histogram* queue_seconds[kPriorities];  // by Priority
   metrics::Gauge& queued_requests;
   metrics::Histogram& compute_seconds;
+  metrics::Gauge& steps_in_flight;
   metrics::Counter& requests_ok;
   metrics::Counter& requests_invalid;
   metrics::Counter& requests_rejected;  // queue full or draining
