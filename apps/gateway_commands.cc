@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 
@@ -25,6 +26,7 @@ struct GatewayCommandOptions {
   gateway::GatewayOptions gateway;
   std::string workers;  // --workers host:port,...
   std::string pooling;
+  std::string model;  // --model: the same as --model-id
   bool offline = false;
   bool json_output = false;
   hub::ResolveOptions hub;  // --revision, --hf-token, --huggingface-hub-cache
@@ -37,6 +39,22 @@ struct GatewayCommandOptions {
 // --model DIR or org/name (found in, or pulled into, the Hugging Face cache); the model id
 // defaults to the hub id.
 bool ResolveModelFolder(GatewayCommandOptions& options, std::string* error) {
+  std::string& model = options.gateway.model_dir;  // --model-id (or MODEL_ID)
+  const char* environment = std::getenv("MODEL_ID");
+  // The command line wins over the environment.
+  if (!options.model.empty() && environment != nullptr && model == environment) model = options.model;
+  if (!options.model.empty() && !model.empty() && options.model != model) {
+    // Before TEI's names, --model-id was the served name: say what it is now.
+    *error = "--model " + options.model + " and --model-id " + model +
+             " both name the model (--model-id is the model, as in Text Embeddings Inference); name the served "
+             "model with --served-model-name";
+    return false;
+  }
+  if (model.empty()) model = options.model;
+  if (model.empty()) {
+    *error = "no model: give --model-id (or --model, or the MODEL_ID environment variable)";
+    return false;
+  }
   options.hub.offline = options.offline;
   auto folder = hub::ResolveModel(options.gateway.model_dir, options.hub);
   if (!folder.ok()) {
@@ -81,10 +99,10 @@ bool ResolveHost(GatewayCommandOptions& options, std::string* error) {
 // (router/src/main.rs: each flag's name in upper snake case).
 void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   gateway::GatewayOptions& g = options.gateway;
-  command->add_option("--model-id,--model", g.model_dir,
+  command->add_option("--model-id", g.model_dir,
                       "The model: a Hugging Face model folder, or a hub id org/name (pulled when missing)")
-      ->envname("MODEL_ID")
-      ->required();
+      ->envname("MODEL_ID");
+  command->add_option("--model", options.model, "The same as --model-id");
   command->add_option("--served-model-name", g.model_id,
                       "Name reported by /info, /v1/models and in responses (default: the hub id, else the folder's name)")
       ->envname("SERVED_MODEL_NAME");

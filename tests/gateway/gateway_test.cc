@@ -14,6 +14,7 @@
 #include <fstream>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "engine/cpu/cpu_path.h"
@@ -1090,6 +1091,19 @@ TEST(ServeCommandTest, TakesTeisEnvironmentVariables) {
   auto with_origin = key;
   with_origin.emplace_back("Origin", "https://b.example");
   EXPECT_EQ(Http(port, "GET", "/v1/models", "", with_origin).Header("access-control-allow-origin"), "https://b.example");
+}
+
+// `--model-id` is TEI's: the model. Given beside a different --model (its old meaning, the
+// served name), the error says where the name goes now.
+TEST(ServeCommandTest, ModelIdIsTheModel) {
+  const std::string log = server::testing::ScratchFolder() + "/model-id.log";
+  const std::string command = "'" + std::string(STAMEN_CLI) + "' serve --model '" + Embedder() +
+                              "' --model-id my-name --port 0 2> '" + log + "'";
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  std::stringstream text;
+  text << std::ifstream(log).rdbuf();
+  EXPECT_NE(text.str().find("name the served model with --served-model-name"), std::string::npos) << text.str();
 }
 
 }  // namespace
