@@ -135,9 +135,13 @@ std::string PromptNameForInputType(const engine::SentenceTransformersConfig& con
 }
 
 std::variant<RerankCall, ApiError> ParseCohereRerankCall(std::string_view body) {
-  auto parsed = ParseRerankCall(body, /*cohere=*/true);
-  if (auto* call = std::get_if<RerankCall>(&parsed); call && !call->truncate) call->truncate = true;
-  return parsed;
+  return ParseCall<RerankCall>(body, [body](object fields, RerankCall& call) -> std::optional<ApiError> {
+    auto parsed = ParseRerankCall(body, /*cohere=*/true);
+    if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+    call = std::move(std::get<RerankCall>(parsed));
+    if (!call.truncate) call.truncate = true;
+    return ReadPositive(fields, "max_tokens_per_doc", &call.max_tokens_per_document);
+  });
 }
 
 std::string NewRequestId() {

@@ -41,8 +41,8 @@ std::string PromptNameForInputType(const engine::SentenceTransformersConfig& con
 
 // POST /v2/rerank: {"model", "query", "documents": [str], "top_n", "max_tokens_per_doc",
 // "priority"}: v1's fields (ParseRerankCall), truncated unless "truncate": false says otherwise
-// (Cohere cuts long documents itself). max_tokens_per_doc is not applied: each query and
-// document pair is cut at the model's length.
+// (Cohere cuts long documents itself), and max_tokens_per_doc: each document cut after that
+// many of its own tokens before it is paired with the query.
 //
 // "priority" on both routes: Cohere's integer, lower first, 0 (its default) the highest, or
 // stamen's "high" / "normal" / "low"; 0 is stamen's normal (Cohere's numbers can only lower a

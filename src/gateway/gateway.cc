@@ -500,8 +500,17 @@ void Gateway::Rerank(const http::Request& request, RerankShape shape, Reply resp
     if (ClientGone(client, respond)) return;
     const Clock::time_point tokenization_start = Clock::now();
     auto job = std::make_shared<WorkRequest>();
+    // Cohere's max_tokens_per_doc: a document longer than that many tokens of its own is cut
+    // at the end of its last one kept.
+    std::vector<std::string_view> documents(call->documents.begin(), call->documents.end());
+    if (const auto most = call->max_tokens_per_document) {
+      for (std::string_view& document : documents) {
+        const auto tokens = tokenizers_[thread]->Tokenize(document, /*add_special_tokens=*/false);
+        if (static_cast<int64_t>(tokens.size()) > *most) document = document.substr(0, tokens[*most - 1].end);
+      }
+    }
     std::vector<ScoredText> pairs;
-    for (const std::string& document : call->documents) pairs.push_back({call->query, document});
+    for (std::string_view document : documents) pairs.push_back({call->query, document});
     if (auto error = TokenizeScored(*tokenizers_[thread], pairs, truncate, Truncation::kRight, "the query with document", *job)) {
       return respond.Error(*error);
     }

@@ -937,6 +937,7 @@ TEST_F(GatewayTest, CohereErrorsHaveCohereShape) {
       {"/v2/embed", R"({"texts": [")" + std::string(70 * 1024, 'a') + R"("]})", 413, "payload too large"},
       {"/v2/rerank", R"({"query": "q", "documents": ["a"]})", 400, "is an embedding model, not a reranker"},
       {"/v2/rerank", R"({"query": "q"})", 400, "missing 'documents'"},
+      {"/v2/rerank", R"({"query": "q", "documents": ["a"], "max_tokens_per_doc": 0})", 400, "'max_tokens_per_doc' must be a positive integer"},
       {"/v2/rerank", R"({"query": "q", "documents": ["a"], "priority": "urgent"})", 400, "'priority' must be"},
       {"/v1/rerank", R"({"query": "q", "documents": []})", 400, "'documents' is empty"},
       {"/embed", R"({"inputs": "a", "embedding_type": "base64"})", 400, "'embedding_type' must be"},
@@ -978,6 +979,14 @@ TEST(GatewayRerankTest, CohereV2RerankSortsByScore) {
   }
   EXPECT_EQ(root["meta"]["billed_units"]["search_units"].get_int64().value(), 1);
   EXPECT_GT(root["meta"]["tokens"]["input_tokens"].get_int64().value(), 20);
+  // max_tokens_per_doc: each document cut after its first 2 tokens (XLM-R: "▁Paris", "▁is").
+  const auto cut = Post(served.port(), "/v2/rerank",
+                        R"({"query": "Where is Paris?", "documents": [")" + documents[0] + R"("], "max_tokens_per_doc": 2})");
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  simdjson::dom::parser cut_parser;
+  const double cut_score = Parse(cut_parser, cut.body)["results"].at(0)["relevance_score"].get_double().value();
+  EXPECT_NEAR(cut_score, Sigmoid(served.Score("Where is Paris?", "Paris is")), 1e-5);
+  EXPECT_GT(std::abs(cut_score - expected[0]), 1e-6);  // the cut changed the score
   const auto embed = Post(served.port(), "/v2/embed", R"({"texts": ["a"]})");
   EXPECT_EQ(embed.status, 400);
   EXPECT_NE(embed.body.find("is a reranker, not an embedding model (/v2/embed)"), std::string::npos) << embed.body;
