@@ -257,6 +257,9 @@ void AddServeCommand(CLI::App& app) {
   command->add_option("--max-batch-tokens", worker->scheduler.max_batch_tokens,
                       "Token budget of one batch (default: the device's, 2048 on CPU, 512 on a GPU)")
       ->envname("MAX_BATCH_TOKENS");
+  command->add_option("--query-batch-tokens", worker->scheduler.query_batch_tokens,
+                      "Token budget of a batch that starts a short request beside bulk work, so that queries do "
+                      "not wait for two full batches (default: half of --max-batch-tokens)");
   command->add_option("--max-batch-requests", worker->scheduler.max_batch_sequences, "Most sequences in one batch")
       ->envname("MAX_BATCH_REQUESTS")
       ->capture_default_str();
