@@ -11,6 +11,7 @@
 
 #include "engine/model_options.h"
 #include "gateway/cohere_api.h"
+#include "gateway/openapi.h"
 
 namespace stamen::gateway {
 
@@ -60,6 +61,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   g.kind_ = !g.reranker_ ? ModelKind::kEmbedding : g.config_.num_labels == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
   g.created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   g.model_id_ = engine::ModelIdOf(options.model_dir, options.model_id);
+  g.openapi_document_ = OpenApiDocument(g.model_id_, kVersion);
   if (!options.default_prompt_name.empty() && !engine::FindPrompt(g.sentence_transformers_, options.default_prompt_name)) {
     return Status::Error("--default-prompt-name '" + options.default_prompt_name +
                          "' is not a prompt of the model's config_sentence_transformers.json");
@@ -180,6 +182,12 @@ std::vector<Route> Gateway::Routes() {
     response.content_type = "text/plain; version=0.0.4";
     reply(std::move(response));
   };
+  auto openapi = [this](const http::Request&, Reply reply) { reply(JsonResponse(200, openapi_document_)); };
+  auto docs = [](const http::Request&, Reply reply) {
+    http::Response response = JsonResponse(200, std::string(DocsPage()));
+    response.content_type = "text/html; charset=utf-8";
+    reply(std::move(response));
+  };
   // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
   return {
       {"/v1/embeddings", "POST", kOpenAI, true, false, embed(true)},
@@ -203,6 +211,11 @@ std::vector<Route> Gateway::Routes() {
       {"/health", "GET", kTei, false, true, health},
       {"/info", "GET", kTei, false, false, info},
       {"/metrics", "GET", kTei, false, false, metrics},
+      // The API's description (openapi.json; TEI serves it at /api-doc/openapi.json) and its
+      // page: open, so that clients and people can find the API before they have a key.
+      {"/openapi.json", "GET", kTei, false, true, openapi},
+      {"/api-doc/openapi.json", "GET", kTei, false, true, openapi},
+      {"/docs", "GET", kTei, false, true, docs},
   };
 }
 

@@ -61,6 +61,8 @@ class Gateway {
   ~Gateway();
 
   uint16_t port() const { return http_->port(); }
+  // The routes served (tests compare them with openapi.json).
+  const RouteTable& routes() const { return *routes_; }
   // Stops accepting connections, lets requests in flight finish (up to `drain`), stops.
   void Shutdown(std::chrono::milliseconds drain);
 
@@ -136,6 +138,7 @@ class Gateway {
   int64_t max_input_length_ = 0;
   int64_t dimensions_ = 0;
   std::string model_id_;
+  std::string openapi_document_;  // GET /openapi.json: openapi.json with the model's id filled in
   bool reranker_ = false;  // a classification head: /rerank with one label, /predict with any
   ModelKind kind_ = ModelKind::kEmbedding;
   int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)
