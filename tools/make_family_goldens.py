@@ -510,8 +510,14 @@ def write_deberta_tokenizer(model, out):
     """A DeBERTa-v3-style tokenizer.json (transformers' DebertaV2Tokenizer over a tiny Unigram
     vocabulary trained here: [PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3 as in deberta-v3's spm.model) and
     tokenizer_reference.json: its ids for single texts and text pairs (with token type ids) and
-    the reranker's logits for each pair, from the float64 model."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    the reranker's logits for each pair, from the float64 model.
+
+    The normalizer is the one DebertaV2Converter writes when it converts spm.model (what the Hub's
+    DeBERTa-v3 tokenizer.json files hold: Strip, the spm charsmap, Replace " {2,}"), without the
+    charsmap, which this vocabulary has none of. transformers 5's DebertaV2Tokenizer built from a
+    vocabulary uses Replace(\\s{2,}|[\\n\\r\\t]), NFC, Strip(right) instead, a regex stamen's
+    tokenizer does not parse (it refuses the file by name)."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
     trained = Tokenizer(models.Unigram())
     trained.normalizer = normalizers.NFC()
     trained.pre_tokenizer = pre_tokenizers.Metaspace()
@@ -520,17 +526,28 @@ def write_deberta_tokenizer(model, out):
     vocab = [tuple(piece) for piece in json.loads(trained.to_str())["model"]["vocab"]]
     tokenizer = transformers.DebertaV2Tokenizer(vocab=vocab, unk_id=3)
     assert (tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.unk_token_id) == (0, 1, 2, 3)
+    tokenizer.backend_tokenizer.normalizer = normalizers.Sequence(
+        [normalizers.Strip(), normalizers.Replace(Regex(" {2,}"), " ")])
     tokenizer.save_pretrained(out)
-    reference = {"note": "transformers DebertaV2Tokenizer (tokenizers backend) ids; logits of the float64 model",
+    # The written file alone, through the tokenizers library, gives the same ids.
+    from_file = Tokenizer.from_file(str(out / "tokenizer.json"))
+    for text in SINGLE_TEXTS:
+        assert from_file.encode(text).ids == tokenizer(text)["input_ids"], text
+    reference = {"note": "singles: transformers DebertaV2Tokenizer ids (= tokenizers'); pairs: tokenizers' "
+                         "Tokenizer.encode(first, second) (= transformers' for non-empty texts); logits of the float64 model",
                  "vocabulary_size": len(vocab), "singles": [], "pairs": []}
     for text in SINGLE_TEXTS:
         reference["singles"].append({"text": text, "ids": tokenizer(text)["input_ids"]})
+    # Pairs through the tokenizers library (as TEI and the Hub's fast tokenizers encode them):
+    # transformers' tokenizer(first, "") drops an empty second text, tokenizers keeps its [SEP].
     for first, second in PAIR_TEXTS:
-        encoded = tokenizer(first, second, return_tensors="pt")
+        encoded = from_file.encode(first, second)
+        if second:
+            assert encoded.ids == tokenizer(first, second)["input_ids"], (first, second)
         with torch.no_grad():
-            logits = model(input_ids=encoded["input_ids"], token_type_ids=encoded["token_type_ids"]).logits
-        reference["pairs"].append({"first": first, "second": second, "ids": encoded["input_ids"][0].tolist(),
-                                   "type_ids": encoded["token_type_ids"][0].tolist(), "logits": logits[0].tolist()})
+            logits = model(input_ids=torch.tensor([encoded.ids]), token_type_ids=torch.tensor([encoded.type_ids])).logits
+        reference["pairs"].append({"first": first, "second": second, "ids": encoded.ids,
+                                   "type_ids": encoded.type_ids, "logits": logits[0].tolist()})
     (out / "tokenizer_reference.json").write_text(json.dumps(reference, indent=1, ensure_ascii=False) + "\n")
 
 
