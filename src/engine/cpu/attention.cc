@@ -10,7 +10,8 @@
 // DeBERTa's disentangled terms reuse the score tile: the rows of the position keys a sequence
 // reaches are packed into panels like keys, so the tile's queries score against them in the same
 // pass (c2p, [6, rows]); for p2c the sequence's keys score against the packed position queries
-// once per head ([L, rows]). Each score then adds the entry of its relative position's row.
+// once per head ([L, rows]). Each score then adds the entry of its relative position's row
+// (p2c key by key across the tile, so each key's row is read once per tile).
 //
 // Why panels: the previous layout (keys transposed to [d, L]) put the d lines a pass reads a
 // whole key row apart; at L = 512 that stride maps them onto two L1 sets, and every pass
@@ -348,6 +349,16 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
         if (content_to_position) {
           ScoreTile(queries, position_keys, d, row_panels, row_stride, query_position_scores);
         }
+        if (position_to_content) {
+          // Key by key, the tile's queries read neighbouring entries of the key's row (their
+          // offsets differ by one), so each row is read once per tile instead of a line per
+          // score. Scores outside a query's visible keys are overwritten before the sum.
+          for (int64_t j = seen_begin; j < seen_end; ++j) {
+            const float* by_row = key_position_scores + j * row_stride;
+            const int32_t* row_of = position_rows + (length - 1) + first - j;  // row_of[r]: offset first + r − j
+            for (int64_t r = 0; r < rows; ++r) scores[r * stride + j] += by_row[row_of[r]];
+          }
+        }
         float inverse_sums[kQueryTile];
         for (int64_t r = 0; r < kQueryTile; ++r) {
           float* row_scores = scores + r * stride;
@@ -358,17 +369,10 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
               const float* bias = bias_by_offset + (length - 1) - (first + r);  // bias[j] is offset j − i
               for (int64_t j = visible.begin; j < visible.end; ++j) row_scores[j] += bias[j];
             }
-            if (disentangled != nullptr) {
+            if (content_to_position) {
               const int32_t* row_of = position_rows + (length - 1) + (first + r);  // row_of[−j]: offset i − j
-              if (content_to_position) {
-                const float* by_row = query_position_scores + r * row_stride;
-                for (int64_t j = visible.begin; j < visible.end; ++j) row_scores[j] += by_row[row_of[-j]];
-              }
-              if (position_to_content) {
-                for (int64_t j = visible.begin; j < visible.end; ++j) {
-                  row_scores[j] += key_position_scores[j * row_stride + row_of[-j]];
-                }
-              }
+              const float* by_row = query_position_scores + r * row_stride;
+              for (int64_t j = visible.begin; j < visible.end; ++j) row_scores[j] += by_row[row_of[-j]];
             }
             inverse_sums[r] = 1.0f / SoftmaxNumerators(row_scores + visible.begin, visible.end - visible.begin);
           }
