@@ -16,8 +16,20 @@ namespace stamen::engine {
 
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
-enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3 };
+enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3, kDeberta };
 enum class ModelHead { kNone, kSequenceClassification };
+
+// DeBERTa-v2/v3's position settings (models/deberta.cc reads and uses them).
+struct DisentangledAttentionConfig {
+  bool relative_attention = false;
+  bool content_to_position = false;  // pos_att_type has "c2p"
+  bool position_to_content = false;  // pos_att_type has "p2c"
+  int64_t position_buckets = 0;      // 0: no log buckets
+  int64_t max_relative_positions = 0;  // resolved: max_position_embeddings when the config gives < 1
+  bool share_att_key = false;  // position queries/keys through the layer's query_proj / key_proj
+  bool norm_relative_embeddings = false;  // norm_rel_ebd has "layer_norm"
+  bool position_biased_input = true;      // absolute position embeddings added to the input
+};
 
 struct ModelConfig {
   std::string architecture;  // as config.json names it, e.g. "XLMRobertaForSequenceClassification"
@@ -61,6 +73,7 @@ struct ModelConfig {
   ops::PoolingMode classifier_pooling = ops::PoolingMode::kCls;
   ops::Activation classifier_activation = ops::Activation::kTanh;
   bool classifier_bias = true;
+  DisentangledAttentionConfig disentangled;  // DeBERTa only
   int64_t num_labels = 0;            // classification heads only
   std::vector<std::string> id2label;  // num_labels names, "LABEL_i" when not given
 };

@@ -133,7 +133,9 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                                            "tiny-distilbert-classifier", "tiny-mpnet", "tiny-mpnet-masked-lm",
                                            "tiny-mpnet-masked-lm-prefixed", "tiny-mpnet-classifier", "tiny-llama",
                                            "tiny-mistral", "tiny-modernbert", "tiny-modernbert-classifier",
-                                           "tiny-modernbert-biased-mean-classifier", "tiny-gemma3"),
+                                           "tiny-modernbert-biased-mean-classifier", "tiny-gemma3", "tiny-deberta-v3",
+                                           "tiny-deberta-v3-reranker", "tiny-deberta-v2",
+                                           "tiny-deberta-v2-c2p-classifier"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
