@@ -15,13 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
-
 std::string ExpandHome(std::string path) {
-  if (path == "~" || path.starts_with("~/")) path = Env("HOME") + path.substr(1);
+  if (path == "~" || path.starts_with("~/")) path = EnvironmentValue("HOME") + path.substr(1);
   return path;
 }
 
@@ -54,13 +49,20 @@ Status ValidateIdPart(std::string_view id, std::string_view part) {
 
 }  // namespace
 
+std::string EnvironmentValue(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
 std::string DefaultCacheDir() {
   for (const char* name : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"}) {
-    if (const std::string value = Env(name); !value.empty()) return ExpandHome(value);
+    if (const std::string value = EnvironmentValue(name); !value.empty()) return ExpandHome(value);
   }
-  if (const std::string home = Env("HF_HOME"); !home.empty()) return ExpandHome(home) + "/hub";
-  if (const std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty()) return ExpandHome(xdg) + "/huggingface/hub";
-  return Env("HOME") + "/.cache/huggingface/hub";
+  if (const std::string home = EnvironmentValue("HF_HOME"); !home.empty()) return ExpandHome(home) + "/hub";
+  if (const std::string xdg = EnvironmentValue("XDG_CACHE_HOME"); !xdg.empty()) {
+    return ExpandHome(xdg) + "/huggingface/hub";
+  }
+  return EnvironmentValue("HOME") + "/.cache/huggingface/hub";
 }
 
 Status ValidateRepoId(std::string_view repo_id) {

@@ -17,6 +17,9 @@
 
 namespace stamen::hub {
 
+// The environment variable `name`, or "" when it is unset.
+std::string EnvironmentValue(const char* name);
+
 // $HF_HUB_CACHE, else $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else
 // $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
 std::string DefaultCacheDir();

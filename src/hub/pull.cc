@@ -25,11 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
-
 bool IsTrue(std::string value) {
   std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::toupper(c); });
   return value == "1" || value == "ON" || value == "YES" || value == "TRUE";
@@ -79,21 +74,21 @@ std::string EffectiveCacheDir(const ResolveOptions& options) {
 
 std::string EffectiveEndpoint(const ResolveOptions& options) {
   if (!options.endpoint.empty()) return options.endpoint;
-  const std::string endpoint = Env("HF_ENDPOINT");
+  const std::string endpoint = EnvironmentValue("HF_ENDPOINT");
   return endpoint.empty() ? "https://huggingface.co" : endpoint;
 }
 
 std::string EffectiveToken(const ResolveOptions& options) {
   if (!options.token.empty()) return options.token;
-  if (std::string token = Env("HF_TOKEN"); !token.empty()) return token;
-  std::string path = Env("HF_TOKEN_PATH");
+  if (std::string token = EnvironmentValue("HF_TOKEN"); !token.empty()) return token;
+  std::string path = EnvironmentValue("HF_TOKEN_PATH");
   if (path.empty()) {
-    const std::string home = Env("HF_HOME");
+    const std::string home = EnvironmentValue("HF_HOME");
     if (!home.empty()) {
       path = home + "/token";
     } else {
-      const std::string xdg = Env("XDG_CACHE_HOME");
-      path = (xdg.empty() ? Env("HOME") + "/.cache" : xdg) + "/huggingface/token";
+      const std::string xdg = EnvironmentValue("XDG_CACHE_HOME");
+      path = (xdg.empty() ? EnvironmentValue("HOME") + "/.cache" : xdg) + "/huggingface/token";
     }
   }
   std::ifstream file(path);
@@ -103,7 +98,8 @@ std::string EffectiveToken(const ResolveOptions& options) {
 }
 
 bool EffectiveOffline(const ResolveOptions& options) {
-  return options.offline || IsTrue(Env("HF_HUB_OFFLINE")) || IsTrue(Env("TRANSFORMERS_OFFLINE"));
+  return options.offline || IsTrue(EnvironmentValue("HF_HUB_OFFLINE")) ||
+         IsTrue(EnvironmentValue("TRANSFORMERS_OFFLINE"));
 }
 
 StatusOr<std::string> PullModel(const std::string& repo_id, const ResolveOptions& options) {

@@ -16,28 +16,12 @@
 namespace stamen::engine {
 namespace {
 
-struct BertWeights {
-  layers::AbsoluteEmbeddingWeights embeddings;
-  std::vector<layers::PostNormLayerWeights> layers;
-  layers::ClassifierWeights head;
-};
-
-const layers::PostNormLayerNames kLayerNames = {
-    .query = "attention.self.query",
-    .key = "attention.self.key",
-    .value = "attention.self.value",
-    .output = "attention.output.dense",
-    .attention_norm = "attention.output.LayerNorm",
-    .up = "intermediate.dense",
-    .down = "output.dense",
-    .output_norm = "output.LayerNorm",
-};
-
 // The tensor schema: every weight, as save_pretrained names it.
-void VisitTensors(const ModelConfig& config, const std::string& prefix, BertWeights& weights, TensorVisitor& visit) {
+void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::PostNormEncoderWeights& weights,
+                  TensorVisitor& visit) {
   const int64_t h = config.hidden_size;
-  layers::VisitAbsoluteEmbeddings(visit, weights.embeddings, prefix + "embeddings.", config);
-  layers::VisitPostNormLayers(visit, weights.layers, prefix + "encoder.layer.", kLayerNames, config);
+  // BERT's names are the layer library's defaults.
+  layers::VisitPostNormEncoder(visit, weights, prefix, "encoder.layer.", {}, config);
   layers::ClassifierWeights& head = weights.head;
   const int64_t labels = config.num_labels;
   if (config.head == ModelHead::kSequenceClassification && config.family == ModelFamily::kBert) {
@@ -45,69 +29,17 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, BertWeig
   } else if (config.head == ModelHead::kSequenceClassification) {
     layers::VisitClassifier(visit, head, "classifier.dense", "classifier.out_proj", h, labels);
   } else {
-    // BertModel and XLMRobertaModel save their pooler too; embeddings never use it.
-    visit.Tensor(head.dense_weight, {prefix + "pooler.dense.weight", {h, h}, TensorInit::kNormal, TensorPresence::kUnread});
-    visit.Tensor(head.dense_bias, {prefix + "pooler.dense.bias", {h}, TensorInit::kNormal, TensorPresence::kUnread});
+    layers::VisitUnreadPooler(visit, head, prefix + "pooler.dense", h);
   }
 }
 
-// Workspace slots of a step: the hidden state and embedding inputs, then the layers' own.
-enum Slot : size_t { kHidden, kEmbeddingSlots, kLayerSlots = kEmbeddingSlots + 2 };
-
-class BertModel final : public Model {
- public:
-  static StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
-                                                const Placement& placement);
-  StatusOr<Tensor> Forward(const ModelInput& input) override;
-  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override;
-  int64_t max_sequence_length() const override { return config_.max_position_embeddings - config_.position_offset; }
-
- private:
-  BertModel(const ModelConfig& config, const Placement& placement) : Model(placement), config_(config) {}
-  Status RunLayer(const layers::PostNormLayerWeights& layer, const ModelInput& input, Tensor& hidden);
-
-  ModelConfig config_;
-  BertWeights weights_;
-};
-
-StatusOr<std::unique_ptr<Model>> BertModel::Load(const ModelConfig& config, const WeightStore& weights,
-                                                 const Placement& placement) {
+StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
+                                      const Placement& placement) {
   if (config.num_key_value_heads != config.num_attention_heads ||
       config.head_dim * config.num_attention_heads != config.hidden_size) {
     return Status::Error("BERT-style encoders need head_dim × num_attention_heads = hidden_size and no grouped heads");
   }
-  std::unique_ptr<BertModel> model(new BertModel(config, placement));
-  STAMEN_RETURN_IF_ERROR(LoadTensors<BertWeights>(config, weights, placement, VisitTensors, model->weights_));
-  return std::unique_ptr<Model>(std::move(model));
-}
-
-Status BertModel::RunLayer(const layers::PostNormLayerWeights& layer, const ModelInput& input, Tensor& hidden) {
-  const layers::AttentionSettings attention{
-      .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim}, .options = {}};
-  const layers::FeedForwardSettings feed_forward{.activation = config_.hidden_act,
-                                                 .intermediate_size = config_.intermediate_size};
-  return layers::PostNormLayer(layer, attention, feed_forward, static_cast<float>(config_.norm_eps), input.cu_seqlens,
-                               layers::Slots(workspace_, kLayerSlots), hidden);
-}
-
-StatusOr<Tensor> BertModel::Forward(const ModelInput& input) {
-  auto hidden = workspace_.Get(kHidden, placement_.dtype, {input.token_ids.dim(0), config_.hidden_size});
-  if (!hidden.ok()) return hidden.status();
-  STAMEN_RETURN_IF_ERROR(layers::EmbedAbsolute(weights_.embeddings, input, config_.position_offset,
-                                               static_cast<float>(config_.norm_eps),
-                                               layers::Slots(workspace_, kEmbeddingSlots), *hidden));
-  for (const layers::PostNormLayerWeights& layer : weights_.layers) STAMEN_RETURN_IF_ERROR(RunLayer(layer, input, *hidden));
-  return hidden;
-}
-
-StatusOr<Tensor> BertModel::Classify(const ModelInput& input, const Tensor& hidden) {
-  if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-  const layers::ClassifierSettings head{.activation = ops::Activation::kTanh, .num_labels = config_.num_labels};
-  return layers::Classify(weights_.head, head, hidden, input.cu_seqlens, layers::Slots(workspace_, kLayerSlots));
-}
-
-std::vector<TensorSpec> Tensors(const ModelConfig& config, const std::string& prefix) {
-  return CollectTensors<BertWeights>(config, prefix, VisitTensors);
+  return LoadSchemaModel<layers::PostNormEncoderModel, VisitTensors>(config, weights, placement);
 }
 
 // Settings of BERT-style encoders.
@@ -131,11 +63,6 @@ Status ReadRobertaSettings(const JsonObject& root, ModelConfig* config) {
   return family_settings::ReadPositionsAfterPad(root, config);
 }
 
-StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
-                                      const Placement& placement) {
-  return BertModel::Load(config, weights, placement);
-}
-
 constexpr std::string_view kPrefixes[] = {"", "bert.", "roberta.", "model."};
 
 constexpr ArchitectureDefinition kBertArchitectures[] = {
@@ -156,13 +83,8 @@ constexpr ArchitectureDefinition kRobertaArchitectures[] = {
 // BERT and RoBERTa differ in their architectures and in how positions count.
 constexpr FamilyDefinition EncoderFamily(ModelFamily family, std::span<const ArchitectureDefinition> architectures,
                                          Status (*read_settings)(const JsonObject&, ModelConfig*)) {
-  return {.family = family,
-          .architectures = architectures,
-          .shape_keys = {},
-          .weight_prefixes = kPrefixes,
-          .prefix_probe = "embeddings.word_embeddings.weight",
-          .read_settings = read_settings,
-          .tensors = Tensors,
+  return {.family = family, .architectures = architectures, .weight_prefixes = kPrefixes,
+          .read_settings = read_settings, .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitTensors>,
           .load = Load};
 }
 

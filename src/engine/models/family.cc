@@ -48,4 +48,43 @@ Status ReadPositionsAfterPad(const JsonObject& root, ModelConfig* config) {
   return Status();
 }
 
+Status ReadLayerTypeRope(const JsonObject& rope_parameters, std::string_view layer_type, double* theta) {
+  JsonObject parameters = rope_parameters;
+  bool found = false;
+  STAMEN_RETURN_IF_ERROR(rope_parameters.OptionalObject(layer_type, &parameters, &found));
+  if (!found) return Status();
+  STAMEN_RETURN_IF_ERROR(parameters.Optional("rope_theta", theta));
+  std::string rope_type = "default";
+  STAMEN_RETURN_IF_ERROR(parameters.Optional("rope_type", &rope_type));
+  if (rope_type != "default") {
+    return parameters.Error("rope_type", "'" + rope_type + "' is not supported (only plain RoPE)");
+  }
+  return Status();
+}
+
+Status ReadLayerTypes(const JsonObject& root, ModelConfig* config, bool* found) {
+  config->sliding_window_layers.clear();
+  *found = root.Has("layer_types");
+  if (!*found) return Status();
+  simdjson::dom::array types;
+  if (root.raw()["layer_types"].get(types) != simdjson::SUCCESS) {
+    return root.Error("layer_types", "must be an array of strings");
+  }
+  for (simdjson::dom::element element : types) {
+    std::string_view type;
+    if (element.get(type) != simdjson::SUCCESS) return root.Error("layer_types", "must be an array of strings");
+    if (type != "full_attention" && type != "sliding_attention") {
+      return root.Error("layer_types",
+                        "names unsupported '" + std::string(type) + "' (full_attention or sliding_attention)");
+    }
+    config->sliding_window_layers.push_back(type == "sliding_attention");
+  }
+  const auto layers = static_cast<size_t>(config->num_hidden_layers);
+  if (config->sliding_window_layers.size() != layers) {
+    return root.Error("layer_types", "has " + std::to_string(config->sliding_window_layers.size()) +
+                                         " entries for num_hidden_layers " + std::to_string(layers));
+  }
+  return Status();
+}
+
 }  // namespace stamen::engine::family_settings

@@ -41,10 +41,10 @@ struct FamilyDefinition {
   ModelFamily family;
   std::span<const ArchitectureDefinition> architectures;
   bool decoder = false;  // uses RoPE, may attend causally, pools the last token by default
-  ShapeKeys shape_keys;
-  // Where the backbone's tensors may sit, and the tensor whose presence tells which.
+  ShapeKeys shape_keys = {};
+  // Where the backbone's tensors may sit: loading takes the first under which the schema's
+  // first tensor is found.
   std::span<const std::string_view> weight_prefixes;
-  std::string_view prefix_probe;
   // The family's own keys (activation, norms, positions), after the common shapes are read.
   Status (*read_settings)(const JsonObject& root, ModelConfig* config);
   // The tensor schema: `prefix` is the backbone's; heads sit where the architecture puts them.
@@ -74,21 +74,42 @@ template <typename Weights>
 Status LoadTensors(const ModelConfig& config, const WeightStore& weights, const Placement& placement,
                    TensorSchema<Weights> schema, Weights& target) {
   const FamilyDefinition& family = FamilyOf(config.family);
-  auto prefix = model_weights::FindPrefix(weights, family.weight_prefixes, family.prefix_probe);
+  const std::string probe = family.tensors(config, "").front().name;
+  auto prefix = model_weights::FindPrefix(weights, family.weight_prefixes, probe);
   if (!prefix.ok()) return prefix.status();
   TensorLoader loader(weights, placement);
   schema(config, *prefix, target, loader);
   return loader.status();
 }
 
-// The specs the schema names, for FamilyDefinition::tensors.
-template <typename Weights>
-std::vector<TensorSpec> CollectTensors(const ModelConfig& config, const std::string& prefix,
-                                       TensorSchema<Weights> schema) {
+// A family's FamilyDefinition::tensors: the specs `schema` names.
+template <typename Weights, TensorSchema<Weights> schema>
+std::vector<TensorSpec> SchemaTensors(const ModelConfig& config, const std::string& prefix) {
   Weights scratch;
   TensorCollector collector;
   schema(config, prefix, scratch, collector);
   return collector.Take();
+}
+
+// The base of a family's model class: the config it runs and the weights its schema fills.
+template <typename WeightsType>
+class FamilyModel : public Model {
+ public:
+  using Weights = WeightsType;
+  FamilyModel(const ModelConfig& config, const Placement& placement) : Model(placement), config_(config) {}
+
+  ModelConfig config_;
+  Weights weights_;
+};
+
+// A family's FamilyDefinition::load, or its last step: constructs `FamilyModelType` (a
+// FamilyModel) and loads `schema`'s tensors into its weights.
+template <typename FamilyModelType, TensorSchema<typename FamilyModelType::Weights> schema>
+StatusOr<std::unique_ptr<Model>> LoadSchemaModel(const ModelConfig& config, const WeightStore& weights,
+                                                 const Placement& placement) {
+  auto model = std::make_unique<FamilyModelType>(config, placement);
+  STAMEN_RETURN_IF_ERROR(LoadTensors(config, weights, placement, schema, model->weights_));
+  return std::unique_ptr<Model>(std::move(model));
 }
 
 // Config readers shared by families.
@@ -101,6 +122,12 @@ Status ReadRope(const JsonObject& root, ModelConfig* config);
 Status ReadPadToken(const JsonObject& root, ModelConfig* config);
 // RoBERTa-style absolute positions, counted from pad_token_id (default 1) + 1.
 Status ReadPositionsAfterPad(const JsonObject& root, ModelConfig* config);
+// One layer type's RoPE base from transformers ≥ 5's rope_parameters[layer_type] (Gemma3,
+// ModernBERT), when given; only plain RoPE.
+Status ReadLayerTypeRope(const JsonObject& rope_parameters, std::string_view layer_type, double* theta);
+// layer_types (transformers ≥ 5: "full_attention" or "sliding_attention" for every layer) into
+// config->sliding_window_layers; `*found` is false when the config has none.
+Status ReadLayerTypes(const JsonObject& root, ModelConfig* config, bool* found);
 }  // namespace family_settings
 
 }  // namespace stamen::engine

@@ -1,4 +1,4 @@
-// The attention and feed-forward blocks, as sequences of ops.
+// The blocks of the layer library, as sequences of ops.
 #include "engine/models/layers.h"
 
 #include "engine/ops/convert.h"
@@ -107,14 +107,15 @@ Status PostNormLayer(const PostNormLayerWeights& weights, const AttentionSetting
   return ops::LayerNorm(projected, hidden, weights.output_norm_gamma, weights.output_norm_beta, norm_eps, hidden);
 }
 
-void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>& layers,
-                         const std::string& layers_prefix, const PostNormLayerNames& names, const ModelConfig& config) {
+void VisitPostNormEncoder(TensorVisitor& visit, PostNormEncoderWeights& encoder, const std::string& prefix,
+                          const std::string& layers_path, const PostNormLayerNames& names, const ModelConfig& config) {
+  VisitAbsoluteEmbeddings(visit, encoder.embeddings, prefix + "embeddings.", config);
   const int64_t h = config.hidden_size;
   const int64_t ffn = config.intermediate_size;
-  layers.resize(config.num_hidden_layers);
+  encoder.layers.resize(config.num_hidden_layers);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    PostNormLayerWeights& layer = layers[i];
-    const std::string base = layers_prefix + std::to_string(i) + ".";
+    PostNormLayerWeights& layer = encoder.layers[i];
+    const std::string base = prefix + layers_path + std::to_string(i) + ".";
     const TensorSpec qkv[] = {{base + names.query + ".weight", {h, h}}, {base + names.key + ".weight", {h, h}},
                               {base + names.value + ".weight", {h, h}}};
     const TensorSpec qkv_bias[] = {{base + names.query + ".bias", {h}}, {base + names.key + ".bias", {h}},
@@ -134,6 +135,142 @@ void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>
   }
 }
 
+StatusOr<Tensor> PostNormEncoderModel::Forward(const ModelInput& input) {
+  Slots slots(workspace_);
+  Tensor hidden = slots.Get(placement_.dtype, {input.token_ids.dim(0), config_.hidden_size});
+  STAMEN_RETURN_IF_ERROR(slots.status());
+  const float eps = static_cast<float>(config_.norm_eps);
+  STAMEN_RETURN_IF_ERROR(
+      EmbedAbsolute(weights_.embeddings, input, config_.position_offset, eps, slots.Nested(), hidden));
+  const bool position_bias = !weights_.position_bias.table.empty();
+  const AttentionSettings attention{
+      .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim},
+      .options = {.position_bias = position_bias ? &weights_.position_bias : nullptr}};
+  const FeedForwardSettings feed_forward{.activation = config_.hidden_act,
+                                         .intermediate_size = config_.intermediate_size};
+  for (const PostNormLayerWeights& layer : weights_.layers) {
+    STAMEN_RETURN_IF_ERROR(
+        PostNormLayer(layer, attention, feed_forward, eps, input.cu_seqlens, slots.Nested(), hidden));
+  }
+  return hidden;
+}
+
+StatusOr<Tensor> PostNormEncoderModel::Classify(const ModelInput& input, const Tensor& hidden) {
+  if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
+  return layers::Classify(weights_.head, config_, input, hidden, workspace_);
+}
+
+Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings& attention,
+                    const FeedForwardSettings& feed_forward, float norm_eps, const Tensor& cu_seqlens, Slots slots,
+                    Tensor& hidden) {
+  const bool output_norms = !weights.attention_output_norm.empty();
+  Tensor normed = slots.Get(hidden.dtype(), hidden.shape());
+  // Without output norms a block adds its output to the residual stream itself; with them it
+  // writes it here, and its output norm adds the normed result.
+  Tensor block_output = output_norms ? slots.Get(hidden.dtype(), hidden.shape()) : hidden;
+  STAMEN_RETURN_IF_ERROR(slots.status());
+  STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, weights.input_norm, norm_eps, normed));
+  STAMEN_RETURN_IF_ERROR(SelfAttention(weights.attention, attention, normed, cu_seqlens, slots.Nested(), block_output,
+                                       /*accumulate=*/!output_norms));
+  if (output_norms) {
+    STAMEN_RETURN_IF_ERROR(
+        ops::RmsNorm(block_output, weights.attention_output_norm, norm_eps, hidden, /*accumulate=*/true));
+  }
+  STAMEN_RETURN_IF_ERROR(ops::RmsNorm(hidden, weights.feed_forward_norm, norm_eps, normed));
+  STAMEN_RETURN_IF_ERROR(FeedForward(weights.feed_forward, feed_forward, normed, slots.Nested(), block_output,
+                                     /*accumulate=*/!output_norms));
+  if (!output_norms) return Status();
+  return ops::RmsNorm(block_output, weights.feed_forward_output_norm, norm_eps, hidden, /*accumulate=*/true);
+}
+
+void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, const std::string& prefix,
+                         const PreNormDecoderSchema& schema, const ModelConfig& config) {
+  const int64_t h = config.hidden_size;
+  const int64_t d = config.head_dim;
+  const int64_t q_rows = config.num_attention_heads * d;
+  const int64_t kv_rows = config.num_key_value_heads * d;
+  const int64_t ffn = config.intermediate_size;
+  visit.Tensor(decoder.embeddings, {.name = prefix + "embed_tokens.weight",
+                                    .shape = {config.vocab_size, h},
+                                    .load_scale = schema.embedding_scale});
+  // A norm the family may not have: visited only when it names it.
+  const auto visit_norm = [&](Tensor& target, const std::string& base, const std::string& name) {
+    if (!name.empty()) visit.Tensor(target, schema.norm(base + name + ".weight", h));
+  };
+  decoder.layers.resize(config.num_hidden_layers);
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    PreNormLayerWeights& layer = decoder.layers[i];
+    const std::string base = prefix + "layers." + std::to_string(i) + ".";
+    const std::string attention = base + "self_attn.";
+    visit_norm(layer.input_norm, base, "input_layernorm");
+    const TensorSpec qkv[] = {{attention + "q_proj.weight", {q_rows, h}},
+                              {attention + "k_proj.weight", {kv_rows, h}},
+                              {attention + "v_proj.weight", {kv_rows, h}}};
+    visit.Stacked(layer.attention.qkv_weight, qkv);
+    if (config.attention_bias) {
+      const TensorSpec qkv_bias[] = {{attention + "q_proj.bias", {q_rows}},
+                                     {attention + "k_proj.bias", {kv_rows}},
+                                     {attention + "v_proj.bias", {kv_rows}}};
+      visit.Stacked(layer.attention.qkv_bias, qkv_bias);
+    }
+    if (schema.head_norms) {
+      visit.Tensor(layer.attention.query_norm, schema.norm(attention + "q_norm.weight", d));
+      visit.Tensor(layer.attention.key_norm, schema.norm(attention + "k_norm.weight", d));
+    }
+    visit.Tensor(layer.attention.output_weight, {attention + "o_proj.weight", {h, q_rows}});
+    if (schema.output_bias) visit.Tensor(layer.attention.output_bias, {attention + "o_proj.bias", {h}});
+    visit_norm(layer.attention_output_norm, base, schema.attention_output_norm);
+    visit_norm(layer.feed_forward_norm, base, schema.feed_forward_norm);
+    const TensorSpec gate_up[] = {{base + "mlp.gate_proj.weight", {ffn, h}}, {base + "mlp.up_proj.weight", {ffn, h}}};
+    visit.Stacked(layer.feed_forward.up_weight, gate_up);
+    visit.Tensor(layer.feed_forward.down_weight, {base + "mlp.down_proj.weight", {h, ffn}});
+    visit_norm(layer.feed_forward_output_norm, base, schema.feed_forward_output_norm);
+  }
+  visit.Tensor(decoder.final_norm, schema.norm(prefix + "norm.weight", h));
+}
+
+StatusOr<Tensor> PreNormDecoderModel::Forward(const ModelInput& input) {
+  Slots slots(workspace_);
+  RopeTables rope;
+  auto hidden = EmbedRotary(weights_.embeddings, config_, input, slots, rope);
+  if (!hidden.ok()) return hidden.status();
+  const float eps = static_cast<float>(config_.norm_eps);
+  const FeedForwardSettings feed_forward{
+      .activation = config_.hidden_act, .gated = true, .intermediate_size = config_.intermediate_size};
+  const bool marked = !config_.sliding_window_layers.empty();
+  for (size_t i = 0; i < weights_.layers.size(); ++i) {
+    const bool sliding = marked && config_.sliding_window_layers[i];
+    const int64_t window = !marked ? config_.sliding_window : sliding ? config_.attention_window : 0;
+    const AttentionSettings attention{
+        .layout = {config_.num_attention_heads, config_.num_key_value_heads, config_.head_dim},
+        .options = {.causal = config_.causal, .window = window, .scale = static_cast<float>(config_.attention_scale)},
+        .norm_eps = eps,
+        .rope = sliding ? &rope.sliding : &rope.full};
+    STAMEN_RETURN_IF_ERROR(
+        PreNormLayer(weights_.layers[i], attention, feed_forward, eps, input.cu_seqlens, slots.Nested(), *hidden));
+  }
+  STAMEN_RETURN_IF_ERROR(ops::RmsNorm(*hidden, weights_.final_norm, eps, *hidden));
+  return hidden;
+}
+
+StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config, const ModelInput& input,
+                             Slots& slots, RopeTables& rope) {
+  const int64_t tokens = input.token_ids.dim(0);
+  bool any_full = config.sliding_window_layers.empty(), any_sliding = false;
+  for (bool sliding : config.sliding_window_layers) (sliding ? any_sliding : any_full) = true;
+  Tensor hidden = slots.Get(embeddings.dtype(), {tokens, config.hidden_size});
+  Tensor positions = slots.Get(DataType::kI32, {tokens});
+  if (any_full) rope.full = slots.Get(DataType::kF32, {tokens, config.head_dim});
+  if (any_sliding) rope.sliding = slots.Get(DataType::kF32, {tokens, config.head_dim});
+  STAMEN_RETURN_IF_ERROR(slots.status());
+  // Lengths were checked by the engine.
+  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, positions));
+  if (any_full) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config.rope_theta, rope.full));
+  if (any_sliding) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config.local_rope_theta, rope.sliding));
+  STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings, input.token_ids, hidden));
+  return hidden;
+}
+
 void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense,
                      const std::string& output, int64_t hidden_size, int64_t num_labels) {
   visit.Tensor(head.dense_weight, {dense + ".weight", {hidden_size, hidden_size}});
@@ -142,26 +279,35 @@ void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::s
   visit.Tensor(head.output_bias, {output + ".bias", {num_labels}});
 }
 
-StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ClassifierSettings& settings, const Tensor& hidden,
-                          const Tensor& cu_seqlens, Slots slots) {
+void VisitUnreadPooler(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense, int64_t hidden_size) {
+  visit.Tensor(head.dense_weight,
+               {dense + ".weight", {hidden_size, hidden_size}, TensorInit::kNormal, TensorPresence::kUnread});
+  visit.Tensor(head.dense_bias, {dense + ".bias", {hidden_size}, TensorInit::kNormal, TensorPresence::kUnread});
+}
+
+StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ModelConfig& config, const ModelInput& input,
+                          const Tensor& hidden, Workspace& workspace) {
+  const Tensor& cu_seqlens = input.cu_seqlens;
+  Slots slots(workspace, /*first=*/1);
   const int64_t sequences = cu_seqlens.dim(0) - 1;
   const int64_t width = hidden.dim(1);
   const DataType type = hidden.dtype();
   Tensor pooled = slots.Get(DataType::kF32, {sequences, width});
   Tensor pooled_typed = slots.Get(type, {sequences, width});
   Tensor dense = slots.Get(type, {sequences, width});
-  Tensor logits = slots.Get(type, {sequences, settings.num_labels});
+  Tensor logits = slots.Get(type, {sequences, config.num_labels});
   STAMEN_RETURN_IF_ERROR(slots.status());
   // Pooling yields F32 on every device; the head's gemms run in the compute type.
-  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, cu_seqlens, settings.pooling, pooled));
+  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, cu_seqlens, config.classifier_pooling, pooled));
   if (type != DataType::kF32) {
     STAMEN_RETURN_IF_ERROR(ops::Convert(pooled, pooled_typed));
     pooled = pooled_typed;
   }
   STAMEN_RETURN_IF_ERROR(
-      ops::Gemm(pooled, weights.dense_weight, weights.dense_bias, dense, {.activation = settings.activation}));
+      ops::Gemm(pooled, weights.dense_weight, weights.dense_bias, dense, {.activation = config.classifier_activation}));
   if (!weights.norm_gamma.empty()) {
-    STAMEN_RETURN_IF_ERROR(ops::LayerNorm(dense, Tensor(), weights.norm_gamma, weights.norm_beta, settings.norm_eps, dense));
+    const float eps = static_cast<float>(config.norm_eps);
+    STAMEN_RETURN_IF_ERROR(ops::LayerNorm(dense, Tensor(), weights.norm_gamma, weights.norm_beta, eps, dense));
   }
   STAMEN_RETURN_IF_ERROR(ops::Gemm(dense, weights.output_weight, weights.output_bias, logits));
   return logits;

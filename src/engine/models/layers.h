@@ -1,11 +1,14 @@
 // The blocks families are composed of: self-attention and feed-forward layers over a ragged
-// batch, and scoped workspace slots. A family is then its schema, its embeddings and a short
-// loop over these blocks, with the norms (ops/norm.h) placed where the family places them.
+// batch, the post-norm encoder layer (BERT-style) and the pre-norm decoder layer (Llama-style)
+// with their schemas, RoPE tables, a classification head, and scoped workspace slots. A family
+// is then its schema, its embeddings and a short loop over these blocks.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "engine/models/family.h"
 #include "engine/models/model.h"
 #include "engine/models/tensor_schema.h"
 #include "engine/ops/activation.h"
@@ -81,6 +84,32 @@ struct FeedForwardSettings {
 Status FeedForward(const FeedForwardWeights& weights, const FeedForwardSettings& settings, const Tensor& input,
                    Slots slots, Tensor& output, bool accumulate);
 
+// A sequence-classification head: logits = W_o·norm(act(W_d·x + b_d)) + b_o, x the first token
+// (BERT's pooler + classifier, RoBERTa's classifier.dense + out_proj, DistilBERT's
+// pre_classifier + classifier) or the mean of the sequence's tokens (ModernBERT's
+// classifier_pooling "mean"; ModernBERT adds the norm). Empty biases are none. The config
+// says how it pools and activates (classifier_pooling, classifier_activation).
+struct ClassifierWeights {
+  Tensor dense_weight, dense_bias;
+  Tensor norm_gamma, norm_beta;  // a LayerNorm after the activation, or empty
+  Tensor output_weight, output_bias;
+};
+
+// Visits a head whose tensors are `dense` and `output` (names without ".weight" / ".bias").
+void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense,
+                     const std::string& output, int64_t hidden_size, int64_t num_labels);
+
+// Visits the pooler a base model saves (`dense`.weight and .bias: BertModel, XLMRobertaModel,
+// MPNetModel), so make-model writes it; embeddings never read it.
+void VisitUnreadPooler(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense, int64_t hidden_size);
+
+// Logits [S, num_labels] of Forward's `hidden` in its dtype, a view into the workspace: the
+// head pools by config.classifier_pooling, activates by config.classifier_activation and norms
+// with config.norm_eps. Every family's Forward takes its hidden state as the workspace's first
+// slot; the head takes the slots after it.
+StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ModelConfig& config, const ModelInput& input,
+                          const Tensor& hidden, Workspace& workspace);
+
 // The post-LayerNorm encoder layer of BERT, DistilBERT and MPNet:
 //   x = LayerNorm(x + SelfAttention(x));   x = LayerNorm(x + FeedForward(x))
 struct PostNormLayerWeights {
@@ -95,42 +124,112 @@ Status PostNormLayer(const PostNormLayerWeights& weights, const AttentionSetting
                      Tensor& hidden);
 
 // Where a post-norm layer's tensors sit in a file, relative to the layer's own prefix and
-// without ".weight" / ".bias".
+// without ".weight" / ".bias"; by default as BERT names them.
 struct PostNormLayerNames {
-  std::string query, key, value, output;  // the attention's projections
-  std::string attention_norm;
-  std::string up, down;  // the feed-forward's
-  std::string output_norm;
+  // The attention's projections.
+  std::string query = "attention.self.query", key = "attention.self.key", value = "attention.self.value";
+  std::string output = "attention.output.dense";
+  std::string attention_norm = "attention.output.LayerNorm";
+  std::string up = "intermediate.dense", down = "output.dense";  // the feed-forward's
+  std::string output_norm = "output.LayerNorm";
 };
 
-// Visits the config's num_hidden_layers post-norm layers, layer i under `layers_prefix` + "i."
-// (every linear with a bias, every norm a LayerNorm).
-void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>& layers,
-                         const std::string& layers_prefix, const PostNormLayerNames& names, const ModelConfig& config);
-
-// A sequence-classification head: logits = W_o·norm(act(W_d·x + b_d)) + b_o, x the first token
-// (BERT's pooler + classifier, RoBERTa's classifier.dense + out_proj, DistilBERT's
-// pre_classifier + classifier) or the mean of the sequence's tokens (ModernBERT's
-// classifier_pooling "mean"; ModernBERT adds the norm). Empty biases are none.
-struct ClassifierWeights {
-  Tensor dense_weight, dense_bias;
-  Tensor norm_gamma, norm_beta;  // a LayerNorm after the activation, or empty
-  Tensor output_weight, output_bias;
+// A post-norm encoder: learned absolute embeddings, then the layers; the head is the family's
+// (a classifier, BertModel's unread pooler, or nothing).
+struct PostNormEncoderWeights {
+  AbsoluteEmbeddingWeights embeddings;
+  std::vector<PostNormLayerWeights> layers;
+  // Added to every layer's attention scores: MPNet's table (F32 [32 buckets, heads]); empty
+  // for the others.
+  ops::RelativePositionBias position_bias;
+  ClassifierWeights head;
 };
 
-struct ClassifierSettings {
-  ops::PoolingMode pooling = ops::PoolingMode::kCls;
-  ops::Activation activation = ops::Activation::kTanh;
-  float norm_eps = 0.0f;
-  int64_t num_labels = 0;
+// Visits `prefix`embeddings.* (VisitAbsoluteEmbeddings) and the config's num_hidden_layers
+// layers, layer i under `prefix` + `layers_path` + "i." (every linear with a bias, every norm a
+// LayerNorm); not the head nor the position bias.
+void VisitPostNormEncoder(TensorVisitor& visit, PostNormEncoderWeights& encoder, const std::string& prefix,
+                          const std::string& layers_path, const PostNormLayerNames& names, const ModelConfig& config);
+
+// The model of BERT, RoBERTa, DistilBERT and MPNet, whose families differ in their schemas
+// and settings only. Forward: EmbedAbsolute with positions from config.position_offset, then
+// every PostNormLayer with the config's heads, activation and norm_eps; Classify: the head.
+class PostNormEncoderModel final : public FamilyModel<PostNormEncoderWeights> {
+ public:
+  using FamilyModel::FamilyModel;
+  StatusOr<Tensor> Forward(const ModelInput& input) override;
+  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override;
+  int64_t max_sequence_length() const override { return config_.max_position_embeddings - config_.position_offset; }
 };
 
-// Visits a head whose tensors are `dense` and `output` (names without ".weight" / ".bias").
-void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense,
-                     const std::string& output, int64_t hidden_size, int64_t num_labels);
+// The pre-norm decoder layer of Qwen2/3, Llama, Mistral and Gemma3, with RMSNorms:
+//   x += output_norm(SelfAttention(input_norm(x)));   x += output_norm(FeedForward(feed_forward_norm(x)))
+// where each output_norm is the identity (Qwen, Llama, Mistral) or, in Gemma3's sandwich,
+// an RMSNorm of the block's output before it joins the residual stream.
+struct PreNormLayerWeights {
+  Tensor input_norm;
+  AttentionWeights attention;
+  Tensor attention_output_norm;  // Gemma3's post_attention_layernorm; empty: none
+  Tensor feed_forward_norm;      // Qwen's post_attention_layernorm, Gemma3's pre_feedforward_layernorm
+  FeedForwardWeights feed_forward;
+  Tensor feed_forward_output_norm;  // Gemma3's post_feedforward_layernorm; empty when the other is
+};
 
-// Logits [S, num_labels] in the hidden state's dtype, a view into the workspace.
-StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ClassifierSettings& settings, const Tensor& hidden,
-                          const Tensor& cu_seqlens, Slots slots);
+Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings& attention,
+                    const FeedForwardSettings& feed_forward, float norm_eps, const Tensor& cu_seqlens, Slots slots,
+                    Tensor& hidden);
+
+// A pre-norm decoder: token embeddings, the layers, a final RMSNorm.
+struct PreNormDecoderWeights {
+  Tensor embeddings;
+  std::vector<PreNormLayerWeights> layers;
+  Tensor final_norm;
+};
+
+// How a decoder family names and stores its tensors: Llama's layout (embed_tokens, layers.i.
+// with self_attn.{q,k,v,o}_proj and mlp.{gate,up,down}_proj without feed-forward biases, the
+// first norm input_layernorm; norm), the q/k/v biases when config.attention_bias, and:
+struct PreNormDecoderSchema {
+  std::string attention_output_norm = {};  // empty: none
+  std::string feed_forward_norm = {};
+  std::string feed_forward_output_norm = {};  // empty: none
+  // An RMSNorm weight's spec as the family stores it (Qwen: w itself; Gemma3: w − 1).
+  TensorSpec (*norm)(const std::string& name, int64_t size) = nullptr;
+  bool head_norms = false;   // self_attn.{q,k}_norm over each query and key head (Qwen3, Gemma3)
+  bool output_bias = false;  // self_attn.o_proj.bias (Gemma3 with attention_bias)
+  float embedding_scale = 1.0f;  // folded into the table at load (Gemma3: sqrt(hidden_size))
+};
+
+// Visits every tensor of a decoder under `prefix`.
+void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, const std::string& prefix,
+                         const PreNormDecoderSchema& schema, const ModelConfig& config);
+
+// The model of Qwen2/3, Llama, Mistral and Gemma3, whose families differ in their schemas and
+// settings only. Forward: the embeddings, every PreNormLayer (rotary, grouped-query, gated
+// feed-forward), the final norm. Positions restart at 0 in every sequence. A layer attends
+// within config.sliding_window (Mistral: every layer) or, where config.sliding_window_layers
+// marks layers, a sliding one within config.attention_window and a full one to every key,
+// scaled by config.attention_scale. Not final: a family with a head (an LLM reranker) derives
+// from it.
+class PreNormDecoderModel : public FamilyModel<PreNormDecoderWeights> {
+ public:
+  using FamilyModel::FamilyModel;
+  StatusOr<Tensor> Forward(const ModelInput& input) override;
+  int64_t max_sequence_length() const override { return std::max<int64_t>(config_.max_position_embeddings, 0); }
+};
+
+// A step's RoPE tables [T, head_dim], positions restarting at 0 in every sequence (made on
+// the device, so a replayed graph recomputes them): `full` with config.rope_theta for full
+// layers, `sliding` with config.local_rope_theta for sliding ones (config.sliding_window_layers;
+// when empty every layer is full). A table no layer uses stays empty and costs nothing.
+struct RopeTables {
+  Tensor full, sliding;
+};
+
+// The start of a rotary model's step: the hidden state [T, hidden_size] = embeddings[token id]
+// as the first of `slots`, then the step's positions and RoPE tables. `slots` hands out what
+// the caller asks for next after them.
+StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config, const ModelInput& input,
+                             Slots& slots, RopeTables& rope);
 
 }  // namespace stamen::engine::layers

@@ -15,9 +15,7 @@
 
 #include "engine/models/family.h"
 #include "engine/models/layers.h"
-#include "engine/ops/embedding.h"
 #include "engine/ops/norm.h"
-#include "engine/ops/rope.h"
 
 namespace stamen::engine {
 namespace {
@@ -82,32 +80,29 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, ModernBe
   }
 }
 
-enum Slot : size_t { kHidden, kPositions, kGlobalRope, kLocalRope, kLayerSlots };
-
-class ModernBertModel final : public Model {
+class ModernBertModel final : public FamilyModel<ModernBertWeights> {
  public:
-  ModernBertModel(const ModelConfig& config, const Placement& placement) : Model(placement), config_(config) {}
+  using FamilyModel::FamilyModel;
   StatusOr<Tensor> Forward(const ModelInput& input) override;
-  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override;
+  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override {
+    if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
+    return layers::Classify(weights_.head, config_, input, hidden, workspace_);
+  }
   int64_t max_sequence_length() const override { return config_.max_position_embeddings; }
 
-  ModelConfig config_;
-  ModernBertWeights weights_;
-
  private:
-  bool Sliding(size_t layer) const { return config_.sliding_window_layers[layer]; }
-  Status RunLayer(size_t index, const ModelInput& input, const Tensor& rope, Tensor& hidden);
+  Status RunLayer(const ModernBertLayer& layer, bool sliding, const ModelInput& input, const Tensor& rope,
+                  layers::Slots slots, Tensor& hidden);
 };
 
-Status ModernBertModel::RunLayer(size_t index, const ModelInput& input, const Tensor& rope, Tensor& hidden) {
-  const ModernBertLayer& layer = weights_.layers[index];
+Status ModernBertModel::RunLayer(const ModernBertLayer& layer, bool sliding, const ModelInput& input,
+                                 const Tensor& rope, layers::Slots slots, Tensor& hidden) {
   const float eps = static_cast<float>(config_.norm_eps);
-  layers::Slots slots(workspace_, kLayerSlots);
   Tensor normed = slots.Get(placement_.dtype, hidden.shape());
   STAMEN_RETURN_IF_ERROR(slots.status());
   const layers::AttentionSettings attention{
       .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim},
-      .options = {.window = Sliding(index) ? config_.attention_window : 0},
+      .options = {.window = sliding ? config_.attention_window : 0},
       .rope = &rope};
   const Tensor* attention_input = &hidden;
   if (!layer.attention_norm_gamma.empty()) {
@@ -127,75 +122,31 @@ Status ModernBertModel::RunLayer(size_t index, const ModelInput& input, const Te
 }
 
 StatusOr<Tensor> ModernBertModel::Forward(const ModelInput& input) {
-  const int64_t tokens = input.token_ids.dim(0);
-  layers::Slots slots(workspace_, kHidden);
-  Tensor hidden = slots.Get(placement_.dtype, {tokens, config_.hidden_size});
-  Tensor positions = slots.Get(DataType::kI32, {tokens});
-  Tensor global_rope = slots.Get(DataType::kF32, {tokens, config_.head_dim});
-  Tensor local_rope = slots.Get(DataType::kF32, {tokens, config_.head_dim});
-  STAMEN_RETURN_IF_ERROR(slots.status());
-  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, positions));
-  // One table per RoPE base, each computed once per step and only when a layer uses it.
-  bool any_global = false, any_local = false;
-  for (bool sliding : config_.sliding_window_layers) (sliding ? any_local : any_global) = true;
-  if (any_global) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config_.rope_theta, global_rope));
-  if (any_local) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config_.local_rope_theta, local_rope));
-  STAMEN_RETURN_IF_ERROR(ops::Gather(weights_.token_embeddings, input.token_ids, hidden));
+  layers::Slots slots(workspace_);
+  layers::RopeTables rope;
+  auto embedded = layers::EmbedRotary(weights_.token_embeddings, config_, input, slots, rope);
+  if (!embedded.ok()) return embedded.status();
+  Tensor& hidden = *embedded;
   const float eps = static_cast<float>(config_.norm_eps);
   STAMEN_RETURN_IF_ERROR(
       ops::LayerNorm(hidden, Tensor(), weights_.embedding_norm_gamma, weights_.embedding_norm_beta, eps, hidden));
   for (size_t i = 0; i < weights_.layers.size(); ++i) {
-    STAMEN_RETURN_IF_ERROR(RunLayer(i, input, Sliding(i) ? local_rope : global_rope, hidden));
+    const bool sliding = config_.sliding_window_layers[i];
+    STAMEN_RETURN_IF_ERROR(
+        RunLayer(weights_.layers[i], sliding, input, sliding ? rope.sliding : rope.full, slots.Nested(), hidden));
   }
   STAMEN_RETURN_IF_ERROR(
       ops::LayerNorm(hidden, Tensor(), weights_.final_norm_gamma, weights_.final_norm_beta, eps, hidden));
   return hidden;
 }
 
-StatusOr<Tensor> ModernBertModel::Classify(const ModelInput& input, const Tensor& hidden) {
-  if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-  const layers::ClassifierSettings head{.pooling = config_.classifier_pooling,
-                                        .activation = config_.classifier_activation,
-                                        .norm_eps = static_cast<float>(config_.norm_eps),
-                                        .num_labels = config_.num_labels};
-  return layers::Classify(weights_.head, head, hidden, input.cu_seqlens, layers::Slots(workspace_, kLayerSlots));
-}
-
-StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
-                                      const Placement& placement) {
-  auto model = std::make_unique<ModernBertModel>(config, placement);
-  STAMEN_RETURN_IF_ERROR(LoadTensors<ModernBertWeights>(config, weights, placement, VisitTensors, model->weights_));
-  return std::unique_ptr<Model>(std::move(model));
-}
-
-std::vector<TensorSpec> Tensors(const ModelConfig& config, const std::string& prefix) {
-  return CollectTensors<ModernBertWeights>(config, prefix, VisitTensors);
-}
-
 // Which layers attend locally: `layer_types` when given (transformers ≥ 5 writes it and then
 // ignores global_attn_every_n_layers), else every n-th layer from layer 0 is global.
 Status ReadLayerTypes(const JsonObject& root, ModelConfig* config) {
+  bool found = false;
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadLayerTypes(root, config, &found));
+  if (found) return Status();
   const auto layers = static_cast<size_t>(config->num_hidden_layers);
-  if (root.Has("layer_types")) {
-    simdjson::dom::array types;
-    if (root.raw()["layer_types"].get(types) != simdjson::SUCCESS) {
-      return root.Error("layer_types", "must be an array of strings");
-    }
-    for (simdjson::dom::element element : types) {
-      std::string_view type;
-      if (element.get(type) != simdjson::SUCCESS) return root.Error("layer_types", "must be an array of strings");
-      if (type != "full_attention" && type != "sliding_attention") {
-        return root.Error("layer_types",
-                          "names unsupported '" + std::string(type) + "' (full_attention or sliding_attention)");
-      }
-      config->sliding_window_layers.push_back(type == "sliding_attention");
-    }
-    if (config->sliding_window_layers.size() != layers) {
-      return root.Error("layer_types", "has " + std::to_string(config->sliding_window_layers.size()) +
-                                           " entries for num_hidden_layers " + std::to_string(layers));
-    }
-    return Status();
-  }
   int64_t every = 3;  // transformers' default
   STAMEN_RETURN_IF_ERROR(root.Optional("global_attn_every_n_layers", &every));
   if (every <= 0) return root.Error("global_attn_every_n_layers", "must be positive");
@@ -214,17 +165,7 @@ Status ReadRopeTheta(const JsonObject& root, std::string_view layer_type, std::s
     if (parameters.Has("rope_theta") || parameters.Has("rope_type")) {
       return root.Error("rope_parameters", "must be keyed by layer type (full_attention, sliding_attention)");
     }
-    JsonObject rope = parameters;
-    bool has_rope = false;
-    STAMEN_RETURN_IF_ERROR(parameters.OptionalObject(layer_type, &rope, &has_rope));
-    if (has_rope) {
-      STAMEN_RETURN_IF_ERROR(rope.Optional("rope_theta", theta));
-      std::string rope_type = "default";
-      STAMEN_RETURN_IF_ERROR(rope.Optional("rope_type", &rope_type));
-      if (rope_type != "default") {
-        return rope.Error("rope_type", "'" + rope_type + "' is not supported (only plain RoPE)");
-      }
-    }
+    STAMEN_RETURN_IF_ERROR(family_settings::ReadLayerTypeRope(parameters, layer_type, theta));
   }
   if (!(*theta > 0)) return root.Error(flat_key, "must be positive");
   return Status();
@@ -289,14 +230,8 @@ constexpr ArchitectureDefinition kArchitectures[] = {
 }  // namespace
 
 extern const FamilyDefinition kModernBertFamily{
-    .family = ModelFamily::kModernBert,
-    .architectures = kArchitectures,
-    .shape_keys = {},
-    .weight_prefixes = kPrefixes,
-    .prefix_probe = "embeddings.tok_embeddings.weight",
-    .read_settings = ReadSettings,
-    .tensors = Tensors,
-    .load = Load,
-};
+    .family = ModelFamily::kModernBert, .architectures = kArchitectures, .weight_prefixes = kPrefixes,
+    .read_settings = ReadSettings, .tensors = SchemaTensors<ModernBertWeights, VisitTensors>,
+    .load = LoadSchemaModel<ModernBertModel, VisitTensors>};
 
 }  // namespace stamen::engine
