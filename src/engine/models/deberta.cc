@@ -237,9 +237,6 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
   return std::unique_ptr<Model>(std::move(model));
 }
 
-std::vector<TensorSpec> Tensors(const ModelConfig& config, const std::string& prefix) {
-  return CollectTensors<DebertaWeights>(config, prefix, VisitTensors);
-}
 
 // The entries of a "|"-separated string or of an array of strings, lower-cased and trimmed, as
 // transformers reads pos_att_type and norm_rel_ebd.
@@ -360,9 +357,8 @@ extern const FamilyDefinition kDebertaFamily{
     .architectures = kArchitectures,
     .shape_keys = {},
     .weight_prefixes = kPrefixes,
-    .prefix_probe = "embeddings.word_embeddings.weight",
     .read_settings = ReadSettings,
-    .tensors = Tensors,
+    .tensors = SchemaTensors<DebertaWeights, VisitTensors>,
     .load = Load,
 };
 
