@@ -17,7 +17,8 @@ namespace stamen::engine {
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
 enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3 };
-enum class ModelHead { kNone, kSequenceClassification };
+// kMaskedLm: the masked-language-model head (…ForMaskedLM), used for SPLADE sparse vectors.
+enum class ModelHead { kNone, kSequenceClassification, kMaskedLm };
 
 struct ModelConfig {
   std::string architecture;  // as config.json names it, e.g. "XLMRobertaForSequenceClassification"

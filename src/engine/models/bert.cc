@@ -7,11 +7,13 @@
 //   x   = LayerNorm(x + (gelu(x·W_iᵀ + b_i)·W_o2ᵀ + b_o2))
 // Heads: BERT pools with tanh(pooler.dense(x_cls)) then `classifier`; RoBERTa applies
 // tanh(classifier.dense(x_cls)) then `classifier.out_proj` — the same shape of computation.
+// …ForMaskedLM adds the masked-LM head (masked_lm_head.h), used for SPLADE vectors.
 #include <string>
 #include <vector>
 
 #include "engine/models/family.h"
 #include "engine/models/layers.h"
+#include "engine/models/masked_lm_head.h"
 
 namespace stamen::engine {
 namespace {
@@ -20,6 +22,7 @@ struct BertWeights {
   layers::AbsoluteEmbeddingWeights embeddings;
   std::vector<layers::PostNormLayerWeights> layers;
   layers::ClassifierWeights head;
+  layers::MaskedLmHeadWeights masked_lm;
 };
 
 const layers::PostNormLayerNames kLayerNames = {
@@ -44,6 +47,14 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, BertWeig
     layers::VisitClassifier(visit, head, prefix + "pooler.dense", "classifier", h, labels);
   } else if (config.head == ModelHead::kSequenceClassification) {
     layers::VisitClassifier(visit, head, "classifier.dense", "classifier.out_proj", h, labels);
+  } else if (config.head == ModelHead::kMaskedLm && config.family == ModelFamily::kBert) {
+    layers::VisitMaskedLmHead(visit, weights.masked_lm,
+                              {"cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+                               "cls.predictions.decoder", "cls.predictions.bias"},
+                              config);
+  } else if (config.head == ModelHead::kMaskedLm) {
+    layers::VisitMaskedLmHead(visit, weights.masked_lm, {"lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head.bias"},
+                              config);
   } else {
     // BertModel and XLMRobertaModel save their pooler too; embeddings never use it.
     visit.Tensor(head.dense_weight, {prefix + "pooler.dense.weight", {h, h}, TensorInit::kNormal, TensorPresence::kUnread});
@@ -60,6 +71,8 @@ class BertModel final : public Model {
                                                 const Placement& placement);
   StatusOr<Tensor> Forward(const ModelInput& input) override;
   StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override;
+  Status SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output) override;
+  int64_t splade_width() const override { return config_.head == ModelHead::kMaskedLm ? config_.vocab_size : 0; }
   int64_t max_sequence_length() const override { return config_.max_position_embeddings - config_.position_offset; }
 
  private:
@@ -106,6 +119,16 @@ StatusOr<Tensor> BertModel::Classify(const ModelInput& input, const Tensor& hidd
   return layers::Classify(weights_.head, head, hidden, input.cu_seqlens, layers::Slots(workspace_, kLayerSlots));
 }
 
+Status BertModel::SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output) {
+  if (config_.head != ModelHead::kMaskedLm) return Model::SpladeVectors(input, hidden, output);
+  // BERT's transform uses hidden_act; RoBERTa's lm_head is always erf-GELU.
+  const layers::MaskedLmHeadSettings head{
+      .activation = config_.family == ModelFamily::kBert ? config_.hidden_act : ops::Activation::kGeluErf,
+      .norm_eps = static_cast<float>(config_.norm_eps)};
+  return layers::SpladeVectors(weights_.masked_lm, head, weights_.embeddings.word, input, hidden,
+                               layers::Slots(workspace_, kLayerSlots), output);
+}
+
 std::vector<TensorSpec> Tensors(const ModelConfig& config, const std::string& prefix) {
   return CollectTensors<BertWeights>(config, prefix, VisitTensors);
 }
@@ -141,13 +164,16 @@ constexpr std::string_view kPrefixes[] = {"", "bert.", "roberta.", "model."};
 constexpr ArchitectureDefinition kBertArchitectures[] = {
     {"BertModel", ModelHead::kNone, "", "bert"},
     {"BertForSequenceClassification", ModelHead::kSequenceClassification, "bert.", ""},
+    {"BertForMaskedLM", ModelHead::kMaskedLm, "bert.", ""},
 };
 
 constexpr ArchitectureDefinition kRobertaArchitectures[] = {
     {"XLMRobertaModel", ModelHead::kNone, "", "xlm-roberta"},
     {"XLMRobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
+    {"XLMRobertaForMaskedLM", ModelHead::kMaskedLm, "roberta.", ""},
     {"RobertaModel", ModelHead::kNone, "", "roberta"},
     {"RobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
+    {"RobertaForMaskedLM", ModelHead::kMaskedLm, "roberta.", ""},
     // CamemBERT is RoBERTa with its own vocabulary.
     {"CamembertModel", ModelHead::kNone, "", "camembert"},
     {"CamembertForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
