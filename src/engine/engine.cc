@@ -89,13 +89,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
   auto sentence_transformers = ReadSentenceTransformersConfig(model_dir);
   if (!sentence_transformers.ok()) return sentence_transformers.status();
   engine->sentence_transformers_ = std::move(sentence_transformers.value());
-  engine->default_pooling_ = engine->sentence_transformers_.pooling;
-  if (!engine->default_pooling_.has_value() && decoder) {
-    engine->default_pooling_ = engine->config_.causal ? ops::PoolingMode::kLastToken : ops::PoolingMode::kMean;
-  }
+  engine->default_pooling_ = DefaultPooling(engine->config_, engine->sentence_transformers_);
   const bool masked_lm = engine->config_.head == ModelHead::kMaskedLm;
-  // A masked-LM head is loaded for SPLADE, so that is what such a folder gives by default.
-  if (!engine->default_pooling_.has_value() && masked_lm) engine->default_pooling_ = ops::PoolingMode::kSplade;
   if (engine->default_pooling_ == ops::PoolingMode::kSplade && !masked_lm) {
     return Status::Error(model_dir + ": SpladePooling needs a masked-LM head, but config.json names " +
                          engine->config_.architecture);

@@ -149,12 +149,13 @@ class Engine {
   // The pooling used when a step names none: the sentence-transformers Pooling (or
   // SpladePooling) module, else last-token for causal decoders, mean for bidirectional ones
   // and splade for …ForMaskedLM models; unset for other encoders without one (steps must
-  // then name it).
+  // then name it). DefaultPooling in model_config.h says the same without loading.
   std::optional<ops::PoolingMode> default_pooling() const { return default_pooling_; }
   int64_t hidden_size() const { return config_.hidden_size; }
   // The width of the embeddings a step gives by default (before Matryoshka truncation): the
   // vocabulary size for a SPLADE model, else the last sentence-transformers Dense module's
   // out_features, else the hidden size.
+  // (DefaultEmbeddingWidth in model_config.h, for callers that have not loaded the model).
   int64_t embedding_width() const {
     if (default_pooling_ == ops::PoolingMode::kSplade) return config_.vocab_size;
     return sentence_transformers_.EmbeddingWidth(config_.hidden_size);

@@ -194,4 +194,17 @@ StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::s
   return config;
 }
 
+std::optional<ops::PoolingMode> DefaultPooling(const ModelConfig& config, const SentenceTransformersConfig& st) {
+  if (st.pooling.has_value()) return st.pooling;
+  if (config.decoder) return config.causal ? ops::PoolingMode::kLastToken : ops::PoolingMode::kMean;
+  // A masked-LM head is loaded for SPLADE, so that is what such a folder gives by default.
+  if (config.head == ModelHead::kMaskedLm) return ops::PoolingMode::kSplade;
+  return std::nullopt;
+}
+
+int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransformersConfig& st) {
+  if (DefaultPooling(config, st) == ops::PoolingMode::kSplade) return config.vocab_size;
+  return st.EmbeddingWidth(config.hidden_size);
+}
+
 }  // namespace stamen::engine

@@ -400,6 +400,9 @@ TEST(SpladeTest, DefaultPoolingAndSlicesAcrossSequences) {
   ASSERT_TRUE(engine.ok()) << engine.status().message();
   EXPECT_EQ((*engine)->default_pooling(), ops::PoolingMode::kSplade);
   EXPECT_EQ((*engine)->embedding_width(), 1000);
+  // What the gateway can say without loading the model agrees.
+  EXPECT_EQ(DefaultPooling((*engine)->config(), (*engine)->sentence_transformers()), ops::PoolingMode::kSplade);
+  EXPECT_EQ(DefaultEmbeddingWidth((*engine)->config(), (*engine)->sentence_transformers()), 1000);
   auto golden = LoadGolden("tiny-bert-splade");
   ASSERT_TRUE(golden.ok()) << golden.status().message();
   std::vector<int32_t> ids, bounds = {0};
