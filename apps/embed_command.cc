@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,8 +82,9 @@ int RunEmbed(EmbedOptions options) {
     return Fail(options.model + " has no sentence-transformers pooling config (1_Pooling/config.json): "
                 "choose one with --pooling cls|mean|max|last-token|weightedmean|mean_sqrt_len_tokens|none");
   }
-  const bool sparse = !per_token && step.pooling.value_or(engine.default_pooling().value_or(
-                                        engine::ops::PoolingMode::kCls)) == engine::ops::PoolingMode::kSplade;
+  // The pooling the steps will use decides the output's form: splade vectors print sparse.
+  const std::optional<engine::ops::PoolingMode> pooling = step.pooling ? step.pooling : engine.default_pooling();
+  const bool sparse = !per_token && pooling == engine::ops::PoolingMode::kSplade;
   if (sparse && engine.config().head != engine::ModelHead::kMaskedLm) {
     return Fail(options.model + ": " + engine.config().architecture +
                 " has no masked-LM head; --pooling splade needs a …ForMaskedLM model");
