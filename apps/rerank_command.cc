@@ -1,6 +1,9 @@
-// Implements `stamen rerank` for cross-encoders (…ForSequenceClassification with one label):
+// Implements `stamen rerank` for cross-encoders and classifiers (…ForSequenceClassification):
 // each pair is encoded with the tokenizer's pair template, truncated longest-first to the
-// model's maximum length, packed into ragged batches and scored by Engine::Step.
+// model's maximum length (or, with --token-ids, each line is the ids of one already templated
+// input, token types all 0 as transformers assumes for input_ids alone), packed into ragged
+// batches and scored by Engine::Step. A line prints the raw score (logit) of a one-label head,
+// or the JSON array of all logits of a head with several labels.
 #include "rerank_command.h"
 
 #include <iostream>
@@ -20,6 +23,7 @@ namespace {
 struct RerankOptions {
   std::string model;
   bool offline = false;
+  bool token_ids = false;
   std::string device = "cpu";
   int threads = 0;
   size_t batch_lines = 32;
@@ -47,13 +51,14 @@ int RunRerank(RerankOptions options) {
     return Fail(options.model + ": " + config.architecture +
                 " is not a cross-encoder (rerank needs a …ForSequenceClassification model)");
   }
-  if (config.num_labels != 1) {
-    return Fail(options.model + ": the classifier has " + std::to_string(config.num_labels) +
-                " labels; rerank needs a model with one relevance score");
+  const bool several_labels = config.num_labels > 1;
+  std::unique_ptr<engine::ModelTokenizer> tokenizer;
+  if (!options.token_ids) {
+    auto model_tokenizer = engine::ModelTokenizer::Load(options.model, config);
+    if (!model_tokenizer.ok()) return Fail(model_tokenizer.status().message());
+    tokenizer = std::move(model_tokenizer.value());
   }
-  auto model_tokenizer = engine::ModelTokenizer::Load(options.model, config);
-  if (!model_tokenizer.ok()) return Fail(model_tokenizer.status().message());
-  engine::ModelTokenizer& tokenizer = **model_tokenizer;
+  const int64_t max_ids = engine::MaxSequenceLength(config, {});
   const size_t max_length = static_cast<size_t>(engine::MaxSequenceLength(config, engine.sentence_transformers()));
   const bool with_types = config.type_vocab_size > 0;
 
@@ -62,23 +67,40 @@ int RunRerank(RerankOptions options) {
   LineReader reader;
   PackedBatch batch;
   size_t first_line = 1;
-  std::string line, output;
+  std::string line, output, bad;
   std::vector<int32_t> ids, types;
   auto flush = [&] {
     return RunBatch(engine, step, "stamen rerank", batch, first_line, output,
-                    [](std::span<const float> row, std::string& out) {
-                      AppendJsonFloat(row[0], &out);
+                    [several_labels](const engine::LazyResult& result, int64_t sequence, std::string& out) {
+                      const std::span<const float> logits = result.Row(sequence);
+                      if (several_labels) {
+                        AppendJsonArray(logits, &out);
+                      } else {
+                        AppendJsonFloat(logits[0], &out);
+                      }
                       out.push_back('\n');
                     });
   };
 
   while (reader.Next(&line)) {
+    if (options.token_ids) {
+      const std::string where = "line " + std::to_string(reader.number()) + ": ";
+      if (!ParseTokenIds(line, &ids, &bad)) return Fail(where + "'" + bad + "' is not a token id");
+      if (std::string problem = CheckTokenIds(ids, config.vocab_size, max_ids); !problem.empty()) {
+        return Fail(where + problem);
+      }
+      if (ids.empty()) return Fail(where + "no token ids");
+      if (const int rc = AddToBatch(batch, ids, {}, options.batch_tokens, options.batch_lines, flush); rc != 0) {
+        return rc;
+      }
+      continue;
+    }
     const size_t tab = line.find('\t');
     if (tab == std::string::npos) {
       return Fail("line " + std::to_string(reader.number()) + " has no tab: lines must be query<TAB>document");
     }
     const std::string_view view(line);
-    tokenizer.EncodePair(view.substr(0, tab), view.substr(tab + 1), max_length, &ids, &types);
+    tokenizer->EncodePair(view.substr(0, tab), view.substr(tab + 1), max_length, &ids, &types);
     const auto type_ids = with_types ? std::span<const int32_t>(types) : std::span<const int32_t>();
     if (const int rc = AddToBatch(batch, ids, type_ids, options.batch_tokens, options.batch_lines, flush); rc != 0) {
       return rc;
@@ -92,11 +114,16 @@ int RunRerank(RerankOptions options) {
 void AddRerankCommand(CLI::App& app) {
   auto options = std::make_shared<RerankOptions>();
   CLI::App* command = app.add_subcommand(
-      "rerank", "Score stdin's query<TAB>document lines with a cross-encoder, one raw score (logit) per line");
+      "rerank",
+      "Score stdin's query<TAB>document lines with a cross-encoder, one raw score (logit) per line (a JSON array "
+      "of the logits per line for a classifier with several labels)");
   command->add_option("--model", options->model,
                       "Hugging Face cross-encoder folder, or hub id org/name (from the hub cache, pulled when missing)")
       ->required();
   command->add_flag("--offline", options->offline, "Never touch the network: org/name must be in the hub cache");
+  command->add_flag("--token-ids", options->token_ids,
+                    "Lines are space-separated token ids of one templated input each (special tokens included), "
+                    "used as they are");
   command->add_option("--device", options->device, "Where to run: cpu, cuda or cuda:N (bf16 on the GPU)");
   command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
   command->add_option("--batch-lines", options->batch_lines, "Most pairs per engine step");

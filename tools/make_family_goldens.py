@@ -21,8 +21,15 @@ padding id (RoBERTa-style position ids skip padding tokens). Qwen3 ids are rando
 Families: qwen3, distilbert, distilbert-classifier, mpnet, mpnet-masked-lm,
 mpnet-masked-lm-prefixed, mpnet-classifier, roberta-classifier, camembert, modernbert,
 modernbert-classifier, modernbert-biased-mean-classifier, gemma3, llama, mistral, deberta-v3,
-deberta-v3-reranker, deberta-v2, deberta-v2-c2p-classifier. The folder
-name written by `all` is tiny-FAMILY.
+deberta-v3-reranker, deberta-v2, deberta-v2-c2p-classifier, bert-classifier (3 labels), bert-splade
+(BertForMaskedLM), roberta-splade (RobertaForMaskedLM). The folder name written by `all` is
+tiny-FAMILY.
+
+bert-classifier and bert-splade also hold `weightedmean_pooled_i` and `mean_sqrt_len_pooled_i`,
+from sentence-transformers' own Pooling module on the float64 hidden state; bert-splade and
+roberta-splade hold
+`splade_i` [1, vocab] = max over tokens of log(1 + relu(MLM logits)) instead of logits, and its
+LayerNorm tensors carry the old names gamma / beta, as TensorFlow-era checkpoints do.
 """
 import json
 import pathlib
@@ -74,6 +81,16 @@ def roberta_classifier():
         label2id={"not_entailment": 0, "entailment": 1}, attn_implementation="eager")
     return dict(cls=transformers.RobertaForSequenceClassification, config=config, seed=103, ids=(0, 2), pad=1,
                 learned_positions=True)
+
+
+def roberta_splade():
+    # RobertaForMaskedLM: lm_head.dense → erf-GELU → lm_head.layer_norm → decoder (tied) + lm_head.bias.
+    config = transformers.RobertaConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
+        eos_token_id=2, attn_implementation="eager")
+    return dict(cls=transformers.RobertaForMaskedLM, config=config, seed=109, ids=(0, 2), pad=1,
+                learned_positions=True, splade=True)
 
 
 def camembert():
@@ -175,6 +192,23 @@ def deberta(labels=0, variant="v3"):
                 learned_positions=variant != "v3")
 
 
+def bert(head=None):
+    # BERT with both token types and erf-GELU; ids [CLS]=1 … [SEP]=2, pad 0 (VOCAB is 1000).
+    kwargs = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                  max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12, hidden_act="gelu",
+                  pad_token_id=0, attn_implementation="eager")
+    cls = transformers.BertModel
+    if head == "classifier":
+        names = ["contradiction", "entailment", "neutral"]
+        kwargs.update(num_labels=3, id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+        cls = transformers.BertForSequenceClassification
+    elif head == "splade":
+        cls = transformers.BertForMaskedLM  # decoder tied to the word embeddings, as SPLADE checkpoints are
+    return dict(cls=cls, config=transformers.BertConfig(**kwargs), seed=107 if head == "classifier" else 108,
+                ids=(1, 2), pad=0, learned_positions=True, extra_poolings=True, splade=head == "splade",
+                old_norm_names=head == "splade")
+
+
 def mpnet_classifier():
     spec = mpnet()
     spec["config"].num_labels = 2
@@ -202,6 +236,11 @@ FAMILIES = {
     "deberta-v3-reranker": lambda: deberta(labels=1),
     "deberta-v2": lambda: deberta(variant="v2"),
     "deberta-v2-c2p-classifier": lambda: deberta(labels=3, variant="v2-c2p"),
+
+
+    "bert-classifier": lambda: bert("classifier"),
+    "bert-splade": lambda: bert("splade"),
+    "roberta-splade": roberta_splade,
 }
 
 
@@ -358,6 +397,37 @@ def save_mpnet_prefixed(model, out):
             "unexpected_when_loading_encoder": list(missing.unexpected_keys)}
 
 
+def rename_norms_to_gamma_beta(out):
+    """LayerNorm .weight / .bias saved as .gamma / .beta (checkpoints converted from TensorFlow)."""
+    path = out / "model.safetensors"
+    with safe_open(path, "pt") as f:
+        tensors = {name: f.get_tensor(name) for name in f.keys()}
+    renamed = {}
+    for name, tensor in tensors.items():
+        if "LayerNorm" in name and name.endswith(".weight"):
+            name = name[:-len(".weight")] + ".gamma"
+        elif "LayerNorm" in name and name.endswith(".bias"):
+            name = name[:-len(".bias")] + ".beta"
+        renamed[name] = tensor
+    save_file(renamed, path, metadata={"format": "pt"})
+
+
+def extra_poolings(hidden):
+    """sentence-transformers' weightedmean and mean_sqrt_len_tokens poolings of one sequence."""
+    from sentence_transformers.models import Pooling
+    features = {"token_embeddings": hidden[None], "attention_mask": torch.ones(1, hidden.shape[0], dtype=torch.int64)}
+    result = {}
+    for mode, name in (("weightedmean", "weightedmean_pooled"), ("mean_sqrt_len_tokens", "mean_sqrt_len_pooled")):
+        pooling = Pooling(hidden.shape[1], pooling_mode=mode)
+        result[name] = pooling(dict(features))["sentence_embedding"].float()
+    return result
+
+
+def splade_of(logits):
+    """[1, vocab]: max over the tokens of log(1 + relu(logits [1, L, vocab]))."""
+    return torch.log1p(torch.relu(logits[0])).max(dim=0, keepdim=True).values
+
+
 def make(family, out):
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -380,6 +450,8 @@ def make(family, out):
         report["layout"] = save_mpnet_prefixed(model, out)
     else:
         model.save_pretrained(out, safe_serialization=True)
+    if spec.get("old_norm_names"):
+        rename_norms_to_gamma_beta(out)
     if "legacy_config" in spec:
         # Real checkpoints' config format; transformers 5 reads either. Checked below by reloading.
         path = out / "config.json"
@@ -398,7 +470,12 @@ def make(family, out):
         golden[f"mean_pooled_{i}"] = hidden.mean(0, keepdim=True).float()
         golden[f"cls_pooled_{i}"] = hidden[:1].float()
         golden[f"last_token_{i}"] = hidden[-1:].float()
-        if logits is not None:
+        if spec.get("extra_poolings"):
+            for name, value in extra_poolings(hidden).items():
+                golden[f"{name}_{i}"] = value
+        if spec.get("splade"):
+            golden[f"splade_{i}"] = splade_of(logits).float()
+        elif logits is not None:
             golden[f"logits_{i}"] = logits.float()
             logits_seen = True
     save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
@@ -408,6 +485,8 @@ def make(family, out):
     checks = {}
     # Reload the written folder with Auto classes (what an engine user's config says) and compare.
     auto = transformers.AutoModelForSequenceClassification if logits_seen else transformers.AutoModel
+    if spec.get("splade"):
+        auto = transformers.AutoModelForMaskedLM
     if family == "mpnet-masked-lm-prefixed":
         reloaded = transformers.MPNetForMaskedLM.from_pretrained(out, attn_implementation="eager").mpnet
     else:
@@ -417,7 +496,9 @@ def make(family, out):
     for i, ids in enumerate(rows):
         hidden, logits = run(reloaded, ids)
         worst = max(worst, float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max()))
-        if logits is not None:
+        if spec.get("splade"):
+            worst = max(worst, float((splade_of(logits).float() - golden[f"splade_{i}"]).abs().max()))
+        elif logits is not None:
             worst = max(worst, float((logits.float() - golden[f"logits_{i}"]).abs().max()))
     checks["reloaded_class"] = type(reloaded).__name__
     checks["reload_max_abs_diff"] = worst

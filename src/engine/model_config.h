@@ -17,7 +17,8 @@ namespace stamen::engine {
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
 enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3, kDeberta };
-enum class ModelHead { kNone, kSequenceClassification };
+// kMaskedLm: the masked-language-model head (…ForMaskedLM), used for SPLADE sparse vectors.
+enum class ModelHead { kNone, kSequenceClassification, kMaskedLm };
 
 // DeBERTa-v2/v3's position settings (models/deberta.cc reads and uses them).
 struct DisentangledAttentionConfig {
@@ -110,6 +111,15 @@ struct SentenceTransformersConfig {
   // transformer's hidden size.
   int64_t EmbeddingWidth(int64_t hidden_size) const { return dense.empty() ? hidden_size : dense.back().out_features; }
 };
+
+// The pooling a step uses when it names none: the sentence-transformers Pooling (or
+// SpladePooling) module, else last-token for causal decoders, mean for bidirectional ones and
+// splade for …ForMaskedLM models; nullopt for other encoders without one. Engine::Load and
+// whoever describes a model folder without loading it (the gateway) agree through this.
+std::optional<ops::PoolingMode> DefaultPooling(const ModelConfig& config, const SentenceTransformersConfig& st);
+// The width of the embeddings a step gives by default: the vocabulary size when that pooling
+// is splade, else the last Dense module's out_features, else the hidden size.
+int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransformersConfig& st);
 
 // Reads modules.json, the Pooling module's config, config_sentence_transformers.json and
 // sentence_*_config.json from `model_dir`; a folder without them gives the defaults.

@@ -488,7 +488,8 @@ TEST(PoolingTest, PoolsEachSequenceAndNormalizes) {
   Tensor hidden = Random({6, 4}, 19), cu = Ints({0, 1, 4, 6});
   const float* h = hidden.data<float>();
   for (ops::PoolingMode mode : {ops::PoolingMode::kCls, ops::PoolingMode::kMean, ops::PoolingMode::kMax,
-                                ops::PoolingMode::kLastToken}) {
+                                ops::PoolingMode::kLastToken, ops::PoolingMode::kWeightedMean,
+                                ops::PoolingMode::kMeanSqrtLen}) {
     Tensor out = Zeros({3, 3});  // Matryoshka: leading 3 of 4 columns
     ASSERT_TRUE(ops::Pool(hidden, cu, mode, out).ok());
     const int32_t bounds[] = {0, 1, 4, 6};
@@ -498,9 +499,15 @@ TEST(PoolingTest, PoolsEachSequenceAndNormalizes) {
                           : mode == ops::PoolingMode::kLastToken ? h[(bounds[s + 1] - 1) * 4 + c]
                           : mode == ops::PoolingMode::kMax       ? -1e30
                                                                  : 0.0;
+        const double length = bounds[s + 1] - bounds[s];
         for (int t = bounds[s]; t < bounds[s + 1]; ++t) {
           if (mode == ops::PoolingMode::kMax) expected = std::max<double>(expected, h[t * 4 + c]);
-          if (mode == ops::PoolingMode::kMean) expected += h[t * 4 + c] / double(bounds[s + 1] - bounds[s]);
+          if (mode == ops::PoolingMode::kMean) expected += h[t * 4 + c] / length;
+          if (mode == ops::PoolingMode::kMeanSqrtLen) expected += h[t * 4 + c] / std::sqrt(length);
+          // sentence-transformers' weights 1..n, divided by their sum n(n + 1)/2.
+          if (mode == ops::PoolingMode::kWeightedMean) {
+            expected += (t - bounds[s] + 1) * h[t * 4 + c] / (length * (length + 1) / 2);
+          }
         }
         EXPECT_NEAR(out.data<float>()[s * 3 + c], expected, 1e-6) << ops::PoolingModeName(mode);
       }
@@ -516,6 +523,37 @@ TEST(PoolingTest, PoolsEachSequenceAndNormalizes) {
   Tensor too_wide = Zeros({3, 5});
   EXPECT_FALSE(ops::Pool(hidden, cu, ops::PoolingMode::kCls, too_wide).ok());
   EXPECT_EQ(ops::PoolingModeFromName("lasttoken"), ops::PoolingMode::kLastToken);
+  EXPECT_EQ(ops::PoolingModeFromName("weightedmean"), ops::PoolingMode::kWeightedMean);
+  EXPECT_EQ(ops::PoolingModeFromName("mean_sqrt_len_tokens"), ops::PoolingMode::kMeanSqrtLen);
+  Tensor pooled = Zeros({3, 4});
+  EXPECT_FALSE(ops::Pool(hidden, cu, ops::PoolingMode::kSplade, pooled).ok());  // SpladePool's job
+}
+
+// SPLADE over slices of the tokens: zeroed output, then slices [0, 3) and [3, 7) whose
+// boundary falls inside the second sequence, against max over tokens of log(1 + relu(x)).
+TEST(PoolingTest, SpladePoolFoldsSlicesIntoEachSequence) {
+  Tensor logits = Random({7, 5}, 23), cu = Ints({0, 2, 7});
+  // Word 4 is negative at every token: relu leaves nothing, so it must stay exactly 0.
+  for (int t = 0; t < 7; ++t) logits.data<float>()[t * 5 + 4] = -0.1f - std::abs(logits.data<float>()[t * 5 + 4]);
+  const float* x = logits.data<float>();
+  Tensor out = Zeros({2, 5});
+  ASSERT_TRUE(ops::SpladePool(logits.Rows(0, 3), cu, 0, out).ok());
+  ASSERT_TRUE(ops::SpladePool(logits.Rows(3, 7), cu, 3, out).ok());
+  const int32_t bounds[] = {0, 2, 7};
+  int positives = 0;
+  for (int s = 0; s < 2; ++s) {
+    for (int v = 0; v < 5; ++v) {
+      double expected = 0.0;
+      for (int t = bounds[s]; t < bounds[s + 1]; ++t) expected = std::max(expected, std::log1p(std::max(0.0, double{x[t * 5 + v]})));
+      positives += expected > 0;
+      EXPECT_NEAR(out.data<float>()[s * 5 + v], expected, 1e-6) << s << " " << v;
+    }
+  }
+  EXPECT_GT(positives, 3);
+  EXPECT_EQ(out.data<float>()[4], 0.0f);
+  EXPECT_EQ(out.data<float>()[9], 0.0f);
+  Tensor narrow = Zeros({2, 4});
+  EXPECT_FALSE(ops::SpladePool(logits, cu, 0, narrow).ok());
 }
 
 TEST(ConvertTest, RoundsToNearestEven) {

@@ -160,6 +160,16 @@ StatusOr<Tensor> PostNormEncoderModel::Classify(const ModelInput& input, const T
   return layers::Classify(weights_.head, config_, input, hidden, workspace_);
 }
 
+Status PostNormEncoderModel::SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output) {
+  if (config_.head != ModelHead::kMaskedLm) return Model::SpladeVectors(input, hidden, output);
+  // BERT's transform uses hidden_act; RoBERTa's lm_head is always erf-GELU.
+  const MaskedLmHeadSettings head{
+      .activation = config_.family == ModelFamily::kBert ? config_.hidden_act : ops::Activation::kGeluErf,
+      .norm_eps = static_cast<float>(config_.norm_eps)};
+  return layers::SpladeVectors(weights_.masked_lm, head, weights_.embeddings.word, input, hidden, Slots(workspace_),
+                               output);
+}
+
 Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings& attention,
                     const FeedForwardSettings& feed_forward, float norm_eps, const Tensor& cu_seqlens, Slots slots,
                     Tensor& hidden) {
