@@ -9,7 +9,7 @@ Sequence[Replace("▁" -> " "), ByteFallback, Fuse].
 
 Usage: make_gemma_like_bpe.py OUTPUT_JSON  (run with the project's .venv: tokenizers 0.23.3)
 Training is deterministic for a given corpus; the corpus is SentencePiece's botchan.txt and the
-English and French lines of ../shared/corpus/udhr.tsv.
+"en" and "fr" lines of ../shared/corpus/udhr.tsv.
 """
 import json
 import os
@@ -27,7 +27,7 @@ def corpus():
     with open(os.path.join(SHARED, "udhr.tsv"), encoding="utf-8") as f:
         for line in f:
             language, _, text = line.rstrip("\n").partition("\t")
-            if language.startswith(("eng", "fra")):
+            if language in ("en", "fr"):
                 yield text
 
 
