@@ -219,8 +219,7 @@ StatusOr<Tensor> DebertaModel::Forward(const ModelInput& input) {
 
 StatusOr<Tensor> DebertaModel::Classify(const ModelInput& input, const Tensor& hidden) {
   if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-  const layers::ClassifierSettings head{.activation = config_.classifier_activation, .num_labels = config_.num_labels};
-  return layers::Classify(weights_.head, head, hidden, input.cu_seqlens, layers::Slots(workspace_, kLayerSlots));
+  return layers::Classify(weights_.head, config_, input, hidden, workspace_);
 }
 
 StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,

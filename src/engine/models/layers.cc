@@ -110,12 +110,17 @@ Status PostNormLayer(const PostNormLayerWeights& weights, const AttentionSetting
 void VisitPostNormEncoder(TensorVisitor& visit, PostNormEncoderWeights& encoder, const std::string& prefix,
                           const std::string& layers_path, const PostNormLayerNames& names, const ModelConfig& config) {
   VisitAbsoluteEmbeddings(visit, encoder.embeddings, prefix + "embeddings.", config);
+  VisitPostNormLayers(visit, encoder.layers, prefix + layers_path, names, config);
+}
+
+void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>& layers, const std::string& prefix,
+                         const PostNormLayerNames& names, const ModelConfig& config) {
   const int64_t h = config.hidden_size;
   const int64_t ffn = config.intermediate_size;
-  encoder.layers.resize(config.num_hidden_layers);
+  layers.resize(config.num_hidden_layers);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    PostNormLayerWeights& layer = encoder.layers[i];
-    const std::string base = prefix + layers_path + std::to_string(i) + ".";
+    PostNormLayerWeights& layer = layers[i];
+    const std::string base = prefix + std::to_string(i) + ".";
     const TensorSpec qkv[] = {{base + names.query + ".weight", {h, h}}, {base + names.key + ".weight", {h, h}},
                               {base + names.value + ".weight", {h, h}}};
     const TensorSpec qkv_bias[] = {{base + names.query + ".bias", {h}}, {base + names.key + ".bias", {h}},

@@ -185,6 +185,10 @@ struct PostNormEncoderWeights {
 // LayerNorm); not the head nor the position bias.
 void VisitPostNormEncoder(TensorVisitor& visit, PostNormEncoderWeights& encoder, const std::string& prefix,
                           const std::string& layers_path, const PostNormLayerNames& names, const ModelConfig& config);
+// The config's num_hidden_layers post-norm layers alone, layer i under `prefix` + "i." (DeBERTa,
+// whose embeddings and position tables differ).
+void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>& layers, const std::string& prefix,
+                         const PostNormLayerNames& names, const ModelConfig& config);
 
 // The model of BERT, RoBERTa, DistilBERT and MPNet, whose families differ in their schemas
 // and settings only. Forward: EmbedAbsolute with positions from config.position_offset, then
