@@ -69,7 +69,8 @@ inline bool WriteOut(std::string* text) {
 }
 
 // Runs `batch` through `engine`, appends each sequence's result to `output` with
-// `print_row(row, output)`, writes it to stdout and empties the batch. `first_line` (the input
+// `print_row(result, sequence, output)` (result: the step's LazyResult), writes it to stdout
+// and empties the batch. `first_line` (the input
 // line of the batch's first sequence) names the lines in errors and advances. Returns 0, or
 // the exit code after printing the error prefixed by `command`.
 template <typename PrintRow>
@@ -83,7 +84,7 @@ int RunBatch(engine::Engine& engine, const engine::StepOptions& step, const char
               << status.message() << "\n";
     return 2;
   }
-  for (size_t s = 0; s < batch.sequences(); ++s) print_row(result->Row(static_cast<int64_t>(s)), output);
+  for (size_t s = 0; s < batch.sequences(); ++s) print_row(*result, static_cast<int64_t>(s), output);
   first_line += batch.sequences();
   batch.Clear();
   if (!WriteOut(&output)) {
@@ -117,6 +118,30 @@ inline void AppendJsonFloat(float value, std::string* out) {
   out->append(text, result.ptr);
 }
 
+
+// `values` as a JSON array of numbers: [f,f,…].
+inline void AppendJsonArray(std::span<const float> values, std::string* out) {
+  out->push_back('[');
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    AppendJsonFloat(values[i], out);
+  }
+  out->push_back(']');
+}
+
+// Checks token ids read from a line against the model: inside the vocabulary and not longer
+// than the position table allows (`max_ids`, 0: no limit). Returns the problem, or "".
+inline std::string CheckTokenIds(std::span<const int32_t> ids, int64_t vocabulary, int64_t max_ids) {
+  for (int32_t id : ids) {
+    if (id >= vocabulary) {
+      return "token id " + std::to_string(id) + " is outside the vocabulary (size " + std::to_string(vocabulary) + ")";
+    }
+  }
+  if (max_ids > 0 && static_cast<int64_t>(ids.size()) > max_ids) {
+    return std::to_string(ids.size()) + " token ids; the model takes at most " + std::to_string(max_ids);
+  }
+  return "";
+}
 
 // Parses "12 7 99" (spaces or tabs) into `ids`; false with `bad` set to the first non-id.
 inline bool ParseTokenIds(std::string_view line, std::vector<int32_t>* ids, std::string* bad) {

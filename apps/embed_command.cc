@@ -4,11 +4,20 @@
 // the final special token, prompts only when --prompt-name names one. Lines are packed into
 // ragged batches (up to --batch-lines lines and --batch-tokens tokens) for Engine::Step, and
 // each batch's vectors are printed, in input order, as soon as it is done.
+//
+// What a line prints (automated checks read these exactly):
+//   pooled embeddings             [f,f,…]
+//   --pooling none                [[f,…],[f,…],…]: the last hidden state, one array per token
+//                                 (special tokens included), needs --no-normalize
+//   --pooling splade (or a SPLADE model's default)
+//                                 {"id":f,…}: the non-zero entries of the sparse vector, keyed
+//                                 by vocabulary id, in id order
 #include "embed_command.h"
 
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,13 +65,31 @@ int RunEmbed(EmbedOptions options) {
   engine::StepOptions step;
   step.output = engine::StepOutput::kEmbeddings;
   step.normalize = !options.no_normalize;
-  if (!options.pooling.empty()) {
+  const bool per_token = options.pooling == "none";
+  if (per_token) {
+    step.output = engine::StepOutput::kTokenEmbeddings;
+    if (!options.no_normalize) {
+      return Fail("--pooling none prints the raw last hidden state, which is not normalised: add --no-normalize");
+    }
+    if (options.dimensions != 0) return Fail("--dimensions applies to pooled embeddings, not to --pooling none");
+  } else if (!options.pooling.empty()) {
     step.pooling = engine::ParsePoolingOption(options.pooling);
-    if (!step.pooling) return Fail("unknown --pooling '" + options.pooling + "' (supported: cls, mean, max, last-token)");
+    if (!step.pooling) {
+      return Fail("unknown --pooling '" + options.pooling +
+                  "' (supported: cls, mean, max, last-token, weightedmean, mean_sqrt_len_tokens, splade, none)");
+    }
   } else if (!engine.default_pooling().has_value()) {
     return Fail(options.model + " has no sentence-transformers pooling config (1_Pooling/config.json): "
-                "choose one with --pooling cls|mean|last-token");
+                "choose one with --pooling cls|mean|max|last-token|weightedmean|mean_sqrt_len_tokens|none");
   }
+  // The pooling the steps will use decides the output's form: splade vectors print sparse.
+  const std::optional<engine::ops::PoolingMode> pooling = step.pooling ? step.pooling : engine.default_pooling();
+  const bool sparse = !per_token && pooling == engine::ops::PoolingMode::kSplade;
+  if (sparse && engine.config().head != engine::ModelHead::kMaskedLm) {
+    return Fail(options.model + ": " + engine.config().architecture +
+                " has no masked-LM head; --pooling splade needs a …ForMaskedLM model");
+  }
+  if (sparse && options.dimensions != 0) return Fail("--dimensions cannot truncate splade (sparse) vectors");
   if (options.dimensions != 0) {
     if (options.dimensions < 0 || options.dimensions > engine.embedding_width()) {
       return Fail("--dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
@@ -104,32 +131,39 @@ int RunEmbed(EmbedOptions options) {
   size_t first_line = 1;  // line number of the batch's first sequence
   std::string line, text, output, bad;
   std::vector<int32_t> ids;
-  auto flush = [&] {
-    return RunBatch(engine, step, "stamen embed", batch, first_line, output,
-                    [](std::span<const float> row, std::string& out) {
-                      out.push_back('[');
-                      for (size_t i = 0; i < row.size(); ++i) {
-                        if (i > 0) out.push_back(',');
-                        AppendJsonFloat(row[i], &out);
-                      }
-                      out.append("]\n");
-                    });
+  auto print = [&](const engine::LazyResult& result, int64_t sequence, std::string& out) {
+    if (per_token) {
+      const engine::Tensor rows = result.SequenceRows(sequence);
+      const int64_t width = rows.dim(1);
+      out.push_back('[');
+      for (int64_t t = 0; t < rows.dim(0); ++t) {
+        if (t > 0) out.push_back(',');
+        AppendJsonArray({rows.data<float>() + t * width, static_cast<size_t>(width)}, &out);
+      }
+      out.append("]\n");
+    } else if (sparse) {
+      const std::span<const float> row = result.Row(sequence);
+      out.push_back('{');
+      bool first = true;
+      for (size_t id = 0; id < row.size(); ++id) {
+        if (row[id] == 0.0f) continue;
+        out.append(first ? "\"" : ",\"").append(std::to_string(id)).append("\":");
+        AppendJsonFloat(row[id], &out);
+        first = false;
+      }
+      out.append("}\n");
+    } else {
+      AppendJsonArray(result.Row(sequence), &out);
+      out.push_back('\n');
+    }
   };
+  auto flush = [&] { return RunBatch(engine, step, "stamen embed", batch, first_line, output, print); };
 
   while (reader.Next(&line)) {
     const std::string where = "line " + std::to_string(reader.number()) + ": ";
     if (options.token_ids) {
       if (!ParseTokenIds(line, &ids, &bad)) return Fail(where + "'" + bad + "' is not a token id");
-      for (int32_t id : ids) {
-        if (id >= vocabulary) {
-          return Fail(where + "token id " + std::to_string(id) + " is outside the vocabulary (size " +
-                      std::to_string(vocabulary) + ")");
-        }
-      }
-      if (max_ids > 0 && static_cast<int64_t>(ids.size()) > max_ids) {
-        return Fail(where + std::to_string(ids.size()) + " token ids; the model takes at most " +
-                    std::to_string(max_ids));
-      }
+      if (std::string problem = CheckTokenIds(ids, vocabulary, max_ids); !problem.empty()) return Fail(where + problem);
     } else {
       if (prompt.empty()) {
         tokenizer->Encode(line, static_cast<size_t>(max_length), &ids);
@@ -151,14 +185,18 @@ int RunEmbed(EmbedOptions options) {
 void AddEmbedCommand(CLI::App& app) {
   auto options = std::make_shared<EmbedOptions>();
   CLI::App* command = app.add_subcommand(
-      "embed", "Embed stdin, one text per line, printing one JSON array of floats per line");
+      "embed",
+      "Embed stdin, one text per line, printing one JSON array of floats per line (per-token arrays with "
+      "--pooling none, an {\"id\": value} object of the non-zero entries with --pooling splade)");
   command->add_option("--model", options->model,
                       "Hugging Face model folder (config.json, safetensors, tokenizer), or hub id org/name "
                       "(from the hub cache, pulled when missing)")
       ->required();
   command->add_flag("--offline", options->offline, "Never touch the network: org/name must be in the hub cache");
   command->add_option("--pooling", options->pooling,
-                      "cls, mean, max or last-token (default: the folder's 1_Pooling/config.json)");
+                      "cls, mean, max, last-token, weightedmean, mean_sqrt_len_tokens, splade (a …ForMaskedLM "
+                      "model's sparse vector), or none (every token's last hidden state) (default: the folder's "
+                      "1_Pooling/config.json; splade for …ForMaskedLM)");
   command->add_flag("--no-normalize", options->no_normalize, "Do not L2-normalise the vectors");
   command->add_option("--dimensions", options->dimensions, "Keep only the leading N dimensions (Matryoshka)");
   command->add_option("--prompt-name", options->prompt_name,

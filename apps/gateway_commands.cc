@@ -2,13 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 
 #include "engine/model_options.h"
 #include "engine/yes_no_reranker.h"
 #include "gateway/gateway.h"
+#include "gateway/json_log.h"
 #include "hub/resolve_model.h"
 #include "server/local_worker.h"
 #include "device_option.h"
@@ -22,7 +28,10 @@ struct GatewayCommandOptions {
   std::string workers;  // --workers host:port,...
   std::string pooling;
   std::string yes_no_reranker = "auto";
+  std::string model;  // --model: the same as --model-id
   bool offline = false;
+  bool json_output = false;
+  hub::ResolveOptions hub;  // --revision, --hf-token, --huggingface-hub-cache
   std::string log_level = "info";
   double request_timeout_seconds = 60;  // --request-timeout
   double worker_timeout_seconds = 60;   // --worker-timeout (gateway)
@@ -32,7 +41,24 @@ struct GatewayCommandOptions {
 // --model DIR or org/name (found in, or pulled into, the Hugging Face cache); the model id
 // defaults to the hub id.
 bool ResolveModelFolder(GatewayCommandOptions& options, std::string* error) {
-  auto folder = hub::ResolveModel(options.gateway.model_dir, {.offline = options.offline});
+  std::string& model = options.gateway.model_dir;  // --model-id (or MODEL_ID)
+  const char* environment = std::getenv("MODEL_ID");
+  // The command line wins over the environment.
+  if (!options.model.empty() && environment != nullptr && model == environment) model = options.model;
+  if (!options.model.empty() && !model.empty() && options.model != model) {
+    // Before TEI's names, --model-id was the served name: say what it is now.
+    *error = "--model " + options.model + " and --model-id " + model +
+             " both name the model (--model-id is the model, as in Text Embeddings Inference); name the served "
+             "model with --served-model-name";
+    return false;
+  }
+  if (model.empty()) model = options.model;
+  if (model.empty()) {
+    *error = "no model: give --model-id (or --model, or the MODEL_ID environment variable)";
+    return false;
+  }
+  options.hub.offline = options.offline;
+  auto folder = hub::ResolveModel(options.gateway.model_dir, options.hub);
   if (!folder.ok()) {
     *error = folder.status().message();
     return false;
@@ -48,18 +74,60 @@ std::chrono::milliseconds Milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-// Options the gateway and serve share, with TEI's names.
+// --host (TEI's --hostname) as an address to listen on: a name is resolved to its first
+// address.
+bool ResolveHost(GatewayCommandOptions& options, std::string* error) {
+  std::string& host = options.gateway.host;
+  in6_addr unused;
+  if (inet_pton(AF_INET, host.c_str(), &unused) == 1 || inet_pton(AF_INET6, host.c_str(), &unused) == 1) return true;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int code = getaddrinfo(host.c_str(), nullptr, &hints, &found); code != 0 || found == nullptr) {
+    *error = "--host/--hostname '" + host + "' is neither an address nor a name that resolves: " + gai_strerror(code);
+    return false;
+  }
+  char address[INET6_ADDRSTRLEN] = {};
+  const void* bytes = found->ai_family == AF_INET6
+                          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
+                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
+  inet_ntop(found->ai_family, bytes, address, sizeof(address));
+  freeaddrinfo(found);
+  host = address;
+  return true;
+}
+
+// Options the gateway and serve share, with TEI's names and environment variables
+// (router/src/main.rs: each flag's name in upper snake case).
 void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   gateway::GatewayOptions& g = options.gateway;
-  command->add_option("--model", g.model_dir, "Hugging Face model folder, or a hub id org/name (pulled when missing)")
-      ->required();
+  command->add_option("--model-id", g.model_dir,
+                      "The model: a Hugging Face model folder, or a hub id org/name (pulled when missing)")
+      ->envname("MODEL_ID");
+  command->add_option("--model", options.model, "The same as --model-id");
+  command->add_option("--served-model-name", g.model_id,
+                      "Name reported by /info, /v1/models and in responses (default: the hub id, else the folder's name)")
+      ->envname("SERVED_MODEL_NAME");
+  command->add_option("--revision", options.hub.revision, "Revision of a hub model: branch, tag or commit")
+      ->envname("REVISION")
+      ->capture_default_str();
+  command->add_option("--hf-token", options.hub.token, "Hugging Face token for gated and private models")
+      ->envname("HF_TOKEN");
+  command->add_option("--huggingface-hub-cache", options.hub.cache_dir,
+                      "Hugging Face hub cache folder (default: $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub)")
+      ->envname("HUGGINGFACE_HUB_CACHE");
   command->add_flag("--offline", options.offline, "Never touch the network: org/name must be in the hub cache");
-  command->add_option("--model-id", g.model_id, "Name reported by /info and in responses (default: folder name)");
-  command->add_option("--host", g.host, "Address to listen on")->capture_default_str();
-  command->add_option("--port", g.port, "HTTP port")->capture_default_str();
+  // Not TEI's HOSTNAME variable: Docker and some shells (RHEL's /etc/profile) export it as the
+  // machine's name, which would move a server meant for loopback onto the network unasked.
+  command->add_option("--host,--hostname", g.host, "Address (or a name resolving to it) to listen on")
+      ->capture_default_str();
+  command->add_option("--port,-p", g.port, "HTTP port")->envname("PORT")->capture_default_str();
   command->add_option("--max-concurrent-requests", g.max_concurrent_requests,
-                      "Requests in flight beyond which new ones get 429")->capture_default_str();
+                      "Requests in flight beyond which new ones get 429")
+      ->envname("MAX_CONCURRENT_REQUESTS")
+      ->capture_default_str();
   command->add_option("--max-client-batch-size", g.max_client_batch_size, "Most inputs in one request (413 beyond)")
+      ->envname("MAX_CLIENT_BATCH_SIZE")
       ->capture_default_str();
   command->add_option("--bulk-threshold", g.bulk_threshold,
                       "Embedding requests of more inputs than this run at low priority unless they name one "
@@ -71,13 +139,18 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command->add_option("--payload-limit", g.payload_limit, "Largest request body in bytes (413 beyond)")
+      ->envname("PAYLOAD_LIMIT")
       ->capture_default_str();
   command->add_flag("--auto-truncate", g.auto_truncate,
-                    "Truncate inputs longer than the model's maximum instead of answering 422");
-  command->add_option("--default-prompt", g.default_prompt, "Text prepended to inputs that name no prompt");
+                    "Truncate inputs longer than the model's maximum instead of answering 422")
+      ->envname("AUTO_TRUNCATE");
+  command->add_option("--default-prompt", g.default_prompt, "Text prepended to inputs that name no prompt")
+      ->envname("DEFAULT_PROMPT");
   command->add_option("--default-prompt-name", g.default_prompt_name,
-                      "Prompt of config_sentence_transformers.json used when a request names none");
-  command->add_option("--pooling", options.pooling, "Override the model's pooling: cls, mean, max, last-token");
+                      "Prompt of config_sentence_transformers.json used when a request names none")
+      ->envname("DEFAULT_PROMPT_NAME");
+  command->add_option("--pooling", options.pooling, "Override the model's pooling: cls, mean, max, last-token")
+      ->envname("POOLING");
   command->add_option("--yes-no-reranker", options.yes_no_reranker,
                       "Run a *ForCausalLM folder as a yes/no reranker (Qwen3-Reranker): auto (a causal LM without "
                       "sentence-transformers modules.json, unless --pooling is given), on or off")
@@ -85,8 +158,10 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   command->add_option("--instruction", g.yes_no_instruction,
                       "A yes/no reranker's <Instruct> (default: the folder's yes_no_reranker.json, else the model "
                       "card's web-search instruction)");
-  command->add_option("--api-key", g.api_key, "Require 'Authorization: Bearer <key>' on every route but /health");
+  command->add_option("--api-key", g.api_key, "Require 'Authorization: Bearer <key>' on every route but /health")
+      ->envname("API_KEY");
   command->add_option("--tokenization-workers", g.tokenization_workers, "Tokenization threads (0: one per core)")
+      ->envname("TOKENIZATION_WORKERS")
       ->capture_default_str();
   command->add_option("--http-threads", g.http_threads, "HTTP I/O threads")->capture_default_str();
   command->add_option("--request-timeout", options.request_timeout_seconds,
@@ -95,6 +170,12 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
       ->capture_default_str();
   command->add_option("--log-level", options.log_level, "trace, debug (a line per batch), info, warn, error")
       ->capture_default_str();
+  command->add_flag("--json-output", options.json_output, "Logs as JSON lines (timestamp, level, message, target)")
+      ->envname("JSON_OUTPUT");
+  command->add_option("--cors-allow-origin", g.cors_allow_origins,
+                      "Origins whose browser requests get CORS headers (repeat it or give a comma list; * for any)")
+      ->envname("CORS_ALLOW_ORIGIN")
+      ->delimiter(',');
 }
 
 int Fail(const std::string& command, const std::string& message) {
@@ -117,10 +198,18 @@ bool ResolvePooling(GatewayCommandOptions& options, std::string* error) {
   return options.gateway.pooling.has_value();
 }
 
-int RunServe(GatewayCommandOptions& options, server::LocalWorkerOptions worker_options) {
+// Log level and format, before anything is logged.
+void SetUpLogging(const GatewayCommandOptions& options) {
   spdlog::set_level(spdlog::level::from_str(options.log_level));
+  if (options.json_output) gateway::UseJsonLogs();
+}
+
+int RunServe(GatewayCommandOptions& options, server::LocalWorkerOptions worker_options) {
+  SetUpLogging(options);
   std::string error;
-  if (!ResolvePooling(options, &error) || !ResolveModelFolder(options, &error)) return Fail("serve", error);
+  if (!ResolvePooling(options, &error) || !ResolveHost(options, &error) || !ResolveModelFolder(options, &error)) {
+    return Fail("serve", error);
+  }
   options.gateway.request_timeout = Milliseconds(options.request_timeout_seconds);
   BlockTerminationSignals();
   metrics::Registry registry;
@@ -147,9 +236,11 @@ int RunServe(GatewayCommandOptions& options, server::LocalWorkerOptions worker_o
 }
 
 int RunGateway(GatewayCommandOptions& options) {
-  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  SetUpLogging(options);
   std::string error;
-  if (!ResolvePooling(options, &error) || !ResolveModelFolder(options, &error)) return Fail("gateway", error);
+  if (!ResolvePooling(options, &error) || !ResolveHost(options, &error) || !ResolveModelFolder(options, &error)) {
+    return Fail("gateway", error);
+  }
   options.gateway.request_timeout = Milliseconds(options.request_timeout_seconds);
   options.gateway.dispatcher.call_timeout = Milliseconds(options.worker_timeout_seconds);
   options.gateway.dispatcher.health_interval = Milliseconds(options.health_interval_seconds);
@@ -182,8 +273,13 @@ void AddServeCommand(CLI::App& app) {
   command->add_option("--device", *device, "Where the model runs: cpu, cuda or cuda:N (bf16 on the GPU)")
       ->capture_default_str();
   command->add_option("--max-batch-tokens", worker->scheduler.max_batch_tokens,
-                      "Token budget of one batch (default: the device's, 2048 on CPU, 512 on a GPU)");
+                      "Token budget of one batch (default: the device's, 2048 on CPU, 512 on a GPU)")
+      ->envname("MAX_BATCH_TOKENS");
+  command->add_option("--query-batch-tokens", worker->scheduler.query_batch_tokens,
+                      "Token budget of a batch that starts a short request beside bulk work, so that queries do "
+                      "not wait for two full batches (default: half of --max-batch-tokens)");
   command->add_option("--max-batch-requests", worker->scheduler.max_batch_sequences, "Most sequences in one batch")
+      ->envname("MAX_BATCH_REQUESTS")
       ->capture_default_str();
   command->add_option("--max-queued-tokens", worker->scheduler.max_queued_tokens,
                       "Tokens waiting beyond which requests get 429 (default: 512 batches)");

@@ -1,10 +1,12 @@
-// Implements `stamen rerank` for cross-encoders (…ForSequenceClassification with one label)
+// Implements `stamen rerank` for cross-encoders and classifiers (…ForSequenceClassification)
 // and yes/no LLM rerankers (Qwen3-Reranker, engine/yes_no_reranker.h): each pair is encoded
 // with the tokenizer's pair template, truncated longest-first to the model's maximum length
 // (a yes/no reranker's: the chat template around the instruction, query and document, its
-// body cut), or read as token ids already templated (--token-ids), packed into ragged
-// batches and scored by Engine::Step. One raw score per line: a cross-encoder's logit, a
-// yes/no reranker's logit_yes − logit_no (sigmoid of it is the yes probability).
+// body cut), or, with --token-ids, each line is the ids of one already templated input (token
+// types all 0, as transformers assumes for input_ids alone), packed into ragged batches and
+// scored by Engine::Step. A line prints the raw score of a one-label head (a cross-encoder's
+// logit, a yes/no reranker's logit_yes − logit_no, whose sigmoid is the yes probability), or
+// the JSON array of all logits of a head with several labels.
 #include "rerank_command.h"
 
 #include <iostream>
@@ -24,6 +26,7 @@ namespace {
 struct RerankOptions {
   std::string model;
   bool offline = false;
+  bool token_ids = false;
   std::string device = "cpu";
   int threads = 0;
   size_t batch_lines = 32;
@@ -57,19 +60,16 @@ int RunRerank(RerankOptions options) {
     return Fail(options.model + ": " + config.architecture +
                 " is not a cross-encoder (rerank needs a …ForSequenceClassification model)");
   }
-  if (config.num_labels != 1) {
-    return Fail(options.model + ": the classifier has " + std::to_string(config.num_labels) +
-                " labels; rerank needs a model with one relevance score");
-  }
-  const bool yes_no = !config.yes_no_token_ids.empty();
-  if (!yes_no && !options.instruction.empty()) return Fail("--instruction applies to yes/no rerankers only");
-  if (options.token_ids && !options.instruction.empty()) return Fail("--instruction applies to texts, not to --token-ids input");
+  const bool several_labels = config.num_labels > 1;
   std::unique_ptr<engine::ModelTokenizer> tokenizer;
   if (!options.token_ids) {
     auto model_tokenizer = engine::ModelTokenizer::Load(options.model, config);
     if (!model_tokenizer.ok()) return Fail(model_tokenizer.status().message());
     tokenizer = std::move(model_tokenizer.value());
   }
+  const bool yes_no = !config.yes_no_token_ids.empty();
+  if (!yes_no && !options.instruction.empty()) return Fail("--instruction applies to yes/no rerankers only");
+  if (options.token_ids && !options.instruction.empty()) return Fail("--instruction applies to texts, not to --token-ids input");
   engine::YesNoTemplate prompt;
   if (yes_no) {
     auto read = engine::ReadYesNoTemplate(options.model, options.instruction);
@@ -89,37 +89,39 @@ int RunRerank(RerankOptions options) {
   std::vector<int32_t> ids, types;
   auto flush = [&] {
     return RunBatch(engine, step, "stamen rerank", batch, first_line, output,
-                    [](std::span<const float> row, std::string& out) {
-                      AppendJsonFloat(row[0], &out);
+                    [several_labels](const engine::LazyResult& result, int64_t sequence, std::string& out) {
+                      const std::span<const float> logits = result.Row(sequence);
+                      if (several_labels) {
+                        AppendJsonArray(logits, &out);
+                      } else {
+                        AppendJsonFloat(logits[0], &out);
+                      }
                       out.push_back('\n');
                     });
   };
 
   while (reader.Next(&line)) {
-    const std::string where = "line " + std::to_string(reader.number()) + ": ";
-    const size_t tab = line.find('\t');
     if (options.token_ids) {
-      // One templated sequence per line; no token types.
+      const std::string where = "line " + std::to_string(reader.number()) + ": ";
       if (!ParseTokenIds(line, &ids, &bad)) return Fail(where + "'" + bad + "' is not a token id");
+      if (std::string problem = CheckTokenIds(ids, config.vocab_size, max_ids); !problem.empty()) {
+        return Fail(where + problem);
+      }
       if (ids.empty()) return Fail(where + "no token ids");
-      for (int32_t id : ids) {
-        if (id >= config.vocab_size) {
-          return Fail(where + "token id " + std::to_string(id) + " is outside the vocabulary (size " +
-                      std::to_string(config.vocab_size) + ")");
-        }
+      if (const int rc = AddToBatch(batch, ids, {}, options.batch_tokens, options.batch_lines, flush); rc != 0) {
+        return rc;
       }
-      if (max_ids > 0 && static_cast<int64_t>(ids.size()) > max_ids) {
-        return Fail(where + std::to_string(ids.size()) + " token ids; the model takes at most " + std::to_string(max_ids));
-      }
-      types.clear();
-    } else if (tab == std::string::npos) {
+      continue;
+    }
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) {
       return Fail("line " + std::to_string(reader.number()) + " has no tab: lines must be query<TAB>document");
-    } else if (yes_no) {
-      const std::string_view view(line);
+    }
+    const std::string_view view(line);
+    if (yes_no) {
       tokenizer->EncodeYesNoPair(prompt, view.substr(0, tab), view.substr(tab + 1), max_length, &ids);
       types.clear();
     } else {
-      const std::string_view view(line);
       tokenizer->EncodePair(view.substr(0, tab), view.substr(tab + 1), max_length, &ids, &types);
     }
     const auto type_ids = with_types && !types.empty() ? std::span<const int32_t>(types) : std::span<const int32_t>();
@@ -137,12 +139,16 @@ void AddRerankCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "rerank",
       "Score stdin's query<TAB>document lines with a cross-encoder or a yes/no LLM reranker, one raw score per line "
-      "(the logit; for a yes/no reranker logit_yes - logit_no, whose sigmoid is P(yes))");
+      "(the logit; for a yes/no reranker logit_yes - logit_no, whose sigmoid is P(yes); a JSON array of the logits "
+      "per line for a classifier with several labels)");
   command->add_option("--model", options->model,
                       "Hugging Face cross-encoder or yes/no reranker folder, or hub id org/name (from the hub cache, "
                       "pulled when missing)")
       ->required();
   command->add_flag("--offline", options->offline, "Never touch the network: org/name must be in the hub cache");
+  command->add_flag("--token-ids", options->token_ids,
+                    "Lines are space-separated token ids of one templated input each (special tokens included), "
+                    "used as they are");
   command->add_option("--device", options->device, "Where to run: cpu, cuda or cuda:N (bf16 on the GPU)");
   command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
   command->add_option("--batch-lines", options->batch_lines, "Most pairs per engine step");

@@ -62,6 +62,9 @@ void AddWorkerCommand(CLI::App& app) {
                       "Token budget of one batch (default: the device's, 2048 on CPU, 512 on a GPU)");
   server.worker.scheduler.max_batch_tokens = 0;
   server.worker.scheduler.max_queued_tokens = 0;
+  command->add_option("--query-batch-tokens", server.worker.scheduler.query_batch_tokens,
+                      "Token budget of a batch that starts a short request beside bulk work, so that queries do "
+                      "not wait for two full batches (default: half of --max-batch-tokens)");
   command->add_option("--max-batch-requests", server.worker.scheduler.max_batch_sequences,
                       "Most sequences in one batch")
       ->capture_default_str();

@@ -23,4 +23,4 @@ if [[ -z "$model" || ! -f "$model/model.safetensors" ]]; then
   [[ -f "$model/config.json" ]] || "$stamen" make-model --like all-MiniLM-L6-v2 --random-seed 1 --out "$model" >&2
 fi
 echo "serving $model_id from $model; stop with Ctrl-C" >&2
-exec "$stamen" serve --model "$model" --model-id "$model_id" "$@"
+exec "$stamen" serve --model "$model" --served-model-name "$model_id" "$@"

@@ -28,6 +28,7 @@ DEBIAN_PACKAGES=(
   libcurl4-openssl-dev  # HTTPS downloads from the Hugging Face hub (src/hub)
   # tooling: callgrind, libFuzzer (fuzz preset)
   valgrind clang-14 libclang-rt-14-dev
+  libomp-14-dev  # OpenMP for clang: the fuzz preset links the engine (find_package(OpenMP))
 )
 
 missing_packages() {

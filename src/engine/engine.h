@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/model_config.h"
 #include "engine/ops/pooling.h"
@@ -74,6 +75,7 @@ struct DeviceStats {
   size_t graph_bytes = 0;         // accounted against memory_cap_bytes
   double capture_seconds = 0.0;   // total time spent capturing and instantiating
   int64_t inflection_tokens = 0;  // current graph limit (max_tokens, or lower once measured)
+  size_t memory_used_bytes = 0;   // on the whole device (cudaMemGetInfo), as nvidia-smi counts it
 };
 
 // A batch of sequences packed end to end: sequence s is token_ids[cu_seqlens[s] :
@@ -85,16 +87,24 @@ struct Batch {
 };
 
 enum class StepOutput {
-  kEmbeddings,       // [S, dimensions]: pooled, optionally normalised
+  // [S, dimensions]: pooled, optionally normalised. With splade pooling (a …ForMaskedLM model)
+  // [S, vocab]: the SPLADE vector of each sequence, dense but mostly zeros, never normalised
+  // (as TEI's /embed_sparse and sentence-transformers' SparseEncoder give it); callers keep
+  // the non-zero entries (index = vocabulary id).
+  kEmbeddings,
   kScores,           // [S, num_labels]: raw logits of a classification head
-  kTokenEmbeddings,  // [T, hidden]: the last hidden state of every token
+  // [T, hidden]: the last hidden state of every token (special tokens included), neither
+  // pooled nor normalised, with the batch's cu_seqlens in the result (SequenceRows): what
+  // TEI's /embed_all and late chunking (pooling spans of a long text's tokens) start from.
+  kTokenEmbeddings,
 };
 
 struct StepOptions {
   StepOutput output = StepOutput::kEmbeddings;
   // Overrides the model's pooling (sentence-transformers config, else the family's default).
   std::optional<ops::PoolingMode> pooling = std::nullopt;
-  // L2-normalise embeddings (after truncation to `dimensions`), as TEI does by default.
+  // L2-normalise embeddings (after truncation to `dimensions`), as TEI does by default; dense
+  // pooled embeddings only (not splade vectors, not per-token states).
   bool normalize = true;
   // Keep only the leading `dimensions` of each embedding (Matryoshka); 0 keeps all.
   int64_t dimensions = 0;
@@ -109,6 +119,10 @@ class LazyResult {
   // F32 [rows, columns] in host memory, row-major. Valid after a successful Wait().
   const Tensor& values() const { return values_; }
   std::span<const float> Row(int64_t row) const;
+  // kTokenEmbeddings only: the step's cu_seqlens (S + 1 offsets into the rows of values()),
+  // and sequence s's rows [tokens of s, hidden] (an empty tensor for another s or output).
+  std::span<const int32_t> sequence_offsets() const { return sequence_offsets_; }
+  Tensor SequenceRows(int64_t sequence) const;
 
   // For device backends: `values` (host memory, e.g. a pinned buffer) becomes valid once
   // `wait` has returned ok; Wait() calls it once.
@@ -117,6 +131,7 @@ class LazyResult {
  private:
   friend class Engine;
   Tensor values_;
+  std::vector<int32_t> sequence_offsets_;
   Status status_;
   std::function<Status()> wait_;
 };
@@ -135,14 +150,20 @@ class Engine {
 
   const ModelConfig& config() const { return config_; }
   const SentenceTransformersConfig& sentence_transformers() const { return sentence_transformers_; }
-  // The pooling used when a step names none: the sentence-transformers Pooling module, else
-  // last-token for causal decoders and mean for bidirectional ones; unset for encoders
-  // without one (steps must then name it).
+  // The pooling used when a step names none: the sentence-transformers Pooling (or
+  // SpladePooling) module, else last-token for causal decoders, mean for bidirectional ones
+  // and splade for …ForMaskedLM models; unset for other encoders without one (steps must
+  // then name it). DefaultPooling in model_config.h says the same without loading.
   std::optional<ops::PoolingMode> default_pooling() const { return default_pooling_; }
   int64_t hidden_size() const { return config_.hidden_size; }
-  // The width of the embeddings a step gives (before Matryoshka truncation): the last
-  // sentence-transformers Dense module's out_features, else the hidden size.
-  int64_t embedding_width() const { return sentence_transformers_.EmbeddingWidth(config_.hidden_size); }
+  // The width of the embeddings a step gives by default (before Matryoshka truncation): the
+  // vocabulary size for a SPLADE model, else the last sentence-transformers Dense module's
+  // out_features, else the hidden size.
+  // (DefaultEmbeddingWidth in model_config.h, for callers that have not loaded the model).
+  int64_t embedding_width() const {
+    if (default_pooling_ == ops::PoolingMode::kSplade) return config_.vocab_size;
+    return sentence_transformers_.EmbeddingWidth(config_.hidden_size);
+  }
   Device device() const { return device_; }
   // What the matrix products compute in, as TEI's /info names it: "float32" on the CPU,
   // "bfloat16" on CUDA (weights are converted once at load).

@@ -16,8 +16,21 @@ namespace stamen::engine {
 
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
-enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3 };
-enum class ModelHead { kNone, kSequenceClassification };
+enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3, kDeberta };
+// kMaskedLm: the masked-language-model head (…ForMaskedLM), used for SPLADE sparse vectors.
+enum class ModelHead { kNone, kSequenceClassification, kMaskedLm };
+
+// DeBERTa-v2/v3's position settings (models/deberta.cc reads and uses them).
+struct DisentangledAttentionConfig {
+  bool relative_attention = false;
+  bool content_to_position = false;  // pos_att_type has "c2p"
+  bool position_to_content = false;  // pos_att_type has "p2c"
+  int64_t position_buckets = 0;      // 0: no log buckets
+  int64_t max_relative_positions = 0;  // resolved: max_position_embeddings when the config gives < 1
+  bool share_att_key = false;  // position queries/keys through the layer's query_proj / key_proj
+  bool norm_relative_embeddings = false;  // norm_rel_ebd has "layer_norm"
+  bool position_biased_input = true;      // absolute position embeddings added to the input
+};
 
 struct ModelConfig {
   std::string architecture;  // as config.json names it, e.g. "XLMRobertaForSequenceClassification"
@@ -68,6 +81,7 @@ struct ModelConfig {
   // them (with head kSequenceClassification, one label) when it loads such a folder as a
   // reranker, and the head is the difference of the two lm_head rows. Empty otherwise.
   std::vector<int32_t> yes_no_token_ids;
+  DisentangledAttentionConfig disentangled;  // DeBERTa only
   int64_t num_labels = 0;            // classification heads only
   std::vector<std::string> id2label;  // num_labels names, "LABEL_i" when not given
 };
@@ -104,6 +118,15 @@ struct SentenceTransformersConfig {
   // transformer's hidden size.
   int64_t EmbeddingWidth(int64_t hidden_size) const { return dense.empty() ? hidden_size : dense.back().out_features; }
 };
+
+// The pooling a step uses when it names none: the sentence-transformers Pooling (or
+// SpladePooling) module, else last-token for causal decoders, mean for bidirectional ones and
+// splade for …ForMaskedLM models; nullopt for other encoders without one. Engine::Load and
+// whoever describes a model folder without loading it (the gateway) agree through this.
+std::optional<ops::PoolingMode> DefaultPooling(const ModelConfig& config, const SentenceTransformersConfig& st);
+// The width of the embeddings a step gives by default: the vocabulary size when that pooling
+// is splade, else the last Dense module's out_features, else the hidden size.
+int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransformersConfig& st);
 
 // Reads modules.json, the Pooling module's config, config_sentence_transformers.json and
 // sentence_*_config.json from `model_dir`; a folder without them gives the defaults.

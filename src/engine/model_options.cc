@@ -22,6 +22,7 @@ std::string PoolingOptionName(ops::PoolingMode mode) {
 
 std::optional<ops::PoolingMode> ParsePoolingOption(std::string_view name) {
   if (name == "last-token") return ops::PoolingMode::kLastToken;
+  if (name == "mean-sqrt-len-tokens") return ops::PoolingMode::kMeanSqrtLen;
   return ops::PoolingModeFromName(name);
 }
 

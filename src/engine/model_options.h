@@ -16,10 +16,11 @@ namespace stamen::engine {
 // allowed), as /info, gRPC Info and the responses report it.
 std::string ModelIdOf(const std::string& model_dir, const std::string& model_id);
 
-// A pooling mode as the API and the command line write it: "cls", "mean", "max", "last-token".
+// A pooling mode as the API and the command line write it: "cls", "mean", "max", "last-token",
+// "weightedmean", "mean-sqrt-len-tokens", "splade".
 std::string PoolingOptionName(ops::PoolingMode mode);
-// The inverse, also taking the model files' spellings ("last_token", "lasttoken"); nullopt for
-// any other text.
+// The inverse, also taking the model files' spellings ("last_token", "lasttoken",
+// "mean_sqrt_len_tokens"); nullopt for any other text.
 std::optional<ops::PoolingMode> ParsePoolingOption(std::string_view name);
 
 // The text of the prompt called `name` in config_sentence_transformers.json; nullptr when the

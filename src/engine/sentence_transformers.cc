@@ -27,7 +27,9 @@ Status ReadPooling(const std::string& path, SentenceTransformersConfig* config) 
     std::string mode;
     STAMEN_RETURN_IF_ERROR(root.Optional("pooling_mode", &mode));
     config->pooling = ops::PoolingModeFromName(mode);
-    if (!config->pooling.has_value()) return root.Error("pooling_mode", "names unsupported mode '" + mode + "'");
+    if (!config->pooling.has_value() || *config->pooling == ops::PoolingMode::kSplade) {
+      return root.Error("pooling_mode", "names unsupported mode '" + mode + "'");
+    }
     return Status();
   }
   struct Flag {
@@ -39,8 +41,8 @@ Status ReadPooling(const std::string& path, SentenceTransformersConfig* config) 
       {"pooling_mode_mean_tokens", ops::PoolingMode::kMean},
       {"pooling_mode_max_tokens", ops::PoolingMode::kMax},
       {"pooling_mode_lasttoken", ops::PoolingMode::kLastToken},
-      {"pooling_mode_mean_sqrt_len_tokens", std::nullopt},
-      {"pooling_mode_weightedmean_tokens", std::nullopt},
+      {"pooling_mode_mean_sqrt_len_tokens", ops::PoolingMode::kMeanSqrtLen},
+      {"pooling_mode_weightedmean_tokens", ops::PoolingMode::kWeightedMean},
   };
   for (const Flag& flag : kFlags) {
     bool enabled = false;
@@ -53,6 +55,21 @@ Status ReadPooling(const std::string& path, SentenceTransformersConfig* config) 
     config->pooling = flag.mode;
   }
   if (!config->pooling.has_value()) return Status::Error(path + ": no pooling mode is enabled");
+  return Status();
+}
+
+// A sparse_encoder SpladePooling module: SPLADE as the engine computes it is max pooling of
+// relu activations (then log1p); other strategies would give other vectors, so they are refused.
+Status ReadSpladePooling(const std::string& path, SentenceTransformersConfig* config) {
+  auto document = JsonDocument::Load(path);
+  if (!document.ok()) return document.status();
+  const JsonObject root = document.value()->root();
+  std::string strategy = "max", activation = "relu";
+  STAMEN_RETURN_IF_ERROR(root.Optional("pooling_strategy", &strategy));
+  STAMEN_RETURN_IF_ERROR(root.Optional("activation_function", &activation));
+  if (strategy != "max") return root.Error("pooling_strategy", "is '" + strategy + "'; only 'max' is supported");
+  if (activation != "relu") return root.Error("activation_function", "is '" + activation + "'; only 'relu' is supported");
+  config->pooling = ops::PoolingMode::kSplade;
   return Status();
 }
 
@@ -106,14 +123,18 @@ Status ReadModules(const fs::path& folder, SentenceTransformersConfig* config) {
     if (module["type"].get(type) != simdjson::SUCCESS) return Status::Error(path + ": a module has no \"type\"");
     if (module["path"].get(module_path) != simdjson::SUCCESS) module_path = "";
     const std::string_view name = ClassName(type);
-    if (name == "Transformer") continue;
-    if ((name == "Pooling" || name == "Dense") && module_path.find("..") != std::string_view::npos) {
+    // MLMTransformer (sentence-transformers' sparse encoders) is the transformer with its
+    // masked-LM head: the architecture in config.json says which head the engine loads.
+    if (name == "Transformer" || name == "MLMTransformer") continue;
+    if ((name == "Pooling" || name == "Dense" || name == "SpladePooling") && module_path.find("..") != std::string_view::npos) {
       return Status::Error(path + ": module path '" + std::string(module_path) + "' leaves the model folder");
     }
     if (name == "Normalize") {
       config->normalize = true;
     } else if (name == "Pooling") {
       STAMEN_RETURN_IF_ERROR(ReadPooling((folder / module_path / "config.json").string(), config));
+    } else if (name == "SpladePooling") {
+      STAMEN_RETURN_IF_ERROR(ReadSpladePooling((folder / module_path / "config.json").string(), config));
     } else if (name == "Dense") {
       // The engine runs Dense on pooled vectors and normalises last; another order would
       // compute something else, so it is refused.
@@ -124,7 +145,8 @@ Status ReadModules(const fs::path& folder, SentenceTransformersConfig* config) {
       STAMEN_RETURN_IF_ERROR(ReadDense(folder / module_path, config));
     } else {
       return Status::Error(path + ": module type '" + std::string(type) +
-                           "' is not supported (supported: Transformer, Pooling, Dense, Normalize)");
+                           "' is not supported (supported: Transformer, MLMTransformer, Pooling, "
+                           "SpladePooling, Dense, Normalize)");
     }
   }
   return Status();
@@ -170,6 +192,19 @@ StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::s
     STAMEN_RETURN_IF_ERROR(document.value()->root().Optional("max_seq_length", &config.max_seq_length));
   }
   return config;
+}
+
+std::optional<ops::PoolingMode> DefaultPooling(const ModelConfig& config, const SentenceTransformersConfig& st) {
+  if (st.pooling.has_value()) return st.pooling;
+  if (config.decoder) return config.causal ? ops::PoolingMode::kLastToken : ops::PoolingMode::kMean;
+  // A masked-LM head is loaded for SPLADE, so that is what such a folder gives by default.
+  if (config.head == ModelHead::kMaskedLm) return ops::PoolingMode::kSplade;
+  return std::nullopt;
+}
+
+int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransformersConfig& st) {
+  if (DefaultPooling(config, st) == ops::PoolingMode::kSplade) return config.vocab_size;
+  return st.EmbeddingWidth(config.hidden_size);
 }
 
 }  // namespace stamen::engine

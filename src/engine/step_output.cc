@@ -101,6 +101,13 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelInput& input, const 
       return values;
     }
     case StepOutput::kEmbeddings: {
+      if (pooling == ops::PoolingMode::kSplade) {
+        // Sparse vectors over the vocabulary: no Dense modules, no truncation, no normalisation.
+        auto values = buffer({sequences, model.splade_width()});
+        if (!values.ok()) return values.status();
+        STAMEN_RETURN_IF_ERROR(model.SpladeVectors(input, hidden, *values));
+        return values;
+      }
       const int64_t width = options.dimensions > 0 ? options.dimensions : dense.OutputWidth(hidden.dim(1));
       auto values = buffer({sequences, width});
       if (!values.ok()) return values.status();

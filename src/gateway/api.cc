@@ -113,10 +113,12 @@ std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool ope
   if (openai) {
     std::string format;
     if (auto error = ReadString(fields, "encoding_format", &format)) return *error;
-    if (format == "base64") {
-      call.base64 = true;
-    } else if (!format.empty() && format != "float") {
-      return Invalid("'encoding_format' must be \"float\" or \"base64\"");
+    if (!format.empty()) {
+      const auto encoding = ParseEmbeddingType(format);
+      if (!encoding) {
+        return Invalid("'encoding_format' must be \"float\", \"base64\", \"int8\", \"uint8\", \"binary\" or \"ubinary\"");
+      }
+      call.encoding = *encoding;
     }
     if (auto error = ReadString(fields, "model", &call.model)) return *error;
     std::string user;
@@ -126,6 +128,15 @@ std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool ope
     if (auto error = ReadOptionalBool(fields, "truncate", &call.truncate)) return *error;
     if (auto error = ReadTruncationDirection(fields, &call.truncation_direction)) return *error;
     if (auto error = ReadString(fields, "prompt_name", &call.prompt_name)) return *error;
+    std::string type;
+    if (auto error = ReadString(fields, "embedding_type", &type)) return *error;
+    if (!type.empty()) {
+      const auto encoding = ParseEmbeddingType(type);
+      if (!encoding || *encoding == EmbeddingType::kBase64) {
+        return Invalid("'embedding_type' must be \"float\", \"int8\", \"uint8\", \"binary\" or \"ubinary\"");
+      }
+      call.encoding = *encoding;
+    }
   }
   return call;
 }
@@ -165,7 +176,7 @@ std::variant<RerankCall, ApiError> ParseRerankCall(std::string_view body, bool c
   }
   if (auto error = ReadOptionalBool(fields, "truncate", &call.truncate)) return *error;
   if (auto error = ReadTruncationDirection(fields, &call.truncation_direction)) return *error;
-  if (auto error = ReadPriority(fields, &call.priority)) return *error;
+  if (auto error = ReadPriority(fields, &call.priority, cohere)) return *error;
   if (cohere) {
     if (auto error = ReadPositive(fields, "top_n", &call.top_n)) return *error;
     if (auto error = ReadBool(fields, "return_documents", &call.return_documents)) return *error;
@@ -268,6 +279,30 @@ std::string Base64(std::string_view bytes) {
     out += '=';
   }
   return out;
+}
+
+void AppendEmbedding(std::string& out, const float* row, size_t columns, EmbeddingType type,
+                     const QuantizationRanges& ranges) {
+  if (type == EmbeddingType::kBase64) {
+    out += '"';
+    out += Base64(std::string_view(reinterpret_cast<const char*>(row), columns * sizeof(float)));
+    out += '"';
+    return;
+  }
+  out += '[';
+  if (IsQuantized(type)) {
+    const std::vector<int32_t> values = QuantizeRow(row, columns, type, ranges);
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(values[i]);
+    }
+  } else {
+    for (size_t column = 0; column < columns; ++column) {
+      if (column) out += ',';
+      AppendFloat(out, row[column]);
+    }
+  }
+  out += ']';
 }
 
 }  // namespace stamen::gateway

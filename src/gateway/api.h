@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "gateway/quantize.h"
 #include "server/work_request.h"
 
 namespace stamen::gateway {
@@ -41,7 +42,9 @@ enum class Truncation { kRight, kLeft };
 // POST /v1/embeddings (OpenAI), POST /embed (TEI): what both say, in one shape.
 struct EmbedCall {
   std::vector<Input> inputs;
-  bool base64 = false;                 // OpenAI encoding_format "base64"
+  // OpenAI "encoding_format", TEI "embedding_type": float, base64 (OpenAI only: float32
+  // bytes), int8, uint8, binary, ubinary (quantize.h).
+  EmbeddingType encoding = EmbeddingType::kFloat;
   int64_t dimensions = 0;              // 0: all
   bool normalize = true;               // TEI only; OpenAI always normalises
   std::optional<bool> truncate;        // unset: the server's --auto-truncate
@@ -62,6 +65,7 @@ struct RerankCall {
   bool raw_scores = false;        // TEI: logits instead of sigmoid scores
   bool return_documents = false;  // TEI return_text / Cohere return_documents
   std::optional<int64_t> top_n;   // Cohere: keep the best n
+  std::optional<int64_t> max_tokens_per_document;  // Cohere v2 max_tokens_per_doc: documents cut to this many tokens
   std::string model;
   std::optional<server::Priority> priority;
 };
@@ -85,5 +89,9 @@ void AppendFloat(std::string& out, float value);
 void AppendJsonString(std::string& out, std::string_view text);
 // Base64 (RFC 4648, padded) of raw bytes.
 std::string Base64(std::string_view bytes);
+// One embedding of `columns` floats as `type` answers it: a JSON array of floats, a base64
+// string of its float32 bytes, or a JSON array of integers (QuantizeRow over `ranges`).
+void AppendEmbedding(std::string& out, const float* row, size_t columns, EmbeddingType type,
+                     const QuantizationRanges& ranges);
 
 }  // namespace stamen::gateway

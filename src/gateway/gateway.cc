@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "engine/model_options.h"
+#include "gateway/cohere_api.h"
+#include "gateway/openapi.h"
 
 namespace stamen::gateway {
 
@@ -69,6 +71,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   g.kind_ = !g.reranker_ ? ModelKind::kEmbedding : g.config_.num_labels == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
   g.created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   g.model_id_ = engine::ModelIdOf(options.model_dir, options.model_id);
+  g.openapi_document_ = OpenApiDocument(g.model_id_, kVersion);
   if (!options.default_prompt_name.empty() && !engine::FindPrompt(g.sentence_transformers_, options.default_prompt_name)) {
     return Status::Error("--default-prompt-name '" + options.default_prompt_name +
                          "' is not a prompt of the model's config_sentence_transformers.json");
@@ -179,8 +182,8 @@ std::vector<Route> Gateway::Routes() {
   auto embed = [this](bool openai) {
     return [this, openai](const http::Request& request, Reply reply) { Embed(request, openai, std::move(reply)); };
   };
-  auto rerank = [this](bool cohere) {
-    return [this, cohere](const http::Request& request, Reply reply) { Rerank(request, cohere, std::move(reply)); };
+  auto rerank = [this](RerankShape shape) {
+    return [this, shape](const http::Request& request, Reply reply) { Rerank(request, shape, std::move(reply)); };
   };
   auto health = [this](const http::Request&, Reply reply) { Health(std::move(reply)); };
   auto info = [this](const http::Request&, Reply reply) { reply(JsonResponse(200, InfoBody())); };
@@ -189,15 +192,23 @@ std::vector<Route> Gateway::Routes() {
     response.content_type = "text/plain; version=0.0.4";
     reply(std::move(response));
   };
+  auto openapi = [this](const http::Request&, Reply reply) { reply(JsonResponse(200, openapi_document_)); };
+  auto docs = [](const http::Request&, Reply reply) {
+    http::Response response = JsonResponse(200, std::string(DocsPage()));
+    response.content_type = "text/html; charset=utf-8";
+    reply(std::move(response));
+  };
   // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
   return {
       {"/v1/embeddings", "POST", kOpenAI, true, false, embed(true)},
       {"/embeddings", "POST", kOpenAI, true, false, embed(true)},
       {"/v1/models", "GET", kOpenAI, false, false, handler(&Gateway::Models)},
       {"/v1/models/{id}", "GET", kOpenAI, false, false, handler(&Gateway::Model)},
-      {"/v1/rerank", "POST", kCohere, true, false, rerank(true)},
+      {"/v1/rerank", "POST", kCohere, true, false, rerank(RerankShape::kCohereV1)},
+      {"/v2/rerank", "POST", kCohere, true, false, rerank(RerankShape::kCohereV2)},
+      {"/v2/embed", "POST", kCohere, true, false, handler(&Gateway::CohereEmbed)},
       {"/embed", "POST", kTei, true, false, embed(false)},
-      {"/rerank", "POST", kTei, true, false, rerank(false)},
+      {"/rerank", "POST", kTei, true, false, rerank(RerankShape::kTei)},
       {"/predict", "POST", kTei, true, false, handler(&Gateway::Predict)},
       {"/similarity", "POST", kTei, true, false, handler(&Gateway::Similarity)},
       {"/tokenize", "POST", kTei, true, false, handler(&Gateway::Tokenize)},
@@ -210,10 +221,45 @@ std::vector<Route> Gateway::Routes() {
       {"/health", "GET", kTei, false, true, health},
       {"/info", "GET", kTei, false, false, info},
       {"/metrics", "GET", kTei, false, false, metrics},
+      // The API's description (openapi.json; TEI serves it at /api-doc/openapi.json) and its
+      // page: open, so that clients and people can find the API before they have a key.
+      {"/openapi.json", "GET", kTei, false, true, openapi},
+      {"/api-doc/openapi.json", "GET", kTei, false, true, openapi},
+      {"/docs", "GET", kTei, false, true, docs},
   };
 }
 
+std::string Gateway::AllowedOrigin(std::string_view origin) const {
+  if (origin.empty()) return "";
+  for (const std::string& allowed : options_.cors_allow_origins) {
+    if (allowed == "*") return "*";
+    if (allowed == origin) return allowed;
+  }
+  return "";
+}
+
 void Gateway::Handle(http::Request request, http::Respond respond) {
+  // CORS: answers to an allowed Origin say so; a browser's preflight (OPTIONS) is answered
+  // here, before the API key (browsers send preflights without credentials).
+  if (const std::string origin = AllowedOrigin(request.Header("origin")); !origin.empty()) {
+    respond = [respond = std::move(respond), origin](http::Response response) {
+      response.headers.emplace_back("access-control-allow-origin", origin);
+      if (origin != "*") response.headers.emplace_back("vary", "origin");
+      respond(std::move(response));
+    };
+  }
+  if (request.method == "OPTIONS") {
+    const std::string methods = routes_->Methods(request.path);
+    http::Response response;
+    response.status = methods.empty() ? 404 : 204;
+    response.headers.emplace_back("allow", methods.empty() ? "OPTIONS" : methods + ", OPTIONS");
+    if (!AllowedOrigin(request.Header("origin")).empty() && !methods.empty()) {
+      response.headers.emplace_back("access-control-allow-methods", methods);
+      response.headers.emplace_back("access-control-allow-headers", "authorization, content-type");
+      response.headers.emplace_back("access-control-max-age", "3600");
+    }
+    return respond(std::move(response));
+  }
   const Clock::time_point start = Clock::now();
   const Route* route = routes_->Find(request.path, request.method);
   const Route* path_route = route ? route : routes_->FindPath(request.path);
@@ -304,6 +350,13 @@ std::optional<ApiError> Gateway::CheckBatchSize(size_t count, const char* items)
                            std::to_string(options_.max_client_batch_size)};
 }
 
+std::optional<ApiError> Gateway::CheckQuantizable(EmbeddingType type, bool normalized) const {
+  if (normalized || (type != EmbeddingType::kInt8 && type != EmbeddingType::kUint8)) return std::nullopt;
+  return ApiError{400, std::string("int8 and uint8 embeddings are calibrated to unit-length vectors ([-1, 1] per "
+                                   "dimension): ask for \"") + std::string(EmbeddingTypeName(type)) +
+                           "\" with \"normalize\": true"};
+}
+
 std::optional<ApiError> Gateway::NeedEmbedder(const std::string& route) const {
   if (!reranker_) return std::nullopt;
   return ApiError{400, "model " + model_id_ + " is a " + (kind_ == ModelKind::kReranker ? "reranker" : "classifier") +
@@ -319,9 +372,11 @@ std::optional<ApiError> Gateway::NeedClassifier(const std::string& what) const {
 
 std::optional<ApiError> Gateway::TokenizeInputs(engine::ModelTokenizer& tokenizer, const std::vector<Input>& inputs,
                                                 const std::string& prompt, bool truncate, Truncation direction,
-                                                WorkRequest& job) const {
+                                                WorkRequest& job, int64_t max_tokens) const {
   std::vector<int32_t> ids, all_ids;
-  const size_t limit = truncate ? static_cast<size_t>(max_input_length_) : 0;
+  const int64_t most_tokens = max_tokens > 0 && (max_input_length_ <= 0 || max_tokens < max_input_length_)
+                                  ? max_tokens : max_input_length_;
+  const size_t limit = truncate ? static_cast<size_t>(most_tokens) : 0;
   const auto side = direction == Truncation::kLeft ? tokenizer::TruncationSide::kLeft : tokenizer::TruncationSide::kRight;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string what = "input " + std::to_string(i);
@@ -342,7 +397,11 @@ std::optional<ApiError> Gateway::TokenizeInputs(engine::ModelTokenizer& tokenize
       }
     }
     if (ids.empty()) return ApiError{400, what + " has no tokens"};
-    if (max_input_length_ > 0 && static_cast<int64_t>(ids.size()) > max_input_length_) {
+    if (most_tokens > 0 && static_cast<int64_t>(ids.size()) > most_tokens) {
+      if (most_tokens < max_input_length_) {
+        return ApiError{422, what + " has " + std::to_string(ids.size()) + " tokens, more than 'max_tokens' " +
+                                 std::to_string(most_tokens)};
+      }
       return ApiError{422, TooLongMessage(what, ids.size(), max_input_length_)};
     }
     all_ids.insert(all_ids.end(), ids.begin(), ids.end());
@@ -393,6 +452,7 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
     return respond.Error({400, "'dimensions' " + std::to_string(call->dimensions) + " exceeds the model's " +
                                    std::to_string(dimensions_)});
   }
+  if (auto error = CheckQuantizable(call->encoding, openai || call->normalize)) return respond.Error(*error);
   auto prompt = Prompt(call->prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return respond.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
@@ -421,25 +481,15 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
         const size_t count = done.lengths.size();
         const size_t columns = static_cast<size_t>(done.columns);
         const float* values = reinterpret_cast<const float*>(done.output.data());
+        const auto ranges = QuantizationRanges::UnitVector(columns);
         std::string body;
-        body.reserve(count * columns * (call->base64 ? 6 : 12) + 256);
+        body.reserve(count * columns * (call->encoding == EmbeddingType::kFloat ? 12 : 6) + 256);
         if (openai) {
           body += "{\"object\":\"list\",\"data\":[";
           for (size_t row = 0; row < count; ++row) {
             body += row ? ",{" : "{";
             body += "\"object\":\"embedding\",\"index\":" + std::to_string(row) + ",\"embedding\":";
-            if (call->base64) {
-              body += '"';
-              body += Base64(std::string_view(done.output).substr(row * columns * sizeof(float), columns * sizeof(float)));
-              body += '"';
-            } else {
-              body += '[';
-              for (size_t column = 0; column < columns; ++column) {
-                if (column) body += ',';
-                AppendFloat(body, values[row * columns + column]);
-              }
-              body += ']';
-            }
+            AppendEmbedding(body, values + row * columns, columns, call->encoding, ranges);
             body += '}';
           }
           body += "],\"model\":";
@@ -449,12 +499,8 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
         } else {
           body += '[';
           for (size_t row = 0; row < count; ++row) {
-            body += row ? ",[" : "[";
-            for (size_t column = 0; column < columns; ++column) {
-              if (column) body += ',';
-              AppendFloat(body, values[row * columns + column]);
-            }
-            body += ']';
+            if (row) body += ',';
+            AppendEmbedding(body, values + row * columns, columns, call->encoding, ranges);
           }
           body += ']';
         }
@@ -464,8 +510,9 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
   });
 }
 
-void Gateway::Rerank(const http::Request& request, bool cohere, Reply respond) {
-  auto parsed = ParseRerankCall(request.body, cohere);
+void Gateway::Rerank(const http::Request& request, RerankShape shape, Reply respond) {
+  auto parsed = shape == RerankShape::kCohereV2 ? ParseCohereRerankCall(request.body)
+                                                : ParseRerankCall(request.body, shape == RerankShape::kCohereV1);
   if (auto* error = std::get_if<ApiError>(&parsed)) return respond.Error(*error);
   auto call = std::make_shared<RerankCall>(std::move(std::get<RerankCall>(parsed)));
   if (auto error = NeedClassifier("reranker")) return respond.Error(*error);
@@ -475,19 +522,28 @@ void Gateway::Rerank(const http::Request& request, bool cohere, Reply respond) {
   }
   if (auto error = CheckBatchSize(call->documents.size(), "documents")) return respond.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
-  pool_->Post([this, call, cohere, truncate, respond, client = request.client](size_t thread) {
+  pool_->Post([this, call, shape, truncate, respond, client = request.client](size_t thread) {
     if (ClientGone(client, respond)) return;
     const Clock::time_point tokenization_start = Clock::now();
     auto job = std::make_shared<WorkRequest>();
+    // Cohere's max_tokens_per_doc: a document longer than that many tokens of its own is cut
+    // at the end of its last one kept.
+    std::vector<std::string_view> documents(call->documents.begin(), call->documents.end());
+    if (const auto most = call->max_tokens_per_document) {
+      for (std::string_view& document : documents) {
+        const auto tokens = tokenizers_[thread]->Tokenize(document, /*add_special_tokens=*/false);
+        if (static_cast<int64_t>(tokens.size()) > *most) document = document.substr(0, tokens[*most - 1].end);
+      }
+    }
     std::vector<ScoredText> pairs;
-    for (const std::string& document : call->documents) pairs.push_back({call->query, document});
+    for (std::string_view document : documents) pairs.push_back({call->query, document});
     if (auto error = TokenizeScored(*tokenizers_[thread], pairs, truncate, Truncation::kRight, "the query with document", *job)) {
       return respond.Error(*error);
     }
     job->priority = PriorityOf(call->priority, call->documents.size(), options_.rerank_bulk_threshold);
     const size_t total_tokens = static_cast<size_t>(job->total_tokens());
     const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
-    Dispatch(client, job, [this, call, cohere, respond, tokenization_ms, total_tokens](WorkRequest& done) {
+    Dispatch(client, job, [this, call, shape, respond, tokenization_ms, total_tokens](WorkRequest& done) {
       if (!done.status.ok()) return respond.Error(DispatchError(done.status));
       const float* logits = reinterpret_cast<const float*>(done.output.data());
       std::vector<double> scores(done.lengths.size());
@@ -499,28 +555,45 @@ void Gateway::Rerank(const http::Request& request, bool cohere, Reply respond) {
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
       if (call->top_n && static_cast<size_t>(*call->top_n) < order.size()) order.resize(*call->top_n);
-      std::string body = cohere ? "{\"model\":" : "[";
-      if (cohere) {
-        AppendJsonString(body, call->model.empty() ? model_id_ : call->model);
-        body += ",\"results\":[";
-      }
-      for (size_t k = 0; k < order.size(); ++k) {
-        const size_t i = order[k];
-        body += k ? ",{" : "{";
-        body += "\"index\":" + std::to_string(i) + (cohere ? ",\"relevance_score\":" : ",\"score\":");
-        AppendFloat(body, static_cast<float>(scores[i]));
-        if (call->return_documents) {
-          body += cohere ? ",\"document\":{\"text\":" : ",\"text\":";
-          AppendJsonString(body, call->documents[i]);
-          if (cohere) body += '}';
-        }
-        body += '}';
-      }
-      body += ']';
-      if (cohere) body += ",\"usage\":{\"total_tokens\":" + std::to_string(total_tokens) + "}}";
-      respond(TimedResponse(std::move(body), tokenization_ms, done.timing));
+      respond(TimedResponse(RerankBody(*call, shape, scores, order, total_tokens), tokenization_ms, done.timing));
     });
   });
+}
+
+std::string Gateway::RerankBody(const RerankCall& call, RerankShape shape, const std::vector<double>& scores,
+                                const std::vector<size_t>& order, size_t total_tokens) const {
+  const bool cohere = shape != RerankShape::kTei;
+  std::string body;
+  if (shape == RerankShape::kCohereV1) {
+    body = "{\"model\":";
+    AppendJsonString(body, call.model.empty() ? model_id_ : call.model);
+    body += ",\"results\":[";
+  } else if (shape == RerankShape::kCohereV2) {
+    body = "{\"id\":\"" + NewRequestId() + "\",\"results\":[";
+  } else {
+    body = "[";
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
+    body += k ? ",{" : "{";
+    body += "\"index\":" + std::to_string(i) + (cohere ? ",\"relevance_score\":" : ",\"score\":");
+    AppendFloat(body, static_cast<float>(scores[i]));
+    if (call.return_documents) {
+      body += cohere ? ",\"document\":{\"text\":" : ",\"text\":";
+      AppendJsonString(body, call.documents[i]);
+      if (cohere) body += '}';
+    }
+    body += '}';
+  }
+  body += ']';
+  if (shape == RerankShape::kCohereV1) body += ",\"usage\":{\"total_tokens\":" + std::to_string(total_tokens) + "}}";
+  if (shape == RerankShape::kCohereV2) {
+    // Cohere bills a search unit per query with up to 100 documents.
+    const size_t search_units = (call.documents.size() + 99) / 100;
+    AppendCohereMeta(body, "\"search_units\":" + std::to_string(search_units), total_tokens);
+    body += '}';
+  }
+  return body;
 }
 
 bool Gateway::ClientGone(const std::shared_ptr<http::ClientWatch>& client, const Reply& respond) {

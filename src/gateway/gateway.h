@@ -44,6 +44,8 @@ struct GatewayOptions {
   std::optional<bool> yes_no_reranker;
   std::string yes_no_instruction;
   std::chrono::milliseconds request_timeout{60000};
+  // Origins (or "*") whose browser requests get CORS headers and preflight answers; empty: none.
+  std::vector<std::string> cors_allow_origins;
   // Requests that name no priority are low priority (bulk) when they carry more inputs than
   // this, normal otherwise; 0: never. Embedding routes (an indexing job sends many inputs)
   // and rerank routes (one search's documents) have their own.
@@ -63,6 +65,8 @@ class Gateway {
   ~Gateway();
 
   uint16_t port() const { return http_->port(); }
+  // The routes served (tests compare them with openapi.json).
+  const RouteTable& routes() const { return *routes_; }
   // Stops accepting connections, lets requests in flight finish (up to `drain`), stops.
   void Shutdown(std::chrono::milliseconds drain);
 
@@ -71,9 +75,19 @@ class Gateway {
   // Every route: path, method, API family, handler (the one place that lists them).
   std::vector<Route> Routes();
   void Handle(http::Request request, http::Respond respond);
+  // What access-control-allow-origin answers a request from `origin`: "*", the origin itself,
+  // or empty when --cors-allow-origin does not allow it.
+  std::string AllowedOrigin(std::string_view origin) const;
   void Health(Reply reply);
   void Embed(const http::Request& request, bool openai, Reply reply);
-  void Rerank(const http::Request& request, bool cohere, Reply reply);
+  // Which API's rerank answer: TEI's [{index, score}], Cohere v1's {model, results, usage},
+  // Cohere v2's {id, results, meta}.
+  enum class RerankShape { kTei, kCohereV1, kCohereV2 };
+  void Rerank(const http::Request& request, RerankShape shape, Reply reply);
+  std::string RerankBody(const RerankCall& call, RerankShape shape, const std::vector<double>& scores,
+                         const std::vector<size_t>& order, size_t total_tokens) const;
+  // Cohere's v2 routes beyond rerank (cohere_routes.cc).
+  void CohereEmbed(const http::Request& request, Reply reply);
   void Tokenize(const http::Request& request, Reply reply);
   void Models(const http::Request& request, Reply reply);
   void Model(const http::Request& request, Reply reply);
@@ -84,10 +98,11 @@ class Gateway {
   void Decode(const http::Request& request, Reply reply);
   std::string InfoBody() const;
   // Tokenizes `inputs` (texts with `prompt` before them, or token ids) into `job`'s ids and
-  // lengths, each cut to the model's length when `truncate`; or the error of the first bad one.
+  // lengths, each cut to the model's length (or `max_tokens`, when fewer) when `truncate`; or
+  // the error of the first bad one.
   std::optional<ApiError> TokenizeInputs(engine::ModelTokenizer& tokenizer, const std::vector<Input>& inputs,
                                          const std::string& prompt, bool truncate, Truncation direction,
-                                         server::WorkRequest& job) const;
+                                         server::WorkRequest& job, int64_t max_tokens = 0) const;
   // A text, or a pair with the pair template, for a scoring job.
   struct ScoredText {
     std::string_view first;
@@ -112,6 +127,8 @@ class Gateway {
   // Stamps the job's deadline and records the tokenization metrics for `tokens` tokens
   // tokenized since `start`; returns the milliseconds it took.
   double FinishTokenization(server::WorkRequest& job, size_t tokens, std::chrono::steady_clock::time_point start);
+  // 400 for int8 / uint8 of vectors that are not unit length (their calibration range).
+  std::optional<ApiError> CheckQuantizable(EmbeddingType type, bool normalized) const;
   // 413 when a request carries more than --max-client-batch-size `items` ("inputs", …).
   std::optional<ApiError> CheckBatchSize(size_t count, const char* items) const;
   void CountResponse(const std::string& route, int status);
@@ -128,6 +145,7 @@ class Gateway {
   // A yes/no reranker's chat template (config_.yes_no_token_ids set): rerank pairs are
   // encoded with it instead of the tokenizer's pair template.
   engine::YesNoTemplate yes_no_template_;
+  std::string openapi_document_;  // GET /openapi.json: openapi.json with the model's id filled in
   bool reranker_ = false;  // a classification head: /rerank with one label, /predict with any
   ModelKind kind_ = ModelKind::kEmbedding;
   int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)

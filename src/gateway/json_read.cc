@@ -92,7 +92,18 @@ std::optional<ApiError> ReadTruncationDirection(object fields, Truncation* out) 
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadPriority(object fields, std::optional<server::Priority>* out) {
+std::optional<ApiError> ReadPriority(object fields, std::optional<server::Priority>* out, bool cohere) {
+  // Cohere's form: an integer, lower first, its default 0 the highest. Cohere's numbers can
+  // only lower a request: 0 is stamen's normal, any larger number low.
+  element value;
+  if (cohere && fields["priority"].get(value) == simdjson::SUCCESS && value.is_number()) {
+    int64_t number;
+    if (value.get(number) != simdjson::SUCCESS || number < 0) {
+      return Invalid("'priority' must be \"high\", \"normal\", \"low\" or a non-negative integer (Cohere's: 0 first)");
+    }
+    *out = number == 0 ? server::Priority::kNormal : server::Priority::kLow;
+    return std::nullopt;
+  }
   std::string name;
   if (auto error = ReadString(fields, "priority", &name)) return error;
   if (name.empty()) return std::nullopt;

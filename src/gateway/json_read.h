@@ -43,8 +43,10 @@ std::optional<ApiError> ReadOptionalBool(simdjson::dom::object fields, const cha
 std::optional<ApiError> ReadString(simdjson::dom::object fields, const char* key, std::string* out);
 std::optional<ApiError> ReadPositive(simdjson::dom::object fields, const char* key, std::optional<int64_t>* out);
 std::optional<ApiError> ReadTruncationDirection(simdjson::dom::object fields, Truncation* out);
-// "priority": "high", "normal" or "low" (any route; stamen's own field).
-std::optional<ApiError> ReadPriority(simdjson::dom::object fields, std::optional<server::Priority>* out);
+// "priority": "high", "normal" or "low" (any route; stamen's own field); on Cohere's routes
+// (`cohere`) also Cohere's integer (0, its default: normal; larger: low).
+std::optional<ApiError> ReadPriority(simdjson::dom::object fields, std::optional<server::Priority>* out,
+                                     bool cohere = false);
 
 // Token ids: an array of integers in int32 range; nullopt when one is not.
 std::optional<std::vector<int32_t>> ReadIds(simdjson::dom::array values);

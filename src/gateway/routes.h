@@ -54,6 +54,7 @@ class RouteTable {
   const Route* FindPath(std::string_view path) const;
   // The methods `path` takes, comma-separated (a 405's Allow header).
   std::string Methods(std::string_view path) const;
+  const std::vector<Route>& routes() const { return routes_; }
 
  private:
   std::vector<Route> routes_;

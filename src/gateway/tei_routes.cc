@@ -15,7 +15,7 @@ void Gateway::TeiRoot(const http::Request& request, Reply reply) {
   switch (RootTask(kind_, request.body)) {
     case TeiTask::kEmbed: return Embed(request, false, std::move(reply));
     case TeiTask::kSimilarity: return Similarity(request, std::move(reply));
-    case TeiTask::kRerank: return Rerank(request, false, std::move(reply));
+    case TeiTask::kRerank: return Rerank(request, RerankShape::kTei, std::move(reply));
     case TeiTask::kPredict: return Predict(request, std::move(reply));
   }
 }

@@ -24,6 +24,9 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   if (scheduler_options.max_queued_tokens <= 0) {
     scheduler_options.max_queued_tokens = kDefaultQueuedBatches * scheduler_options.max_batch_tokens;
   }
+  if (scheduler_options.query_batch_tokens <= 0) {
+    scheduler_options.query_batch_tokens = std::max<int64_t>(scheduler_options.max_batch_tokens / 2, 1);
+  }
   // A GPU step only enqueues work: the next batch is launched while one computes.
   scheduler_options.steps_in_flight = on_gpu ? 2 : 1;
   const ModelLimits limits = ModelLimits::Of(model);
@@ -62,17 +65,22 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   info.set_max_queued_tokens(static_cast<uint64_t>(scheduler_options.max_queued_tokens));
 
   worker->metrics_ = std::make_unique<SchedulerMetrics>(registry);
+  if (on_gpu) worker->device_metrics_ = std::make_unique<DeviceMetrics>(registry);
   engine::Engine* engine_pointer = worker->engine_.get();
+  DeviceMetrics* device_metrics = worker->device_metrics_.get();
   worker->scheduler_ = std::make_unique<Scheduler>(
-      [engine_pointer](const engine::Batch& batch, const engine::StepOptions& step) {
-        return engine_pointer->Step(batch, step);
+      [engine_pointer, device_metrics](const engine::Batch& batch, const engine::StepOptions& step) {
+        StatusOr<engine::LazyResult> result = engine_pointer->Step(batch, step);
+        if (device_metrics) device_metrics->Publish(engine_pointer->device_stats());
+        return result;
       },
       limits, scheduler_options, worker->metrics_.get());
   spdlog::info("worker: loaded {} ({}, {} dimensions, max {} tokens per sequence) in {:.1f} s; batches of up to {} "
-               "tokens / {} sequences, queue up to {} tokens",
+               "tokens / {} sequences ({} tokens when one starts a query beside bulk work), queue up to {} tokens",
                info.model_id(), info.architecture(), info.dimensions(), info.max_input_length(),
                std::chrono::duration<double>(Clock::now() - start).count(), scheduler_options.max_batch_tokens,
-               scheduler_options.max_batch_sequences, scheduler_options.max_queued_tokens);
+               scheduler_options.max_batch_sequences, scheduler_options.query_batch_tokens,
+               scheduler_options.max_queued_tokens);
   spdlog::info("worker: {} {} on {}; {} step(s) in flight", info.backend(), info.dtype(),
                on_gpu ? model.gpu_name() : engine::cpu::DescribeCpuPath(), scheduler_options.steps_in_flight);
   return worker;

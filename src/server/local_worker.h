@@ -9,6 +9,7 @@
 #include "common/metrics.h"
 #include "engine/engine.h"
 #include "proto/stamen/v1/inference.pb.h"
+#include "server/device_metrics.h"
 #include "server/scheduler.h"
 
 namespace stamen::server {
@@ -48,6 +49,7 @@ class LocalWorker {
   LocalWorker() = default;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<SchedulerMetrics> metrics_;
+  std::unique_ptr<DeviceMetrics> device_metrics_;  // on a GPU only
   std::unique_ptr<Scheduler> scheduler_;  // after engine_: destroyed (drained) first
   v1::InfoResponse info_;
 };

@@ -65,6 +65,7 @@ SchedulerMetrics::SchedulerMetrics(metrics::Registry& registry)
       queued_requests(registry.AddGauge("stamen_queue_requests", "Requests with sequences waiting for a batch")),
       compute_seconds(registry.AddHistogram("stamen_compute_seconds", "Engine time per batch",
                                             metrics::ExponentialBuckets(0.0001, 2, 18))),
+      steps_in_flight(registry.AddGauge("stamen_steps_in_flight", "Batches launched on the engine and not yet waited for")),
       requests_ok(registry.AddCounter("stamen_worker_requests_total", "Requests by outcome", "status=\"ok\"")),
       requests_invalid(registry.AddCounter("stamen_worker_requests_total", "", "status=\"invalid_argument\"")),
       requests_rejected(registry.AddCounter("stamen_worker_requests_total", "", "status=\"rejected\"")),
@@ -289,8 +290,20 @@ std::unique_ptr<Scheduler::Batch> Scheduler::CutLocked() {
     }
   }
   batch->key = KeyOf(*leader);
+  // A query beside bulk work cuts the batch short (SchedulerOptions::query_batch_tokens).
+  bool has_query = false;
+  bool has_bulk = false;
+  for (const auto& request : queue_) {
+    if (KeyOf(*request) != batch->key) continue;
+    const bool query = options_.query_batch_tokens > 0 && request->next_sequence == 0 &&
+                       2 * request->total_tokens() <= options_.query_batch_tokens;
+    (query ? has_query : has_bulk) = true;
+  }
+  batch->record.token_budget = has_query && has_bulk
+                                   ? std::min(options_.max_batch_tokens, options_.query_batch_tokens)
+                                   : options_.max_batch_tokens;
   std::vector<Candidate> classes[kPriorities];
-  Fill fill{.max_tokens = options_.max_batch_tokens, .max_sequences = options_.max_batch_sequences};
+  Fill fill{.max_tokens = batch->record.token_budget, .max_sequences = options_.max_batch_sequences};
   for (const auto& request : queue_) {
     if (KeyOf(*request) != batch->key) continue;
     std::vector<Candidate>& same_class = classes[static_cast<int>(request->priority)];
@@ -301,7 +314,7 @@ std::unique_ptr<Scheduler::Batch> Scheduler::CutLocked() {
   // classes fill what is left in priority order.
   int highest = 0;
   while (classes[highest].empty()) ++highest;
-  const int64_t minimum_share = std::max<int64_t>(options_.max_batch_tokens / kMinimumShareDivisor, 1);
+  const int64_t minimum_share = std::max<int64_t>(fill.max_tokens / kMinimumShareDivisor, 1);
   for (int priority = highest + 1; priority < kPriorities; ++priority) fill.RoundRobin(classes[priority], minimum_share);
   for (int priority = highest; priority < kPriorities; ++priority) {
     fill.RoundRobin(classes[priority], std::numeric_limits<int64_t>::max());
@@ -389,6 +402,8 @@ void Scheduler::ComputeThread() {
       to_compute_.pop_front();
       lock.unlock();
       Launch(*batch);
+      batch->record.steps_in_flight = static_cast<int>(launched.size()) + 1;
+      if (metrics_) metrics_->steps_in_flight.Set(batch->record.steps_in_flight);
       launched.push_back(std::move(batch));
       lock.lock();
       continue;
@@ -402,6 +417,7 @@ void Scheduler::ComputeThread() {
       Status ready = batch->result->Wait();
       if (!ready.ok()) batch->result = ready;
     }
+    if (metrics_) metrics_->steps_in_flight.Set(static_cast<int64_t>(launched.size()));
     batch->record.wait_milliseconds = MillisecondsBetween(wait_start, Clock::now());
     batch->record.compute_milliseconds = MillisecondsBetween(batch->launch_time, Clock::now());
     lock.lock();
@@ -507,12 +523,12 @@ void Scheduler::Scatter(Batch& batch) {
   if (spdlog::should_log(spdlog::level::debug)) {
     std::string per_request;
     for (int sequences : record.sequences_per_request) per_request += (per_request.empty() ? "" : "/") + std::to_string(sequences);
-    spdlog::debug("batch {}: {} requests, {} sequences ({} per request; high {}, normal {}, low {}), {} tokens | "
-                  "queued {:.2f} ms | prepared {:.3f} ms | computed {:.2f} ms (launch {:.2f}, wait {:.2f}) | "
+    spdlog::debug("batch {}: {} requests, {} sequences ({} per request; high {}, normal {}, low {}), {} of {} tokens | "
+                  "queued {:.2f} ms | prepared {:.3f} ms | {} in flight, computed {:.2f} ms (launch {:.2f}, wait {:.2f}) | "
                   "scattered {:.3f} ms while the next batch computed",
                   record.index, record.requests, record.sequences, per_request, record.sequences_by_priority[0],
-                  record.sequences_by_priority[1], record.sequences_by_priority[2], record.tokens,
-                  record.queue_milliseconds, record.prepare_milliseconds, record.compute_milliseconds,
+                  record.sequences_by_priority[1], record.sequences_by_priority[2], record.tokens, record.token_budget,
+                  record.queue_milliseconds, record.prepare_milliseconds, record.steps_in_flight, record.compute_milliseconds,
                   record.launch_milliseconds, record.wait_milliseconds, record.scatter_milliseconds);
   }
   if (!ok) spdlog::error("batch {} failed: {}", record.index, batch.result.status().message());

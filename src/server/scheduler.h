@@ -47,6 +47,13 @@ struct SchedulerOptions {
   // (the CPU): a second would only delay the first one's answers. 2 where Step enqueues work
   // on a device and returns (CUDA): batch N+1 is staged and launched while N computes.
   int steps_in_flight = 1;
+  // A batch that starts a query beside bulk work is cut at this many tokens (0: never cut
+  // short). A query is a request not started yet whose tokens all fit in half of this budget;
+  // bulk work is any other request that could share the batch. A query arriving behind bulk
+  // work then waits for the batch computing and one short batch, not two full ones; batches
+  // without a new query stay full. `stamen serve` and `stamen worker` default it to half of
+  // --max-batch-tokens (LocalWorker).
+  int64_t query_batch_tokens = 0;
 };
 
 // Of each batch's token budget, what a priority class below the highest one waiting is
@@ -72,6 +79,8 @@ struct BatchRecord {
   // priority first, then oldest first): the fairness of the cut, for logs and tests.
   std::vector<int> sequences_per_request;
   int sequences_by_priority[kPriorities] = {0, 0, 0};  // indexed by Priority
+  int64_t token_budget = 0;  // max_batch_tokens, or query_batch_tokens when it started a query
+  int steps_in_flight = 0;   // launched and not yet waited for, this batch included, at its launch
 };
 
 struct SchedulerMetrics {
@@ -83,6 +92,7 @@ struct SchedulerMetrics {
   metrics::Histogram* queue_seconds[kPriorities];  // by Priority
   metrics::Gauge& queued_requests;
   metrics::Histogram& compute_seconds;
+  metrics::Gauge& steps_in_flight;
   metrics::Counter& requests_ok;
   metrics::Counter& requests_invalid;
   metrics::Counter& requests_rejected;  // queue full or draining

@@ -28,11 +28,40 @@ Status ParseNormalizer(element node, BpeConfig* config) {
     }
     return Status();
   }
-  if (type != "NFC") {
+  if (type != "NFC" && type != "Replace" && type != "Strip" && type != "Prepend" && type != "Precompiled") {
     return Status::Error("normalizer \"" + std::string(type) + "\" is not supported with a BPE model (supported: NFC, "
-                         "a Sequence of it, or none)");
+                         "Replace, Strip, Prepend, Precompiled, a Sequence of them, or none)");
   }
-  config->nfc = true;
+  if (type == "NFC") {
+    config->nfc = true;
+  } else {
+    Status status = ParseHuggingFaceNormalizer(node, &config->normalizers);
+    if (!status.ok()) return status;
+  }
+  // The NFC pass and the other steps keep offsets in different ways; no real file mixes them.
+  if (config->nfc && !config->normalizers.empty()) {
+    return Status::Error("normalizer NFC together with Replace, Strip, Prepend or Precompiled is not supported with a "
+                         "BPE model");
+  }
+  return Status();
+}
+
+// Split with a String pattern: a literal delimiter.
+Status ParseLiteralSplit(element node, std::string_view literal, BpeConfig* config) {
+  if (literal.empty()) return Status::Error("pre_tokenizer Split with an empty String pattern");
+  LiteralSplit split;
+  split.pattern = std::string(literal);
+  const std::string_view behavior = StringOr(node, "behavior", "");
+  if (behavior == "Isolated") split.behavior = LiteralSplit::Behavior::kIsolated;
+  else if (behavior == "MergedWithPrevious") split.behavior = LiteralSplit::Behavior::kMergedWithPrevious;
+  else if (behavior == "MergedWithNext") split.behavior = LiteralSplit::Behavior::kMergedWithNext;
+  else if (behavior == "Removed") split.behavior = LiteralSplit::Behavior::kRemoved;
+  else {
+    return Status::Error("pre_tokenizer Split with a String pattern and behavior \"" + std::string(behavior) +
+                         "\" is not supported (supported: Isolated, MergedWithPrevious, MergedWithNext, Removed)");
+  }
+  if (BoolOr(node, "invert", false)) return Status::Error("pre_tokenizer Split with invert is not supported");
+  config->literal_split = std::move(split);
   return Status();
 }
 
@@ -56,12 +85,14 @@ Status ParsePreTokenizer(element node, BpeConfig* config) {
     return Status();
   }
   if (type == "Split") {
-    if (config->split || config->byte_level) {
+    if (config->split || config->literal_split || config->byte_level) {
       return Status::Error("pre_tokenizer Split is supported once, before ByteLevel");
     }
+    std::string_view literal;
+    if (node["pattern"]["String"].get(literal) == simdjson::SUCCESS) return ParseLiteralSplit(node, literal, config);
     std::string_view regex;
     if (node["pattern"]["Regex"].get(regex) != simdjson::SUCCESS) {
-      return Status::Error("pre_tokenizer Split without a Regex pattern is not supported");
+      return Status::Error("pre_tokenizer Split without a String or Regex pattern");
     }
     bpe::SplitPattern pattern;
     if (!bpe::RecognizeSplitPattern(regex, &pattern)) {
@@ -144,6 +175,28 @@ Status ParseModel(element model, BpeConfig* config) {
   return Status();
 }
 
+// The decoder steps Decode reproduces; others leave Decode joining pieces with spaces.
+void ParseDecoder(element node, BpeConfig* config) {
+  const std::string_view type = StringOr(node, "type", "");
+  if (type == "Sequence") {
+    array children;
+    if (node["decoders"].get(children) == simdjson::SUCCESS) {
+      for (element child : children) ParseDecoder(child, config);
+    }
+  } else if (type == "ByteLevel") {
+    config->decoder_is_byte_level = true;
+  } else if (type == "ByteFallback") {
+    config->decoder_byte_fallback = true;
+  } else if (type == "Fuse") {
+    config->decoder_fuse = true;
+  } else if (type == "Replace") {
+    std::string_view pattern;
+    if (node["pattern"]["String"].get(pattern) == simdjson::SUCCESS && !pattern.empty()) {
+      config->decoder_replacements.emplace_back(std::string(pattern), std::string(StringOr(node, "content", "")));
+    }
+  }
+}
+
 }  // namespace
 
 StatusOr<BpeConfig> ParseBpeJson(std::string_view json) {
@@ -162,17 +215,7 @@ StatusOr<BpeConfig> ParseBpeJson(std::string_view json) {
   if (status.ok() && root["normalizer"].get(part) == simdjson::SUCCESS) status = ParseNormalizer(part, &config);
   if (status.ok() && root["pre_tokenizer"].get(part) == simdjson::SUCCESS) status = ParsePreTokenizer(part, &config);
   if (status.ok()) status = ParseHuggingFaceSharedSections(json, &config.added_tokens, &config.post_processor);
-  if (status.ok() && root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null()) {
-    const std::string_view type = StringOr(part, "type", "");
-    if (type == "ByteLevel") {
-      config.decoder_is_byte_level = true;
-    } else if (type == "Sequence") {
-      array children;
-      if (part["decoders"].get(children) == simdjson::SUCCESS) {
-        for (element child : children) config.decoder_is_byte_level |= StringOr(child, "type", "") == "ByteLevel";
-      }
-    }
-  }
+  if (status.ok() && root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null()) ParseDecoder(part, &config);
   if (!status.ok()) return status;
   return config;
 }

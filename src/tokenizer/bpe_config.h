@@ -17,10 +17,24 @@
 
 namespace stamen::tokenizer {
 
+// Split on a literal string (Gemma's `Split(" ", MergedWithPrevious)`), as Hugging Face's Split
+// pre-tokenizer does with a String pattern: each match is a delimiter that `behavior` keeps
+// as its own word, merges into the word before or after, or drops.
+struct LiteralSplit {
+  enum class Behavior { kIsolated, kMergedWithPrevious, kMergedWithNext, kRemoved };
+  std::string pattern;  // not empty
+  Behavior behavior = Behavior::kIsolated;
+};
+
 struct BpeConfig {
-  bool nfc = false;  // normalizer NFC (or none)
-  // Pre-tokenizer: an optional Split(pattern, Isolated), then an optional ByteLevel.
+  // Normalizer: NFC, or Hugging Face steps (Replace, Strip, Prepend, Precompiled; Gemma's
+  // Replace(" " → "▁")), or none. The two kinds together are refused.
+  bool nfc = false;
+  std::vector<NormalizerStep> normalizers;
+  // Pre-tokenizer: an optional Split (a regex pattern the scanner knows, Isolated; or a literal
+  // string), then an optional ByteLevel.
   std::optional<bpe::SplitPattern> split;
+  std::optional<LiteralSplit> literal_split;
   bool byte_level = false;
   bool byte_level_add_prefix_space = false;
   bool byte_level_use_regex = false;  // ByteLevel's own GPT-2 split
@@ -35,7 +49,12 @@ struct BpeConfig {
   bool ignore_merges = false;
   std::vector<AddedToken> added_tokens;
   PostProcessor post_processor;
-  bool decoder_is_byte_level = false;  // else pieces are joined with spaces
+  bool decoder_is_byte_level = false;  // else, without the steps below, pieces are joined with spaces
+  // Gemma's decoder, Sequence[Replace(a → b)…, ByteFallback, Fuse]: the Replace steps on each
+  // piece, runs of <0xXX> pieces turned into their bytes, all concatenated.
+  std::vector<std::pair<std::string, std::string>> decoder_replacements;
+  bool decoder_byte_fallback = false;
+  bool decoder_fuse = false;
   std::string format;  // Stats::format: "huggingface" or "vocab.json"
 };
 

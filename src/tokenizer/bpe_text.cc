@@ -395,4 +395,6 @@ void AppendNfc(std::string_view text, uint32_t base, std::string* out, OffsetMap
   offsets->AppendSequence(size - copied, base + copied);
 }
 
+bool IsRegexSpace(char32_t c) { return (TableFlags(c) & kBpeSpace) != 0; }
+
 }  // namespace stamen::tokenizer::bpe

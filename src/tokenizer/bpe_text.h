@@ -39,6 +39,10 @@ std::string_view SplitPatternText(SplitPattern pattern);
 // character starts some alternative of these patterns.
 void SplitWords(std::string_view text, uint32_t begin, uint32_t end, SplitPattern pattern, std::vector<Word>* words);
 
+// Whether Oniguruma's \s, as tokenizers compiles its regexes, matches `c` (also what the
+// Replace normalizer's regexes use).
+bool IsRegexSpace(char32_t c);
+
 // True when NFC leaves text (valid UTF-8) unchanged for sure: no character in it may change
 // or compose with the one before.
 bool IsNfcQuick(std::string_view text);

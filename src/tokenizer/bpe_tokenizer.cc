@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "tokenizer/bpe_config.h"
 #include "tokenizer/bpe_text.h"
 #include "tokenizer/huge_page_buffer.h"
+#include "tokenizer/huggingface_normalizer.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocabulary_tokenizer.h"
@@ -67,6 +69,38 @@ bool PieceBytes(std::string_view piece, std::string* bytes) {
     position += decoded.length;
   }
   return true;
+}
+
+// Hugging Face's Split with a String pattern over text[begin, end): the pieces between matches
+// and the matches, the matches kept alone, merged into a neighbouring piece, or dropped. A
+// match merges only into a piece that is not itself a match, as in Hugging Face.
+void SplitLiteral(std::string_view text, uint32_t begin, uint32_t end, const LiteralSplit& split,
+                  std::vector<Word>* words) {
+  using Behavior = LiteralSplit::Behavior;
+  const std::string_view pattern = split.pattern;
+  const std::string_view range = text.substr(0, end);
+  bool previous_match = false;
+  auto add = [&](uint32_t piece_begin, uint32_t piece_end, bool is_match) {
+    if (piece_end <= piece_begin) return;
+    if (is_match && split.behavior == Behavior::kRemoved) {
+    } else if (is_match && split.behavior == Behavior::kMergedWithPrevious && !previous_match && !words->empty()) {
+      words->back().end = piece_end;
+    } else if (!is_match && split.behavior == Behavior::kMergedWithNext && previous_match && !words->empty()) {
+      words->back().end = piece_end;
+    } else {
+      words->push_back({piece_begin, piece_end, -1});
+    }
+    previous_match = is_match;
+  };
+  uint32_t position = begin;
+  for (size_t found = range.find(pattern, begin); found != std::string_view::npos;
+       found = range.find(pattern, position)) {
+    const auto match_begin = static_cast<uint32_t>(found);
+    add(position, match_begin, false);
+    add(match_begin, match_begin + static_cast<uint32_t>(pattern.size()), true);
+    position = match_begin + static_cast<uint32_t>(pattern.size());
+  }
+  add(position, end, false);
 }
 
 // Words shorter than this merge by scanning a compact array; longer ones use the heap.
@@ -239,12 +273,18 @@ StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::Create(BpeConfig config) {
     t.pieces_[static_cast<size_t>(token.id)] = token.content;
     t.special_[static_cast<size_t>(token.id)] = token.special;
     t.ids_[token.content] = token.id;
-    if (!token.normalized || !config.nfc) {
+    if (!token.normalized || (!config.nfc && config.normalizers.empty())) {
       (token.normalized ? t.normalized_matcher_ : t.raw_matcher_).Add(static_cast<int32_t>(index), token.content);
       continue;
     }
     normalized.clear();
-    bpe::AppendNfc(token.content, 0, &normalized, &no_offsets, &points);
+    if (config.nfc) {
+      bpe::AppendNfc(token.content, 0, &normalized, &no_offsets, &points);
+    } else {
+      OffsetMap work_offsets;
+      std::string work;
+      NormalizeHuggingFace(config.normalizers, token.content, 0, &normalized, &no_offsets, &work, &work_offsets);
+    }
     if (!normalized.empty()) t.normalized_matcher_.Add(static_cast<int32_t>(index), normalized);
   }
   t.config_ = std::move(config);
@@ -265,7 +305,7 @@ void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratc
       continue;
     }
     const std::string_view piece = text.substr(segment.begin, segment.end - segment.begin);
-    if ((!config_.nfc || bpe::IsNfcQuick(piece)) && normalized_matcher_.empty()) {
+    if ((!config_.nfc || bpe::IsNfcQuick(piece)) && config_.normalizers.empty() && normalized_matcher_.empty()) {
       EncodeText(text, segment.begin, segment.end, SourceMap{nullptr, 0, 0}, with_pieces, buffers, out);
       continue;
     }
@@ -274,6 +314,9 @@ void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratc
     buffers->offsets.Reset(with_pieces);
     if (config_.nfc) {
       bpe::AppendNfc(piece, segment.begin, &normalized, &buffers->offsets, &buffers->bpe_points);
+    } else if (!config_.normalizers.empty()) {
+      NormalizeHuggingFace(config_.normalizers, piece, segment.begin, &normalized, &buffers->offsets, &buffers->work,
+                           &buffers->work_offsets);
     } else {
       normalized.assign(piece);
       buffers->offsets.AppendSequence(piece.size(), segment.begin);
@@ -306,6 +349,8 @@ void BpeTokenizer::EncodeText(std::string_view text, uint32_t begin, uint32_t en
   words.clear();
   if (config_.split) {
     bpe::SplitWords(text, begin, end, *config_.split, &words);
+  } else if (config_.literal_split) {
+    SplitLiteral(text, begin, end, *config_.literal_split, &words);
   } else if (end > begin) {
     words.push_back({begin, end, -1});
   }
@@ -545,6 +590,41 @@ void BpeTokenizer::MergeLong(Scratch::Buffers* buffers) const {
 
 std::string BpeTokenizer::Decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
   std::string text;
+  if (config_.decoder_byte_fallback || config_.decoder_fuse || !config_.decoder_replacements.empty()) {
+    // Hugging Face's Replace, ByteFallback and Fuse decoders: a run of <0xXX> pieces becomes its
+    // bytes when they are valid UTF-8, else one U+FFFD per byte; everything is concatenated.
+    std::string bytes, piece;
+    auto flush = [&] {
+      if (bytes.empty()) return;
+      std::string repaired;
+      if (!utf8::ReplaceInvalid(bytes, &repaired)) {
+        text += bytes;
+      } else {
+        for (size_t i = 0; i < bytes.size(); ++i) text += "\xEF\xBF\xBD";
+      }
+      bytes.clear();
+    };
+    for (int32_t id : ids) {
+      if (id < 0 || static_cast<size_t>(id) >= pieces_.size() || (skip_special_tokens && IsSpecial(id))) continue;
+      piece = pieces_[static_cast<size_t>(id)];
+      for (const auto& [from, to] : config_.decoder_replacements) {
+        for (size_t found = piece.find(from); found != std::string::npos; found = piece.find(from, found + to.size())) {
+          piece.replace(found, from.size(), to);
+        }
+      }
+      unsigned value = 0;
+      if (config_.decoder_byte_fallback && piece.size() == 6 && piece.starts_with("<0x") && piece.back() == '>' &&
+          std::isxdigit(static_cast<unsigned char>(piece[3])) && std::isxdigit(static_cast<unsigned char>(piece[4])) &&
+          std::sscanf(piece.c_str() + 3, "%2x", &value) == 1) {
+        bytes.push_back(static_cast<char>(value));
+        continue;
+      }
+      flush();
+      text += piece;
+    }
+    flush();
+    return text;
+  }
   bool first = true;
   for (int32_t id : ids) {
     if (id < 0 || static_cast<size_t>(id) >= pieces_.size() || (skip_special_tokens && IsSpecial(id))) continue;

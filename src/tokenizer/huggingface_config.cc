@@ -3,9 +3,11 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "tokenizer/json_fields.h"
+#include "tokenizer/utf8.h"
 
 namespace stamen::tokenizer {
 namespace {
@@ -46,6 +48,95 @@ bool IsNull(element parent, const char* key) {
   return parent[key].get(value) != simdjson::SUCCESS || value.is_null();
 }
 
+// The escapes a Replace regex may use for one character; 0 when `c` after '\\' is not one.
+char32_t EscapedCharacter(char c) {
+  switch (c) {
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    case 'f': return '\f';
+    case 'v': return '\v';
+    default: return std::string_view("\\.^$|?*+()[]{}- /").find(c) != std::string_view::npos ? static_cast<char32_t>(c) : 0;
+  }
+}
+
+// Reads one set member at `*position` (a character, an escape, or \s) into `alternative`.
+bool ReadSetMember(std::string_view regex, size_t* position, bool in_brackets, ReplaceAlternative* alternative) {
+  if (*position >= regex.size()) return false;
+  if (regex[*position] == '\\') {
+    if (*position + 1 >= regex.size()) return false;
+    const char escaped = regex[*position + 1];
+    *position += 2;
+    if (escaped == 's') {
+      alternative->whitespace = true;
+      return true;
+    }
+    const char32_t c = EscapedCharacter(escaped);
+    if (c == 0) return false;
+    alternative->characters.push_back(c);
+    return true;
+  }
+  const unsigned char lead = static_cast<unsigned char>(regex[*position]);
+  // Outside brackets these start constructs the matcher does not know; inside, ranges and
+  // negation are not supported.
+  const std::string_view special = in_brackets ? "[]^-" : ".^$|?*+()[]{}";
+  if (lead < 0x80 && special.find(static_cast<char>(lead)) != std::string_view::npos) return false;
+  const utf8::Decoded decoded = utf8::Decode(regex, *position);
+  if (!decoded.valid) return false;
+  alternative->characters.push_back(decoded.code_point);
+  *position += decoded.length;
+  return true;
+}
+
+// One alternative: [\A] (character | \s | [members]) [+ | {n} | {n,} | {n,m}] [\z].
+bool ParseAlternative(std::string_view text, ReplaceAlternative* alternative) {
+  size_t position = 0;
+  if (text.starts_with("\\A")) {
+    alternative->at_start = true;
+    position = 2;
+  }
+  if (text.ends_with("\\z") && text.size() >= position + 2) {
+    alternative->at_end = true;
+    text.remove_suffix(2);
+  }
+  if (position >= text.size()) return false;
+  if (text[position] == '[') {
+    ++position;
+    while (position < text.size() && text[position] != ']') {
+      if (!ReadSetMember(text, &position, true, alternative)) return false;
+    }
+    if (position >= text.size()) return false;
+    ++position;  // ']'
+  } else if (!ReadSetMember(text, &position, false, alternative)) {
+    return false;
+  }
+  const std::string_view quantifier = text.substr(position);
+  if (quantifier.empty()) return true;
+  if (quantifier == "+") {
+    alternative->maximum_repeats = 0;
+    return true;
+  }
+  if (quantifier.size() < 3 || quantifier.front() != '{' || quantifier.back() != '}') return false;
+  const std::string_view bounds = quantifier.substr(1, quantifier.size() - 2);
+  const size_t comma = bounds.find(',');
+  auto number = [](std::string_view digits, size_t* value) {
+    // Bounded so that a hostile file cannot overflow the count; real files use 1 or 2.
+    const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), *value);
+    return !digits.empty() && parsed.ec == std::errc() && parsed.ptr == digits.data() + digits.size() &&
+           *value <= 1'000'000;
+  };
+  if (!number(bounds.substr(0, comma), &alternative->minimum_repeats) || alternative->minimum_repeats == 0) return false;
+  if (comma == std::string_view::npos) {
+    alternative->maximum_repeats = alternative->minimum_repeats;
+  } else if (comma + 1 == bounds.size()) {
+    alternative->maximum_repeats = 0;
+  } else if (!number(bounds.substr(comma + 1), &alternative->maximum_repeats) ||
+             alternative->maximum_repeats < alternative->minimum_repeats) {
+    return false;
+  }
+  return true;
+}
+
 Status ParseReplace(element node, ReplaceRule* rule) {
   rule->content = std::string(StringOr(node, "content", ""));
   std::string_view literal;
@@ -58,35 +149,35 @@ Status ParseReplace(element node, ReplaceRule* rule) {
   if (node["pattern"]["Regex"].get(regex) != simdjson::SUCCESS) {
     return Status::Error("Replace normalizer without a String or Regex pattern");
   }
-  // Only `X{n,}` and `X+` with X one plain character: what Unigram tokenizers use.
-  auto unsupported = [&] { return Status::Error("Replace normalizer regex \"" + std::string(regex) + "\" is not supported"); };
-  if (regex.empty() || std::string_view("\\.[]()*+?{}|^$").find(regex[0]) != std::string_view::npos) return unsupported();
-  const size_t char_length = (static_cast<unsigned char>(regex[0]) < 0x80) ? 1 : std::string_view::npos;
-  if (char_length == std::string_view::npos) return unsupported();
-  rule->pattern = std::string(regex.substr(0, 1));
-  const std::string_view quantifier = regex.substr(1);
-  if (quantifier == "+") {
-    rule->minimum_repeats = 1;
-  } else if (quantifier.size() >= 4 && quantifier.front() == '{' && quantifier.substr(quantifier.size() - 2) == ",}") {
-    const std::string_view digits = quantifier.substr(1, quantifier.size() - 3);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return unsupported();
-    // Bounded so that a hostile file cannot overflow the count; real files use 1 or 2.
-    const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), rule->minimum_repeats);
-    if (parsed.ec != std::errc() || rule->minimum_repeats == 0 || rule->minimum_repeats > 1'000'000) return unsupported();
-  } else {
-    return unsupported();
+  // Alternatives of one repeated character set; anything else (groups, sequences, ranges,
+  // quantifiers that match nothing) is refused rather than approximated.
+  for (size_t begin = 0;;) {
+    size_t bar = begin;
+    while (bar < regex.size() && regex[bar] != '|') bar += regex[bar] == '\\' ? 2 : 1;
+    bar = std::min(bar, regex.size());
+    ReplaceAlternative alternative;
+    if (!ParseAlternative(regex.substr(begin, bar - begin), &alternative)) {
+      return Status::Error("Replace normalizer regex \"" + std::string(regex) +
+                           "\" is not supported (supported: alternatives of one character, \\s or [set] with an "
+                           "optional +, {n}, {n,} or {n,m}, \\A and \\z, as in \" {2,}\" and \"\\s{2,}|[\\n\\r\\t]\")");
+    }
+    rule->alternatives.push_back(std::move(alternative));
+    if (bar >= regex.size()) break;
+    begin = bar + 1;
   }
   return Status();
 }
 
-Status ParseNormalizer(element node, std::vector<NormalizerStep>* steps) {
+}  // namespace
+
+Status ParseHuggingFaceNormalizer(element node, std::vector<NormalizerStep>* steps) {
   if (node.is_null()) return Status();
   const std::string_view type = StringOr(node, "type", "");
   if (type == "Sequence") {
     array children;
     if (node["normalizers"].get(children) != simdjson::SUCCESS) return Status::Error("normalizer Sequence without a list");
     for (element child : children) {
-      Status status = ParseNormalizer(child, steps);
+      Status status = ParseHuggingFaceNormalizer(child, steps);
       if (!status.ok()) return status;
     }
     return Status();
@@ -118,13 +209,17 @@ Status ParseNormalizer(element node, std::vector<NormalizerStep>* steps) {
   } else if (type == "Prepend") {
     step.kind = NormalizerStep::Kind::kPrepend;
     step.prepend = std::string(StringOr(node, "prepend", ""));
+  } else if (type == "NFC") {
+    step.kind = NormalizerStep::Kind::kNfc;  // DeBERTa-v3 as transformers 5 writes it
   } else {
     return Status::Error("normalizer \"" + std::string(type) +
-                         "\" is not supported (supported: Precompiled, Replace, Strip, Prepend, Sequence)");
+                         "\" is not supported (supported: Precompiled, Replace, Strip, Prepend, NFC, Sequence)");
   }
   steps->push_back(std::move(step));
   return Status();
 }
+
+namespace {
 
 Status ParseMetaspace(element node, MetaspaceConfig* config) {
   config->replacement = std::string(StringOr(node, "replacement", "\xE2\x96\x81"));
@@ -346,7 +441,7 @@ StatusOr<HuggingFaceConfig> ParseHuggingFaceConfig(std::string_view json) {
   status = ParseModel(model, &config);
   if (!status.ok()) return status;
   element part;
-  if (root["normalizer"].get(part) == simdjson::SUCCESS) status = ParseNormalizer(part, &config.normalizers);
+  if (root["normalizer"].get(part) == simdjson::SUCCESS) status = ParseHuggingFaceNormalizer(part, &config.normalizers);
   if (status.ok() && root["pre_tokenizer"].get(part) == simdjson::SUCCESS) {
     status = ParsePreTokenizer(part, &config.pre_tokenizer);
   }

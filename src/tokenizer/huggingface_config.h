@@ -15,16 +15,30 @@
 
 namespace stamen::tokenizer {
 
-// Replace normalizer: a literal string, or a regex of the form `X{n,}` / `X+` (one character
-// repeated), e.g. XLM-R's `" {2,}"`.
+// One alternative of a Replace regex: one character of a set, repeated greedily between
+// `minimum_repeats` and `maximum_repeats` times, optionally anchored at the start (\A) or
+// end (\z) of the text. Real tokenizer.json files use only such regexes: XLM-R's `" {2,}"`,
+// DeBERTa-v3's `\s{2,}|[\n\r\t]` (transformers 5), `\A +| +\z`, `\A▁`, `\s+`.
+struct ReplaceAlternative {
+  std::vector<char32_t> characters;  // members of the set besides \s
+  bool whitespace = false;           // \s (Oniguruma's, as tokenizers matches it) is in the set
+  size_t minimum_repeats = 1;
+  size_t maximum_repeats = 1;  // 0: unbounded
+  bool at_start = false;
+  bool at_end = false;
+};
+
+// Replace normalizer: every non-overlapping leftmost match of `pattern` (a String) or of the
+// regex `alternatives` (tried in order at each position, the first that matches wins, as
+// Oniguruma does) becomes `content`.
 struct ReplaceRule {
-  std::string pattern;
-  size_t minimum_repeats = 0;  // 0: `pattern` is a literal; else a character repeated
+  std::string pattern;  // empty for a regex
+  std::vector<ReplaceAlternative> alternatives;
   std::string content;
 };
 
 struct NormalizerStep {
-  enum class Kind { kPrecompiled, kReplace, kStrip, kPrepend };
+  enum class Kind { kPrecompiled, kReplace, kStrip, kPrepend, kNfc };
   Kind kind = Kind::kPrecompiled;
   Charsmap charsmap;
   // Precompiled: ASCII bytes that no one-byte rule changes (the normalizer's fast path).

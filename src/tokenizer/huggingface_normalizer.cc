@@ -1,6 +1,9 @@
 // Each step reads (text, offsets) and writes the next (text, offsets); the two buffers swap.
 #include "tokenizer/huggingface_normalizer.h"
 
+#include <algorithm>
+
+#include "tokenizer/bpe_text.h"
 #include "tokenizer/grapheme.h"
 #include "tokenizer/utf8.h"
 
@@ -69,24 +72,43 @@ void ApplyPrecompiled(const NormalizerStep& step, const Buffer& in, Buffer* out)
   }
 }
 
+// The end of the first alternative of `rule` matching at `position`, or `position`.
+size_t MatchRegex(const ReplaceRule& rule, std::string_view text, size_t position) {
+  for (const ReplaceAlternative& alternative : rule.alternatives) {
+    if (alternative.at_start && position != 0) continue;
+    size_t end = position;
+    size_t repeats = 0;
+    while (end < text.size() && (alternative.maximum_repeats == 0 || repeats < alternative.maximum_repeats)) {
+      const utf8::Decoded decoded = utf8::Decode(text, end);
+      const bool member = (alternative.whitespace && bpe::IsRegexSpace(decoded.code_point)) ||
+                          std::find(alternative.characters.begin(), alternative.characters.end(), decoded.code_point) !=
+                              alternative.characters.end();
+      if (!member) break;
+      end += decoded.length;
+      ++repeats;
+    }
+    // Greedy repeats of one set: a shorter run cannot reach the end when the longest did not.
+    if (repeats < alternative.minimum_repeats || (alternative.at_end && end != text.size())) continue;
+    return end;
+  }
+  return position;
+}
+
 void ApplyReplace(const ReplaceRule& rule, const Buffer& in, Buffer* out) {
   const std::string_view text = *in.text;
   const std::string_view pattern = rule.pattern;
   size_t copied = 0;
   for (size_t position = 0; position < text.size();) {
     size_t match_end = position;
-    if (rule.minimum_repeats == 0) {
+    if (!pattern.empty()) {
       if (text.substr(position, pattern.size()) == pattern) match_end = position + pattern.size();
     } else {
-      size_t repeats = 0;
-      while (text.substr(match_end, pattern.size()) == pattern) {
-        match_end += pattern.size();
-        ++repeats;
-      }
-      if (repeats < rule.minimum_repeats) match_end = position;
+      match_end = MatchRegex(rule, text, position);
     }
     if (match_end == position) {
-      ++position;
+      // Regexes step by character; a literal (valid UTF-8) can only match at a character
+      // boundary, so stepping by byte finds the same matches.
+      position += pattern.empty() ? CharLength(text, position) : 1;
       continue;
     }
     out->Copy(in, copied, position);
@@ -114,6 +136,22 @@ void ApplyStrip(bool left, bool right, const Buffer& in, Buffer* out) {
   out->Copy(in, begin, end);
 }
 
+// NFC as tokenizers applies it (the BPE path's implementation); text NFC cannot change is copied.
+void ApplyNfc(const Buffer& in, Buffer* out) {
+  const std::string_view text = *in.text;
+  if (bpe::IsNfcQuick(text)) {
+    out->Copy(in, 0, text.size());
+    return;
+  }
+  // Rare (text with characters NFC may change): scratch allocated here is accepted.
+  OffsetMap positions;
+  positions.Reset(in.offsets->enabled());
+  std::vector<char32_t> points;
+  bpe::AppendNfc(text, 0, out->text, &positions, &points);
+  if (!in.offsets->enabled()) return;
+  for (size_t i = 0; i < out->text->size(); ++i) out->offsets->Append(1, in.OffsetAt(positions.At(i)));
+}
+
 }  // namespace
 
 void NormalizeHuggingFace(const std::vector<NormalizerStep>& steps, std::string_view text,
@@ -137,6 +175,9 @@ void NormalizeHuggingFace(const std::vector<NormalizerStep>& steps, std::string_
         break;
       case NormalizerStep::Kind::kStrip:
         ApplyStrip(step.strip_left, step.strip_right, current, &next);
+        break;
+      case NormalizerStep::Kind::kNfc:
+        ApplyNfc(current, &next);
         break;
       case NormalizerStep::Kind::kPrepend:
         if (!current.text->empty()) next.Append(step.prepend, current.OffsetAt(0));

@@ -48,6 +48,11 @@ inline std::string TokenizerJsonModelType(std::string_view json) {
   return std::string(model_type);
 }
 
+// Appends the steps of one Hugging Face normalizer node (Precompiled, Replace, Strip, Prepend,
+// or a Sequence of them) to `steps`; defined in huggingface_config.cc, shared with the BPE
+// reader. Errors name the unsupported normalizer or regex.
+Status ParseHuggingFaceNormalizer(simdjson::dom::element node, std::vector<NormalizerStep>* steps);
+
 // Appends the tokens of tokenizer_config.json's `added_tokens_decoder` ({"id": {"content": …,
 // flags}}) in the file's order; `normalized` defaults to "not special", as in transformers.
 inline Status ReadAddedTokensDecoder(simdjson::dom::element root, std::vector<AddedToken>* added_tokens) {

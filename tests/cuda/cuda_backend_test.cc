@@ -321,8 +321,9 @@ TEST_F(CudaKernelTest, PoolingAndNormalisation) {
   const std::vector<int32_t> bounds_host = {0, 1, 5, 40, 41, 100};
   const Tensor hidden = Random({100, 72}, rng_);
   const Tensor bounds = Ints(bounds_host);
-  for (ops::PoolingMode mode :
-       {ops::PoolingMode::kCls, ops::PoolingMode::kMean, ops::PoolingMode::kMax, ops::PoolingMode::kLastToken}) {
+  for (ops::PoolingMode mode : {ops::PoolingMode::kCls, ops::PoolingMode::kMean, ops::PoolingMode::kMax,
+                                ops::PoolingMode::kLastToken, ops::PoolingMode::kWeightedMean,
+                                ops::PoolingMode::kMeanSqrtLen}) {
     for (int64_t width : {72, 32}) {
       Tensor expected = *Tensor::Allocate(DataType::kF32, {5, width});
       ASSERT_TRUE(ops::Pool(hidden, bounds, mode, expected).ok());
@@ -334,6 +335,23 @@ TEST_F(CudaKernelTest, PoolingAndNormalisation) {
                    std::string("pool ") + std::string(ops::PoolingModeName(mode)) + " width " + std::to_string(width));
     }
   }
+}
+
+// SPLADE over two slices of logits ([0, 37) and [37, 100), the boundary inside a sequence).
+TEST_F(CudaKernelTest, SpladePoolOverSlices) {
+  const std::vector<int32_t> bounds_host = {0, 1, 5, 40, 41, 100};
+  const Tensor logits = Random({100, 300}, rng_);
+  const Tensor bounds = Ints(bounds_host);
+  Tensor expected = *Tensor::Allocate(DataType::kF32, {5, 300});
+  ASSERT_TRUE(ops::Zero(expected).ok());
+  ASSERT_TRUE(ops::SpladePool(logits.Rows(0, 37), bounds, 0, expected).ok());
+  ASSERT_TRUE(ops::SpladePool(logits.Rows(37, 100), bounds, 37, expected).ok());
+  const Tensor device_logits = ToDevice(logits), device_bounds = ToDevice(bounds);
+  Tensor actual = Empty(DataType::kF32, {5, 300}, Device::kCuda);
+  ASSERT_TRUE(ops::Zero(actual).ok());
+  ASSERT_TRUE(ops::SpladePool(device_logits.Rows(0, 37), device_bounds, 0, actual).ok());
+  ASSERT_TRUE(ops::SpladePool(device_logits.Rows(37, 100), device_bounds, 37, actual).ok());
+  EXPECT_CLOSE(expected, ToHost(actual), "splade_pool");
 }
 
 // ---- whole models ----
@@ -352,7 +370,8 @@ std::vector<std::string> ModelFolders() {
   for (const char* name : {"tiny-qwen3", "tiny-distilbert", "tiny-distilbert-classifier", "tiny-roberta-classifier",
                            "tiny-camembert", "tiny-modernbert", "tiny-modernbert-classifier", "tiny-gemma3",
                            "tiny-llama", "tiny-mistral", "tiny-qwen3-classifier", "tiny-qwen3-classifier-3",
-                           "tiny-qwen2-classifier", "tiny-qwen3-reranker", "tiny-qwen3-reranker-tied"}) {
+                           "tiny-qwen2-classifier", "tiny-qwen3-reranker", "tiny-qwen3-reranker-tied",
+                           "tiny-bert-classifier", "tiny-bert-splade", "tiny-roberta-splade"}) {
     folders.push_back(local + name);
   }
   if (const char* extra = std::getenv("STAMEN_CUDA_TEST_MODELS")) {
@@ -422,7 +441,10 @@ TEST(CudaModelTest, EveryModelMatchesTheCpuEngine) {
         {"cls", {.pooling = ops::PoolingMode::kCls, .normalize = false}},
         {"last_token", {.pooling = ops::PoolingMode::kLastToken}},
         {"max", {.pooling = ops::PoolingMode::kMax, .normalize = false}},
+        {"weightedmean", {.pooling = ops::PoolingMode::kWeightedMean, .normalize = false}},
+        {"mean_sqrt_len_tokens", {.pooling = ops::PoolingMode::kMeanSqrtLen}},
     };
+    if (config.head == ModelHead::kMaskedLm) outputs.push_back({"splade", {.pooling = ops::PoolingMode::kSplade}});
     if (config.head == ModelHead::kSequenceClassification) outputs.push_back({"scores", {.output = StepOutput::kScores}});
     for (const auto& [name, options] : outputs) {
       auto expected = (*cpu)->Step(batch, options);

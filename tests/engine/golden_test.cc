@@ -88,6 +88,13 @@ TEST_P(GoldenTest, MatchesTransformersAloneAndPacked) {
       {"cls_pooled", {.pooling = ops::PoolingMode::kCls, .normalize = false}},
   };
   if (golden->store.Contains("logits_0")) outputs.push_back({"logits", {.output = StepOutput::kScores}});
+  if (golden->store.Contains("weightedmean_pooled_0")) {
+    outputs.push_back({"weightedmean_pooled", {.pooling = ops::PoolingMode::kWeightedMean, .normalize = false}});
+    outputs.push_back({"mean_sqrt_len_pooled", {.pooling = ops::PoolingMode::kMeanSqrtLen, .normalize = false}});
+  }
+  // SPLADE: the masked-LM head's logits, max-pooled after log(1 + relu); the engine never
+  // normalises them, so the default normalize = true must not change them.
+  if (golden->store.Contains("splade_0")) outputs.push_back({"splade", {.pooling = ops::PoolingMode::kSplade}});
   if (golden->store.Contains("last_token_0")) {
     outputs.push_back({"last_token", {.pooling = ops::PoolingMode::kLastToken, .normalize = false}});
   }
@@ -137,7 +144,9 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                                            "tiny-mistral", "tiny-modernbert", "tiny-modernbert-classifier",
                                            "tiny-modernbert-biased-mean-classifier", "tiny-gemma3", "tiny-qwen3-classifier",
                                            "tiny-qwen3-classifier-3", "tiny-qwen2-classifier", "tiny-qwen3-reranker",
-                                           "tiny-qwen3-reranker-tied"),
+                                           "tiny-qwen3-reranker-tied", "tiny-deberta-v3", "tiny-deberta-v3-reranker",
+                                           "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier", "tiny-bert-classifier",
+                                           "tiny-bert-splade", "tiny-roberta-splade"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -454,6 +463,72 @@ TEST(EngineTest, DecoderDefaultsToLastTokenAndNormalizes) {
   ASSERT_TRUE(bidirectional.ok());
   EXPECT_EQ((*bidirectional)->default_pooling(), ops::PoolingMode::kMean);
   EXPECT_FALSE(Engine::Load(kGolden + "tiny-bert", {.causal = true}).ok());
+}
+
+// A …ForMaskedLM folder gives SPLADE vectors by default, over the whole vocabulary; batches
+// longer than one slice of logits (256 tokens), with sequences across slice boundaries, give
+// what each sequence gives alone.
+TEST(SpladeTest, DefaultPoolingAndSlicesAcrossSequences) {
+  auto engine = Engine::Load(kLocalGolden + "tiny-bert-splade", {.num_threads = 1});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ((*engine)->default_pooling(), ops::PoolingMode::kSplade);
+  EXPECT_EQ((*engine)->embedding_width(), 1000);
+  // What the gateway can say without loading the model agrees.
+  EXPECT_EQ(DefaultPooling((*engine)->config(), (*engine)->sentence_transformers()), ops::PoolingMode::kSplade);
+  EXPECT_EQ(DefaultEmbeddingWidth((*engine)->config(), (*engine)->sentence_transformers()), 1000);
+  auto golden = LoadGolden("tiny-bert-splade");
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  std::vector<int32_t> ids, bounds = {0};
+  std::vector<int> which;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = kSequences - 1; i >= 0; --i) {  // 130 first: the second round straddles token 256
+      ids.insert(ids.end(), golden->ids[i].begin(), golden->ids[i].end());
+      bounds.push_back(static_cast<int32_t>(ids.size()));
+      which.push_back(i);
+    }
+  }
+  ASSERT_GT(ids.size(), 512u);
+  auto result = (*engine)->Step({ids, bounds, {}});  // default options: splade, normalize ignored
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_TRUE(result->Wait().ok());
+  ASSERT_EQ(result->values().shape(), (Shape{static_cast<int64_t>(which.size()), 1000}));
+  for (size_t s = 0; s < which.size(); ++s) {
+    EXPECT_LE(MaxAbsError(*golden, "splade_" + std::to_string(which[s]), result->Row(static_cast<int64_t>(s))),
+              kTolerance)
+        << "sequence " << s;
+  }
+  const std::vector<int32_t> one = {0, static_cast<int32_t>(golden->ids[2].size())};
+  auto truncated = (*engine)->Step({golden->ids[2], one, {}}, {.dimensions = 10});
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.status().message().find("cannot truncate splade"), std::string::npos);
+}
+
+TEST(SpladeTest, NeedsAMaskedLmHead) {
+  auto engine = Engine::Load(kLocalGolden + "tiny-bert-classifier");
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  const std::vector<int32_t> ids = {1, 5, 2};
+  const std::vector<int32_t> bounds = {0, 3};
+  auto result = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kSplade});
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("no masked-LM head"), std::string::npos) << result.status().message();
+}
+
+// Per-token output keeps the batch's boundaries, so a caller splits it without its own copy.
+TEST(EngineTest, TokenEmbeddingsCarryTheirSequenceOffsets) {
+  auto engine = Engine::Load(kLocalGolden + "tiny-bert-classifier");
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  const std::vector<int32_t> ids = {1, 5, 2, 1, 7, 8, 2};
+  const std::vector<int32_t> bounds = {0, 3, 7};
+  auto result = (*engine)->Step({ids, bounds, {}}, {.output = StepOutput::kTokenEmbeddings});
+  ASSERT_TRUE(result.ok() && result->Wait().ok());
+  ASSERT_EQ(std::vector<int32_t>(result->sequence_offsets().begin(), result->sequence_offsets().end()), bounds);
+  EXPECT_EQ(result->SequenceRows(0).shape(), (Shape{3, 64}));
+  EXPECT_EQ(result->SequenceRows(1).shape(), (Shape{4, 64}));
+  EXPECT_EQ(result->SequenceRows(1).data<float>(), result->values().data<float>() + 3 * 64);
+  EXPECT_TRUE(result->SequenceRows(2).empty());
+  auto pooled = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean});
+  ASSERT_TRUE(pooled.ok());
+  EXPECT_TRUE(pooled->sequence_offsets().empty());
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 // on broken ones written by the test.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "engine/model_config.h"
 #include "test_files.h"
 
@@ -219,6 +222,43 @@ TEST(SentenceTransformersTest, RejectsWhatItCannotHonour) {
   auto dense = ReadSentenceTransformersConfig(dir.path());
   ASSERT_FALSE(dense.ok());
   EXPECT_NE(dense.status().message().find("Dense"), std::string::npos);
+}
+
+// sentence-transformers' weightedmean and mean_sqrt_len_tokens, in both spellings, and the
+// sparse encoders' MLMTransformer + SpladePooling (max + relu only).
+TEST(SentenceTransformersTest, ReadsWeightedMeanSqrtLenAndSplade) {
+  TempDir dir;
+  WriteFile(dir.File("modules.json"),
+            R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
+            R"({"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}])");
+  const std::pair<std::string, ops::PoolingMode> cases[] = {
+      {R"({"pooling_mode_weightedmean_tokens":true,"pooling_mode_mean_tokens":false})", ops::PoolingMode::kWeightedMean},
+      {R"({"pooling_mode_mean_sqrt_len_tokens":true})", ops::PoolingMode::kMeanSqrtLen},
+      {R"({"pooling_mode":"weightedmean"})", ops::PoolingMode::kWeightedMean},
+      {R"({"pooling_mode":"mean_sqrt_len_tokens"})", ops::PoolingMode::kMeanSqrtLen},
+  };
+  for (const auto& [json, mode] : cases) {
+    WriteFile(dir.File("1_Pooling/config.json"), json);
+    auto config = ReadSentenceTransformersConfig(dir.path());
+    ASSERT_TRUE(config.ok()) << json << ": " << config.status().message();
+    EXPECT_EQ(config->pooling, mode) << json;
+  }
+  // "splade" is no Pooling mode: only a SpladePooling module selects it.
+  WriteFile(dir.File("1_Pooling/config.json"), R"({"pooling_mode":"splade"})");
+  EXPECT_FALSE(ReadSentenceTransformersConfig(dir.path()).ok());
+
+  WriteFile(dir.File("modules.json"),
+            R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.sparse_encoder.models.MLMTransformer"},)"
+            R"({"idx":1,"name":"1","path":"1_SpladePooling","type":"sentence_transformers.sparse_encoder.models.SpladePooling"}])");
+  WriteFile(dir.File("1_SpladePooling/config.json"),
+            R"({"pooling_strategy":"max","activation_function":"relu","word_embedding_dimension":30522})");
+  auto splade = ReadSentenceTransformersConfig(dir.path());
+  ASSERT_TRUE(splade.ok()) << splade.status().message();
+  EXPECT_EQ(splade->pooling, ops::PoolingMode::kSplade);
+  WriteFile(dir.File("1_SpladePooling/config.json"), R"({"pooling_strategy":"sum","activation_function":"relu"})");
+  auto sum = ReadSentenceTransformersConfig(dir.path());
+  ASSERT_FALSE(sum.ok());
+  EXPECT_NE(sum.status().message().find("pooling_strategy"), std::string::npos) << sum.status().message();
 }
 
 }  // namespace

@@ -229,6 +229,16 @@ std::vector<double> ReferenceAttention(const Tensor& qkv, const std::vector<int3
             const int32_t bucket = ops::RelativePositionBucket(j - i, bias->num_buckets, bias->max_distance);
             score += bias->table.data<float>()[bucket * layout.num_heads + head];
           }
+          if (const ops::DisentangledPositionBias* bias = options.disentangled_bias; bias != nullptr) {
+            const int64_t columns = bias->projections.dim(1);
+            const float* position = bias->projections.data<float>() + ops::DisentangledPositionIndex(i - j, *bias) * columns;
+            double terms = 0.0;
+            for (int64_t c = 0; c < d; ++c) {
+              if (bias->key_column >= 0) terms += double{data[i * row + head * d + c]} * position[bias->key_column + head * d + c];
+              if (bias->query_column >= 0) terms += double{data[j * row + k_off + c]} * position[bias->query_column + head * d + c];
+            }
+            score += terms * scale;
+          }
           keys.push_back(j);
           scores.push_back(score);
           maximum = std::max(maximum, score);
@@ -295,6 +305,81 @@ TEST(AttentionTest, RelativePositionBucketMatchesTransformers) {
   }
 }
 
+// transformers' make_log_bucket_position(torch.arange(-600, 601), buckets, max_position) at the
+// edges (transformers 5.24, torch 2.15), relative_position = i − j: DeBERTa-v3's 256 / 512, the
+// 32 / 512 of tiny-deberta-v3 and a 64 / 128 whose longest distances pass max_position.
+TEST(AttentionTest, LogBucketPositionMatchesTransformers) {
+  struct Case {
+    int32_t buckets, max_position;
+    std::vector<std::pair<int64_t, int32_t>> expected;
+  };
+  const std::vector<Case> cases = {
+      {256, 512, {{-600, -270}, {-511, -255}, {-510, -255}, {-300, -207}, {-200, -169}, {-129, -129}, {-128, -128},
+                  {-127, -127}, {-64, -64}, {-1, -1}, {0, 0}, {1, 1}, {64, 64}, {127, 127}, {128, 128}, {129, 129},
+                  {130, 130}, {150, 143}, {200, 169}, {255, 192}, {256, 192}, {300, 207}, {400, 233}, {500, 254},
+                  {509, 255}, {510, 255}, {511, 255}, {512, 256}, {600, 270}}},
+      {32, 512, {{-600, -32}, {-511, -31}, {-510, -31}, {-300, -29}, {-200, -27}, {-129, -26}, {-128, -26},
+                 {-127, -25}, {-64, -23}, {-1, -1}, {0, 0}, {1, 1}, {64, 23}, {127, 25}, {128, 26}, {129, 26},
+                 {130, 26}, {150, 26}, {200, 27}, {255, 28}, {256, 29}, {300, 29}, {400, 30}, {500, 31},
+                 {509, 31}, {510, 31}, {511, 31}, {512, 32}, {600, 32}}},
+      {64, 128, {{-600, -98}, {-511, -95}, {-510, -95}, {-300, -83}, {-200, -74}, {-129, -64}, {-128, -64},
+                 {-127, -63}, {-64, -48}, {-1, -1}, {0, 0}, {1, 1}, {64, 48}, {127, 63}, {128, 64}, {129, 64},
+                 {130, 64}, {150, 67}, {200, 74}, {255, 79}, {256, 79}, {300, 83}, {400, 89}, {500, 94},
+                 {509, 95}, {510, 95}, {511, 95}, {512, 95}, {600, 98}}},
+  };
+  for (const Case& c : cases) {
+    for (const auto& [relative_position, bucket] : c.expected) {
+      EXPECT_EQ(ops::LogBucketPosition(relative_position, c.buckets, c.max_position), bucket)
+          << c.buckets << " / " << c.max_position << ", i - j = " << relative_position;
+    }
+  }
+  // The row read: bucket + span, clamped to the 2 · span rows.
+  const ops::DisentangledPositionBias bucketed{.span = 32, .position_buckets = 32, .max_relative_positions = 512};
+  EXPECT_EQ(ops::DisentangledPositionIndex(-600, bucketed), 0);
+  EXPECT_EQ(ops::DisentangledPositionIndex(-64, bucketed), 9);
+  EXPECT_EQ(ops::DisentangledPositionIndex(600, bucketed), 63);  // 32 + 32, clamped to 63
+  const ops::DisentangledPositionBias raw{.span = 48, .max_relative_positions = 48};
+  EXPECT_EQ(ops::DisentangledPositionIndex(-47, raw), 1);
+  EXPECT_EQ(ops::DisentangledPositionIndex(-60, raw), 0);
+  EXPECT_EQ(ops::DisentangledPositionIndex(47, raw), 95);
+  EXPECT_EQ(ops::DisentangledPositionIndex(60, raw), 95);
+}
+
+// DeBERTa's c2p and p2c terms, alone and together, log-bucketed and raw (both clamped: the
+// 300-token sequence reaches past the span), with the projections' query and key columns apart
+// as share_att_key lays them out, over ragged sequences, grouped heads and the vector paths.
+TEST(AttentionTest, DisentangledBiasMatchesReference) {
+  for (const int64_t head_dim : {12, 32, 40}) {
+    const ops::QkvLayout layout{4, 2, head_dim};
+    const int64_t width = layout.num_heads * head_dim;
+    const std::vector<int32_t> bounds = {0, 1, 7, 24, 41, 341};
+    const int64_t tokens = bounds.back();
+    Tensor qkv = Random({tokens, layout.row_size()}, 23, 1.5f);
+    for (const bool bucketed : {true, false}) {
+      const int32_t span = bucketed ? 16 : 20;
+      const Tensor projections = Random({2 * span, 2 * width + 8}, 29);
+      for (const auto& [query_column, key_column] :
+           {std::pair<int64_t, int64_t>{0, width + 8}, {-1, 3}, {5, -1}}) {
+        const ops::DisentangledPositionBias bias{.projections = projections,
+                                                 .query_column = query_column,
+                                                 .key_column = key_column,
+                                                 .span = span,
+                                                 .position_buckets = bucketed ? 16 : 0,
+                                                 .max_relative_positions = bucketed ? 64 : 20};
+        const ops::AttentionOptions options{.scale = 0.15f, .disentangled_bias = &bias};
+        Tensor out = Zeros({tokens, width});
+        ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, options, out).ok());
+        const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, options);
+        for (size_t i = 0; i < expected.size(); ++i) {
+          ASSERT_NEAR(out.data<float>()[i], expected[i], 1e-5) << "head_dim " << head_dim << " bucketed " << bucketed
+                                                               << " columns " << query_column << "/" << key_column
+                                                               << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 // Windows (ModernBERT's |i − j| ≤ 2 as window 3, a causal sliding window), a scale, MPNet's
 // position bias and all together, over ragged sequences with grouped-query heads; the long
 // sequence (300 tokens, head_dim 32 and 40) puts windows across many 16-key panels and
@@ -346,6 +431,14 @@ TEST(AttentionTest, ValidatesArguments) {
   EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.position_bias = &wrong_heads}, out8).ok());
   const ops::RelativePositionBias too_few_buckets{.table = Zeros({2, 1}), .num_buckets = 2};
   EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.position_bias = &too_few_buckets}, out8).ok());
+  const ops::DisentangledPositionBias no_terms{.projections = Zeros({8, 8}), .span = 4, .max_relative_positions = 4};
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.disentangled_bias = &no_terms}, out8).ok());
+  const ops::DisentangledPositionBias wrong_rows{
+      .projections = Zeros({6, 8}), .key_column = 0, .span = 4, .max_relative_positions = 4};
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.disentangled_bias = &wrong_rows}, out8).ok());
+  const ops::DisentangledPositionBias narrow{
+      .projections = Zeros({8, 8}), .key_column = 1, .span = 4, .max_relative_positions = 4};
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.disentangled_bias = &narrow}, out8).ok());
   const std::vector<int32_t> good = {0, 2, 5}, empty = {0, 0, 5}, short_end = {0, 2, 4}, decreasing = {0, 3, 2};
   EXPECT_TRUE(ops::ValidateCuSeqlens(good, 5, false).ok());
   EXPECT_FALSE(ops::ValidateCuSeqlens(empty, 5, false).ok());
@@ -395,7 +488,8 @@ TEST(PoolingTest, PoolsEachSequenceAndNormalizes) {
   Tensor hidden = Random({6, 4}, 19), cu = Ints({0, 1, 4, 6});
   const float* h = hidden.data<float>();
   for (ops::PoolingMode mode : {ops::PoolingMode::kCls, ops::PoolingMode::kMean, ops::PoolingMode::kMax,
-                                ops::PoolingMode::kLastToken}) {
+                                ops::PoolingMode::kLastToken, ops::PoolingMode::kWeightedMean,
+                                ops::PoolingMode::kMeanSqrtLen}) {
     Tensor out = Zeros({3, 3});  // Matryoshka: leading 3 of 4 columns
     ASSERT_TRUE(ops::Pool(hidden, cu, mode, out).ok());
     const int32_t bounds[] = {0, 1, 4, 6};
@@ -405,9 +499,15 @@ TEST(PoolingTest, PoolsEachSequenceAndNormalizes) {
                           : mode == ops::PoolingMode::kLastToken ? h[(bounds[s + 1] - 1) * 4 + c]
                           : mode == ops::PoolingMode::kMax       ? -1e30
                                                                  : 0.0;
+        const double length = bounds[s + 1] - bounds[s];
         for (int t = bounds[s]; t < bounds[s + 1]; ++t) {
           if (mode == ops::PoolingMode::kMax) expected = std::max<double>(expected, h[t * 4 + c]);
-          if (mode == ops::PoolingMode::kMean) expected += h[t * 4 + c] / double(bounds[s + 1] - bounds[s]);
+          if (mode == ops::PoolingMode::kMean) expected += h[t * 4 + c] / length;
+          if (mode == ops::PoolingMode::kMeanSqrtLen) expected += h[t * 4 + c] / std::sqrt(length);
+          // sentence-transformers' weights 1..n, divided by their sum n(n + 1)/2.
+          if (mode == ops::PoolingMode::kWeightedMean) {
+            expected += (t - bounds[s] + 1) * h[t * 4 + c] / (length * (length + 1) / 2);
+          }
         }
         EXPECT_NEAR(out.data<float>()[s * 3 + c], expected, 1e-6) << ops::PoolingModeName(mode);
       }
@@ -423,6 +523,37 @@ TEST(PoolingTest, PoolsEachSequenceAndNormalizes) {
   Tensor too_wide = Zeros({3, 5});
   EXPECT_FALSE(ops::Pool(hidden, cu, ops::PoolingMode::kCls, too_wide).ok());
   EXPECT_EQ(ops::PoolingModeFromName("lasttoken"), ops::PoolingMode::kLastToken);
+  EXPECT_EQ(ops::PoolingModeFromName("weightedmean"), ops::PoolingMode::kWeightedMean);
+  EXPECT_EQ(ops::PoolingModeFromName("mean_sqrt_len_tokens"), ops::PoolingMode::kMeanSqrtLen);
+  Tensor pooled = Zeros({3, 4});
+  EXPECT_FALSE(ops::Pool(hidden, cu, ops::PoolingMode::kSplade, pooled).ok());  // SpladePool's job
+}
+
+// SPLADE over slices of the tokens: zeroed output, then slices [0, 3) and [3, 7) whose
+// boundary falls inside the second sequence, against max over tokens of log(1 + relu(x)).
+TEST(PoolingTest, SpladePoolFoldsSlicesIntoEachSequence) {
+  Tensor logits = Random({7, 5}, 23), cu = Ints({0, 2, 7});
+  // Word 4 is negative at every token: relu leaves nothing, so it must stay exactly 0.
+  for (int t = 0; t < 7; ++t) logits.data<float>()[t * 5 + 4] = -0.1f - std::abs(logits.data<float>()[t * 5 + 4]);
+  const float* x = logits.data<float>();
+  Tensor out = Zeros({2, 5});
+  ASSERT_TRUE(ops::SpladePool(logits.Rows(0, 3), cu, 0, out).ok());
+  ASSERT_TRUE(ops::SpladePool(logits.Rows(3, 7), cu, 3, out).ok());
+  const int32_t bounds[] = {0, 2, 7};
+  int positives = 0;
+  for (int s = 0; s < 2; ++s) {
+    for (int v = 0; v < 5; ++v) {
+      double expected = 0.0;
+      for (int t = bounds[s]; t < bounds[s + 1]; ++t) expected = std::max(expected, std::log1p(std::max(0.0, double{x[t * 5 + v]})));
+      positives += expected > 0;
+      EXPECT_NEAR(out.data<float>()[s * 5 + v], expected, 1e-6) << s << " " << v;
+    }
+  }
+  EXPECT_GT(positives, 3);
+  EXPECT_EQ(out.data<float>()[4], 0.0f);
+  EXPECT_EQ(out.data<float>()[9], 0.0f);
+  Tensor narrow = Zeros({2, 4});
+  EXPECT_FALSE(ops::SpladePool(logits, cu, 0, narrow).ok());
 }
 
 TEST(ConvertTest, RoundsToNearestEven) {

@@ -19,6 +19,7 @@
 // same on every ISA, and it is the one that would catch an activation buffer.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <iostream>
 #include <numeric>
 
@@ -30,6 +31,11 @@ namespace stamen::engine {
 namespace {
 
 const std::string kGolden = std::string(STAMEN_SHARED_DIR) + "/models/golden/";
+
+// ../shared's goldens, else this project's (tests/engine/data).
+std::string ModelFolder(const std::string& model) {
+  return std::filesystem::exists(kGolden + model) ? kGolden + model : std::string(STAMEN_ENGINE_TEST_DATA) + "/" + model;
+}
 
 struct Allocations {
   uint64_t count = 0;
@@ -61,13 +67,14 @@ uint64_t FirstSightBoundOfTheProcess() {
 class StepAllocationTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(StepAllocationTest, WarmStepsAllocateOnlyTheirResult) {
-  auto engine = Engine::Load(kGolden + GetParam(), {.num_threads = 1});
+  auto engine = Engine::Load(ModelFolder(GetParam()), {.num_threads = 1});
   ASSERT_TRUE(engine.ok()) << engine.status().message();
   // Runs each token count first, so that oneDNN's per-shape kernels exist (see the top).
-  auto shape_warmer = Engine::Load(kGolden + GetParam(), {.num_threads = 1});
+  auto shape_warmer = Engine::Load(ModelFolder(GetParam()), {.num_threads = 1});
   ASSERT_TRUE(shape_warmer.ok()) << shape_warmer.status().message();
-  const StepOptions options = GetParam() == "tiny-xlm-roberta-reranker" ? StepOptions{.output = StepOutput::kScores}
-                                                                          : StepOptions{.pooling = ops::PoolingMode::kMean};
+  const bool reranker = GetParam().ends_with("-reranker");
+  const StepOptions options =
+      reranker ? StepOptions{.output = StepOutput::kScores} : StepOptions{.pooling = ops::PoolingMode::kMean};
   std::cout << "[ cpu      ] " << cpu::DescribeCpuPath() << "\n";
   // Warm-up: the largest batch first, so every buffer reaches its size.
   AllocationsOfStep(**shape_warmer, {130, 64, 16}, options);
@@ -92,7 +99,8 @@ TEST_P(StepAllocationTest, WarmStepsAllocateOnlyTheirResult) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, StepAllocationTest,
-                         ::testing::Values("tiny-bert", "tiny-xlm-roberta-reranker", "tiny-qwen2"),
+                         ::testing::Values("tiny-bert", "tiny-xlm-roberta-reranker", "tiny-qwen2",
+                                           "tiny-deberta-v3-reranker"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -7,9 +7,15 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <signal.h>
+
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <numeric>
 #include <optional>
+#include <sstream>
+#include <thread>
 
 #include "engine/cpu/cpu_path.h"
 #include "engine/engine.h"
@@ -414,12 +420,18 @@ bool IsTeiRoute(const std::string& path) {
          path == "/similarity" || path == "/decode" || path == "/invocations" || path == "/health" || path == "/ping";
 }
 
+bool IsCohereRoute(const std::string& path) { return path == "/v1/rerank" || path.rfind("/v2/", 0) == 0; }
+
 // The body is the error shape of the route's API: TEI's {"error": "…", "error_type"} or
 // OpenAI's {"error": {"message", "type", "param", "code"}}.
 void ExpectErrorShape(const std::string& path, int status, const std::string& body, const std::string& tei_type) {
   simdjson::dom::parser parser;
   auto root = Parse(parser, body);
-  if (IsTeiRoute(path)) {
+  if (IsCohereRoute(path)) {
+    // Cohere's {"message": "…"}, nothing else.
+    EXPECT_TRUE(root["message"].is_string()) << path << ": " << body;
+    EXPECT_EQ(root.get_object().value().size(), 1u) << path << ": " << body;
+  } else if (IsTeiRoute(path)) {
     std::string_view message, error_type;
     EXPECT_EQ(root["error"].get(message), simdjson::SUCCESS) << path << ": " << body;
     EXPECT_EQ(root["error_type"].get(error_type), simdjson::SUCCESS) << path << ": " << body;
@@ -819,6 +831,325 @@ TEST(TeiApiTest, RootTaskFollowsTheModelAndTheBody) {
   EXPECT_EQ(RootTask(ModelKind::kReranker, R"({"inputs": "a", "parameters": {}})"), TeiTask::kPredict);
   EXPECT_EQ(RootTask(ModelKind::kReranker, "{}"), TeiTask::kRerank);
   EXPECT_EQ(RootTask(ModelKind::kClassifier, R"({"query": "q"})"), TeiTask::kPredict);
+}
+
+// --- Cohere v2, quantized embeddings, CORS, TEI's environment ---
+
+// quantize_embeddings' rules written out again here (not gateway/quantize.h): int8 over the
+// unit range [-1, 1] in float32, and sign bits packed big-endian 8 per byte.
+std::vector<int64_t> Int8OfUnitVector(const std::vector<float>& values, int64_t offset) {
+  std::vector<int64_t> out;
+  const float step = (1.0f - -1.0f) / 255.0f;
+  for (float value : values) {
+    const float bucket = std::floor((value - -1.0f) / step);
+    out.push_back(static_cast<int64_t>(std::min(255.0f, std::max(0.0f, bucket))) - offset);
+  }
+  return out;
+}
+std::vector<int64_t> PackedSigns(const std::vector<float>& values, int64_t offset) {
+  std::vector<int64_t> out((values.size() + 7) / 8, 0);
+  for (size_t i = 0; i < values.size(); ++i) out[i / 8] += values[i] > 0 ? (128 >> (i % 8)) : 0;
+  for (int64_t& byte : out) byte -= offset;
+  return out;
+}
+std::vector<int64_t> Integers(simdjson::dom::element element) {
+  simdjson::dom::array array;
+  EXPECT_EQ(element.get(array), simdjson::SUCCESS);
+  std::vector<int64_t> values;
+  for (simdjson::dom::element value : array) values.push_back(value.get_int64().value());
+  return values;
+}
+
+TEST_F(GatewayTest, CohereV2EmbedAnswersEveryTypeFromTheEngineVector) {
+  const std::vector<std::string> texts = {"Hello world", "stamen quantizes embeddings"};
+  const auto answer = Post(served_->port(), "/v2/embed",
+                           R"({"model": "m", "texts": ["Hello world", "stamen quantizes embeddings"], "input_type": "search_document",
+                               "embedding_types": ["float", "int8", "uint8", "binary", "ubinary", "base64", "float"]})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  auto root = Parse(parser_, answer.body);
+  EXPECT_EQ(root["id"].get_string().value().size(), 36u);
+  EXPECT_EQ(std::string_view(root["response_type"].get_string().value()), "embeddings_by_type");
+  EXPECT_EQ(std::string_view(root["texts"].at(1).get_string().value()), texts[1]);
+  auto embeddings = root["embeddings"].get_object().value();
+  EXPECT_EQ(embeddings.size(), 6u);  // "float" asked twice, answered once
+  size_t tokens = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto ids = served_->Encode(texts[i]);
+    tokens += ids.size();
+    const std::vector<float> expected = served_->Embed(ids);
+    const std::vector<float> floats = Floats(embeddings["float"].at(i).value());
+    ExpectNear(floats, expected);
+    // The quantized vectors are of the answered floats, exactly.
+    EXPECT_EQ(Integers(embeddings["int8"].at(i).value()), Int8OfUnitVector(floats, 128));
+    EXPECT_EQ(Integers(embeddings["uint8"].at(i).value()), Int8OfUnitVector(floats, 0));
+    EXPECT_EQ(Integers(embeddings["binary"].at(i).value()), PackedSigns(floats, 128));
+    EXPECT_EQ(Integers(embeddings["ubinary"].at(i).value()), PackedSigns(floats, 0));
+    EXPECT_EQ(Integers(embeddings["binary"].at(i).value()).size(), 48u);
+    EXPECT_EQ(DecodeBase64Floats(embeddings["base64"].at(i).get_string().value()), floats);
+  }
+  EXPECT_EQ(root["meta"]["billed_units"]["input_tokens"].get_int64().value(), static_cast<int64_t>(tokens));
+  EXPECT_EQ(std::string_view(root["meta"]["api_version"]["version"].get_string().value()), "2");
+
+  // `inputs` of text content, output_dimension (Matryoshka), default type float.
+  simdjson::dom::parser other;
+  const auto cut = Post(served_->port(), "/v2/embed",
+                        R"({"inputs": [{"content": [{"type": "text", "text": "matryoshka"}]}], "output_dimension": 64, "priority": 3})");
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  auto cut_root = Parse(other, cut.body);
+  ExpectNear(Floats(cut_root["embeddings"]["float"].at(0).value()),
+             Renormalized(served_->Embed(served_->Encode("matryoshka"), {.normalize = false}), 64));
+  EXPECT_EQ(cut_root["embeddings"]["int8"].error(), simdjson::NO_SUCH_FIELD);
+}
+
+TEST_F(GatewayTest, CohereV2EmbedTruncatesAsCohereSays) {
+  std::string long_text;
+  for (int i = 0; i < 300; ++i) long_text += "word" + std::to_string(i % 7) + " ";
+  // END (Cohere's default) and START cut to the model's 256 tokens; NONE refuses.
+  for (const std::string truncate : {"", "END", "START"}) {
+    const std::string field = truncate.empty() ? "" : R"(, "truncate": ")" + truncate + "\"";
+    const auto answer = Post(served_->port(), "/v2/embed", R"({"texts": [")" + long_text + "\"]" + field + "}");
+    ASSERT_EQ(answer.status, 200) << truncate << ": " << answer.body;
+    simdjson::dom::parser parser;
+    const auto side = truncate == "START" ? tokenizer::TruncationSide::kLeft : tokenizer::TruncationSide::kRight;
+    ExpectNear(Floats(Parse(parser, answer.body)["embeddings"]["float"].at(0).value()),
+               served_->Embed(served_->Encode(long_text, 256, side)));
+  }
+  auto answer = Post(served_->port(), "/v2/embed", R"({"texts": [")" + long_text + R"("], "truncate": "NONE"})");
+  EXPECT_EQ(answer.status, 422) << answer.body;
+  ExpectErrorShape("/v2/embed", 422, answer.body);
+  // max_tokens: a shorter cut.
+  answer = Post(served_->port(), "/v2/embed", R"({"texts": [")" + long_text + R"("], "max_tokens": 10})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser parser;
+  ExpectNear(Floats(Parse(parser, answer.body)["embeddings"]["float"].at(0).value()),
+             served_->Embed(served_->Encode(long_text, 10)));
+  answer = Post(served_->port(), "/v2/embed", R"({"texts": [")" + long_text + R"("], "max_tokens": 10, "truncate": "NONE"})");
+  EXPECT_EQ(answer.status, 422);
+  EXPECT_NE(answer.body.find("more than 'max_tokens' 10"), std::string::npos) << answer.body;
+}
+
+TEST_F(GatewayTest, QuantizedEmbeddingsOnOpenAIAndTei) {
+  const auto floats = Post(served_->port(), "/v1/embeddings", R"({"input": "quantize me"})");
+  ASSERT_EQ(floats.status, 200);
+  const std::vector<float> vector = Floats(Parse(parser_, floats.body)["data"].at(0)["embedding"].value());
+  for (const std::string type : {"int8", "uint8", "binary", "ubinary"}) {
+    const std::vector<int64_t> expected = type == "int8"    ? Int8OfUnitVector(vector, 128)
+                                          : type == "uint8" ? Int8OfUnitVector(vector, 0)
+                                          : type == "binary" ? PackedSigns(vector, 128)
+                                                             : PackedSigns(vector, 0);
+    const auto openai = Post(served_->port(), "/v1/embeddings", R"({"input": "quantize me", "encoding_format": ")" + type + "\"}");
+    ASSERT_EQ(openai.status, 200) << openai.body;
+    simdjson::dom::parser openai_parser;
+    EXPECT_EQ(Integers(Parse(openai_parser, openai.body)["data"].at(0)["embedding"].value()), expected) << type;
+    const auto tei = Post(served_->port(), "/embed", R"({"inputs": "quantize me", "embedding_type": ")" + type + "\"}");
+    ASSERT_EQ(tei.status, 200) << tei.body;
+    simdjson::dom::parser tei_parser;
+    EXPECT_EQ(Integers(Parse(tei_parser, tei.body).at(0).value()), expected) << type;
+  }
+  // Sign bits need no calibration: binary of unnormalized vectors is fine; int8 is not.
+  EXPECT_EQ(Post(served_->port(), "/embed", R"({"inputs": "a", "normalize": false, "embedding_type": "binary"})").status, 200);
+}
+
+TEST_F(GatewayTest, CohereErrorsHaveCohereShape) {
+  const std::vector<ErrorCase> cases = {
+      {"/v2/embed", "{not json", 400, "not valid JSON"},
+      {"/v2/embed", "{}", 400, "give one of 'texts' or 'inputs'"},
+      {"/v2/embed", R"({"texts": ["a"], "inputs": []})", 400, "give one of 'texts' or 'inputs'"},
+      {"/v2/embed", R"({"texts": []})", 400, "'texts' is empty"},
+      {"/v2/embed", R"({"texts": "a"})", 400, "'texts' must be an array of strings"},
+      {"/v2/embed", R"({"texts": ["a", ""]})", 400, "'texts'[1] is an empty string"},
+      {"/v2/embed", R"({"texts": ["a"], "images": ["data:image/png;base64,AAAA"]})", 400, "text embedding models only"},
+      {"/v2/embed", R"({"inputs": [{"content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})", 400,
+       R"(stamen embeds only \"text\")"},
+      {"/v2/embed", R"({"inputs": [{"content": []}]})", 400, "exactly one text part per input"},
+      {"/v2/embed", R"({"texts": ["a"], "input_type": "image"})", 400, "text embedding models only"},
+      {"/v2/embed", R"({"texts": ["a"], "input_type": "questions"})", 400, "'input_type' must be"},
+      {"/v2/embed", R"({"texts": ["a"], "embedding_types": ["int4"]})", 400, "'embedding_types'[0] must be one of"},
+      {"/v2/embed", R"({"texts": ["a"], "embedding_types": []})", 400, "'embedding_types' must be a non-empty array"},
+      {"/v2/embed", R"({"texts": ["a"], "truncate": "MIDDLE"})", 400, R"('truncate' must be \"NONE\", \"START\" or \"END\")"},
+      {"/v2/embed", R"({"texts": ["a"], "output_dimension": 385})", 400, "'output_dimension' 385 exceeds the model's 384"},
+      {"/v2/embed", R"({"texts": ["a"], "output_dimension": 0})", 400, "'output_dimension' must be a positive integer"},
+      {"/v2/embed", R"({"texts": ["a"], "priority": -1})", 400, "'priority' must be"},
+      {"/v2/embed", R"({"texts": ["1","2","3","4","5","6","7","8","9"]})", 413, "batch of 9 texts exceeds --max-client-batch-size 8"},
+      {"/v2/embed", R"({"texts": [")" + std::string(70 * 1024, 'a') + R"("]})", 413, "payload too large"},
+      {"/v2/rerank", R"({"query": "q", "documents": ["a"]})", 400, "is an embedding model, not a reranker"},
+      {"/v2/rerank", R"({"query": "q"})", 400, "missing 'documents'"},
+      {"/v2/rerank", R"({"query": "q", "documents": ["a"], "max_tokens_per_doc": 0})", 400, "'max_tokens_per_doc' must be a positive integer"},
+      {"/v2/rerank", R"({"query": "q", "documents": ["a"], "priority": "urgent"})", 400, "'priority' must be"},
+      {"/v1/rerank", R"({"query": "q", "documents": []})", 400, "'documents' is empty"},
+      {"/embed", R"({"inputs": "a", "embedding_type": "base64"})", 400, "'embedding_type' must be"},
+      {"/embed", R"({"inputs": "a", "normalize": false, "embedding_type": "int8"})", 400, "calibrated to unit-length vectors"},
+      {"/v1/embeddings", R"({"input": "a", "encoding_format": "int4"})", 400, "'encoding_format' must be"},
+  };
+  for (const ErrorCase& error : cases) {
+    const auto answer = Post(served_->port(), error.path, error.body);
+    EXPECT_EQ(answer.status, error.status) << error.path << " " << error.body.substr(0, 80) << ": " << answer.body;
+    EXPECT_NE(answer.body.find(error.message), std::string::npos) << error.message << " in " << answer.body;
+    ExpectErrorShape(error.path, error.status, answer.body);
+  }
+  const auto wrong_method = Http(served_->port(), "GET", "/v2/embed");
+  EXPECT_EQ(wrong_method.status, 405);
+  ExpectErrorShape("/v2/embed", 405, wrong_method.body);
+}
+
+TEST(GatewayRerankTest, CohereV2RerankSortsByScore) {
+  Served served(server::testing::MakeModel("bge-reranker-base", 32000));
+  const std::vector<std::string> documents = {"Paris is the capital of France.", "Bananas are yellow.",
+                                              "The Eiffel tower is in Paris."};
+  std::vector<double> expected;
+  for (const auto& document : documents) expected.push_back(Sigmoid(served.Score("Where is Paris?", document)));
+  std::vector<size_t> order = {0, 1, 2};
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return expected[a] > expected[b]; });
+  const auto answer = Post(served.port(), "/v2/rerank",
+                           R"({"model": "m", "query": "Where is Paris?", "documents": [")" + documents[0] + R"(", ")" +
+                               documents[1] + R"(", ")" + documents[2] + R"("], "top_n": 2, "max_tokens_per_doc": 4096, "priority": 0})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, answer.body);
+  EXPECT_EQ(root["id"].get_string().value().size(), 36u);
+  auto results = root["results"].get_array().value();
+  ASSERT_EQ(results.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(results.at(k)["index"].get_int64().value(), static_cast<int64_t>(order[k]));
+    EXPECT_NEAR(results.at(k)["relevance_score"].get_double().value(), expected[order[k]], 1e-5);
+    EXPECT_EQ(results.at(k)["document"].error(), simdjson::NO_SUCH_FIELD);  // v2 answers indices only
+  }
+  EXPECT_EQ(root["meta"]["billed_units"]["search_units"].get_int64().value(), 1);
+  EXPECT_GT(root["meta"]["tokens"]["input_tokens"].get_int64().value(), 20);
+  // max_tokens_per_doc: each document cut after its first 2 tokens (XLM-R: "▁Paris", "▁is").
+  const auto cut = Post(served.port(), "/v2/rerank",
+                        R"({"query": "Where is Paris?", "documents": [")" + documents[0] + R"("], "max_tokens_per_doc": 2})");
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  simdjson::dom::parser cut_parser;
+  const double cut_score = Parse(cut_parser, cut.body)["results"].at(0)["relevance_score"].get_double().value();
+  EXPECT_NEAR(cut_score, Sigmoid(served.Score("Where is Paris?", "Paris is")), 1e-5);
+  EXPECT_GT(std::abs(cut_score - expected[0]), 1e-6);  // the cut changed the score
+  const auto embed = Post(served.port(), "/v2/embed", R"({"texts": ["a"]})");
+  EXPECT_EQ(embed.status, 400);
+  EXPECT_NE(embed.body.find("is a reranker, not an embedding model (/v2/embed)"), std::string::npos) << embed.body;
+  ExpectErrorShape("/v2/embed", 400, embed.body);
+}
+
+// input_type picks the model's prompt: search_query "query", search_document "document".
+TEST(GatewayCohereTest, InputTypeAppliesTheModelsPrompt) {
+  const std::string folder = server::testing::ScratchFolder() + "/minilm-with-prompts";
+  std::filesystem::remove_all(folder);
+  std::filesystem::copy(Embedder(), folder, std::filesystem::copy_options::recursive);
+  std::ofstream(folder + "/config_sentence_transformers.json")
+      << R"({"prompts": {"query": "query: ", "document": "passage: ", "Clustering": "cluster: "}, "default_prompt_name": null})";
+  Served served(folder);
+  for (const auto& [input_type, prompt] : std::vector<std::pair<std::string, std::string>>{
+           {"search_query", "query: "}, {"search_document", "passage: "}, {"clustering", "cluster: "}, {"classification", ""}}) {
+    const auto answer = Post(served.port(), "/v2/embed", R"({"texts": ["what is stamen?"], "input_type": ")" + input_type + "\"}");
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    simdjson::dom::parser parser;
+    ExpectNear(Floats(Parse(parser, answer.body)["embeddings"]["float"].at(0).value()),
+               served.Embed(served.Encode(prompt + "what is stamen?")));
+  }
+}
+
+TEST(GatewayCorsTest, AllowedOriginsGetHeadersAndPreflights) {
+  GatewayOptions options;
+  options.cors_allow_origins = {"https://app.example", "https://other.example"};
+  options.api_key = "s3cret";  // preflights carry no credentials: answered anyway
+  Served served(Embedder(), options);
+  const auto preflight = Http(served.port(), "OPTIONS", "/v2/embed", "",
+                              {{"Origin", "https://app.example"}, {"Access-Control-Request-Method", "POST"}});
+  EXPECT_EQ(preflight.status, 204);
+  EXPECT_EQ(preflight.Header("access-control-allow-origin"), "https://app.example");
+  EXPECT_EQ(preflight.Header("access-control-allow-methods"), "POST");
+  EXPECT_NE(preflight.Header("access-control-allow-headers").find("authorization"), std::string::npos);
+  EXPECT_EQ(preflight.Header("vary"), "origin");
+  const auto answer = Post(served.port(), "/v1/embeddings", R"({"input": "a"})",
+                           {{"Origin", "https://other.example"}, {"Authorization", "Bearer s3cret"}});
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_EQ(answer.Header("access-control-allow-origin"), "https://other.example");
+  // Errors carry it too (a browser app could not read them otherwise).
+  const auto refused = Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Origin", "https://app.example"}});
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(refused.Header("access-control-allow-origin"), "https://app.example");
+  // Another origin: no CORS headers, so the browser refuses the answer.
+  const auto foreign = Http(served.port(), "OPTIONS", "/v2/embed", "", {{"Origin", "https://evil.example"}});
+  EXPECT_EQ(foreign.status, 204);
+  EXPECT_TRUE(foreign.Header("access-control-allow-origin").empty());
+  EXPECT_TRUE(foreign.Header("access-control-allow-methods").empty());
+  EXPECT_EQ(Http(served.port(), "OPTIONS", "/nowhere", "", {{"Origin", "https://app.example"}}).status, 404);
+
+  GatewayOptions any;
+  any.cors_allow_origins = {"*"};
+  Served open(Embedder(), any);
+  const auto star = Post(open.port(), "/embed", R"({"inputs": "a"})", {{"Origin", "https://anyone.example"}});
+  EXPECT_EQ(star.Header("access-control-allow-origin"), "*");
+  // No Origin (not a browser): no CORS headers.
+  EXPECT_TRUE(Post(open.port(), "/embed", R"({"inputs": "a"})").Header("access-control-allow-origin").empty());
+}
+
+// `stamen serve` configured by TEI's environment variables alone (as TEI's Docker image is),
+// logging JSON lines; HOSTNAME (Docker's container name) leaves it on loopback.
+TEST(ServeCommandTest, TakesTeisEnvironmentVariables) {
+  const std::string folder = server::testing::ScratchFolder() + "/env-serve";
+  std::filesystem::create_directories(folder);
+  const std::string log = folder + "/log", pid_file = folder + "/pid";
+  std::filesystem::remove(log);
+  const std::string command = "MODEL_ID='" + Embedder() + "' SERVED_MODEL_NAME=from-env PORT=0 HOSTNAME=a-container-id "
+                              "MAX_CLIENT_BATCH_SIZE=3 AUTO_TRUNCATE=true JSON_OUTPUT=true CORS_ALLOW_ORIGIN=https://a.example,https://b.example "
+                              "API_KEY=env-key '" + std::string(STAMEN_CLI) + "' serve --threads 1 2> '" + log +
+                              "' & echo $! > '" + pid_file + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  int pid = 0;
+  for (int attempt = 0; attempt < 50 && pid == 0; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream(pid_file) >> pid;
+  }
+  ASSERT_GT(pid, 0);
+  struct Stopper {
+    int pid;
+    ~Stopper() { kill(pid, SIGTERM); }  // also when an assertion below ends the test
+  } stopper{pid};
+  int port = 0;
+  std::string line;
+  for (int attempt = 0; attempt < 600 && port == 0; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream lines(log);
+    while (std::getline(lines, line)) {
+      const size_t at = line.find("on http://127.0.0.1:");
+      if (at != std::string::npos) {
+        port = std::atoi(line.c_str() + at + std::strlen("on http://127.0.0.1:"));
+        break;
+      }
+    }
+  }
+  ASSERT_GT(port, 0) << "no port in the log";
+  // The log line is one JSON object.
+  simdjson::dom::parser log_parser;
+  auto entry = Parse(log_parser, line);
+  EXPECT_EQ(std::string_view(entry["level"].get_string().value()), "INFO");
+  EXPECT_NE(std::string_view(entry["message"].get_string().value()).find("from-env"), std::string_view::npos);
+  EXPECT_EQ(std::string_view(entry["timestamp"].get_string().value()).back(), 'Z');
+
+  const std::vector<std::pair<std::string, std::string>> key = {{"Authorization", "Bearer env-key"}};
+  EXPECT_EQ(Http(port, "GET", "/info").status, 401);  // API_KEY
+  simdjson::dom::parser info_parser;
+  auto info = Parse(info_parser, Http(port, "GET", "/info", "", key).body);
+  EXPECT_EQ(std::string_view(info["model_id"].get_string().value()), "from-env");
+  EXPECT_EQ(info["max_client_batch_size"].get_int64().value(), 3);
+  EXPECT_TRUE(info["auto_truncate"].get_bool().value());
+  auto with_origin = key;
+  with_origin.emplace_back("Origin", "https://b.example");
+  EXPECT_EQ(Http(port, "GET", "/v1/models", "", with_origin).Header("access-control-allow-origin"), "https://b.example");
+}
+
+// `--model-id` is TEI's: the model. Given beside a different --model (its old meaning, the
+// served name), the error says where the name goes now.
+TEST(ServeCommandTest, ModelIdIsTheModel) {
+  const std::string log = server::testing::ScratchFolder() + "/model-id.log";
+  const std::string command = "'" + std::string(STAMEN_CLI) + "' serve --model '" + Embedder() +
+                              "' --model-id my-name --port 0 2> '" + log + "'";
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  std::stringstream text;
+  text << std::ifstream(log).rdbuf();
+  EXPECT_NE(text.str().find("name the served model with --served-model-name"), std::string::npos) << text.str();
 }
 
 }  // namespace

@@ -12,10 +12,10 @@ import time
 
 
 @contextlib.contextmanager
-def serve(cli, model, model_id, timeout=60):
-    """Yields the base URL of `stamen serve --model MODEL` once it listens."""
-    server = subprocess.Popen([cli, "serve", "--model", model, "--port", "0", "--model-id", model_id, "--threads", "1"],
-                              stderr=subprocess.PIPE, text=True)
+def serve(cli, model, model_id, timeout=60, extra_args=()):
+    """Yields the base URL of `stamen serve --model MODEL [EXTRA_ARGS]` once it listens."""
+    server = subprocess.Popen([cli, "serve", "--model", model, "--port", "0", "--served-model-name", model_id, "--threads", "1",
+                               *extra_args], stderr=subprocess.PIPE, text=True)
     try:
         port = None
         deadline = time.time() + timeout

@@ -1,6 +1,7 @@
 // The scheduler in process, with the engine of a tiny random model behind a gate that holds
 // the first batch: what is queued meanwhile shows how batches are cut (asserted on the
 // scheduler's batch records, not on timing).
+#include "server/device_metrics.h"
 #include "server/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -187,6 +188,34 @@ TEST_F(SchedulerTest, RequestsTakeTurnsNotSequences) {
   EXPECT_EQ(batches[3].sequences_per_request, (std::vector<int>{1}));
   EXPECT_EQ(query->timing.batches, 1u);
   ExpectMatchesAlone(*bulk, bulk_sequences);  // its order is kept across batches
+  ExpectMatchesAlone(*query, query_sequences);
+}
+
+// A query arriving behind bulk work runs in a batch cut at query_batch_tokens; batches of bulk
+// work alone stay full.
+TEST_F(SchedulerTest, AQueryBesideBulkWorkCutsItsBatchShort) {
+  Start({.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 4096, .query_batch_tokens = 32});
+  ASSERT_TRUE(scheduler_->Submit(Request(RandomSequences(random_, {10}))).ok());
+  gate_.WaitEntered(1);
+  const auto bulk_sequences = RandomSequences(random_, std::vector<int>(12, 10));
+  const auto query_sequences = RandomSequences(random_, {10});
+  auto bulk = Request(bulk_sequences);
+  auto query = Request(query_sequences);
+  ASSERT_TRUE(scheduler_->Submit(bulk).ok());
+  ASSERT_TRUE(scheduler_->Submit(query).ok());
+  gate_.Open();
+  ASSERT_TRUE(completions_.WaitFor(3));
+  const std::vector<BatchRecord> batches = scheduler_->RecentBatches();
+  ASSERT_EQ(batches.size(), 4u);
+  EXPECT_EQ(batches[0].token_budget, 64);  // the first request alone: nothing to share with
+  // Bulk, bulk, query: 30 tokens, and a third bulk sequence would pass the 32.
+  EXPECT_EQ(batches[1].token_budget, 32);
+  EXPECT_EQ(batches[1].sequences_per_request, (std::vector<int>{2, 1}));
+  EXPECT_EQ(batches[1].tokens, 30);
+  EXPECT_EQ(batches[2].token_budget, 64);
+  EXPECT_EQ(batches[2].sequences_per_request, (std::vector<int>{6}));
+  EXPECT_EQ(batches[3].sequences_per_request, (std::vector<int>{4}));
+  ExpectMatchesAlone(*bulk, bulk_sequences);
   ExpectMatchesAlone(*query, query_sequences);
 }
 
@@ -526,9 +555,14 @@ TEST_F(TwoStepsInFlightTest, TheNextBatchIsLaunchedBeforeTheFirstIsWaitedForAndR
                                                        "launch 3", "waited 2", "waited 3"}));
   EXPECT_EQ(request->timing.batches, 4u);
   ExpectMatchesAlone(*request, sequences);
+  std::vector<int> in_flight;
   for (const BatchRecord& record : scheduler_->RecentBatches()) {
     EXPECT_GE(record.compute_milliseconds, record.wait_milliseconds);
+    in_flight.push_back(record.steps_in_flight);
   }
+  // Launch 0 alone, then each launch beside the one not yet waited for.
+  EXPECT_EQ(in_flight, (std::vector<int>{1, 2, 2, 2}));
+  EXPECT_NE(registry_.Render().find("stamen_steps_in_flight 0"), std::string::npos);
 }
 
 TEST_F(TwoStepsInFlightTest, AFailedStepFailsOnlyItsRequestsAndNothingIsLost) {
@@ -588,6 +622,23 @@ TEST(SchedulerMetricsTest, RenderedInPrometheusTextFormat) {
   EXPECT_NE(text.find("stamen_worker_requests_total{status=\"ok\"} 3"), std::string::npos);
   // One HELP/TYPE per name, even with several label sets.
   EXPECT_EQ(text.find("# TYPE stamen_worker_requests_total"), text.rfind("# TYPE stamen_worker_requests_total"));
+}
+
+// What a GPU worker's /metrics shows of the engine's device counters (the values are made up:
+// no GPU here; Engine::device_stats() fills them on one).
+TEST(DeviceMetricsTest, PublishesTheEnginesDeviceCounters) {
+  metrics::Registry registry;
+  DeviceMetrics metrics(registry);
+  metrics.Publish({.graph_captures = 3, .graph_replays = 40, .eager_runs = 2, .capture_failures = 1, .graphs = 3,
+                   .graph_evictions = 0, .graph_bytes = 4096, .capture_seconds = 0.25, .inflection_tokens = 512,
+                   .memory_used_bytes = size_t{3} << 30});
+  const std::string text = registry.Render();
+  EXPECT_NE(text.find("stamen_device_graph_captures 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("stamen_device_graph_replays 40"), std::string::npos);
+  EXPECT_NE(text.find("stamen_device_eager_runs 2"), std::string::npos);
+  EXPECT_NE(text.find("stamen_device_graph_capture_milliseconds 250"), std::string::npos);
+  EXPECT_NE(text.find("stamen_device_graph_token_limit 512"), std::string::npos);
+  EXPECT_NE(text.find("stamen_device_memory_used_bytes 3221225472"), std::string::npos);
 }
 
 }  // namespace

@@ -4,12 +4,16 @@
 // NFC, special-token strings), alone and in pairs through a template, decoded, and in variants
 // of the file (GPT-2 ByteLevel split, prefix space, the cl100k pattern, ignore_merges); a
 // character-level BPE with continuing_subword_prefix, end_of_word_suffix, unk and
-// byte_fallback; and the vocab.json + merges.txt folder against the tokenizer.json.
+// byte_fallback; the vocab.json + merges.txt folder against the tokenizer.json; EmbeddingGemma's
+// tokenizer.json (when present) and a committed fixture in its layout (Replace normalizer,
+// literal Split, byte fallback, its decoder); and, since bpe_reference.py runs any
+// tokenizer.json, DeBERTa-v3's Unigram tokenizer.json with the Replace regexes real files use.
 // References are cached in the build tree, keyed by everything they depend on. Under
 // STAMEN_EXACTNESS_SAMPLE the corpora are sampled (see test_corpus.h).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -423,6 +427,168 @@ TEST_F(BpeExactnessTest, TokenizeCommandPrintsEncodeIds) {
                                 ShellQuote(input) + " >" + ShellQuote(output);
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
     Compare(lines, expected, SplitLines(ReadFileOrFail(output)), std::string("stamen tokenize") + flags);
+  }
+}
+
+// EmbeddingGemma-300m's tokenizer.json (262,144 pieces, 514,906 merges, 6,415 added tokens):
+// Replace(" " → "▁"), Split(" ", MergedWithPrevious), BPE with byte_fallback, the
+// <bos> A <eos> template and the Replace/ByteFallback/Fuse decoder. From
+// $STAMEN_EMBEDDINGGEMMA_DIR, else $STAMEN_MODELS or ../models beside the checkout; skipped
+// when absent (CI: the committed gemma-like fixture below covers the same paths).
+std::string EmbeddingGemmaTokenizerJson() {
+  fs::path folder;
+  if (const char* dir = std::getenv("STAMEN_EMBEDDINGGEMMA_DIR"); dir != nullptr && *dir != '\0') {
+    folder = dir;
+  } else if (const char* models = std::getenv("STAMEN_MODELS"); models != nullptr && *models != '\0') {
+    folder = fs::path(models) / "embeddinggemma-300m";
+  } else {
+    folder = fs::path(STAMEN_SOURCE_DIR).parent_path() / "models" / "embeddinggemma-300m";
+  }
+  return (folder / "tokenizer.json").string();
+}
+
+// Pairs of neighbouring lines, `A<US>B`, short enough for the reference's input.
+std::vector<Line> PairLines(const std::vector<Line>& lines) {
+  std::vector<Line> pairs;
+  for (size_t i = 0; i + 1 < lines.size(); i += 2) {
+    if (lines[i].text.size() > 4096 || lines[i + 1].text.size() > 4096) continue;
+    if (lines[i].text.find('\x1F') != std::string::npos || lines[i + 1].text.find('\x1F') != std::string::npos) continue;
+    pairs.push_back({lines[i].text + '\x1F' + lines[i + 1].text, lines[i].origin + " + " + lines[i + 1].origin});
+  }
+  return pairs;
+}
+
+// Gemma's added tokens ("\n" and "▁" runs, <start_of_turn>, <bos> in text), spaces that the
+// Replace normalizer turns into "▁", and characters that only byte fallback can spell.
+std::vector<Line> GemmaEdgeCases() {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"turns", "<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n"},
+      {"specials in text", "<bos>x<eos> <pad><unk><mask> <unused0><unused1>"},
+      {"meta-space runs", "\u2581\u2581 \u2581\u2581\u2581\u2581\u2581\u2581 a\u2581b"},
+      {"space runs", "a  b   c    d          e"},
+      {"newline runs", "a\n\nb\n\n\n\n\n\n\n\nc\r\n\r\nd"},
+      {"tab runs", "\t\ta\t\t\t\tb"},
+      {"rare characters", "\U0001F9EC \U00010348 \u0E3F \uFFFD \U000E0041 \u200D"},
+      {"leading and trailing spaces", "   x   "},
+  };
+  std::vector<Line> lines;
+  for (const auto& [name, text] : cases) lines.push_back({text, "gemma edge case \"" + name + "\""});
+  return lines;
+}
+
+TEST_F(BpeExactnessTest, EmbeddingGemmaMatches) {
+  const std::string path = EmbeddingGemmaTokenizerJson();
+  std::error_code error;
+  if (!fs::exists(path, error)) GTEST_SKIP() << path << " not found (set STAMEN_EMBEDDINGGEMMA_DIR)";
+  auto loaded = Tokenizer::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const Tokenizer& gemma = *loaded.value();
+  EXPECT_EQ(gemma.VocabularySize(), 262145u);
+  std::vector<Line> lines = CorpusLines(1);
+  for (Line& line : GemmaEdgeCases()) lines.push_back(std::move(line));
+  Check(gemma, path, lines, Mode{"embeddinggemma"});
+  Check(gemma, path, lines, Mode{"embeddinggemma --no-special-tokens", false, false});
+  std::vector<Line> sampled = CorpusLines(16);
+  for (Line& line : GemmaEdgeCases()) sampled.push_back(std::move(line));
+  Check(gemma, path, sampled, Mode{"embeddinggemma decode", false, true, 0, true});
+  Check(gemma, path, PairLines(sampled), Mode{"embeddinggemma pair --max-length=64", true, true, 64});
+}
+
+// The committed gemma-like fixture (make_gemma_like_bpe.py): Gemma's layout on a 3,000-piece
+// vocabulary, where most scripts spell themselves in <0xXX> pieces; and variants of it where
+// the Split on " " acts (no Replace normalizer), with each literal-split behavior.
+TEST_F(BpeExactnessTest, GemmaLikeFixtureMatches) {
+  const std::string path = std::string(STAMEN_TOKENIZER_TEST_DATA_DIR) + "/gemma-like-bpe/tokenizer.json";
+  auto loaded = Tokenizer::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  std::vector<Line> lines = CorpusLines(1);
+  for (Line& line : GemmaEdgeCases()) lines.push_back(std::move(line));
+  Check(*loaded.value(), path, lines, Mode{"gemma-like"});
+  std::vector<Line> sampled = CorpusLines(16);
+  for (Line& line : GemmaEdgeCases()) sampled.push_back(std::move(line));
+  Check(*loaded.value(), path, sampled, Mode{"gemma-like decode", false, true, 0, true});
+  Check(*loaded.value(), path, PairLines(sampled), Mode{"gemma-like pair", true});
+
+  const std::string fixture = ReadFileOrFail(path);
+  const std::string normalizer = R"("normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "▁"})";
+  const std::string behavior = R"("behavior": "MergedWithPrevious")";
+  for (const char* name : {"MergedWithPrevious", "MergedWithNext", "Isolated", "Removed"}) {
+    std::string json = fixture;
+    const size_t at_normalizer = json.find(normalizer);
+    ASSERT_NE(at_normalizer, std::string::npos);
+    json.replace(at_normalizer, normalizer.size(), R"("normalizer": null)");
+    const size_t at_behavior = json.find(behavior);
+    ASSERT_NE(at_behavior, std::string::npos);
+    json.replace(at_behavior, behavior.size(), std::string(R"("behavior": ")") + name + "\"");
+    const std::string variant = (directory_ / "split_variant.json").string();
+    std::ofstream(variant, std::ios::binary) << json;
+    auto split = Tokenizer::Load(variant);
+    ASSERT_TRUE(split.ok()) << split.status().message();
+    Check(*split.value(), variant, sampled, Mode{std::string("gemma-like, no normalizer, Split ") + name});
+  }
+}
+
+// bpe_reference.py runs any tokenizer.json, so the Unigram normalizers that the Replace regex
+// matcher serves are checked here too, with texts holding tabs and newlines. DeBERTa-v3 as
+// transformers 5 writes it (make_deberta_v3_like.py): Replace(\s{2,}|[\n\r\t] → " "), NFC,
+// Strip(right), Metaspace, Unigram; then the Hub's form of the same tokenizer, with the
+// normalizer of the shared 250k Unigram file (Precompiled, Strip, Replace(" {2,}")), and other
+// regexes that real files use.
+TEST_F(BpeExactnessTest, DebertaV3TokenizerJsonMatches) {
+  const std::string path = std::string(STAMEN_TOKENIZER_TEST_DATA_DIR) + "/deberta-v3-like/tokenizer.json";
+  auto loaded = Tokenizer::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  std::vector<Line> lines = CorpusLines(1);
+  const std::vector<std::pair<std::string, std::string>> whitespace = {
+      {"tabs", "a\tb\t\tc \t d"}, {"newlines", "one\ntwo\r\nthree\n\n\nfour"},
+      {"unicode spaces", "a\u00A0\u00A0b\u3000c\u2028d\u0085e\u200Bf \u00A0g"},
+      {"trailing whitespace", "x \t\n "}, {"leading whitespace", " \t\nx"}, {"only whitespace", " \t\r\n\v\f "},
+      {"single space runs", "a b  c   d"}, {"nfc", "e\u0301 A\u030A \u212B \u1100\u1161\u11A8"},
+      {"special tokens", "[CLS] x [SEP][MASK]  [UNK]\t[PAD]"}};
+  for (const auto& [name, text] : whitespace) lines.push_back({text, "whitespace case \"" + name + "\""});
+  Check(*loaded.value(), path, lines, Mode{"deberta-v3 (transformers 5)"});
+  Check(*loaded.value(), path, PairLines(CorpusLines(8)), Mode{"deberta-v3 (transformers 5) pair", true});
+
+  const std::string fixture = ReadFileOrFail(path);
+  const std::string transformers_normalizer =
+      R"("normalizer": {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"Regex": "\\s{2,}|[\\n\\r\\t]"}, "content": " "}, {"type": "NFC"}, {"type": "Strip", "strip_left": false, "strip_right": true}]})";
+  ASSERT_NE(fixture.find(transformers_normalizer), std::string::npos);
+  // The Hub's normalizer, taken whole from the shared 250k file.
+  const std::string hub_source = ReadFileOrFail(SharedPath("models/synthetic-unigram-250k/tokenizer.json"));
+  const size_t hub_begin = hub_source.find("\"normalizer\"");
+  const size_t hub_end = hub_source.find("\"pre_tokenizer\"");
+  ASSERT_TRUE(hub_begin != std::string::npos && hub_end != std::string::npos && hub_begin < hub_end);
+  std::string hub_normalizer = hub_source.substr(hub_begin, hub_end - hub_begin);
+  hub_normalizer.erase(hub_normalizer.find_last_not_of(" \n,") + 1);
+  ASSERT_NE(hub_normalizer.find(R"({2,})"), std::string::npos);
+  const std::vector<std::pair<std::string, std::string>> variants = {
+      {"hub form (Precompiled, Strip, Replace \" {2,}\")", hub_normalizer},
+      {"\\A +| +\\z and \\s+",
+       R"("normalizer": {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"Regex": "\\A +| +\\z"}, "content": ""}, {"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "}]})"},
+      {"\\A▁ and [\\t\\n]{2} and e{1,2}",
+       R"("normalizer": {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": " "}, "content": "▁"}, {"type": "Replace", "pattern": {"Regex": "\\A▁"}, "content": "▁▁"}, {"type": "Replace", "pattern": {"Regex": "[\\t\\n]{2}|e{1,2}"}, "content": "|"}]})"},
+  };
+  for (const auto& [name, normalizer] : variants) {
+    std::string json = fixture;
+    json.replace(json.find(transformers_normalizer), transformers_normalizer.size(), normalizer);
+    const std::string variant = (directory_ / "normalizer_variant.json").string();
+    std::ofstream(variant, std::ios::binary) << json;
+    auto tokenizer = Tokenizer::Load(variant);
+    ASSERT_TRUE(tokenizer.ok()) << name << ": " << tokenizer.status().message();
+    Check(*tokenizer.value(), variant, lines, Mode{"deberta-v3 " + name});
+  }
+}
+
+TEST(HuggingFaceLoaderTest, UnsupportedReplaceRegexIsNamed) {
+  for (const char* regex : {"(a|b)+", "a*", "[a-z]{2,}", "ab", "\\w+", "[^ ]"}) {
+    std::string escaped;
+    for (const char* c = regex; *c != '\0'; ++c) escaped += *c == '\\' ? std::string("\\\\") : std::string(1, *c);
+    const std::string json = R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]}, "normalizer": {"type": "Replace", "pattern": {"Regex": ")" +
+                             escaped + R"("}, "content": " "}})";
+    auto loaded = Tokenizer::LoadFromBytes(json, true);
+    ASSERT_FALSE(loaded.ok()) << regex;
+    EXPECT_NE(loaded.status().message().find(std::string("\"") + regex + "\" is not supported"), std::string::npos)
+        << loaded.status().message();
   }
 }
 

@@ -7,6 +7,12 @@
 // of values (6 rows × 16 columns in registers while the keys are walked). Cost is O(L² · d) per
 // head, without padding: sequences are attended one by one.
 //
+// DeBERTa's disentangled terms reuse the score tile: the rows of the position keys a sequence
+// reaches are packed into panels like keys, so the tile's queries score against them in the same
+// pass (c2p, [6, rows]); for p2c the sequence's keys score against the packed position queries
+// once per head ([L, rows]). Each score then adds the entry of its relative position's row
+// (p2c key by key across the tile, so each key's row is read once per tile).
+//
 // Why panels: the previous layout (keys transposed to [d, L]) put the d lines a pass reads a
 // whole key row apart; at L = 512 that stride maps them onto two L1 sets, and every pass
 // missed L1. With the accumulators kept in registers (WeightedSumTile), the kernel runs at
@@ -35,6 +41,12 @@ struct AttentionScratch {
   std::vector<float> queries;  // [kQueryTile][d], scaled; zero rows past the tile's last query
   std::vector<int32_t> buckets;  // [2L − 1] relative position buckets (with a position bias)
   std::vector<float> bias;       // [2L − 1] one head's bias per relative position
+  // DeBERTa's disentangled bias, R = the position rows the sequence reaches (≤ 2L − 1):
+  std::vector<int32_t> position_rows;       // [2L − 1] projections row of each offset i − j, minus the first
+  std::vector<float> position_keys;         // [panels(R)][d][kKeyPanel] one head's position keys (c2p)
+  std::vector<float> position_queries;      // the same for its position queries (p2c)
+  std::vector<float> query_position_scores;  // [kQueryTile][panels(R) · kKeyPanel]: scaled q · position key
+  std::vector<float> key_position_scores;    // [L rounded up to kQueryTile][panels(R) · kKeyPanel]: scaled k · position query
 };
 
 AttentionScratch& Scratch() {
@@ -183,6 +195,13 @@ void PackKeys(const float* keys, int64_t row_size, int64_t length, int64_t d, fl
   }
 }
 
+// A 32-byte aligned block of `size` floats in `buffer` (panels are read with aligned loads, but
+// operator new only promises 16 bytes: 8 floats of slack let the start be rounded up).
+float* ReserveAligned(std::vector<float>& buffer, int64_t size) {
+  float* data = Reserve(buffer, size + 8);
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(data) + 31) & ~uintptr_t{31});
+}
+
 // Query `i` (of a sequence of `length`) sees keys [begin, end): the causal and window limits of
 // ops::AttentionOptions.
 struct KeyRange {
@@ -211,6 +230,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   const bool causal = options.causal;
   const int64_t window = options.window;
   const ops::RelativePositionBias* position_bias = options.position_bias;
+  const ops::DisentangledPositionBias* disentangled = options.disentangled_bias;
   const int32_t* bounds = cu_seqlens.data<int32_t>();
   const float* data = qkv.data<float>();
 
@@ -251,7 +271,61 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
       }
     }
 
+    // With a disentangled bias, the projections row of every offset i − j (at i − j + length − 1),
+    // counted from the first row any pair reaches: rows grow with i − j, so they span
+    // [row of −(length − 1), row of length − 1].
+    int32_t* position_rows = nullptr;
+    int64_t first_row = 0, row_stride = 0, row_panels = 0;
+    float* position_keys = nullptr;
+    float* position_queries = nullptr;
+    float* query_position_scores = nullptr;
+    float* key_position_scores = nullptr;
+    const bool content_to_position = disentangled != nullptr && disentangled->key_column >= 0;
+    const bool position_to_content = disentangled != nullptr && disentangled->query_column >= 0;
+    if (disentangled != nullptr) {
+      position_rows = Reserve(scratch.position_rows, 2 * length - 1);
+      first_row = ops::DisentangledPositionIndex(-(length - 1), *disentangled);
+      for (int64_t offset = 0; offset < 2 * length - 1; ++offset) {
+        position_rows[offset] =
+            static_cast<int32_t>(ops::DisentangledPositionIndex(offset - (length - 1), *disentangled) - first_row);
+      }
+      const int64_t row_count = position_rows[2 * length - 2] + 1;
+      row_panels = (row_count + kKeyPanel - 1) / kKeyPanel;
+      row_stride = row_panels * kKeyPanel;
+      if (content_to_position) {
+        position_keys = ReserveAligned(scratch.position_keys, row_stride * d);
+        query_position_scores = Reserve(scratch.query_position_scores, kQueryTile * row_stride);
+      }
+      if (position_to_content) {
+        position_queries = ReserveAligned(scratch.position_queries, row_stride * d);
+        const int64_t key_rows = (length + kQueryTile - 1) / kQueryTile * kQueryTile;
+        key_position_scores = Reserve(scratch.key_position_scores, key_rows * row_stride);
+      }
+    }
+    const int64_t key_offset = (layout.num_heads + kv_head) * d;
+
     for (int64_t head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+      if (disentangled != nullptr) {
+        const int64_t columns = disentangled->projections.dim(1);
+        const float* reached = disentangled->projections.data<float>() + first_row * columns;
+        const int64_t row_count = position_rows[2 * length - 2] + 1;
+        if (content_to_position) {
+          PackKeys(reached + disentangled->key_column + head * d, columns, row_count, d, position_keys);
+        }
+        if (position_to_content) {
+          // key_position_scores[j, row] = scale · k_j · position_query[row], keys taken as queries.
+          PackKeys(reached + disentangled->query_column + head * d, columns, row_count, d, position_queries);
+          for (int64_t key = 0; key < length; key += kQueryTile) {
+            const int64_t rows = std::min(kQueryTile, length - key);
+            for (int64_t r = 0; r < rows; ++r) {
+              const float* key_row = sequence + (key + r) * row_size + key_offset;
+              for (int64_t t = 0; t < d; ++t) queries[r * d + t] = key_row[t] * scale;
+            }
+            std::fill(queries + rows * d, queries + kQueryTile * d, 0.0f);
+            ScoreTile(queries, position_queries, d, row_panels, row_stride, key_position_scores + key * row_stride);
+          }
+        }
+      }
       if (position_bias != nullptr) {
         const float* table = position_bias->table.data<float>();
         for (int64_t offset = 0; offset < 2 * length - 1; ++offset) {
@@ -272,6 +346,19 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
         const int64_t first_panel = seen_begin / kKeyPanel;
         ScoreTile(queries, keys + first_panel * d * kKeyPanel, d, (seen_end + kKeyPanel - 1) / kKeyPanel - first_panel,
                   stride, scores + first_panel * kKeyPanel);
+        if (content_to_position) {
+          ScoreTile(queries, position_keys, d, row_panels, row_stride, query_position_scores);
+        }
+        if (position_to_content) {
+          // Key by key, the tile's queries read neighbouring entries of the key's row (their
+          // offsets differ by one), so each row is read once per tile instead of a line per
+          // score. Scores outside a query's visible keys are overwritten before the sum.
+          for (int64_t j = seen_begin; j < seen_end; ++j) {
+            const float* by_row = key_position_scores + j * row_stride;
+            const int32_t* row_of = position_rows + (length - 1) + first - j;  // row_of[r]: offset first + r − j
+            for (int64_t r = 0; r < rows; ++r) scores[r * stride + j] += by_row[row_of[r]];
+          }
+        }
         float inverse_sums[kQueryTile];
         for (int64_t r = 0; r < kQueryTile; ++r) {
           float* row_scores = scores + r * stride;
@@ -281,6 +368,11 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
             if (bias_by_offset != nullptr) {
               const float* bias = bias_by_offset + (length - 1) - (first + r);  // bias[j] is offset j − i
               for (int64_t j = visible.begin; j < visible.end; ++j) row_scores[j] += bias[j];
+            }
+            if (content_to_position) {
+              const int32_t* row_of = position_rows + (length - 1) + (first + r);  // row_of[−j]: offset i − j
+              const float* by_row = query_position_scores + r * row_stride;
+              for (int64_t j = visible.begin; j < visible.end; ++j) row_scores[j] += by_row[row_of[-j]];
             }
             inverse_sums[r] = 1.0f / SoftmaxNumerators(row_scores + visible.begin, visible.end - visible.begin);
           }

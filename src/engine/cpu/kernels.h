@@ -32,6 +32,7 @@ Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& posit
 Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
                  const ops::AttentionOptions& options, Tensor& output);
 Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
+Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_token, Tensor& output);
 Status L2Normalize(const Tensor& input, Tensor& output);
 
 }  // namespace stamen::engine::cpu

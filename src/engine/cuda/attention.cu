@@ -243,6 +243,10 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   if (options.position_bias != nullptr) {
     return Status::Error("attention: relative position bias is not supported on cuda yet");
   }
+  if (options.disentangled_bias != nullptr) {
+    return Status::Error("attention: DeBERTa's disentangled (c2p/p2c) position bias is not supported on cuda yet; "
+                         "run DeBERTa models on the cpu");
+  }
   if (layout.head_dim % 2 != 0 || layout.head_dim > kMaxHeadDim) {
     return Status::Error("attention: the cuda kernel takes an even head_dim up to " + std::to_string(kMaxHeadDim) +
                          ", got " + std::to_string(layout.head_dim));

@@ -201,11 +201,23 @@ __global__ void PoolKernel(const void* hidden, DataType type, int64_t n, const i
     switch (mode) {
       case ops::PoolingMode::kCls: value = LoadFloat(hidden, begin * n + column, type); break;
       case ops::PoolingMode::kLastToken: value = LoadFloat(hidden, (end - 1) * n + column, type); break;
-      case ops::PoolingMode::kMean: {
+      case ops::PoolingMode::kMean:
+      case ops::PoolingMode::kMeanSqrtLen: {
         for (int64_t t = begin; t < end; ++t) value += LoadFloat(hidden, t * n + column, type);
-        value /= static_cast<float>(end > begin ? end - begin : 1);
+        const float count = static_cast<float>(end > begin ? end - begin : 1);
+        value /= mode == ops::PoolingMode::kMean ? count : sqrtf(count);
         break;
       }
+      case ops::PoolingMode::kWeightedMean: {
+        // Token t - begin + 1 of the sequence weighs that much; the weights sum to n(n + 1)/2.
+        for (int64_t t = begin; t < end; ++t) {
+          value += static_cast<float>(t - begin + 1) * LoadFloat(hidden, t * n + column, type);
+        }
+        const int64_t count = end - begin;
+        value /= fmaxf(static_cast<float>(count * (count + 1) / 2), 1.0f);
+        break;
+      }
+      case ops::PoolingMode::kSplade: break;  // refused by ops::Pool: SpladePoolKernel computes it
       case ops::PoolingMode::kMax: {
         value = -INFINITY;
         for (int64_t t = begin; t < end; ++t) value = fmaxf(value, LoadFloat(hidden, t * n + column, type));
@@ -214,6 +226,25 @@ __global__ void PoolKernel(const void* hidden, DataType type, int64_t n, const i
     }
     output[blockIdx.x * width + column] = value;
   }
+}
+
+// SPLADE over a slice of tokens [first, first + count): block (s, column tile), threads over
+// columns, each folding max(out, log1p(relu(logit))) over sequence s's tokens in the slice.
+__global__ void SpladePoolKernel(const void* logits, DataType type, int64_t vocabulary, const int32_t* cu_seqlens,
+                                 int64_t first, int64_t count, float* output) {
+  const int64_t column = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (column >= vocabulary) return;
+  const int64_t start = cu_seqlens[blockIdx.x], stop = cu_seqlens[blockIdx.x + 1];
+  const int64_t begin = start > first ? start : first;
+  const int64_t end = stop < first + count ? stop : first + count;
+  if (begin >= end) return;
+  float* out = output + blockIdx.x * vocabulary + column;
+  float best = *out;
+  for (int64_t t = begin; t < end; ++t) {
+    const float logit = LoadFloat(logits, (t - first) * vocabulary + column, type);
+    if (logit > 0.0f) best = fmaxf(best, log1pf(logit));
+  }
+  *out = best;
 }
 
 __global__ void L2NormalizeKernel(const float* input, float* output, int64_t n) {
@@ -407,6 +438,18 @@ Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mod
       hidden.raw_data(), hidden.dtype(), hidden.dim(1), cu_seqlens.data<int32_t>(), mode, output.data<float>(),
       output.dim(1));
   return CheckLaunch("pool");
+}
+
+Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_token, Tensor& output) {
+  auto context = RequireContext("splade_pool");
+  if (!context.ok()) return context.status();
+  if (output.dim(0) == 0 || logits.dim(0) == 0) return Status();
+  const int64_t vocabulary = logits.dim(1);
+  const dim3 grid(static_cast<unsigned int>(output.dim(0)), BlocksFor(vocabulary, kThreads));
+  SpladePoolKernel<<<grid, kThreads, 0, (*context)->stream()>>>(logits.raw_data(), logits.dtype(), vocabulary,
+                                                                 cu_seqlens.data<int32_t>(), first_token,
+                                                                 logits.dim(0), output.data<float>());
+  return CheckLaunch("splade_pool");
 }
 
 Status L2Normalize(const Tensor& input, Tensor& output) {

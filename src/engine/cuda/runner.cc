@@ -199,7 +199,14 @@ Status Runner::Run(const std::function<Status()>& body) {
   return status;
 }
 
-DeviceStats Runner::stats() const { return impl_->stats; }
+DeviceStats Runner::stats() const {
+  DeviceStats stats = impl_->stats;
+  ScopedContext scope(impl_->context.get());
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) stats.memory_used_bytes = total_bytes - free_bytes;
+  return stats;
+}
 
 StatusOr<LazyResult> Runner::Step(Model& model, const ModelConfig& config, DenseModules& dense, const Batch& batch,
                                   const StepOptions& options, ops::PoolingMode pooling) {

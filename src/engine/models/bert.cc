@@ -7,6 +7,7 @@
 //   x   = LayerNorm(x + (gelu(x·W_iᵀ + b_i)·W_o2ᵀ + b_o2))
 // Heads: BERT pools with tanh(pooler.dense(x_cls)) then `classifier`; RoBERTa applies
 // tanh(classifier.dense(x_cls)) then `classifier.out_proj` — the same shape of computation.
+// …ForMaskedLM adds the masked-LM head (layers.h, masked_lm_head.cc), used for SPLADE vectors.
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
     layers::VisitClassifier(visit, head, prefix + "pooler.dense", "classifier", h, labels);
   } else if (config.head == ModelHead::kSequenceClassification) {
     layers::VisitClassifier(visit, head, "classifier.dense", "classifier.out_proj", h, labels);
+  } else if (config.head == ModelHead::kMaskedLm && config.family == ModelFamily::kBert) {
+    layers::VisitMaskedLmHead(visit, weights.masked_lm,
+                              {"cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+                               "cls.predictions.decoder", "cls.predictions.bias"},
+                              config);
+  } else if (config.head == ModelHead::kMaskedLm) {
+    layers::VisitMaskedLmHead(visit, weights.masked_lm, {"lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head.bias"},
+                              config);
   } else {
     layers::VisitUnreadPooler(visit, head, prefix + "pooler.dense", h);
   }
@@ -68,13 +77,16 @@ constexpr std::string_view kPrefixes[] = {"", "bert.", "roberta.", "model."};
 constexpr ArchitectureDefinition kBertArchitectures[] = {
     {"BertModel", ModelHead::kNone, "", "bert"},
     {"BertForSequenceClassification", ModelHead::kSequenceClassification, "bert.", ""},
+    {"BertForMaskedLM", ModelHead::kMaskedLm, "bert.", ""},
 };
 
 constexpr ArchitectureDefinition kRobertaArchitectures[] = {
     {"XLMRobertaModel", ModelHead::kNone, "", "xlm-roberta"},
     {"XLMRobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
+    {"XLMRobertaForMaskedLM", ModelHead::kMaskedLm, "roberta.", ""},
     {"RobertaModel", ModelHead::kNone, "", "roberta"},
     {"RobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
+    {"RobertaForMaskedLM", ModelHead::kMaskedLm, "roberta.", ""},
     // CamemBERT is RoBERTa with its own vocabulary.
     {"CamembertModel", ModelHead::kNone, "", "camembert"},
     {"CamembertForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},

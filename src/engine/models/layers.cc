@@ -110,12 +110,17 @@ Status PostNormLayer(const PostNormLayerWeights& weights, const AttentionSetting
 void VisitPostNormEncoder(TensorVisitor& visit, PostNormEncoderWeights& encoder, const std::string& prefix,
                           const std::string& layers_path, const PostNormLayerNames& names, const ModelConfig& config) {
   VisitAbsoluteEmbeddings(visit, encoder.embeddings, prefix + "embeddings.", config);
+  VisitPostNormLayers(visit, encoder.layers, prefix + layers_path, names, config);
+}
+
+void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>& layers, const std::string& prefix,
+                         const PostNormLayerNames& names, const ModelConfig& config) {
   const int64_t h = config.hidden_size;
   const int64_t ffn = config.intermediate_size;
-  encoder.layers.resize(config.num_hidden_layers);
+  layers.resize(config.num_hidden_layers);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    PostNormLayerWeights& layer = encoder.layers[i];
-    const std::string base = prefix + layers_path + std::to_string(i) + ".";
+    PostNormLayerWeights& layer = layers[i];
+    const std::string base = prefix + std::to_string(i) + ".";
     const TensorSpec qkv[] = {{base + names.query + ".weight", {h, h}}, {base + names.key + ".weight", {h, h}},
                               {base + names.value + ".weight", {h, h}}};
     const TensorSpec qkv_bias[] = {{base + names.query + ".bias", {h}}, {base + names.key + ".bias", {h}},
@@ -158,6 +163,16 @@ StatusOr<Tensor> PostNormEncoderModel::Forward(const ModelInput& input) {
 StatusOr<Tensor> PostNormEncoderModel::Classify(const ModelInput& input, const Tensor& hidden) {
   if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
   return layers::Classify(weights_.head, config_, input, hidden, workspace_);
+}
+
+Status PostNormEncoderModel::SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output) {
+  if (config_.head != ModelHead::kMaskedLm) return Model::SpladeVectors(input, hidden, output);
+  // BERT's transform uses hidden_act; RoBERTa's lm_head is always erf-GELU.
+  const MaskedLmHeadSettings head{
+      .activation = config_.family == ModelFamily::kBert ? config_.hidden_act : ops::Activation::kGeluErf,
+      .norm_eps = static_cast<float>(config_.norm_eps)};
+  return layers::SpladeVectors(weights_.masked_lm, head, weights_.embeddings.word, input, hidden, Slots(workspace_),
+                               output);
 }
 
 Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings& attention,

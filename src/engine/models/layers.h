@@ -136,6 +136,40 @@ struct PostNormLayerNames {
 
 // A post-norm encoder: learned absolute embeddings, then the layers; the head is the family's
 // (a classifier, BertModel's unread pooler, or nothing).
+// The masked-language-model head of BERT-style encoders (…ForMaskedLM), and SPLADE sparse
+// vectors from its logits:
+//   logits = LayerNorm(act(x·W_dᵀ + b_d))·Eᵀ + b          (E [vocab, hidden])
+//   splade[s, v] = max over the tokens t of s of log(1 + relu(logits[t, v]))
+// E is the decoder weight, or the word embeddings when the decoder is tied to them (no
+// decoder tensor in the file, as save_pretrained writes tied weights).
+struct MaskedLmHeadWeights {
+  Tensor dense_weight, dense_bias;  // the transform [hidden, hidden]
+  Tensor norm_gamma, norm_beta;
+  Tensor decoder_weight;  // [vocab, hidden], empty when tied to the word embeddings
+  Tensor decoder_bias;    // [vocab]
+};
+
+// Where the head's tensors sit: `dense`, `norm` and `decoder` without ".weight" / ".bias";
+// `bias` is the full name of the decoder's bias (BERT: "cls.predictions.bias").
+struct MaskedLmHeadNames {
+  std::string dense, norm, decoder, bias;
+};
+
+struct MaskedLmHeadSettings {
+  ops::Activation activation = ops::Activation::kGeluErf;  // of the transform
+  float norm_eps = 1e-12f;
+};
+
+// Visits the head; the decoder weight is optional (tied when absent).
+void VisitMaskedLmHead(TensorVisitor& visit, MaskedLmHeadWeights& head, const MaskedLmHeadNames& names,
+                       const ModelConfig& config);
+
+// The SPLADE vector of every sequence into `output` F32 [S, vocab] (on the model's device).
+// The logits are made a slice of tokens at a time, so a batch never holds [T, vocab] at once.
+Status SpladeVectors(const MaskedLmHeadWeights& weights, const MaskedLmHeadSettings& settings,
+                     const Tensor& word_embeddings, const ModelInput& input, const Tensor& hidden, Slots slots,
+                     Tensor& output);
+
 struct PostNormEncoderWeights {
   AbsoluteEmbeddingWeights embeddings;
   std::vector<PostNormLayerWeights> layers;
@@ -143,6 +177,7 @@ struct PostNormEncoderWeights {
   // for the others.
   ops::RelativePositionBias position_bias;
   ClassifierWeights head;
+  MaskedLmHeadWeights masked_lm;  // …ForMaskedLM only
 };
 
 // Visits `prefix`embeddings.* (VisitAbsoluteEmbeddings) and the config's num_hidden_layers
@@ -150,6 +185,10 @@ struct PostNormEncoderWeights {
 // LayerNorm); not the head nor the position bias.
 void VisitPostNormEncoder(TensorVisitor& visit, PostNormEncoderWeights& encoder, const std::string& prefix,
                           const std::string& layers_path, const PostNormLayerNames& names, const ModelConfig& config);
+// The config's num_hidden_layers post-norm layers alone, layer i under `prefix` + "i." (DeBERTa,
+// whose embeddings and position tables differ).
+void VisitPostNormLayers(TensorVisitor& visit, std::vector<PostNormLayerWeights>& layers, const std::string& prefix,
+                         const PostNormLayerNames& names, const ModelConfig& config);
 
 // The model of BERT, RoBERTa, DistilBERT and MPNet, whose families differ in their schemas
 // and settings only. Forward: EmbedAbsolute with positions from config.position_offset, then
@@ -159,6 +198,9 @@ class PostNormEncoderModel final : public FamilyModel<PostNormEncoderWeights> {
   using FamilyModel::FamilyModel;
   StatusOr<Tensor> Forward(const ModelInput& input) override;
   StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override;
+  // With a masked-LM head (BERT, RoBERTa): SPLADE vectors, else Model's error.
+  Status SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output) override;
+  int64_t splade_width() const override { return config_.head == ModelHead::kMaskedLm ? config_.vocab_size : 0; }
   int64_t max_sequence_length() const override { return config_.max_position_embeddings - config_.position_offset; }
 };
 

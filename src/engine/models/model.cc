@@ -31,6 +31,10 @@ StatusOr<Tensor> Model::Classify(const ModelInput& input, const Tensor& hidden) 
   return Status::Error("this model has no classification head");
 }
 
+Status Model::SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output) {
+  return Status::Error("this model has no masked-LM head");
+}
+
 namespace model_weights {
 
 StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std::string_view> candidates,

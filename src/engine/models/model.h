@@ -63,6 +63,11 @@ class Model {
   virtual StatusOr<Tensor> Forward(const ModelInput& input) = 0;
   // Classification logits [S, num_labels] from Forward's result; only for models with a head.
   virtual StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden);
+  // SPLADE vectors F32 [S, vocab] into `output` from Forward's result, through the masked-LM
+  // head; only for models with one (ModelHead::kMaskedLm).
+  virtual Status SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output);
+  // The width of SpladeVectors' output: the vocabulary size with a masked-LM head, else 0.
+  virtual int64_t splade_width() const { return 0; }
   // The most tokens one sequence may have (0: no limit); the engine checks it on the host.
   virtual int64_t max_sequence_length() const = 0;
 

@@ -14,6 +14,7 @@ extern const FamilyDefinition kQwen3Family;
 extern const FamilyDefinition kLlamaFamily;
 extern const FamilyDefinition kMistralFamily;
 extern const FamilyDefinition kGemma3Family;
+extern const FamilyDefinition kDebertaFamily;
 
 namespace {
 
@@ -28,6 +29,7 @@ const FamilyDefinition* const kFamilies[] = {
     &kLlamaFamily,
     &kMistralFamily,
     &kGemma3Family,
+    &kDebertaFamily,
 };
 
 }  // namespace

@@ -1,9 +1,29 @@
 // The schema visitors that touch weights: the loader.
 #include "engine/models/tensor_schema.h"
 
+#include <string_view>
+#include <utility>
+
 #include "engine/models/model.h"
 
 namespace stamen::engine {
+namespace {
+
+// The name `name` has in `weights`: itself, or for a norm's ".weight" / ".bias" the older
+// ".gamma" / ".beta" that TensorFlow-era checkpoints use (transformers renames them on load).
+std::string StoredName(const WeightStore& weights, const std::string& name) {
+  if (weights.Contains(name)) return name;
+  constexpr std::pair<std::string_view, std::string_view> kOldSuffixes[] = {{".weight", ".gamma"}, {".bias", ".beta"}};
+  for (const auto& [suffix, old_suffix] : kOldSuffixes) {
+    if (name.size() > suffix.size() && name.ends_with(suffix) && name.find("LayerNorm") != std::string::npos) {
+      std::string old_name = name.substr(0, name.size() - suffix.size()) + std::string(old_suffix);
+      if (weights.Contains(old_name)) return old_name;
+    }
+  }
+  return name;
+}
+
+}  // namespace
 
 TensorLoader::TensorLoader(const WeightStore& weights, const Placement& placement)
     : weights_(weights), placement_(placement) {}
@@ -13,7 +33,7 @@ bool TensorLoader::Wanted(const TensorSpec& spec) const {
     case TensorPresence::kRequired:
       return true;
     case TensorPresence::kOptional:
-      return weights_.Contains(spec.name);
+      return weights_.Contains(StoredName(weights_, spec.name));
     case TensorPresence::kUnread:
       return false;
   }
@@ -49,7 +69,7 @@ void TensorLoader::Keep(StatusOr<engine::Tensor> tensor, const TensorSpec& spec,
 
 void TensorLoader::Tensor(engine::Tensor& target, const TensorSpec& spec) {
   if (!status_.ok() || !Wanted(spec)) return;
-  Keep(weights_.Load(spec.name, spec.shape), spec, target);
+  Keep(weights_.Load(StoredName(weights_, spec.name), spec.shape), spec, target);
 }
 
 void TensorLoader::Stacked(engine::Tensor& target, std::span<const TensorSpec> parts) {

@@ -1,5 +1,5 @@
-// Attention: cu_seqlens validation, relative position buckets, argument checks and device
-// dispatch.
+// Attention: cu_seqlens validation, relative position buckets (MPNet's, DeBERTa's), argument
+// checks and device dispatch.
 #include "engine/ops/attention.h"
 
 #include <algorithm>
@@ -51,6 +51,54 @@ int32_t RelativePositionBucket(int64_t relative_position, int32_t num_buckets, i
   return bucket + static_cast<int32_t>(std::min<int64_t>(large, half - 1));
 }
 
+int32_t LogBucketPosition(int64_t relative_position, int32_t position_buckets, int32_t max_relative_positions) {
+  // transformers, in torch's float32 (abs_pos / mid is a float32 division; the Python double
+  // (max_position − 1) / mid becomes a float32 tensor before its log):
+  //   |rel| <= mid: rel
+  //   else: sign(rel) · (ceil(log(|rel| / mid) / log((max_position − 1) / mid) · (mid − 1)) + mid)
+  const int32_t mid = position_buckets / 2;
+  const int64_t distance = relative_position < 0 ? -relative_position : relative_position;
+  if (distance <= mid) return static_cast<int32_t>(relative_position);
+  const float log_span = std::log(static_cast<float>(static_cast<double>(max_relative_positions - 1) / mid));
+  const float ratio = static_cast<float>(distance) / static_cast<float>(mid);
+  const float bucket = std::ceil(std::log(ratio) / log_span * static_cast<float>(mid - 1)) + static_cast<float>(mid);
+  return static_cast<int32_t>(relative_position < 0 ? -bucket : bucket);
+}
+
+int32_t DisentangledPositionIndex(int64_t relative_position, const DisentangledPositionBias& bias) {
+  const int64_t bucket = bias.position_buckets > 0
+                             ? LogBucketPosition(relative_position, bias.position_buckets, bias.max_relative_positions)
+                             : relative_position;
+  return static_cast<int32_t>(std::clamp<int64_t>(bucket + bias.span, 0, 2 * int64_t{bias.span} - 1));
+}
+
+namespace {
+
+Status CheckDisentangledBias(const DisentangledPositionBias& bias, const Tensor& qkv, const QkvLayout& layout) {
+  if (bias.span < 1) return Status::Error("attention: disentangled bias span must be positive");
+  if (bias.position_buckets > 0 && (bias.position_buckets < 2 || bias.max_relative_positions - 1 <= bias.position_buckets / 2)) {
+    return Status::Error("attention: position_buckets " + std::to_string(bias.position_buckets) +
+                         " needs max_relative_positions above position_buckets / 2 + 1, got " +
+                         std::to_string(bias.max_relative_positions));
+  }
+  if (bias.query_column < 0 && bias.key_column < 0) {
+    return Status::Error("attention: disentangled bias without a c2p or p2c term");
+  }
+  STAMEN_RETURN_IF_ERROR(internal::Expect("attention", "disentangled_bias.projections", bias.projections, qkv.dtype(), 2));
+  STAMEN_RETURN_IF_ERROR(
+      internal::ExpectDim("attention", "disentangled_bias.projections", bias.projections, 0, 2 * int64_t{bias.span}));
+  const int64_t width = layout.num_heads * layout.head_dim;
+  for (const int64_t column : {bias.query_column, bias.key_column}) {
+    if (column >= 0 && column + width > bias.projections.dim(1)) {
+      return Status::Error("attention: disentangled bias projections have " + std::to_string(bias.projections.dim(1)) +
+                           " columns, too few for " + std::to_string(width) + " from column " + std::to_string(column));
+    }
+  }
+  return internal::ExpectSameDevice("attention", {&qkv, &bias.projections});
+}
+
+}  // namespace
+
 Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& layout,
                  const AttentionOptions& options, Tensor& output) {
   if (layout.num_heads <= 0 || layout.num_kv_heads <= 0 || layout.head_dim <= 0 ||
@@ -81,6 +129,9 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& l
     STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "position_bias.table", bias->table, 0, bias->num_buckets));
     STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "position_bias.table", bias->table, 1, layout.num_heads));
     STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("attention", {&qkv, &bias->table}));
+  }
+  if (options.disentangled_bias != nullptr) {
+    STAMEN_RETURN_IF_ERROR(CheckDisentangledBias(*options.disentangled_bias, qkv, layout));
   }
   return internal::Dispatch(
       "attention", qkv.device(),

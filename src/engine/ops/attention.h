@@ -40,6 +40,32 @@ struct RelativePositionBias {
 // with torch's float32 arithmetic and truncation (see the definition).
 int32_t RelativePositionBucket(int64_t relative_position, int32_t num_buckets, int32_t max_distance);
 
+// DeBERTa-v2/v3's disentangled attention: query i's score for key j (same sequence, positions
+// from its start) gains, before the softmax and multiplied by the attention's scale,
+//   content→position (c2p):  q_i · position_key[δ(i, j)]
+//   position→content (p2c):  k_j · position_query[δ(i, j)]
+// with δ(i, j) = DisentangledPositionIndex(i − j): the row of the layer's relative embeddings,
+// projected by the position query/key weights (the layer's own q/k with share_att_key).
+struct DisentangledPositionBias {
+  // [2 · span, columns], F32 on the attention's device: row r holds head h's position query at
+  // columns [query_column + h·d, + d) and its position key at [key_column + h·d, + d).
+  Tensor projections;
+  int64_t query_column = -1;  // -1: no p2c term
+  int64_t key_column = -1;    // -1: no c2p term
+  int32_t span = 0;  // half the relative embedding rows: position_buckets, else max_relative_positions
+  int32_t position_buckets = 0;  // > 0: log buckets (make_log_bucket_position); else raw distances
+  int32_t max_relative_positions = 0;
+};
+
+// transformers' make_log_bucket_position (relative_position = i − j, query minus key): distances
+// below position_buckets / 2 stay as they are, longer ones share logarithmic buckets reaching
+// position_buckets − 1 at max_relative_positions − 1, with torch's float32 arithmetic (ceil).
+int32_t LogBucketPosition(int64_t relative_position, int32_t position_buckets, int32_t max_relative_positions);
+
+// The projections row query i reads for key j: clamp(bucket(i − j) + span, 0, 2·span − 1), where
+// bucket is LogBucketPosition with position buckets, else the distance i − j itself.
+int32_t DisentangledPositionIndex(int64_t relative_position, const DisentangledPositionBias& bias);
+
 // Which keys a query sees and how scores are scaled. Query i of a sequence sees key j of the
 // same sequence (positions counted from the sequence's start) when
 //   (not causal or j ≤ i)  and  (window == 0 or |i − j| < window).
@@ -53,6 +79,8 @@ struct AttentionOptions {
   int64_t window = 0;  // 0: every key of the sequence (within the causal limit)
   float scale = 0.0f;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
   const RelativePositionBias* position_bias = nullptr;  // added after scaling; must outlive the call
+  // DeBERTa's c2p / p2c terms (CPU only so far); must outlive the call.
+  const DisentangledPositionBias* disentangled_bias = nullptr;
 };
 
 // output[t, h·d:(h+1)·d] = softmax(q_h[t] · K_hᵀ · scale + bias_h) · V_h over the keys of t's

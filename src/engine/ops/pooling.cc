@@ -11,6 +11,9 @@ std::optional<PoolingMode> PoolingModeFromName(std::string_view name) {
   if (name == "mean") return PoolingMode::kMean;
   if (name == "max") return PoolingMode::kMax;
   if (name == "last_token" || name == "lasttoken") return PoolingMode::kLastToken;
+  if (name == "weightedmean") return PoolingMode::kWeightedMean;
+  if (name == "mean_sqrt_len_tokens") return PoolingMode::kMeanSqrtLen;
+  if (name == "splade") return PoolingMode::kSplade;
   return std::nullopt;
 }
 
@@ -20,6 +23,9 @@ std::string_view PoolingModeName(PoolingMode mode) {
     case PoolingMode::kMean: return "mean";
     case PoolingMode::kMax: return "max";
     case PoolingMode::kLastToken: return "last_token";
+    case PoolingMode::kWeightedMean: return "weightedmean";
+    case PoolingMode::kMeanSqrtLen: return "mean_sqrt_len_tokens";
+    case PoolingMode::kSplade: return "splade";
   }
   return "?";
 }
@@ -34,10 +40,28 @@ Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, PoolingMode mode, Te
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("pool", {&hidden, &cu_seqlens, &output}));
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("pool", hidden.device(), {&hidden}));
+  if (mode == PoolingMode::kSplade) {
+    return Status::Error("pool: splade pooling runs on masked-LM logits, through SpladePool");
+  }
   return internal::Dispatch(
       "pool", hidden.device(),
       [&] { return cpu::Pool(hidden, cu_seqlens, mode, output); },
       STAMEN_CUDA_KERNEL([&] { return cuda::Pool(hidden, cu_seqlens, mode, output); }));
+}
+
+Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_token, Tensor& output) {
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("splade_pool", "logits", logits, 2));
+  STAMEN_RETURN_IF_ERROR(internal::Expect("splade_pool", "cu_seqlens", cu_seqlens, DataType::kI32, 1));
+  STAMEN_RETURN_IF_ERROR(internal::Expect("splade_pool", "output", output, DataType::kF32, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("splade_pool", "output", output, 0, cu_seqlens.dim(0) - 1));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectDim("splade_pool", "output", output, 1, logits.dim(1)));
+  if (first_token < 0) return Status::Error("splade_pool: first_token " + std::to_string(first_token) + " < 0");
+  STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("splade_pool", {&logits, &cu_seqlens, &output}));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("splade_pool", logits.device(), {&logits}));
+  return internal::Dispatch(
+      "splade_pool", logits.device(),
+      [&] { return cpu::SpladePool(logits, cu_seqlens, first_token, output); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::SpladePool(logits, cu_seqlens, first_token, output); }));
 }
 
 Status L2Normalize(const Tensor& input, Tensor& output) {

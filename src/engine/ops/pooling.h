@@ -9,9 +9,14 @@
 
 namespace stamen::engine::ops {
 
-enum class PoolingMode { kCls, kMean, kMax, kLastToken };
+// kWeightedMean and kMeanSqrtLen are sentence-transformers' "weightedmean" (token i of a
+// sequence of n weighs i, 1-based: Σ i·x_i / Σ i) and "mean_sqrt_len_tokens" (Σ x_i / √n).
+// kSplade is SPLADE's max over tokens of log(1 + relu(x)) over masked-LM logits: Pool refuses
+// it (the logits are [T, vocab], too wide to make at once), SpladePool below computes it.
+enum class PoolingMode { kCls, kMean, kMax, kLastToken, kWeightedMean, kMeanSqrtLen, kSplade };
 
-// "cls", "mean", "max", "last_token" (also sentence-transformers' "lasttoken").
+// "cls", "mean", "max", "last_token" (also sentence-transformers' "lasttoken"), "weightedmean",
+// "mean_sqrt_len_tokens", "splade".
 std::optional<PoolingMode> PoolingModeFromName(std::string_view name);
 std::string_view PoolingModeName(PoolingMode mode);
 
@@ -20,6 +25,13 @@ std::string_view PoolingModeName(PoolingMode mode);
 // hidden [T, n] in the backend's compute type (F32 cpu, BF16 cuda), cu_seqlens I32 [S + 1]
 // (validated, no empty sequence), output F32 [S, D] (fp32 accumulation on every device).
 Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, PoolingMode mode, Tensor& output);
+
+// SPLADE pooling of a slice of the batch's tokens: logits [C, V] are the masked-LM logits of
+// tokens first_token .. first_token + C - 1, and output F32 [S, V] becomes
+// max(output, log(1 + relu(logits[t]))) over those of sequence s's tokens, so that zeroing the
+// output and running this over consecutive slices gives the SPLADE vector of every sequence
+// (log(1 + relu(x)) ≥ 0, so 0 is the identity of the max). logits in the compute type.
+Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_token, Tensor& output);
 
 // output = input / max(‖input‖₂, 1e-12) per row, as torch.nn.functional.normalize; F32
 // [rows, n]; `output` may be `input`.
