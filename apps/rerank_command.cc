@@ -31,7 +31,6 @@ struct RerankOptions {
   int threads = 0;
   size_t batch_lines = 32;
   size_t batch_tokens = 8192;
-  bool token_ids = false;
   std::string yes_no_reranker = "auto";
   std::string instruction;
 };
@@ -153,8 +152,6 @@ void AddRerankCommand(CLI::App& app) {
   command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
   command->add_option("--batch-lines", options->batch_lines, "Most pairs per engine step");
   command->add_option("--batch-tokens", options->batch_tokens, "Most tokens per engine step (a longer pair runs alone)");
-  command->add_flag("--token-ids", options->token_ids,
-                    "Lines are space-separated token ids of one sequence each, already templated, used as they are");
   command->add_option("--yes-no-reranker", options->yes_no_reranker,
                       "Run a *ForCausalLM folder as a yes/no reranker: auto (a causal LM without sentence-transformers "
                       "modules.json), on or off");
