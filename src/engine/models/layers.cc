@@ -171,8 +171,9 @@ Status PostNormEncoderModel::SpladeVectors(const ModelInput& input, const Tensor
   const MaskedLmHeadSettings head{
       .activation = config_.family == ModelFamily::kBert ? config_.hidden_act : ops::Activation::kGeluErf,
       .norm_eps = static_cast<float>(config_.norm_eps)};
-  return layers::SpladeVectors(weights_.masked_lm, head, weights_.embeddings.word, input, hidden, Slots(workspace_),
-                               output);
+  // The hidden state is the workspace's first slot (Forward); the head takes the slots after it.
+  return layers::SpladeVectors(weights_.masked_lm, head, weights_.embeddings.word, input, hidden,
+                               Slots(workspace_, /*first=*/1), output);
 }
 
 Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings& attention,
