@@ -175,22 +175,8 @@ Status DebertaModel::PrepareRelativePositions() {
 
 Status DebertaModel::Embed(const ModelInput& input, layers::Slots slots, Tensor& hidden) const {
   const float eps = static_cast<float>(config_.norm_eps);
-  const layers::AbsoluteEmbeddingWeights& embeddings = weights_.embeddings;
-  if (!embeddings.position.empty()) return layers::EmbedAbsolute(embeddings, input, /*position_offset=*/0, eps, slots, hidden);
-  // position_biased_input false (v3): words and token types only; positions enter as relative.
-  Tensor zeros = slots.Get(DataType::kI32, {input.token_ids.dim(0)});
-  STAMEN_RETURN_IF_ERROR(slots.status());
-  STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings.word, input.token_ids, hidden));
-  if (!embeddings.token_type.empty()) {
-    Tensor token_types = input.token_type_ids;
-    if (token_types.empty()) {
-      STAMEN_RETURN_IF_ERROR(ops::Zero(zeros));
-      token_types = zeros;
-    }
-    Status types = ops::Gather(embeddings.token_type, token_types, hidden, /*accumulate=*/true);
-    if (!types.ok()) return Status::Error("token type ids: " + types.message());
-  }
-  return ops::LayerNorm(hidden, Tensor(), embeddings.norm_gamma, embeddings.norm_beta, eps, hidden);
+  // position_biased_input false (v3) leaves the position table empty: positions enter as relative only.
+  return layers::EmbedAbsolute(weights_.embeddings, input, /*position_offset=*/0, eps, slots, hidden);
 }
 
 StatusOr<Tensor> DebertaModel::Forward(const ModelInput& input) {

@@ -41,9 +41,12 @@ Status EmbedAbsolute(const AbsoluteEmbeddingWeights& embeddings, const ModelInpu
   STAMEN_RETURN_IF_ERROR(slots.status());
   // Sequence lengths were checked by the engine (max_sequence_length); positions are made on
   // the device so a captured graph recomputes them for each replayed batch.
-  STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, static_cast<int32_t>(position_offset), positions));
   STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings.word, input.token_ids, hidden));
-  STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings.position, positions, hidden, /*accumulate=*/true));
+  if (!embeddings.position.empty()) {
+    STAMEN_RETURN_IF_ERROR(
+        ops::SequencePositions(input.cu_seqlens, static_cast<int32_t>(position_offset), positions));
+    STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings.position, positions, hidden, /*accumulate=*/true));
+  }
   if (!embeddings.token_type.empty()) {
     Tensor token_types = input.token_type_ids;
     if (token_types.empty()) {

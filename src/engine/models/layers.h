@@ -48,7 +48,8 @@ void VisitAbsoluteEmbeddings(TensorVisitor& visit, AbsoluteEmbeddingWeights& emb
                              const ModelConfig& config);
 
 // hidden = LayerNorm(word[id] + position[position_offset + i] + token_type[type]); positions
-// count from each sequence's start, token types default to 0.
+// count from each sequence's start, token types default to 0. Without a position table
+// (DeBERTa-v3: position_biased_input false) the position term is left out.
 Status EmbedAbsolute(const AbsoluteEmbeddingWeights& embeddings, const ModelInput& input, int64_t position_offset,
                      float norm_eps, Slots slots, Tensor& hidden);
 
