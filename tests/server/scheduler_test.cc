@@ -99,6 +99,25 @@ class SchedulerTest : public ::testing::Test {
     return request;
   }
 
+  struct BulkAndQuery {
+    std::vector<std::vector<int32_t>> bulk_sequences, query_sequences;
+    std::shared_ptr<WorkRequest> bulk, query;
+  };
+  // While the engine computes a first 10-token request, a bulk request of 12 × 10 tokens and
+  // then a 10-token query arrive; returns once all three are done.
+  void RunBulkThenQueryBehindABusyEngine(BulkAndQuery& run) {
+    ASSERT_TRUE(scheduler_->Submit(Request(RandomSequences(random_, {10}))).ok());
+    gate_.WaitEntered(1);
+    run.bulk_sequences = RandomSequences(random_, std::vector<int>(12, 10));
+    run.query_sequences = RandomSequences(random_, {10});
+    run.bulk = Request(run.bulk_sequences);
+    run.query = Request(run.query_sequences);
+    ASSERT_TRUE(scheduler_->Submit(run.bulk).ok());
+    ASSERT_TRUE(scheduler_->Submit(run.query).ok());
+    gate_.Open();
+    ASSERT_TRUE(completions_.WaitFor(3));
+  }
+
   // Every row of `request` equals the sequence embedded alone (normalised, all dimensions).
   void ExpectMatchesAlone(const WorkRequest& request, const std::vector<std::vector<int32_t>>& sequences) {
     ASSERT_TRUE(request.status.ok()) << request.status.message();
@@ -167,17 +186,9 @@ TEST_F(SchedulerTest, RequestsQueuedWhileTheEngineIsBusyMergeUpToTheTokenBudget)
 // A query queued behind a bulk request joins the next batch: requests take turns.
 TEST_F(SchedulerTest, RequestsTakeTurnsNotSequences) {
   Start({.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 4096});
-  auto first = Request(RandomSequences(random_, {10}));
-  ASSERT_TRUE(scheduler_->Submit(first).ok());
-  gate_.WaitEntered(1);
-  const auto bulk_sequences = RandomSequences(random_, std::vector<int>(12, 10));
-  const auto query_sequences = RandomSequences(random_, {10});
-  auto bulk = Request(bulk_sequences);
-  auto query = Request(query_sequences);
-  ASSERT_TRUE(scheduler_->Submit(bulk).ok());
-  ASSERT_TRUE(scheduler_->Submit(query).ok());
-  gate_.Open();
-  ASSERT_TRUE(completions_.WaitFor(3));
+  BulkAndQuery run;
+  ASSERT_NO_FATAL_FAILURE(RunBulkThenQueryBehindABusyEngine(run));
+  const auto& [bulk_sequences, query_sequences, bulk, query] = run;
   const std::vector<BatchRecord> batches = scheduler_->RecentBatches();
   ASSERT_EQ(batches.size(), 4u);
   // Round robin: bulk, query, bulk, bulk, … up to 64 tokens. First come, first served would
@@ -195,16 +206,9 @@ TEST_F(SchedulerTest, RequestsTakeTurnsNotSequences) {
 // work alone stay full.
 TEST_F(SchedulerTest, AQueryBesideBulkWorkCutsItsBatchShort) {
   Start({.max_batch_tokens = 64, .max_batch_sequences = 16, .max_queued_tokens = 4096, .query_batch_tokens = 32});
-  ASSERT_TRUE(scheduler_->Submit(Request(RandomSequences(random_, {10}))).ok());
-  gate_.WaitEntered(1);
-  const auto bulk_sequences = RandomSequences(random_, std::vector<int>(12, 10));
-  const auto query_sequences = RandomSequences(random_, {10});
-  auto bulk = Request(bulk_sequences);
-  auto query = Request(query_sequences);
-  ASSERT_TRUE(scheduler_->Submit(bulk).ok());
-  ASSERT_TRUE(scheduler_->Submit(query).ok());
-  gate_.Open();
-  ASSERT_TRUE(completions_.WaitFor(3));
+  BulkAndQuery run;
+  ASSERT_NO_FATAL_FAILURE(RunBulkThenQueryBehindABusyEngine(run));
+  const auto& [bulk_sequences, query_sequences, bulk, query] = run;
   const std::vector<BatchRecord> batches = scheduler_->RecentBatches();
   ASSERT_EQ(batches.size(), 4u);
   EXPECT_EQ(batches[0].token_budget, 64);  // the first request alone: nothing to share with
