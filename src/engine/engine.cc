@@ -2,6 +2,7 @@
 // truncates and normalises (or applies the classification head) into the step's result.
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <omp.h>
@@ -135,6 +136,24 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
 #endif
 }
 
+Status Engine::ValidateSpans(const Batch& batch, std::span<const int32_t> spans) const {
+  if (spans.empty()) return Status();
+  if (device_ != Device::kCpu) return Status::Error("spans (late chunking) run on the CPU engine only");
+  if (spans.size() % 2 != 0) return Status::Error("spans must be (begin, end) pairs");
+  const std::span<const int32_t> offsets = batch.cu_seqlens;
+  for (size_t i = 0; i < spans.size(); i += 2) {
+    const int32_t begin = spans[i], end = spans[i + 1];
+    // The sequence holding the span's first token: the last offset ≤ begin.
+    const auto after = std::upper_bound(offsets.begin(), offsets.end(), begin);
+    const bool inside = begin >= 0 && begin < end && after != offsets.begin() && after != offsets.end() && end <= *after;
+    if (!inside) {
+      return Status::Error("span " + std::to_string(i / 2) + " [" + std::to_string(begin) + ", " + std::to_string(end) +
+                           ") is empty or not within one sequence of the batch");
+    }
+  }
+  return Status();
+}
+
 Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops::PoolingMode* pooling) const {
   if (batch.cu_seqlens.size() < 2) return Status::Error("a batch needs at least one sequence");
   STAMEN_RETURN_IF_ERROR(ops::ValidateCuSeqlens(batch.cu_seqlens, static_cast<int64_t>(batch.token_ids.size()),
@@ -151,6 +170,7 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
       if (config_.head != ModelHead::kSequenceClassification) {
         return Status::Error(config_.architecture + " has no classification head: it gives embeddings, not scores");
       }
+      if (!options.spans.empty()) return Status::Error("spans (late chunking) apply to pooled embeddings only");
       break;
     case StepOutput::kEmbeddings: {
       const std::optional<ops::PoolingMode> chosen = options.pooling.has_value() ? options.pooling : default_pooling_;
@@ -164,8 +184,10 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
         }
         // Sparse vectors are indexed by vocabulary id: keeping the leading ids means nothing.
         if (options.dimensions != 0) return Status::Error("dimensions cannot truncate splade (sparse) vectors");
+        if (!options.spans.empty()) return Status::Error("spans (late chunking) cannot pool splade vectors");
         break;
       }
+      STAMEN_RETURN_IF_ERROR(ValidateSpans(batch, options.spans));
       if (options.dimensions < 0 || options.dimensions > embedding_width()) {
         return Status::Error("dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
                              std::to_string(embedding_width()));
@@ -173,6 +195,7 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
       break;
     }
     case StepOutput::kTokenEmbeddings:
+      if (!options.spans.empty()) return Status::Error("spans (late chunking) apply to pooled embeddings only");
       break;
   }
   const int64_t longest = model_->max_sequence_length();

@@ -108,6 +108,13 @@ struct StepOptions {
   bool normalize = true;
   // Keep only the leading `dimensions` of each embedding (Matryoshka); 0 keeps all.
   int64_t dimensions = 0;
+  // Late chunking (kEmbeddings with a pooling other than splade): when not empty, one
+  // embedding per span instead of one per sequence, in span order. Spans are (begin, end)
+  // pairs of token indices into the batch, each within one sequence and not empty; each is
+  // pooled over its own tokens as if it were a sequence, then passed through the Dense
+  // modules, truncated and normalised as whole sequences are. The tokens still attend over
+  // their whole sequence, so each span's vector carries that context. CPU engine only.
+  std::span<const int32_t> spans = {};
 };
 
 // The values of one step, available after Wait().
@@ -175,6 +182,7 @@ class Engine {
  private:
   Engine();
   Status ValidateBatch(const Batch& batch, const StepOptions& options, ops::PoolingMode* pooling) const;
+  Status ValidateSpans(const Batch& batch, std::span<const int32_t> spans) const;
 
   ModelConfig config_;
   SentenceTransformersConfig sentence_transformers_;

@@ -78,6 +78,33 @@ Status RunDenseModules(const Tensor& hidden, const Tensor& cu_seqlens, ops::Pool
   return ops::Convert(input, values);
 }
 
+// Late chunking: the hidden rows of every span end to end, and offsets that make each span a
+// sequence of its own, so that the pooling of whole sequences pools spans (spans validated by
+// the engine; CPU tensors).
+struct SpanTokens {
+  Tensor hidden;      // [Σ span lengths, hidden]
+  Tensor cu_seqlens;  // I32 [spans + 1]
+};
+
+StatusOr<SpanTokens> GatherSpans(const Tensor& hidden, std::span<const int32_t> spans) {
+  const int64_t count = static_cast<int64_t>(spans.size() / 2);
+  SpanTokens gathered;
+  auto offsets = Tensor::Allocate(DataType::kI32, {count + 1});
+  if (!offsets.ok()) return offsets.status();
+  int32_t* offset = offsets->data<int32_t>();
+  offset[0] = 0;
+  for (int64_t i = 0; i < count; ++i) offset[i + 1] = offset[i] + (spans[2 * i + 1] - spans[2 * i]);
+  auto rows = Tensor::Allocate(hidden.dtype(), {offset[count], hidden.dim(1)});
+  if (!rows.ok()) return rows.status();
+  for (int64_t i = 0; i < count; ++i) {
+    Tensor target = rows->Rows(offset[i], offset[i + 1]);
+    STAMEN_RETURN_IF_ERROR(CopyTensor(hidden.Rows(spans[2 * i], spans[2 * i + 1]), target));
+  }
+  gathered.hidden = std::move(rows.value());
+  gathered.cu_seqlens = std::move(offsets.value());
+  return gathered;
+}
+
 }  // namespace
 
 StatusOr<Tensor> ComputeStepValues(Model& model, const ModelInput& input, const Tensor& hidden,
@@ -108,13 +135,24 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelInput& input, const 
         STAMEN_RETURN_IF_ERROR(model.SpladeVectors(input, hidden, *values));
         return values;
       }
+      // What is pooled: each sequence's tokens, or (late chunking) each span's.
+      Tensor pooled_hidden = hidden;
+      Tensor pooled_offsets = input.cu_seqlens;
+      int64_t rows = sequences;
+      if (!options.spans.empty()) {
+        auto gathered = GatherSpans(hidden, options.spans);
+        if (!gathered.ok()) return gathered.status();
+        pooled_hidden = std::move(gathered->hidden);
+        pooled_offsets = std::move(gathered->cu_seqlens);
+        rows = pooled_offsets.dim(0) - 1;
+      }
       const int64_t width = options.dimensions > 0 ? options.dimensions : dense.OutputWidth(hidden.dim(1));
-      auto values = buffer({sequences, width});
+      auto values = buffer({rows, width});
       if (!values.ok()) return values.status();
       if (dense.layers.empty()) {
-        STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, input.cu_seqlens, pooling, *values));
+        STAMEN_RETURN_IF_ERROR(ops::Pool(pooled_hidden, pooled_offsets, pooling, *values));
       } else {
-        STAMEN_RETURN_IF_ERROR(RunDenseModules(hidden, input.cu_seqlens, pooling, dense, *values));
+        STAMEN_RETURN_IF_ERROR(RunDenseModules(pooled_hidden, pooled_offsets, pooling, dense, *values));
       }
       if (options.normalize) STAMEN_RETURN_IF_ERROR(ops::L2Normalize(*values, *values));
       return values;

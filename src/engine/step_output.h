@@ -41,7 +41,7 @@ StatusOr<DenseModules> LoadDenseModules(const std::vector<DenseModuleConfig>& mo
 
 // By `options.output`: every token's hidden state [T, hidden], the classification head's
 // logits [S, labels], SPLADE vectors [S, vocab] (splade pooling, through the masked-LM head),
-// or embeddings [S, width]: pooled with `pooling`, passed through the Dense modules, truncated
+// or embeddings [S, width] (one per span with options.spans): pooled with `pooling`, passed through the Dense modules, truncated
 // to `options.dimensions` (0: the full width) and L2-normalised when asked. `hidden` is
 // Forward's result for `input`; rows past input.cu_seqlens_host.back() are padding (a CUDA
 // graph's token bucket) and are left out.

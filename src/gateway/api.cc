@@ -54,6 +54,67 @@ std::optional<ApiError> ReadInputs(element value, const char* key, std::vector<I
   return std::nullopt;
 }
 
+// [start, end] of one chunk: two integers, 0 ≤ start < end.
+std::optional<ApiError> ReadSpan(element value, const std::string& name, TextSpan* span) {
+  array pair;
+  int64_t bounds[2];
+  if (value.get(pair) != simdjson::SUCCESS || pair.size() != 2 || pair.at(0).get(bounds[0]) != simdjson::SUCCESS ||
+      pair.at(1).get(bounds[1]) != simdjson::SUCCESS) {
+    return Invalid(name + " must be [start, end], two integers");
+  }
+  if (bounds[0] < 0 || bounds[0] >= bounds[1]) {
+    return Invalid(name + " [" + std::to_string(bounds[0]) + ", " + std::to_string(bounds[1]) +
+                   "] must have 0 <= start < end");
+  }
+  *span = {bounds[0], bounds[1]};
+  return std::nullopt;
+}
+
+// One input's chunks: a non-empty array of [start, end] pairs.
+std::optional<ApiError> ReadSpanList(array spans, const std::string& name, std::vector<TextSpan>* out) {
+  if (spans.size() == 0) return Invalid(name + " must be a non-empty array of [start, end] pairs");
+  size_t index = 0;
+  for (element span : spans) {
+    TextSpan read;
+    if (auto error = ReadSpan(span, name + "[" + std::to_string(index++) + "]", &read)) return error;
+    out->push_back(read);
+  }
+  return std::nullopt;
+}
+
+// "chunks": [[start, end], …] for one input, or [[[start, end], …], …], one list per input.
+std::optional<ApiError> ReadChunks(object fields, size_t inputs, std::vector<std::vector<TextSpan>>* chunks) {
+  element value;
+  if (fields["chunks"].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
+  array lists;
+  if (value.get(lists) != simdjson::SUCCESS || lists.size() == 0) {
+    return Invalid("'chunks' must be a non-empty array of [start, end] pairs, or one such array per input");
+  }
+  array first;
+  const bool one_list = lists.at(0).get(first) == simdjson::SUCCESS && first.size() > 0 &&
+                        first.at(0).value_unsafe().is_int64();
+  if (one_list) {
+    if (inputs != 1) {
+      return Invalid("'chunks' is one list of spans, but there are " + std::to_string(inputs) +
+                     " inputs: give one list per input");
+    }
+    chunks->emplace_back();
+    return ReadSpanList(lists, "'chunks'", &chunks->back());
+  }
+  if (lists.size() != inputs) {
+    return Invalid("'chunks' has " + std::to_string(lists.size()) + " lists for " + std::to_string(inputs) + " inputs");
+  }
+  size_t input = 0;
+  for (element list : lists) {
+    const std::string name = "'chunks'[" + std::to_string(input++) + "]";
+    array spans;
+    if (list.get(spans) != simdjson::SUCCESS) return Invalid(name + " must be an array of [start, end] pairs");
+    chunks->emplace_back();
+    if (auto error = ReadSpanList(spans, name, &chunks->back())) return error;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int ErrorStatus(const ApiError& error, ApiFamily family) {
@@ -110,6 +171,7 @@ std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool ope
   if (auto error = ReadPositive(fields, "dimensions", &dimensions)) return *error;
   call.dimensions = dimensions.value_or(0);
   if (auto error = ReadPriority(fields, &call.priority)) return *error;
+  if (auto error = ReadChunks(fields, call.inputs.size(), &call.chunks)) return *error;
   if (openai) {
     std::string format;
     if (auto error = ReadString(fields, "encoding_format", &format)) return *error;
@@ -303,6 +365,29 @@ void AppendEmbedding(std::string& out, const float* row, size_t columns, Embeddi
     }
   }
   out += ']';
+}
+
+void AppendChunkVectors(std::string& out, const std::vector<std::vector<TextSpan>>& chunks,
+                        const std::vector<std::vector<int64_t>>& rows, const float* values, size_t columns,
+                        EmbeddingType type, const QuantizationRanges& ranges, bool openai) {
+  size_t item = 0;
+  for (size_t input = 0; input < rows.size(); ++input) {
+    if (!openai) out += input ? ",[" : "[";
+    for (size_t chunk = 0; chunk < rows[input].size(); ++chunk) {
+      if (openai) {
+        out += item ? ",{" : "{";
+        out += "\"object\":\"embedding\",\"index\":" + std::to_string(item) + ",\"input_index\":" +
+               std::to_string(input) + ",\"chunk\":[" + std::to_string(chunks[input][chunk].start) + "," +
+               std::to_string(chunks[input][chunk].end) + "],\"embedding\":";
+      } else if (chunk) {
+        out += ',';
+      }
+      AppendEmbedding(out, values + rows[input][chunk] * columns, columns, type, ranges);
+      if (openai) out += '}';
+      ++item;
+    }
+    if (!openai) out += ']';
+  }
 }
 
 }  // namespace stamen::gateway

@@ -39,6 +39,13 @@ using Input = std::variant<std::string, std::vector<int32_t>>;
 
 enum class Truncation { kRight, kLeft };
 
+// A chunk of an input text for late chunking: bytes [start, end) of it, the offsets /tokenize
+// reports.
+struct TextSpan {
+  int64_t start = 0;
+  int64_t end = 0;
+};
+
 // POST /v1/embeddings (OpenAI), POST /embed (TEI): what both say, in one shape.
 struct EmbedCall {
   std::vector<Input> inputs;
@@ -52,6 +59,9 @@ struct EmbedCall {
   std::string prompt_name;             // TEI: a prompt of the model's sentence-transformers config
   std::string model;                   // OpenAI: echoed back
   std::optional<server::Priority> priority;  // "priority": unset, the server's rule (--bulk-threshold)
+  // Late chunking ("chunks"): each input's chunks, one vector each; empty: one vector per
+  // input. A single input may give its list alone ([[start, end], …]).
+  std::vector<std::vector<TextSpan>> chunks;
 };
 // `openai` picks the OpenAI shape ({input, …}); otherwise TEI's ({inputs, …}).
 std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool openai);
@@ -93,5 +103,13 @@ std::string Base64(std::string_view bytes);
 // string of its float32 bytes, or a JSON array of integers (QuantizeRow over `ranges`).
 void AppendEmbedding(std::string& out, const float* row, size_t columns, EmbeddingType type,
                      const QuantizationRanges& ranges);
+
+// Late chunking's vectors, input by input, chunk by chunk: rows[i][k] of `values` (`columns`
+// floats each) is input i's chunk k. TEI's shape writes one array of chunk vectors per input,
+// comma-separated ([v, …], [v, …]); OpenAI's one data item per chunk ({"object": "embedding",
+// "index": n, "input_index": i, "chunk": [start, end], "embedding": v}, n counting all chunks).
+void AppendChunkVectors(std::string& out, const std::vector<std::vector<TextSpan>>& chunks,
+                        const std::vector<std::vector<int64_t>>& rows, const float* values, size_t columns,
+                        EmbeddingType type, const QuantizationRanges& ranges, bool openai);
 
 }  // namespace stamen::gateway

@@ -25,7 +25,7 @@ struct Dispatcher::JobState {
 };
 
 struct Dispatcher::ChunkState {
-  size_t first_sequence = 0;
+  int64_t first_row = 0;  // where its rows go in the job's output
   std::shared_ptr<WorkRequest> work;
   std::shared_ptr<WorkerSlot> worker;  // where it runs now
   int attempts = 0;
@@ -210,6 +210,8 @@ std::shared_ptr<WorkRequest> CopyInputs(const WorkRequest& source) {
   copy->lengths = source.lengths;
   copy->token_ids = source.token_ids;
   copy->token_type_ids = source.token_type_ids;
+  copy->span_counts = source.span_counts;
+  copy->spans = source.spans;
   return copy;
 }
 
@@ -221,6 +223,8 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
   state->job = job;
   state->done = std::move(done);
   job->columns = 0;
+  job->row_offsets = server::RowOffsets(*job);
+  const std::vector<int64_t> span_offsets = server::SpanOffsets(*job);
   // Cut whole sequences into chunks of about chunk_tokens tokens.
   const auto* lengths = job->lengths.data();
   const size_t count = job->lengths.size();
@@ -231,7 +235,7 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
     int64_t tokens = 0;
     while (end < count && (end == first || tokens + lengths[end] <= options_.chunk_tokens)) tokens += lengths[end++];
     auto chunk = std::make_shared<ChunkState>();
-    chunk->first_sequence = first;
+    chunk->first_row = job->row_offsets[first];
     auto work = std::make_shared<WorkRequest>();
     work->kind = job->kind;
     work->pooling = job->pooling;
@@ -240,6 +244,10 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
     work->deadline = job->deadline;
     work->priority = job->priority;
     work->lengths.assign(lengths + first, lengths + end);
+    if (!job->span_counts.empty()) {
+      work->span_counts.assign(job->span_counts.begin() + first, job->span_counts.begin() + end);
+      work->spans.assign(job->spans.begin() + 2 * span_offsets[first], job->spans.begin() + 2 * span_offsets[end]);
+    }
     work->token_ids = job->token_ids.substr(token_offset * sizeof(int32_t), tokens * sizeof(int32_t));
     if (!job->token_type_ids.empty()) {
       work->token_type_ids = job->token_type_ids.substr(token_offset * sizeof(int32_t), tokens * sizeof(int32_t));
@@ -378,10 +386,10 @@ void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::sh
     if (work.status.ok()) {
       if (whole.columns == 0) {
         whole.columns = work.columns;
-        whole.output.assign(whole.lengths.size() * whole.columns * sizeof(float), '\0');
+        whole.output.assign(static_cast<size_t>(whole.row_offsets.back() * whole.columns) * sizeof(float), '\0');
       }
       if (work.columns == whole.columns) {
-        std::memcpy(whole.output.data() + chunk->first_sequence * whole.columns * sizeof(float), work.output.data(),
+        std::memcpy(whole.output.data() + chunk->first_row * whole.columns * sizeof(float), work.output.data(),
                     work.output.size());
       } else if (whole.status.ok()) {
         whole.status = Status::Error("workers disagree on the output size (" + std::to_string(work.columns) +

@@ -58,7 +58,7 @@ class Dispatcher {
 
   struct JobState;
   // Runs every sequence of `job` and calls `done` once (from any thread) with job.status,
-  // job.output (sequences × columns floats, in order) and job.timing (the slowest chunk's
+  // job.output (rows × columns floats in order: server::RowOffsets) and job.timing (the slowest chunk's
   // queue and compute time) filled. job.on_done is not used. The handle cancels it.
   std::shared_ptr<JobState> Run(std::shared_ptr<server::WorkRequest> job,
                                 std::function<void(server::WorkRequest&)> done);

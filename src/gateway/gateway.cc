@@ -11,6 +11,7 @@
 
 #include "engine/model_options.h"
 #include "gateway/cohere_api.h"
+#include "gateway/late_chunking.h"
 #include "gateway/openapi.h"
 
 namespace stamen::gateway {
@@ -66,7 +67,9 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
     return Status::Error("--instruction applies to yes/no rerankers only, not " + g.config_.architecture);
   }
   g.max_input_length_ = engine::MaxSequenceLength(g.config_, g.sentence_transformers_);
-  g.dimensions_ = g.sentence_transformers_.EmbeddingWidth(g.config_.hidden_size);
+  g.splade_ = options.pooling.value_or(engine::DefaultPooling(g.config_, g.sentence_transformers_)
+                                           .value_or(engine::ops::PoolingMode::kCls)) == engine::ops::PoolingMode::kSplade;
+  g.dimensions_ = g.splade_ ? g.config_.vocab_size : g.sentence_transformers_.EmbeddingWidth(g.config_.hidden_size);
   g.reranker_ = g.config_.head == engine::ModelHead::kSequenceClassification;
   g.kind_ = !g.reranker_ ? ModelKind::kEmbedding : g.config_.num_labels == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
   g.created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -213,6 +216,8 @@ std::vector<Route> Gateway::Routes() {
       {"/similarity", "POST", kTei, true, false, handler(&Gateway::Similarity)},
       {"/tokenize", "POST", kTei, true, false, handler(&Gateway::Tokenize)},
       {"/decode", "POST", kTei, true, false, handler(&Gateway::Decode)},
+      {"/embed_all", "POST", kTei, true, false, handler(&Gateway::EmbedAll)},
+      {"/embed_sparse", "POST", kTei, true, false, handler(&Gateway::EmbedSparse)},
       // TEI's catch-all (what huggingface_hub's InferenceClient posts to) and SageMaker's.
       {"/", "POST", kTei, true, false, handler(&Gateway::TeiRoot)},
       {"/invocations", "POST", kTei, true, false, handler(&Gateway::TeiRoot)},
@@ -411,6 +416,32 @@ std::optional<ApiError> Gateway::TokenizeInputs(engine::ModelTokenizer& tokenize
   return std::nullopt;
 }
 
+std::optional<ApiError> Gateway::TokenizeChunks(engine::ModelTokenizer& tokenizer, const EmbedCall& call,
+                                                const std::string& prompt, WorkRequest& job,
+                                                std::vector<std::vector<int64_t>>* rows) const {
+  std::vector<int32_t> all_ids;
+  int64_t first_row = 0;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const std::string what = "input " + std::to_string(i);
+    const auto* text = std::get_if<std::string>(&call.inputs[i]);
+    if (text == nullptr) return ApiError{400, what + ": 'chunks' need text inputs (token ids have no text offsets)"};
+    if (text->empty()) return ApiError{400, what + " is an empty string"};
+    const auto tokens = tokenizer.Tokenize(prompt + *text, /*add_special_tokens=*/true);
+    auto planned = PlanLateChunks(tokens, prompt.size(), text->size(), call.chunks[i], max_input_length_, what);
+    if (auto* error = std::get_if<ApiError>(&planned)) return *error;
+    LateChunkPlan& plan = std::get<LateChunkPlan>(planned);
+    all_ids.insert(all_ids.end(), plan.token_ids.begin(), plan.token_ids.end());
+    job.lengths.insert(job.lengths.end(), plan.lengths.begin(), plan.lengths.end());
+    job.span_counts.insert(job.span_counts.end(), plan.span_counts.begin(), plan.span_counts.end());
+    job.spans.insert(job.spans.end(), plan.spans.begin(), plan.spans.end());
+    for (int64_t& row : plan.row_of_chunk) row += first_row;
+    first_row += static_cast<int64_t>(plan.row_of_chunk.size());
+    rows->push_back(std::move(plan.row_of_chunk));
+  }
+  job.token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
+  return std::nullopt;
+}
+
 std::optional<ApiError> Gateway::TokenizeScored(engine::ModelTokenizer& tokenizer, const std::vector<ScoredText>& texts,
                                                 bool truncate, Truncation direction, const std::string& what,
                                                 WorkRequest& job) const {
@@ -448,6 +479,9 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
   auto call = std::make_shared<EmbedCall>(std::move(std::get<EmbedCall>(parsed)));
   if (auto error = NeedEmbedder(openai ? "/v1/embeddings" : "/embed")) return respond.Error(*error);
   if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return respond.Error(*error);
+  size_t chunk_count = 0;
+  for (const auto& chunks : call->chunks) chunk_count += chunks.size();
+  if (auto error = CheckBatchSize(chunk_count, "chunks")) return respond.Error(*error);
   if (call->dimensions > dimensions_) {
     return respond.Error({400, "'dimensions' " + std::to_string(call->dimensions) + " exceeds the model's " +
                                    std::to_string(dimensions_)});
@@ -462,9 +496,12 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
     if (ClientGone(client, respond)) return;
     const Clock::time_point tokenization_start = Clock::now();
     auto job = std::make_shared<WorkRequest>();
-    if (auto error = TokenizeInputs(*tokenizers_[thread], call->inputs, prompt, truncate, call->truncation_direction, *job)) {
-      return respond.Error(*error);
-    }
+    // Late chunking: chunk_rows[i][k] is the output row of input i's chunk k.
+    auto chunk_rows = std::make_shared<std::vector<std::vector<int64_t>>>();
+    auto error = call->chunks.empty()
+                     ? TokenizeInputs(*tokenizers_[thread], call->inputs, prompt, truncate, call->truncation_direction, *job)
+                     : TokenizeChunks(*tokenizers_[thread], *call, prompt, *job, chunk_rows.get());
+    if (error) return respond.Error(*error);
     job->kind = WorkKind::kEmbed;
     job->pooling = options_.pooling;
     job->normalize = openai ? true : call->normalize;
@@ -473,10 +510,10 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
     const size_t total_tokens = static_cast<size_t>(job->total_tokens());
     const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
 
-    Dispatch(client, job, [this, job, call, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
+    Dispatch(client, job, [this, job, call, chunk_rows, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
       if (!done.status.ok()) return respond.Error(DispatchError(done.status));
       // Formatting thousands of floats is real work: off the worker's thread, onto the pool.
-      pool_->Post([this, job, call, openai, respond, tokenization_ms, total_tokens](size_t) {
+      pool_->Post([this, job, call, chunk_rows, openai, respond, tokenization_ms, total_tokens](size_t) {
         const WorkRequest& done = *job;
         const size_t count = done.lengths.size();
         const size_t columns = static_cast<size_t>(done.columns);
@@ -484,25 +521,23 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
         const auto ranges = QuantizationRanges::UnitVector(columns);
         std::string body;
         body.reserve(count * columns * (call->encoding == EmbeddingType::kFloat ? 12 : 6) + 256);
-        if (openai) {
-          body += "{\"object\":\"list\",\"data\":[";
+        body += openai ? "{\"object\":\"list\",\"data\":[" : "[";
+        if (!chunk_rows->empty()) {
+          AppendChunkVectors(body, call->chunks, *chunk_rows, values, columns, call->encoding, ranges, openai);
+        } else {
           for (size_t row = 0; row < count; ++row) {
-            body += row ? ",{" : "{";
-            body += "\"object\":\"embedding\",\"index\":" + std::to_string(row) + ",\"embedding\":";
+            if (row) body += ',';
+            if (openai) body += "{\"object\":\"embedding\",\"index\":" + std::to_string(row) + ",\"embedding\":";
             AppendEmbedding(body, values + row * columns, columns, call->encoding, ranges);
-            body += '}';
+            if (openai) body += '}';
           }
-          body += "],\"model\":";
+        }
+        body += ']';
+        if (openai) {
+          body += ",\"model\":";
           AppendJsonString(body, call->model.empty() ? model_id_ : call->model);
           body += ",\"usage\":{\"prompt_tokens\":" + std::to_string(total_tokens) +
                   ",\"total_tokens\":" + std::to_string(total_tokens) + "}}";
-        } else {
-          body += '[';
-          for (size_t row = 0; row < count; ++row) {
-            if (row) body += ',';
-            AppendEmbedding(body, values + row * columns, columns, call->encoding, ranges);
-          }
-          body += ']';
         }
         respond(TimedResponse(std::move(body), tokenization_ms, done.timing));
       });

@@ -96,6 +96,14 @@ class Gateway {
   void Predict(const http::Request& request, Reply reply);
   void Similarity(const http::Request& request, Reply reply);
   void Decode(const http::Request& request, Reply reply);
+  void EmbedAll(const http::Request& request, Reply reply);     // every token's vector
+  void EmbedSparse(const http::Request& request, Reply reply);  // SPLADE models' sparse vectors
+  // What /embed_all and /embed_sparse share: TEI's embed body parsed, its inputs tokenized and
+  // run as `kind` with `pooling`, not normalised, and answered as a JSON array with one entry
+  // per input, which `write` appends from that input's `count` rows of `columns` floats.
+  using RowsWriter = std::function<void(std::string& out, const float* rows, size_t count, size_t columns)>;
+  void EmbedRows(const http::Request& request, server::WorkKind kind, std::optional<engine::ops::PoolingMode> pooling,
+                 RowsWriter write, Reply reply);
   std::string InfoBody() const;
   // Tokenizes `inputs` (texts with `prompt` before them, or token ids) into `job`'s ids and
   // lengths, each cut to the model's length (or `max_tokens`, when fewer) when `truncate`; or
@@ -103,6 +111,12 @@ class Gateway {
   std::optional<ApiError> TokenizeInputs(engine::ModelTokenizer& tokenizer, const std::vector<Input>& inputs,
                                          const std::string& prompt, bool truncate, Truncation direction,
                                          server::WorkRequest& job, int64_t max_tokens = 0) const;
+  // Late chunking (late_chunking.h): each text input of `call`, `prompt` before it, tokenized
+  // whole and planned into windows and chunk spans in `job`; (*rows)[i][k] is the output row
+  // of input i's chunk k. Token id inputs have no text offsets and are refused.
+  std::optional<ApiError> TokenizeChunks(engine::ModelTokenizer& tokenizer, const EmbedCall& call,
+                                         const std::string& prompt, server::WorkRequest& job,
+                                         std::vector<std::vector<int64_t>>* rows) const;
   // A text, or a pair with the pair template, for a scoring job.
   struct ScoredText {
     std::string_view first;
@@ -147,6 +161,7 @@ class Gateway {
   engine::YesNoTemplate yes_no_template_;
   std::string openapi_document_;  // GET /openapi.json: openapi.json with the model's id filled in
   bool reranker_ = false;  // a classification head: /rerank with one label, /predict with any
+  bool splade_ = false;    // SPLADE pooling (a …ForMaskedLM model): /embed_sparse
   ModelKind kind_ = ModelKind::kEmbedding;
   int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)
   // What the first worker to answer at start runs on (dtype, backend, CPU path), for /info;

@@ -1,5 +1,6 @@
 // Text Embeddings Inference's routes beyond /embed, /rerank and /tokenize: the catch-all
-// POST / (and SageMaker's /invocations), /predict, /similarity and /decode. Bodies are parsed
+// POST / (and SageMaker's /invocations), /predict, /similarity, /decode, /embed_all and
+// /embed_sparse. Bodies are parsed
 // and written by tei_api.cc; here they are tokenized, run on the workers and answered.
 #include <algorithm>
 
@@ -13,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 
 void Gateway::TeiRoot(const http::Request& request, Reply reply) {
   switch (RootTask(kind_, request.body)) {
-    case TeiTask::kEmbed: return Embed(request, false, std::move(reply));
+    case TeiTask::kEmbed: return splade_ ? EmbedSparse(request, std::move(reply)) : Embed(request, false, std::move(reply));
     case TeiTask::kSimilarity: return Similarity(request, std::move(reply));
     case TeiTask::kRerank: return Rerank(request, RerankShape::kTei, std::move(reply));
     case TeiTask::kPredict: return Predict(request, std::move(reply));
@@ -133,6 +134,88 @@ void Gateway::Decode(const http::Request& request, Reply reply) {
     body += ']';
     reply(JsonResponse(200, std::move(body)));
   });
+}
+
+void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::optional<engine::ops::PoolingMode> pooling,
+                        RowsWriter write, Reply reply) {
+  auto parsed = ParseEmbedCall(request.body, /*openai=*/false);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
+  auto call = std::make_shared<EmbedCall>(std::move(std::get<EmbedCall>(parsed)));
+  if (auto error = NeedEmbedder(request.path)) return reply.Error(*error);
+  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
+  auto prompt = Prompt(call->prompt_name);
+  if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
+  const bool truncate = call->truncate.value_or(options_.auto_truncate);
+  pool_->Post([this, call, kind, pooling, write = std::move(write), prompt = std::get<std::string>(prompt), truncate,
+               reply, client = request.client](size_t thread) {
+    if (ClientGone(client, reply)) return;
+    const Clock::time_point tokenization_start = Clock::now();
+    auto job = std::make_shared<WorkRequest>();
+    if (auto error = TokenizeInputs(*tokenizers_[thread], call->inputs, prompt, truncate, call->truncation_direction, *job)) {
+      return reply.Error(*error);
+    }
+    job->kind = kind;
+    job->pooling = pooling;
+    job->normalize = false;
+    job->priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
+    const double tokenization_ms = FinishTokenization(*job, static_cast<size_t>(job->total_tokens()), tokenization_start);
+    Dispatch(client, job, [this, job, write, reply, tokenization_ms](WorkRequest& done) {
+      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
+      // Thousands of floats to format: off the worker's thread, onto the pool.
+      pool_->Post([job, write, reply, tokenization_ms](size_t) {
+        const WorkRequest& done = *job;
+        const std::vector<int64_t> rows = server::RowOffsets(done);
+        const size_t columns = static_cast<size_t>(done.columns);
+        const float* values = reinterpret_cast<const float*>(done.output.data());
+        std::string body = "[";
+        for (size_t input = 0; input < done.lengths.size(); ++input) {
+          if (input) body += ',';
+          write(body, values + rows[input] * columns, static_cast<size_t>(rows[input + 1] - rows[input]), columns);
+        }
+        body += ']';
+        reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
+      });
+    });
+  });
+}
+
+void Gateway::EmbedAll(const http::Request& request, Reply reply) {
+  // [[float] per token] per input: the last hidden state, special tokens included.
+  EmbedRows(request, WorkKind::kTokenEmbed, std::nullopt, [](std::string& out, const float* rows, size_t count, size_t columns) {
+    out += '[';
+    for (size_t token = 0; token < count; ++token) {
+      if (token) out += ',';
+      out += '[';
+      for (size_t column = 0; column < columns; ++column) {
+        if (column) out += ',';
+        AppendFloat(out, rows[token * columns + column]);
+      }
+      out += ']';
+    }
+    out += ']';
+  }, std::move(reply));
+}
+
+void Gateway::EmbedSparse(const http::Request& request, Reply reply) {
+  if (!splade_) {
+    return reply.Error({400, "model " + model_id_ + " has no SPLADE pooling: /embed_sparse needs a …ForMaskedLM model "
+                             "with a SpladePooling module (or --pooling splade)"});
+  }
+  // [{index, value}] per input: the SPLADE vector's non-zero entries, by vocabulary id.
+  EmbedRows(request, WorkKind::kEmbed, engine::ops::PoolingMode::kSplade,
+            [](std::string& out, const float* row, size_t, size_t columns) {
+              out += '[';
+              bool first = true;
+              for (size_t index = 0; index < columns; ++index) {
+                if (row[index] == 0.0f) continue;
+                out += first ? "{\"index\":" : ",{\"index\":";
+                out += std::to_string(index) + ",\"value\":";
+                AppendFloat(out, row[index]);
+                out += '}';
+                first = false;
+              }
+              out += ']';
+            }, std::move(reply));
 }
 
 }  // namespace stamen::gateway

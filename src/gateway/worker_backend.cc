@@ -4,6 +4,7 @@
 
 namespace stamen::gateway {
 
+using server::RowOffsets;
 using server::WorkKind;
 using server::WorkRequest;
 
@@ -74,22 +75,14 @@ GrpcBackend::~GrpcBackend() {
 
 namespace {
 
-void FillSequences(const WorkRequest& work, v1::TokenSequences* sequences) {
-  sequences->set_token_ids(work.token_ids);
-  sequences->set_lengths(std::string(reinterpret_cast<const char*>(work.lengths.data()),
-                                     work.lengths.size() * sizeof(int32_t)));
-  sequences->set_token_type_ids(work.token_type_ids);
+std::string PackedInt32s(const std::vector<int32_t>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int32_t));
 }
 
-v1::Pooling PoolingOf(const std::optional<engine::ops::PoolingMode>& pooling) {
-  if (!pooling) return v1::POOLING_MODEL_DEFAULT;
-  switch (*pooling) {
-    case engine::ops::PoolingMode::kCls: return v1::POOLING_CLS;
-    case engine::ops::PoolingMode::kMean: return v1::POOLING_MEAN;
-    case engine::ops::PoolingMode::kLastToken: return v1::POOLING_LAST_TOKEN;
-    case engine::ops::PoolingMode::kMax: return v1::POOLING_MAX;
-  }
-  return v1::POOLING_MODEL_DEFAULT;
+void FillSequences(const WorkRequest& work, v1::TokenSequences* sequences) {
+  sequences->set_token_ids(work.token_ids);
+  sequences->set_lengths(PackedInt32s(work.lengths));
+  sequences->set_token_type_ids(work.token_type_ids);
 }
 
 void TakeTiming(const v1::Timing& timing, server::WorkTiming& out) {
@@ -116,7 +109,7 @@ void GrpcBackend::Submit(std::shared_ptr<WorkRequest> work) {
     WorkRequest& done = *call->work;
     done.status = FromGrpc(status, address_);
     if (status.ok()) {
-      if (done.kind == WorkKind::kEmbed) {
+      if (done.kind != WorkKind::kScore) {
         done.columns = call->embed_response.dimensions();
         done.output = std::move(*call->embed_response.mutable_embeddings());
         TakeTiming(call->embed_response.timing(), done.timing);
@@ -125,7 +118,7 @@ void GrpcBackend::Submit(std::shared_ptr<WorkRequest> work) {
         done.output = std::move(*call->score_response.mutable_scores());
         TakeTiming(call->score_response.timing(), done.timing);
       }
-      const size_t expected = done.lengths.size() * static_cast<size_t>(done.columns) * sizeof(float);
+      const size_t expected = static_cast<size_t>(RowOffsets(done).back() * done.columns) * sizeof(float);
       if (done.output.size() != expected) {
         done.status = Status::Error("worker " + address_ + " answered with " + std::to_string(done.output.size()) +
                                     " bytes, expected " + std::to_string(expected));
@@ -139,9 +132,12 @@ void GrpcBackend::Submit(std::shared_ptr<WorkRequest> work) {
     delete call;
     if (keep->on_done) keep->on_done(*keep);
   };
-  if (request.kind == WorkKind::kEmbed) {
+  if (request.kind != WorkKind::kScore) {
     FillSequences(request, call->embed_request.mutable_sequences());
-    call->embed_request.set_pooling(PoolingOf(request.pooling));
+    call->embed_request.set_token_embeddings(request.kind == WorkKind::kTokenEmbed);
+    call->embed_request.set_span_counts(PackedInt32s(request.span_counts));
+    call->embed_request.set_spans(PackedInt32s(request.spans));
+    call->embed_request.set_pooling(server::PoolingMessage(request.pooling));
     call->embed_request.set_normalize(request.normalize);
     call->embed_request.set_dimensions(static_cast<uint32_t>(request.dimensions));
     call->embed_request.set_priority(server::PriorityMessage(request.priority));

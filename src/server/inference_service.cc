@@ -77,7 +77,7 @@ grpc::ServerUnaryReactor* InferenceService::Embed(grpc::CallbackServerContext* c
   auto work = std::make_shared<WorkRequest>();
   const Status decoded = DecodeEmbedRequest(*request, *work);
   return Run(context, worker_.scheduler(), std::move(work), decoded, [response](WorkRequest& done) {
-    response->set_count(static_cast<uint32_t>(done.lengths.size()));
+    response->set_count(static_cast<uint32_t>(done.row_offsets.empty() ? 0 : done.row_offsets.back()));
     response->set_dimensions(static_cast<uint32_t>(done.columns));
     response->set_embeddings(std::move(done.output));
     FillTiming(done.timing, response->mutable_timing());

@@ -14,14 +14,12 @@ int32_t ReadInt32(const std::string& bytes, size_t index) {
   return value;
 }
 
-std::optional<engine::ops::PoolingMode> PoolingOf(v1::Pooling pooling) {
-  switch (pooling) {
-    case v1::POOLING_CLS: return engine::ops::PoolingMode::kCls;
-    case v1::POOLING_MEAN: return engine::ops::PoolingMode::kMean;
-    case v1::POOLING_LAST_TOKEN: return engine::ops::PoolingMode::kLastToken;
-    case v1::POOLING_MAX: return engine::ops::PoolingMode::kMax;
-    default: return std::nullopt;
-  }
+// Packed int32 little-endian bytes into `values`; false when not a whole number of them.
+bool ReadInt32s(const std::string& bytes, std::vector<int32_t>& values) {
+  if (bytes.size() % sizeof(int32_t) != 0) return false;
+  values.resize(bytes.size() / sizeof(int32_t));
+  if (!bytes.empty()) std::memcpy(values.data(), bytes.data(), bytes.size());
+  return true;
 }
 
 Status DecodePriority(v1::Priority priority, WorkRequest& request) {
@@ -34,6 +32,31 @@ Status DecodePriority(v1::Priority priority, WorkRequest& request) {
 }
 
 }  // namespace
+
+// Each engine pooling mode and its wire value, in both directions.
+constexpr std::pair<engine::ops::PoolingMode, v1::Pooling> kPoolingMessages[] = {
+    {engine::ops::PoolingMode::kCls, v1::POOLING_CLS},
+    {engine::ops::PoolingMode::kMean, v1::POOLING_MEAN},
+    {engine::ops::PoolingMode::kLastToken, v1::POOLING_LAST_TOKEN},
+    {engine::ops::PoolingMode::kMax, v1::POOLING_MAX},
+    {engine::ops::PoolingMode::kWeightedMean, v1::POOLING_WEIGHTED_MEAN},
+    {engine::ops::PoolingMode::kMeanSqrtLen, v1::POOLING_MEAN_SQRT_LEN},
+    {engine::ops::PoolingMode::kSplade, v1::POOLING_SPLADE},
+};
+
+v1::Pooling PoolingMessage(const std::optional<engine::ops::PoolingMode>& pooling) {
+  for (const auto& [mode, message] : kPoolingMessages) {
+    if (pooling == mode) return message;
+  }
+  return v1::POOLING_MODEL_DEFAULT;
+}
+
+std::optional<engine::ops::PoolingMode> PoolingOf(v1::Pooling pooling) {
+  for (const auto& [mode, message] : kPoolingMessages) {
+    if (pooling == message) return mode;
+  }
+  return std::nullopt;
+}
 
 v1::Priority PriorityMessage(Priority priority) {
   switch (priority) {
@@ -51,16 +74,18 @@ Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request
     return Status::Error(StatusCode::kInvalidArgument,
                          "token_ids, lengths and token_type_ids must be packed int32 (a multiple of 4 bytes)");
   }
-  request.lengths.resize(lengths.size() / sizeof(int32_t));
-  if (!lengths.empty()) std::memcpy(request.lengths.data(), lengths.data(), lengths.size());
+  ReadInt32s(lengths, request.lengths);
   request.token_ids = sequences.token_ids();
   request.token_type_ids = sequences.token_type_ids();
   return Status();
 }
 
 Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request) {
-  request.kind = WorkKind::kEmbed;
+  request.kind = message.token_embeddings() ? WorkKind::kTokenEmbed : WorkKind::kEmbed;
   STAMEN_RETURN_IF_ERROR(DecodeSequences(message.sequences(), request));
+  if (!ReadInt32s(message.span_counts(), request.span_counts) || !ReadInt32s(message.spans(), request.spans)) {
+    return Status::Error(StatusCode::kInvalidArgument, "span_counts and spans must be packed int32 (a multiple of 4 bytes)");
+  }
   if (message.pooling() != v1::POOLING_MODEL_DEFAULT && !PoolingOf(message.pooling())) {
     return Status::Error(StatusCode::kInvalidArgument, "unknown pooling " + std::to_string(message.pooling()));
   }
@@ -76,6 +101,43 @@ Status DecodeScoreRequest(const v1::ScoreRequest& message, WorkRequest& request)
   return DecodePriority(message.priority(), request);
 }
 
+namespace {
+
+Status ValidateSpans(const WorkRequest& request, const ModelLimits& limits) {
+  auto invalid = [](std::string message) { return Status::Error(StatusCode::kInvalidArgument, std::move(message)); };
+  if (request.pooling.value_or(limits.default_pooling.value_or(engine::ops::PoolingMode::kCls)) ==
+      engine::ops::PoolingMode::kSplade) {
+    return invalid("spans (late chunking) cannot pool splade vectors");
+  }
+  if (request.span_counts.size() != request.lengths.size()) {
+    return invalid("span_counts has " + std::to_string(request.span_counts.size()) + " entries for " +
+                   std::to_string(request.lengths.size()) + " sequences");
+  }
+  size_t span = 0;
+  for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {
+    const int32_t count = request.span_counts[sequence];
+    if (count <= 0) return invalid("sequence " + std::to_string(sequence) + " has no span");
+    if ((span + static_cast<size_t>(count)) * 2 > request.spans.size()) {
+      return invalid("span_counts add up to more spans than the " + std::to_string(request.spans.size() / 2) + " sent");
+    }
+    for (int32_t k = 0; k < count; ++k, ++span) {
+      const int32_t begin = request.spans[2 * span], end = request.spans[2 * span + 1];
+      if (begin < 0 || begin >= end || end > request.lengths[sequence]) {
+        return invalid("span " + std::to_string(k) + " [" + std::to_string(begin) + ", " + std::to_string(end) +
+                       ") of sequence " + std::to_string(sequence) + " is empty or outside its " +
+                       std::to_string(request.lengths[sequence]) + " tokens");
+      }
+    }
+  }
+  if (span * 2 != request.spans.size()) {
+    return invalid("span_counts add up to " + std::to_string(span) + " spans but " +
+                   std::to_string(request.spans.size() / 2) + " were sent");
+  }
+  return Status();
+}
+
+}  // namespace
+
 Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits) {
   auto invalid = [](std::string message) { return Status::Error(StatusCode::kInvalidArgument, std::move(message)); };
   if (request.token_ids.size() % sizeof(int32_t) != 0) return invalid("token ids are not a whole number of int32 values");
@@ -88,6 +150,12 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
   if (request.kind == WorkKind::kScore && limits.num_labels == 0) {
     return invalid("this model has no classification head: it embeds, it does not score");
   }
+  if (request.kind != WorkKind::kEmbed && !(request.span_counts.empty() && request.spans.empty())) {
+    return invalid("spans (late chunking) apply to pooled embeddings only");
+  }
+  if (request.kind == WorkKind::kTokenEmbed && (request.pooling || request.dimensions != 0)) {
+    return invalid("token embeddings are neither pooled nor truncated: pooling and dimensions must be unset");
+  }
   if (request.kind == WorkKind::kEmbed) {
     if (limits.num_labels > 0) return invalid("this model is a reranker/classifier: it scores, it does not embed");
     if (!request.pooling && !limits.default_pooling) {
@@ -97,6 +165,9 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
       return invalid("dimensions " + std::to_string(request.dimensions) + " outside 1.." +
                      std::to_string(limits.embedding_width));
     }
+  }
+  if (request.kind == WorkKind::kEmbed && !request.span_counts.empty()) {
+    STAMEN_RETURN_IF_ERROR(ValidateSpans(request, limits));
   }
   int64_t offset = 0;
   for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {

@@ -23,6 +23,7 @@ struct ModelLimits {
   int64_t vocabulary_size = 0;
   int64_t max_sequence_length = 0;  // 0: no limit known
   int64_t embedding_width = 0;  // of the step's embeddings: after the Dense modules, before truncation
+  int64_t hidden_size = 0;      // of every token's last hidden state (kTokenEmbed)
   int64_t type_vocabulary_size = 0;  // 0: token type ids must be 0
   int64_t num_labels = 0;            // > 0 for models with a classification head
   std::optional<engine::ops::PoolingMode> default_pooling;
@@ -37,8 +38,10 @@ Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request
 // dimensions). An unknown pooling value is kInvalidArgument.
 Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request);
 Status DecodeScoreRequest(const v1::ScoreRequest& message, WorkRequest& request);
-// The wire value of a priority (for clients of the worker, such as the gateway).
+// The wire values of a priority and of a pooling mode (unset: the model's default), for
+// clients of the worker such as the gateway.
 v1::Priority PriorityMessage(Priority priority);
+v1::Pooling PoolingMessage(const std::optional<engine::ops::PoolingMode>& pooling);
 
 // Ok when `request` can run on a model with `limits`: ids packed, lengths positive and adding
 // up to the ids sent, ids and type ids in range, sequences within the maximum length, the

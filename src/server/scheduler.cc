@@ -22,16 +22,19 @@ uint64_t MicrosecondsBetween(Clock::time_point begin, Clock::time_point end) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(end - begin).count());
 }
 
-// Requests whose sequences may share a batch: one engine Step runs one output kind and one
-// pooling (normalisation and dimensions are applied per request when scattering).
+// Requests whose sequences may share a batch: one engine Step runs one output kind, one
+// pooling, and pools either whole sequences or spans (normalisation and dimensions are
+// applied per request when scattering).
 struct StepKey {
   WorkKind kind;
   std::optional<engine::ops::PoolingMode> pooling;
+  bool spans = false;
   bool operator==(const StepKey&) const = default;
 };
 
 StepKey KeyOf(const WorkRequest& request) {
-  return {request.kind, request.kind == WorkKind::kEmbed ? request.pooling : std::nullopt};
+  const bool embed = request.kind == WorkKind::kEmbed;
+  return {request.kind, embed ? request.pooling : std::nullopt, embed && !request.span_counts.empty()};
 }
 
 constexpr size_t kMaxRecords = 4096;
@@ -44,6 +47,7 @@ ModelLimits ModelLimits::Of(const engine::Engine& engine) {
   limits.vocabulary_size = config.vocab_size;
   limits.max_sequence_length = engine::MaxSequenceLength(config, engine.sentence_transformers());
   limits.embedding_width = engine.embedding_width();
+  limits.hidden_size = engine.hidden_size();
   limits.type_vocabulary_size = config.type_vocab_size;
   limits.num_labels = config.head == engine::ModelHead::kSequenceClassification ? config.num_labels : 0;
   limits.default_pooling = engine.default_pooling();
@@ -83,12 +87,14 @@ struct Scheduler::Batch {
     std::shared_ptr<WorkRequest> request;
     size_t first_sequence = 0;
     size_t sequences = 0;
-    int64_t first_row = 0;
+    int64_t first_row = 0;  // of the step's result
+    int64_t rows = 0;
   };
   BatchRecord record;
   StepKey key{};
   std::vector<Slice> slices;
   std::vector<int32_t> token_ids, cu_seqlens, token_type_ids;
+  std::vector<int32_t> spans;  // late chunking: (begin, end) pairs into the batch's tokens
   bool any_token_types = false;
   Clock::time_point cut_time;
   Clock::time_point launch_time;
@@ -124,11 +130,14 @@ Status Scheduler::Submit(std::shared_ptr<WorkRequest> request) {
   }
   request->token_offsets.assign(1, 0);
   for (int32_t length : request->lengths) request->token_offsets.push_back(request->token_offsets.back() + length);
-  request->columns = request->kind == WorkKind::kScore ? limits_.num_labels
-                     : request->dimensions > 0         ? request->dimensions
-                                                       : limits_.embedding_width;
+  request->row_offsets = RowOffsets(*request);
+  request->span_offsets = SpanOffsets(*request);
+  request->columns = request->kind == WorkKind::kScore        ? limits_.num_labels
+                     : request->kind == WorkKind::kTokenEmbed ? limits_.hidden_size
+                     : request->dimensions > 0                ? request->dimensions
+                                                              : limits_.embedding_width;
   if (request->kind == WorkKind::kEmbed && !request->pooling) request->pooling = limits_.default_pooling;
-  request->output.assign(request->lengths.size() * request->columns * sizeof(float), '\0');
+  request->output.assign(static_cast<size_t>(request->row_offsets.back() * request->columns) * sizeof(float), '\0');
   request->submitted = Clock::now();
   const int64_t tokens = request->total_tokens();
   {
@@ -333,10 +342,10 @@ std::unique_ptr<Scheduler::Batch> Scheduler::CutLocked() {
       ++request.batches_in_flight;
       oldest = std::min(oldest, request.submitted);
       // Rows are laid out slice after slice (Prepare), whatever order the cut took them in.
-      const int64_t first_row = batch->slices.empty() ? 0
-                                                      : batch->slices.back().first_row +
-                                                            static_cast<int64_t>(batch->slices.back().sequences);
-      batch->slices.push_back({std::move(candidate.request), candidate.first_sequence, candidate.taken, first_row});
+      const int64_t first_row = batch->slices.empty() ? 0 : batch->slices.back().first_row + batch->slices.back().rows;
+      const int64_t rows = request.row_offsets[candidate.first_sequence + candidate.taken] -
+                           request.row_offsets[candidate.first_sequence];
+      batch->slices.push_back({std::move(candidate.request), candidate.first_sequence, candidate.taken, first_row, rows});
       batch->record.sequences_per_request.push_back(static_cast<int>(candidate.taken));
       batch->record.sequences_by_priority[priority] += static_cast<int>(candidate.taken);
     }
@@ -357,6 +366,7 @@ void Scheduler::Prepare(Batch& batch) {
   batch.token_ids.resize(batch.record.tokens);
   batch.token_type_ids.clear();
   batch.cu_seqlens.assign(1, 0);
+  batch.spans.clear();
   for (const Batch::Slice& slice : batch.slices) {
     if (!slice.request->token_type_ids.empty()) batch.any_token_types = true;
   }
@@ -374,7 +384,12 @@ void Scheduler::Prepare(Batch& batch) {
                   (end_token - first_token) * sizeof(int32_t));
     }
     for (size_t sequence = slice.first_sequence; sequence < slice.first_sequence + slice.sequences; ++sequence) {
-      batch.cu_seqlens.push_back(batch.cu_seqlens.back() + request.lengths[sequence]);
+      const int32_t sequence_start = batch.cu_seqlens.back();
+      for (int64_t span = request.span_offsets[sequence]; span < request.span_offsets[sequence + 1]; ++span) {
+        batch.spans.push_back(sequence_start + request.spans[2 * span]);
+        batch.spans.push_back(sequence_start + request.spans[2 * span + 1]);
+      }
+      batch.cu_seqlens.push_back(sequence_start + request.lengths[sequence]);
     }
   }
   batch.record.prepare_milliseconds = MillisecondsBetween(start, Clock::now());
@@ -431,11 +446,14 @@ void Scheduler::Launch(Batch& batch) {
   batch.launch_time = Clock::now();
   engine::Batch engine_batch{batch.token_ids, batch.cu_seqlens, batch.token_type_ids};
   engine::StepOptions step_options;
-  if (batch.key.kind == WorkKind::kScore) {
-    step_options.output = engine::StepOutput::kScores;
-  } else {
-    step_options.pooling = batch.key.pooling;
-    step_options.normalize = false;  // per request, after its own `dimensions`
+  switch (batch.key.kind) {
+    case WorkKind::kScore: step_options.output = engine::StepOutput::kScores; break;
+    case WorkKind::kTokenEmbed: step_options.output = engine::StepOutput::kTokenEmbeddings; break;
+    case WorkKind::kEmbed:
+      step_options.pooling = batch.key.pooling;
+      step_options.normalize = false;  // per request, after its own `dimensions`
+      step_options.spans = batch.spans;
+      break;
   }
   batch.result = step_(engine_batch, step_options);
   batch.record.launch_milliseconds = MillisecondsBetween(batch.launch_time, Clock::now());
@@ -493,9 +511,9 @@ void Scheduler::Scatter(Batch& batch) {
     const engine::LazyResult& result = *batch.result;
     float* output = reinterpret_cast<float*>(request.output.data());
     const size_t columns = static_cast<size_t>(request.columns);
-    float* first_destination = output + slice.first_sequence * columns;
-    for (size_t k = 0; k < slice.sequences; ++k) {
-      std::span<const float> row = result.Row(slice.first_row + static_cast<int64_t>(k));
+    float* first_destination = output + request.row_offsets[slice.first_sequence] * columns;
+    for (int64_t k = 0; k < slice.rows; ++k) {
+      std::span<const float> row = result.Row(slice.first_row + k);
       std::memcpy(first_destination + k * columns, row.data(), columns * sizeof(float));
     }
     if (request.kind == WorkKind::kEmbed && request.normalize) {
@@ -504,7 +522,7 @@ void Scheduler::Scatter(Batch& batch) {
       // rows never fail its checks; if they did, the request fails rather than answer wrong.
       engine::Tensor rows = engine::Tensor::Wrap(
           first_destination, engine::DataType::kF32,
-          engine::Shape{static_cast<int64_t>(slice.sequences), static_cast<int64_t>(columns)});
+          engine::Shape{slice.rows, static_cast<int64_t>(columns)});
       const Status normalized = engine::ops::L2Normalize(rows, rows);
       if (!normalized.ok() && request.status.ok()) request.status = normalized;
     }

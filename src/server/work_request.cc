@@ -1,5 +1,5 @@
-// The names of a request's priorities as the HTTP API, the command line and the benchmarks
-// write them ("high", "normal", "low"), in both directions.
+// Where each sequence's output rows and spans start, and the names of the priorities as the
+// HTTP API, the command line and the benchmarks write them ("high", "normal", "low").
 #include "server/work_request.h"
 
 namespace stamen::server {
@@ -18,6 +18,24 @@ std::optional<Priority> ParsePriority(std::string_view name) {
     if (name == PriorityName(priority)) return priority;
   }
   return std::nullopt;
+}
+
+std::vector<int64_t> RowOffsets(const WorkRequest& request) {
+  std::vector<int64_t> offsets(1, 0);
+  offsets.reserve(request.lengths.size() + 1);
+  for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {
+    offsets.push_back(offsets.back() + request.RowsOf(sequence));
+  }
+  return offsets;
+}
+
+std::vector<int64_t> SpanOffsets(const WorkRequest& request) {
+  std::vector<int64_t> offsets(1, 0);
+  offsets.reserve(request.lengths.size() + 1);
+  for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {
+    offsets.push_back(offsets.back() + (request.span_counts.empty() ? 0 : request.span_counts[sequence]));
+  }
+  return offsets;
 }
 
 }  // namespace stamen::server

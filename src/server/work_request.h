@@ -24,8 +24,9 @@ static_assert(std::endian::native == std::endian::little, "stamen's wire format 
 using Clock = std::chrono::steady_clock;
 
 enum class WorkKind {
-  kEmbed,  // one pooled vector per sequence
-  kScore,  // the classification head's logits per sequence
+  kEmbed,        // one pooled vector per sequence (or per span of it: late chunking, `spans`)
+  kScore,        // the classification head's logits per sequence
+  kTokenEmbed,   // every token's last hidden state, neither pooled nor normalised (TEI's /embed_all)
 };
 
 // Which requests' sequences join the next batch first (the scheduler's cut, scheduler.h).
@@ -50,6 +51,13 @@ struct WorkRequest {
   std::string token_ids;                           // int32 little-endian, sequences end to end
   std::vector<int32_t> lengths;                    // tokens per sequence
   std::string token_type_ids;                      // int32 little-endian per token, or empty
+  // Late chunking (kEmbed only; empty: one vector per sequence). Sequence s gives
+  // span_counts[s] vectors, each pooled (and normalised) over the tokens [begin, end) of that
+  // sequence alone; `spans` holds their begin, end pairs, token indices within their sequence,
+  // sequence 0's spans first. The model runs over the whole sequence once, so every span's
+  // vector carries the context of the whole sequence.
+  std::vector<int32_t> span_counts;
+  std::vector<int32_t> spans;
   Clock::time_point deadline = Clock::time_point::max();
   Priority priority = Priority::kNormal;
   // Called exactly once, from the scheduler's thread, when every sequence has its result or
@@ -58,8 +66,10 @@ struct WorkRequest {
 
   // --- written by the scheduler, valid in on_done ---
   Status status;
-  std::string output;   // float32 little-endian, lengths.size() × columns, in sequence order
-  int64_t columns = 0;  // floats per sequence
+  // float32 little-endian, rows × columns in sequence order: one row per sequence, per span
+  // (late chunking) or per token (kTokenEmbed); RowOffsets says which rows are whose.
+  std::string output;
+  int64_t columns = 0;  // floats per row
   WorkTiming timing;
 
   // Thread-safe; the scheduler drops the request's queued sequences at its next turn (wake it
@@ -67,14 +77,26 @@ struct WorkRequest {
   std::atomic<bool> cancelled{false};
 
   int64_t total_tokens() const { return static_cast<int64_t>(token_ids.size() / sizeof(int32_t)); }
+  // The output rows sequence s gives: 1, its span count, or its length (kTokenEmbed).
+  int64_t RowsOf(size_t sequence) const {
+    if (kind == WorkKind::kTokenEmbed) return lengths[sequence];
+    return span_counts.empty() ? 1 : span_counts[sequence];
+  }
 
   // --- the scheduler's bookkeeping ---
   std::vector<int64_t> token_offsets;  // first token of each sequence, plus the end
+  std::vector<int64_t> row_offsets;    // first output row of each sequence, plus the end (RowOffsets)
+  std::vector<int64_t> span_offsets;   // first span (pair of `spans`) of each sequence, plus the end
   size_t next_sequence = 0;            // first sequence not yet put in a batch
   size_t sequences_done = 0;           // sequences whose results are written
   int batches_in_flight = 0;
   Clock::time_point submitted;
   bool finished = false;
 };
+
+// S + 1 offsets: the first output row of each sequence (RowsOf), then the total.
+std::vector<int64_t> RowOffsets(const WorkRequest& request);
+// S + 1 offsets: the first span of each sequence, then the span total (all 0 without spans).
+std::vector<int64_t> SpanOffsets(const WorkRequest& request);
 
 }  // namespace stamen::server

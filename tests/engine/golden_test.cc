@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +74,13 @@ struct Output {
 };
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+// A test's name from its model folder's ("tiny-bert" → "tiny_bert").
+std::string FolderTestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
 
 TEST_P(GoldenTest, MatchesTransformersAloneAndPacked) {
   const std::string model = GetParam();
@@ -147,11 +155,69 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                                            "tiny-qwen3-reranker-tied", "tiny-deberta-v3", "tiny-deberta-v3-reranker",
                                            "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier", "tiny-bert-classifier",
                                            "tiny-bert-splade", "tiny-roberta-splade"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         FolderTestName);
+
+// Late chunking: spans pooled from one forward pass equal pooling transformers' last hidden
+// state over the same tokens (float64 reference, cast to F32), within 1e-5. Two sequences in
+// one batch, spans overlapping, of one token, and of a whole sequence.
+class SpanPoolingTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SpanPoolingTest, SpansPoolTransformersHiddenStatesOfOneForwardPass) {
+  const std::string model = GetParam();
+  auto engine = Engine::Load(GoldenFolder(model), {.num_threads = 1});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto golden = LoadGolden(model);
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  const std::vector<int32_t>& first = golden->ids[4];   // 64 tokens
+  const std::vector<int32_t>& second = golden->ids[5];  // 130 tokens
+  std::vector<int32_t> ids = first;
+  ids.insert(ids.end(), second.begin(), second.end());
+  const int32_t start = static_cast<int32_t>(first.size());
+  const std::vector<int32_t> bounds = {0, start, static_cast<int32_t>(ids.size())};
+  // (sequence, begin, end) within the sequence.
+  const std::vector<std::array<int32_t, 3>> spans = {{0, 3, 10}, {1, 1, 40}, {1, 30, 129}, {1, 64, 65}, {1, 0, 130}};
+  std::vector<int32_t> batch_spans;
+  for (const auto& [sequence, begin, end] : spans) {
+    batch_spans.push_back(bounds[sequence] + begin);
+    batch_spans.push_back(bounds[sequence] + end);
+  }
+  for (const ops::PoolingMode pooling : {ops::PoolingMode::kMean, ops::PoolingMode::kCls}) {
+    auto result = (*engine)->Step({ids, bounds, {}}, {.pooling = pooling, .normalize = false, .spans = batch_spans});
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    ASSERT_TRUE(result->Wait().ok());
+    ASSERT_EQ(result->values().dim(0), static_cast<int64_t>(spans.size()));
+    double worst = 0.0;
+    for (size_t k = 0; k < spans.size(); ++k) {
+      const auto [sequence, begin, end] = spans[k];
+      auto hidden = golden->store.Load("last_hidden_state_" + std::to_string(sequence == 0 ? 4 : 5));
+      ASSERT_TRUE(hidden.ok()) << hidden.status().message();
+      const int64_t width = hidden->dim(1);
+      const std::span<const float> row = result->Row(static_cast<int64_t>(k));
+      ASSERT_EQ(static_cast<int64_t>(row.size()), width);
+      for (int64_t column = 0; column < width; ++column) {
+        double expected = 0.0;
+        if (pooling == ops::PoolingMode::kCls) {
+          expected = hidden->data<float>()[begin * width + column];
+        } else {
+          for (int32_t token = begin; token < end; ++token) expected += hidden->data<float>()[token * width + column];
+          expected /= end - begin;
+        }
+        worst = std::max(worst, std::abs(expected - row[column]));
+      }
+    }
+    EXPECT_LE(worst, 1e-5) << model << " " << ops::PoolingModeName(pooling);
+    std::cout << "[ spans    ] " << model << " " << ops::PoolingModeName(pooling) << ": max abs error " << worst << "\n";
+  }
+  // A span must lie within one sequence and not be empty.
+  for (const std::vector<int32_t>& bad : {std::vector<int32_t>{60, 70}, {5, 5}, {-1, 3}, {1}}) {
+    auto result = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean, .spans = bad});
+    EXPECT_FALSE(result.ok()) << model;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SpanPoolingTest,
+                         ::testing::Values("tiny-bert", "tiny-mpnet", "tiny-modernbert", "tiny-gemma3", "tiny-qwen3"),
+                         FolderTestName);
 
 // A copy of a golden model folder whose files a test may replace.
 std::string CopyModel(const TempDir& dir, const std::string& model) {
@@ -231,11 +297,7 @@ TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, YesNoRerankerTest, ::testing::Values("tiny-qwen3-reranker", "tiny-qwen3-reranker-tied"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         FolderTestName);
 
 TEST(DenseModulesTest, RunAfterPoolingBeforeNormalizeAndTruncation) {
   TempDir dir;

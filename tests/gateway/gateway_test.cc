@@ -99,6 +99,15 @@ class Served {
     auto row = result->Row(0);
     return {row.begin(), row.end()};
   }
+  // Every token's last hidden state for `ids` alone, and the tokenizer's tokens with offsets.
+  engine::Tensor TokenStates(const std::vector<int32_t>& ids) {
+    const std::vector<int32_t> cu_seqlens = {0, static_cast<int32_t>(ids.size())};
+    auto result = engine_->Step({ids, cu_seqlens, {}}, {.output = engine::StepOutput::kTokenEmbeddings});
+    EXPECT_TRUE(result.ok() && result->Wait().ok());
+    return result->values();
+  }
+  std::vector<engine::ModelTokenizer::Token> Tokenize(const std::string& text) { return tokenizer_->Tokenize(text, true); }
+  int64_t MaxLength() const { return engine::MaxSequenceLength(engine_->config(), engine_->sentence_transformers()); }
   metrics::Registry& registry() { return registry_; }
 
  private:
@@ -360,6 +369,129 @@ TEST_F(GatewayTest, SimilarityIsTheCosineOfTheEngineVectors) {
   simdjson::dom::parser parser;
   EXPECT_NEAR(Floats(Parse(parser, answer.body))[0],
               Cosine(served_->Embed(served_->Encode("short")), served_->Embed(served_->Encode(long_text, 256))), 1e-5);
+}
+
+// The mean of the token states whose byte span lies inside [start, end), L2-normalised: the
+// late chunking rule written out over the engine's per-token output.
+std::vector<float> ChunkVector(Served& served, const std::string& text, int64_t start, int64_t end) {
+  const auto tokens = served.Tokenize(text);
+  std::vector<int32_t> ids;
+  for (const auto& token : tokens) ids.push_back(token.id);
+  const engine::Tensor states = served.TokenStates(ids);
+  const int64_t width = states.dim(1);
+  std::vector<double> sum(width, 0.0);
+  int count = 0;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t].special || tokens[t].begin < start || tokens[t].end > end) continue;
+    for (int64_t c = 0; c < width; ++c) sum[c] += states.data<float>()[t * width + c];
+    ++count;
+  }
+  std::vector<float> mean(width);
+  for (int64_t c = 0; c < width; ++c) mean[c] = static_cast<float>(sum[c] / count);
+  return Renormalized(mean, width);
+}
+
+TEST_F(GatewayTest, LateChunkingPoolsEachChunksTokensFromOnePass) {
+  const std::string text = "The cat sat on the mat. It was happy, and so was the dog.";
+  const std::vector<std::pair<int64_t, int64_t>> chunks = {{0, 23}, {24, 57}, {4, 11}, {0, 57}};
+  const auto answer = Post(served_->port(), "/embed",
+                           R"({"inputs": ")" + text + R"(", "chunks": [[0, 23], [24, 57], [4, 11], [0, 57]]})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  auto inputs = Parse(parser_, answer.body).get_array().value();
+  ASSERT_EQ(inputs.size(), 1u);
+  auto vectors = inputs.at(0).get_array().value();
+  ASSERT_EQ(vectors.size(), chunks.size());
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    ExpectNear(Floats(vectors.at(k)), ChunkVector(*served_, text, chunks[k].first, chunks[k].second));
+  }
+  // Context: a chunk's vector is not the chunk embedded alone.
+  const auto alone = served_->Embed(served_->Encode("The cat"));
+  EXPECT_LT(Cosine(Floats(vectors.at(2)), alone), 0.9999);
+
+  // A list of inputs takes one list of chunks each; OpenAI's answer has one item per chunk.
+  const auto listed = Post(served_->port(), "/v1/embeddings",
+                           R"({"input": ["The cat sat.", ")" + text + R"("], "chunks": [[[0, 7]], [[24, 57], [0, 23]]]})");
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  auto data = Parse(parser_, listed.body)["data"].get_array().value();
+  ASSERT_EQ(data.size(), 3u);
+  EXPECT_EQ(data.at(2)["index"].get_int64().value(), 2);
+  EXPECT_EQ(data.at(2)["input_index"].get_int64().value(), 1);
+  EXPECT_EQ(data.at(2)["chunk"].at(0).get_int64().value(), 0);
+  ExpectNear(Floats(data.at(0)["embedding"]), ChunkVector(*served_, "The cat sat.", 0, 7));
+  ExpectNear(Floats(data.at(1)["embedding"]), ChunkVector(*served_, text, 24, 57));
+  ExpectNear(Floats(data.at(2)["embedding"]), ChunkVector(*served_, text, 0, 23));
+}
+
+TEST_F(GatewayTest, LateChunkingRunsALongTextInWindows) {
+  // About 600 tokens, more than the model takes: refused whole, chunked in windows.
+  std::string text;
+  for (int i = 0; i < 120; ++i) text += "word" + std::to_string(i) + " here. ";
+  const auto whole = Post(served_->port(), "/embed", R"({"inputs": ")" + text + R"("})");
+  EXPECT_EQ(whole.status, 422) << whole.body;
+  const int64_t size = static_cast<int64_t>(text.size());
+  const std::string body = R"({"inputs": ")" + text + R"(", "chunks": [[0, 40], [)" + std::to_string(size / 2) + ", " +
+                           std::to_string(size / 2 + 40) + "], [" + std::to_string(size - 40) + ", " +
+                           std::to_string(size) + "]]}";
+  const auto chunked = Post(served_->port(), "/embed", body);
+  ASSERT_EQ(chunked.status, 200) << chunked.body;
+  auto vectors = Parse(parser_, chunked.body).at(0).get_array().value();
+  ASSERT_EQ(vectors.size(), 3u);
+  // The first chunk's window is the text's first (max length - 2) tokens: its vector is the
+  // chunk pooled over the states of that window, [CLS] and [SEP] around it.
+  const auto tokens = served_->Tokenize(text);
+  const size_t window_end = static_cast<size_t>(served_->MaxLength()) - 1;
+  ASSERT_GT(tokens.size(), window_end + 1);
+  std::vector<int32_t> window = {tokens.front().id};
+  for (size_t t = 1; t < window_end; ++t) window.push_back(tokens[t].id);
+  window.push_back(tokens.back().id);
+  const engine::Tensor states = served_->TokenStates(window);
+  std::vector<float> mean(states.dim(1), 0.0f);
+  int count = 0;
+  for (size_t t = 1; t < window_end; ++t) {
+    if (tokens[t].end > 40) break;
+    for (int64_t c = 0; c < states.dim(1); ++c) mean[c] += states.data<float>()[t * states.dim(1) + c];
+    ++count;
+  }
+  for (float& value : mean) value /= count;
+  ExpectNear(Floats(vectors.at(0)), Renormalized(mean, mean.size()));
+}
+
+TEST_F(GatewayTest, LateChunkingErrorsNameTheChunk) {
+  const auto ids = Post(served_->port(), "/embed", R"({"inputs": [101, 7592, 102], "chunks": [[0, 2]]})");
+  EXPECT_EQ(ids.status, 400);
+  EXPECT_NE(ids.body.find("token ids have no text offsets"), std::string::npos) << ids.body;
+  const auto past = Post(served_->port(), "/embed", R"({"inputs": "The cat", "chunks": [[0, 8]]})");
+  EXPECT_EQ(past.status, 400);
+  EXPECT_NE(past.body.find("input 0: chunk 0 [0, 8) ends past the text's 7 bytes"), std::string::npos) << past.body;
+  const auto empty = Post(served_->port(), "/embed", R"({"inputs": "The cat", "chunks": [[3, 4]]})");
+  EXPECT_EQ(empty.status, 422);
+  EXPECT_NE(empty.body.find("holds no token"), std::string::npos) << empty.body;
+  const auto shape = Post(served_->port(), "/embed", R"({"inputs": ["a", "b"], "chunks": [[0, 1]]})");
+  EXPECT_EQ(shape.status, 400);
+  EXPECT_NE(shape.body.find("give one list per input"), std::string::npos) << shape.body;
+  const auto order = Post(served_->port(), "/embed", R"({"inputs": "The cat", "chunks": [[4, 2]]})");
+  EXPECT_EQ(order.status, 400);
+}
+
+TEST_F(GatewayTest, EmbedAllGivesEveryTokensHiddenState) {
+  const auto answer = Post(served_->port(), "/embed_all", R"({"inputs": ["Hello world", "The cat sat"]})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  auto inputs = Parse(parser_, answer.body).get_array().value();
+  ASSERT_EQ(inputs.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto ids = served_->Encode(i == 0 ? "Hello world" : "The cat sat");
+    const engine::Tensor states = served_->TokenStates(ids);
+    auto tokens = inputs.at(i).get_array().value();
+    ASSERT_EQ(tokens.size(), ids.size());
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const float* row = states.data<float>() + t * states.dim(1);
+      ExpectNear(Floats(tokens.at(t)), std::vector<float>(row, row + states.dim(1)));
+    }
+  }
+  // Not a SPLADE model: /embed_sparse says so.
+  const auto sparse = Post(served_->port(), "/embed_sparse", R"({"inputs": "Hello"})");
+  EXPECT_EQ(sparse.status, 400);
+  EXPECT_NE(sparse.body.find("no SPLADE pooling"), std::string::npos) << sparse.body;
 }
 
 TEST_F(GatewayTest, DecodeGivesTheTextsOfIds) {
@@ -768,6 +900,45 @@ TEST(GatewayClassifierTest, PredictIsTheSoftmaxOverLabelsSortedByScore) {
     EXPECT_EQ(answer.status, error.status) << error.body << ": " << answer.body;
     EXPECT_NE(answer.body.find(error.message), std::string::npos) << answer.body;
     ExpectErrorShape(error.path, error.status, answer.body);
+  }
+}
+
+// A SPLADE model (BertForMaskedLM, random weights checked against transformers in the engine's
+// golden tests) with a WordPiece vocabulary written here: /embed_sparse and POST / answer each
+// input's non-zero SPLADE entries, as the engine computes them.
+TEST(GatewaySparseTest, EmbedSparseGivesTheNonZeroEntriesOfTheSpladeVector) {
+  const std::string folder = server::testing::ScratchFolder() + "/sparse-bert";
+  std::filesystem::create_directories(folder);
+  const std::string golden = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/tiny-bert-splade/";
+  for (const char* file : {"config.json", "model.safetensors"}) {
+    std::filesystem::copy_file(golden + file, folder + "/" + file, std::filesystem::copy_options::overwrite_existing);
+  }
+  std::ofstream vocabulary(folder + "/vocab.txt");
+  vocabulary << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+  for (int i = 5; i < 1000; ++i) vocabulary << "w" << i << "\n";
+  vocabulary.close();
+  Served served(folder);
+  simdjson::dom::parser parser;
+  for (const char* route : {"/embed_sparse", "/"}) {
+    const auto answer = Post(served.port(), route, R"({"inputs": ["w7 w8 w9", "w500"]})");
+    ASSERT_EQ(answer.status, 200) << route << ": " << answer.body;
+    auto inputs = Parse(parser, answer.body).get_array().value();
+    ASSERT_EQ(inputs.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      const auto expected = served.Embed(served.Encode(i == 0 ? "w7 w8 w9" : "w500"),
+                                         {.pooling = engine::ops::PoolingMode::kSplade});
+      auto entries = inputs.at(i).get_array().value();
+      size_t entry = 0;
+      for (size_t index = 0; index < expected.size(); ++index) {
+        if (expected[index] == 0.0f) continue;
+        ASSERT_LT(entry, entries.size());
+        EXPECT_EQ(entries.at(entry)["index"].get_int64().value(), static_cast<int64_t>(index));
+        EXPECT_NEAR(entries.at(entry)["value"].get_double().value(), expected[index], 1e-5);
+        ++entry;
+      }
+      EXPECT_EQ(entry, entries.size()) << route;
+      EXPECT_GT(entry, 0u);
+    }
   }
 }
 

@@ -133,6 +133,56 @@ TEST_F(GrpcWorkerTest, ConcurrentClientsGetWhatEachSequenceGivesAlone) {
   EXPECT_GT(merged, 0);
 }
 
+// TEI's /embed_all and late chunking over the wire: every token's state, and vectors pooled
+// over spans, equal the engine's own (rows in request order), and a weighted mean pooling
+// named on the wire is the one computed.
+TEST_F(GrpcWorkerTest, TokenStatesSpansAndEveryPoolingCrossTheWire) {
+  std::mt19937 random(7);
+  const auto sequences = RandomSequences(random, {9, 30});
+  std::vector<int32_t> ids = sequences[0];
+  ids.insert(ids.end(), sequences[1].begin(), sequences[1].end());
+  const std::vector<int32_t> bounds = {0, 9, 39};
+  auto stub = Connect(worker_->port());
+  auto expect_rows = [](const v1::EmbedResponse& response, const engine::LazyResult& expected) {
+    ASSERT_EQ(response.count(), expected.values().dim(0));
+    ASSERT_EQ(response.dimensions(), expected.values().dim(1));
+    const std::vector<float> got = UnpackFloats(response.embeddings());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected.values().data<float>()[i], 1e-5) << i;
+  };
+
+  v1::EmbedRequest tokens;
+  *tokens.mutable_sequences() = Sequences(sequences);
+  tokens.set_token_embeddings(true);
+  v1::EmbedResponse token_response;
+  grpc::ClientContext token_context;
+  ASSERT_TRUE(stub->Embed(&token_context, tokens, &token_response).ok());
+  auto token_states = reference_->Step({ids, bounds, {}}, {.output = engine::StepOutput::kTokenEmbeddings});
+  ASSERT_TRUE(token_states.ok() && token_states->Wait().ok());
+  expect_rows(token_response, *token_states);
+
+  // Sequence 0: one span; sequence 1: two overlapping ones.
+  v1::EmbedRequest spans;
+  *spans.mutable_sequences() = Sequences(sequences);
+  spans.set_span_counts(Pack(std::vector<int32_t>{1, 2}));
+  spans.set_spans(Pack(std::vector<int32_t>{1, 8, 0, 20, 10, 30}));
+  spans.set_pooling(v1::POOLING_WEIGHTED_MEAN);
+  v1::EmbedResponse span_response;
+  grpc::ClientContext span_context;
+  const grpc::Status span_status = stub->Embed(&span_context, spans, &span_response);
+  ASSERT_TRUE(span_status.ok()) << span_status.error_message();
+  const std::vector<int32_t> batch_spans = {1, 8, 9, 29, 19, 39};
+  auto pooled = reference_->Step({ids, bounds, {}}, {.pooling = engine::ops::PoolingMode::kWeightedMean, .spans = batch_spans});
+  ASSERT_TRUE(pooled.ok() && pooled->Wait().ok()) << pooled.status().message();
+  expect_rows(span_response, *pooled);
+
+  // A span past its sequence's end is the client's error.
+  spans.set_spans(Pack(std::vector<int32_t>{1, 8, 0, 20, 10, 31}));
+  grpc::ClientContext bad_context;
+  const grpc::Status bad = stub->Embed(&bad_context, spans, &span_response);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.error_message().find("span 1 [10, 31) of sequence 1"), std::string::npos) << bad.error_message();
+}
+
 TEST_F(GrpcWorkerTest, BadInputIsInvalidArgumentWithAMessage) {
   auto stub = Connect(worker_->port());
   auto call = [&](const v1::TokenSequences& sequences, uint32_t dimensions = 0) {

@@ -1,0 +1,48 @@
+// Late chunking (Günther et al., "Late Chunking", arXiv 2409.04701): a text runs through the
+// model once and each chunk's vector pools only that chunk's token states, so every chunk
+// carries the context of the text around it. The gateway finds which tokens each chunk holds
+// and, for a text longer than the model takes, the windows it runs in; the worker pools the
+// spans (WorkRequest::spans). No I/O here: tests call it directly.
+//
+// A token belongs to a chunk when its byte span (as /tokenize reports it) lies inside the
+// chunk's; special tokens, and the prompt's tokens, belong to none.
+//
+// Long texts: the content tokens are cut into windows of W = max_length minus the special
+// tokens, starting every W/2 tokens (the last one ends at the text's end), each wrapped in the
+// model's special tokens. A chunk is pooled in the window that holds it best: of the windows
+// that hold all of it, the one with the most context on its tighter side. A chunk longer than
+// W/2 that no such window holds gets a window of its own, centred on it. Only windows that
+// pool a chunk are computed. A chunk longer than W tokens is refused.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/model_tokenizer.h"
+#include "gateway/api.h"
+
+namespace stamen::gateway {
+
+// The sequences one input runs as, and where its chunks' vectors come out.
+struct LateChunkPlan {
+  std::vector<int32_t> token_ids;    // the windows' ids, end to end
+  std::vector<int32_t> lengths;      // tokens per window
+  std::vector<int32_t> span_counts;  // chunks pooled in each window (each ≥ 1)
+  std::vector<int32_t> spans;        // (begin, end) token pairs within their window, window by window
+  // Chunk k's vector is row row_of_chunk[k] of this input's rows (windows in order, each
+  // window's spans in order).
+  std::vector<int64_t> row_of_chunk;
+};
+
+// `tokens`: the model's tokenization, special tokens included, of the prompt (`prompt_bytes`
+// long) followed by the input text (`text_bytes` long). `max_length`: the most tokens a
+// sequence may have (0: no limit). Errors name the chunk as "`what`: chunk k".
+std::variant<LateChunkPlan, ApiError> PlanLateChunks(std::span<const engine::ModelTokenizer::Token> tokens,
+                                                     size_t prompt_bytes, size_t text_bytes,
+                                                     std::span<const TextSpan> chunks, int64_t max_length,
+                                                     const std::string& what);
+
+}  // namespace stamen::gateway
