@@ -139,10 +139,13 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
   http_options.body_limit = options.payload_limit;
   Gateway* self = gateway.get();
   // A body over the payload limit is refused before it reaches Handle: in its route's shape too.
-  http_options.error_response = [self](std::string_view path, int status, std::string_view message,
-                                        std::string_view type) {
+  http_options.error_response = [self](std::string_view path, std::string_view origin, int status,
+                                        std::string_view message, std::string_view type) {
     const Route* route = self->routes_->FindPath(path);
-    return ErrorResponse({status, std::string(message), std::string(type)}, route ? route->family : ApiFamily::kOpenAI);
+    http::Response response =
+        ErrorResponse({status, std::string(message), std::string(type)}, route ? route->family : ApiFamily::kOpenAI);
+    self->AddOriginHeaders(self->AllowedOrigin(origin), response);
+    return response;
   };
   auto server = http::Server::Start(http_options, [self](http::Request request, http::Respond respond) {
     self->Handle(std::move(request), std::move(respond));
@@ -234,6 +237,12 @@ std::vector<Route> Gateway::Routes() {
   };
 }
 
+void Gateway::AddOriginHeaders(const std::string& allowed, http::Response& response) {
+  if (allowed.empty()) return;
+  response.headers.emplace_back("access-control-allow-origin", allowed);
+  if (allowed != "*") response.headers.emplace_back("vary", "origin");
+}
+
 std::string Gateway::AllowedOrigin(std::string_view origin) const {
   if (origin.empty()) return "";
   for (const std::string& allowed : options_.cors_allow_origins) {
@@ -248,8 +257,7 @@ void Gateway::Handle(http::Request request, http::Respond respond) {
   // here, before the API key (browsers send preflights without credentials).
   if (const std::string origin = AllowedOrigin(request.Header("origin")); !origin.empty()) {
     respond = [respond = std::move(respond), origin](http::Response response) {
-      response.headers.emplace_back("access-control-allow-origin", origin);
-      if (origin != "*") response.headers.emplace_back("vary", "origin");
+      AddOriginHeaders(origin, response);
       respond(std::move(response));
     };
   }

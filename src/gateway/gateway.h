@@ -78,6 +78,8 @@ class Gateway {
   // What access-control-allow-origin answers a request from `origin`: "*", the origin itself,
   // or empty when --cors-allow-origin does not allow it.
   std::string AllowedOrigin(std::string_view origin) const;
+  // The CORS headers of an answer to an allowed origin (AllowedOrigin's; none when empty).
+  static void AddOriginHeaders(const std::string& allowed, http::Response& response);
   void Health(Reply reply);
   void Embed(const http::Request& request, bool openai, Reply reply);
   // Which API's rerank answer: TEI's [{index, score}], Cohere v1's {model, results, usage},

@@ -199,14 +199,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     keep_alive_ = false;
     Response response;
     if (server_->options.error_response) {
-      std::string_view path;
+      std::string_view path, origin;
       if (parser_) {
         // Set once the request line is read, also when a header check (the body limit) failed.
         const auto target = parser_->get().target();
         path = std::string_view(target.data(), target.size());
         path = path.substr(0, path.find('?'));
+        const auto origin_field = parser_->get()[boost::beast::http::field::origin];
+        origin = std::string_view(origin_field.data(), origin_field.size());
       }
-      response = server_->options.error_response(path, status, message, type);
+      response = server_->options.error_response(path, origin, status, message, type);
     } else {
       response.status = status;
       response.body = ErrorBody(status, message, type);

@@ -73,9 +73,11 @@ struct ServerOptions {
   size_t body_limit = 2 * 1024 * 1024;  // larger bodies get 413 before they are read
   std::chrono::seconds idle_timeout{60};  // a keep-alive connection with no request is closed
   // Writes the answer to the errors the server finds itself (413 payload too large, 400
-  // malformed request) for the request's path (empty when not read), so that each route's
-  // clients get its API's error shape. Unset: {"error": {"message", "type", "code"}}.
-  std::function<Response(std::string_view path, int status, std::string_view message, std::string_view type)>
+  // malformed request) for the request's path and Origin header (each empty when not read),
+  // so that each route's clients get its API's error shape, and a browser its CORS headers.
+  // Unset: {"error": {"message", "type", "code"}}.
+  std::function<Response(std::string_view path, std::string_view origin, int status, std::string_view message,
+                         std::string_view type)>
       error_response;
 };
 

@@ -1223,6 +1223,7 @@ TEST(GatewayCorsTest, AllowedOriginsGetHeadersAndPreflights) {
   GatewayOptions options;
   options.cors_allow_origins = {"https://app.example", "https://other.example"};
   options.api_key = "s3cret";  // preflights carry no credentials: answered anyway
+  options.payload_limit = 4096;
   Served served(Embedder(), options);
   const auto preflight = Http(served.port(), "OPTIONS", "/v2/embed", "",
                               {{"Origin", "https://app.example"}, {"Access-Control-Request-Method", "POST"}});
@@ -1239,6 +1240,12 @@ TEST(GatewayCorsTest, AllowedOriginsGetHeadersAndPreflights) {
   const auto refused = Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Origin", "https://app.example"}});
   EXPECT_EQ(refused.status, 401);
   EXPECT_EQ(refused.Header("access-control-allow-origin"), "https://app.example");
+  // So do the errors the HTTP server answers before the gateway sees the request.
+  const auto too_large = Post(served.port(), "/embed", R"({"inputs": ")" + std::string(8192, 'a') + R"("})",
+                              {{"Origin", "https://app.example"}, {"Authorization", "Bearer s3cret"}});
+  EXPECT_EQ(too_large.status, 413);
+  EXPECT_EQ(too_large.Header("access-control-allow-origin"), "https://app.example");
+  EXPECT_NE(too_large.body.find("\"error_type\""), std::string::npos) << too_large.body;  // TEI's shape
   // Another origin: no CORS headers, so the browser refuses the answer.
   const auto foreign = Http(served.port(), "OPTIONS", "/v2/embed", "", {{"Origin", "https://evil.example"}});
   EXPECT_EQ(foreign.status, 204);
