@@ -53,7 +53,7 @@ std::variant<LateChunkPlan, ApiError> PlanLateChunks(std::span<const Token> toke
   if (content_size <= window) {
     for (size_t k = 0; k < ranges.size(); ++k) windows[0].push_back(k);
   } else {
-    const int64_t stride = std::max<int64_t>(window / 2, 1);
+    const int64_t stride = std::max<int64_t>(window - window / 4, 1);
     std::vector<int64_t> starts;
     for (int64_t start = 0; start + window < content_size; start += stride) starts.push_back(start);
     starts.push_back(content_size - window);

@@ -8,11 +8,11 @@
 // chunk's; special tokens, and the prompt's tokens, belong to none.
 //
 // Long texts: the content tokens are cut into windows of W = max_length minus the special
-// tokens, starting every W/2 tokens (the last one ends at the text's end), each wrapped in the
+// tokens, starting every 3W/4 tokens (the last one ends at the text's end), each wrapped in the
 // model's special tokens. A chunk is pooled in the window that holds it best: of the windows
-// that hold all of it, the one with the most context on its tighter side. A chunk longer than
-// W/2 that no such window holds gets a window of its own, centred on it. Only windows that
-// pool a chunk are computed. A chunk longer than W tokens is refused.
+// that hold all of it, the one with the most context on its tighter side. A chunk that no such
+// window holds (only one longer than W/4 can miss) gets a window of its own, centred on it.
+// Only windows that pool a chunk are computed. A chunk longer than W tokens is refused.
 #pragma once
 
 #include <cstdint>

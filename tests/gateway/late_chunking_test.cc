@@ -68,22 +68,23 @@ TEST(LateChunkingTest, BadChunksAreRefusedByName) {
 }
 
 TEST(LateChunkingTest, ALongTextRunsInOverlappingWindowsAndEachChunkInTheOneThatHoldsItBest) {
-  // 100 words, a model of 22 tokens: windows of 20 words every 10 (0, 10, …, 80).
+  // 100 words, a model of 22 tokens: windows of 20 words every 15 (0, 15, …, 75, and 80 to
+  // end at the text's end).
   const auto tokens = Words(100);
   const std::vector<TextSpan> chunks = {
       {0, 3 * 5},            // words 0..4: only window 0 holds it with context 0 on the left
-      {3 * 24, 3 * 28 - 1},  // words 24..27: windows 10 and 20 hold it; 20 has 4 words on its tighter side, 10 has 2
+      {3 * 24, 3 * 28 - 1},  // words 24..27: only window 15 holds it (9 words before, 7 after)
       {3 * 95, 3 * 100},     // words 95..99: the last window, 80
-      {3 * 3, 3 * 18},       // words 3..17 (15 > 20 / 2): window 0 holds it (3 left, 2 right)
+      {3 * 3, 3 * 18},       // words 3..17 (15 > 20 / 4): window 0 holds it (3 before, 2 after)
       {3 * 33, 3 * 51},      // words 33..50 (18): no regular window holds it, one of its own
   };
   const LateChunkPlan plan = Plan(tokens, chunks, 22);
-  // Windows in order of their first word: 0 (chunks 0, 3), 20 (chunk 1), 32 (chunk 4, centred:
+  // Windows in order of their first word: 0 (chunks 0, 3), 15 (chunk 1), 32 (chunk 4, centred:
   // 33 - (20 - 18) / 2), 80 (chunk 2).
   ASSERT_EQ(plan.lengths, (std::vector<int32_t>{22, 22, 22, 22}));
   EXPECT_EQ(plan.span_counts, (std::vector<int32_t>{2, 1, 1, 1}));
   EXPECT_EQ(plan.token_ids[1], 1000);       // window 0 starts at word 0
-  EXPECT_EQ(plan.token_ids[22 + 1], 1020);  // window 20
+  EXPECT_EQ(plan.token_ids[22 + 1], 1015);  // window 15
   EXPECT_EQ(plan.token_ids[44 + 1], 1032);  // chunk 4's own window
   EXPECT_EQ(plan.token_ids[66 + 1], 1080);  // the last window
   for (int window = 0; window < 4; ++window) {
@@ -91,9 +92,9 @@ TEST(LateChunkingTest, ALongTextRunsInOverlappingWindowsAndEachChunkInTheOneThat
     EXPECT_EQ(plan.token_ids[22 * window + 21], 102);
   }
   // Spans are positions in their window ([CLS] first): chunk 0 words 0..4 → 1..6 in window 0,
-  // chunk 3 words 3..17 → 4..19; chunk 1 words 24..27 → 5..9 in window 20; chunk 4 words 33..50
-  // → 2..20 in window 32; chunk 2 words 95..99 → 16..21 in window 80.
-  EXPECT_EQ(plan.spans, (std::vector<int32_t>{1, 6, 4, 19, 5, 9, 2, 20, 16, 21}));
+  // chunk 3 words 3..17 → 4..19; chunk 1 words 24..27 → 10..14 in window 15; chunk 4 words
+  // 33..50 → 2..20 in window 32; chunk 2 words 95..99 → 16..21 in window 80.
+  EXPECT_EQ(plan.spans, (std::vector<int32_t>{1, 6, 4, 19, 10, 14, 2, 20, 16, 21}));
   EXPECT_EQ(plan.row_of_chunk, (std::vector<int64_t>{0, 2, 4, 1, 3}));
 }
 
