@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 // kQwen3Reranker: Qwen3ForCausalLM with tied embeddings and no sentence-transformers files, which
 // stamen runs as a yes/no reranker (engine/yes_no_reranker.h), as Qwen/Qwen3-Reranker-0.6B ships.
-enum class Family { kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker };
+enum class Family { kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker, kMpnet, kModernBert };
 
 struct Like {
   const char* name;
@@ -51,6 +51,12 @@ constexpr Like kLikes[] = {
      "xlm-roberta-trimmed-32k"},
     {"ms-marco-MiniLM-L6-v2", Family::kBertClassifier, 384, 6, 12, 12, 32, 1536, 512, 30522, 2, nullptr, 512,
      "bert-base-uncased"},
+    // all-mpnet-base-v2's shapes (microsoft/mpnet-base); its WordPiece vocabulary is BERT's
+    // uncased one plus five tokens, so BERT's tokenizer gives ids it can take.
+    {"mpnet-base", Family::kMpnet, 768, 12, 12, 12, 64, 3072, 514, 30527, 0, "mean", 384, "bert-base-uncased"},
+    // answerdotai/ModernBERT-base's shapes, pooled as gte-modernbert-base is (cls, 8,192 tokens);
+    // BERT's tokenizer stands in for its byte-level BPE (ids < 30,522 fit its 50,368).
+    {"modernbert-base", Family::kModernBert, 768, 22, 12, 12, 64, 1152, 8192, 50368, 0, "cls", 8192, "bert-base-uncased"},
 };
 
 // Files of a tokenizer folder worth copying.
@@ -156,6 +162,27 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"position_embedding_type\": \"absolute\",\n  \"torch_dtype\": \"float32\",\n"
              "  \"type_vocab_size\": " + std::to_string(like.type_vocab) + ",\n  \"vocab_size\": " + v + "\n}\n";
     }
+    case Family::kMpnet:
+      return "{\n  \"architectures\": [\"MPNetModel\"],\n  \"attention_probs_dropout_prob\": 0.1,\n  \"bos_token_id\": 0,\n"
+             "  \"eos_token_id\": 2,\n  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h +
+             ",\n  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + ffn + ",\n  \"layer_norm_eps\": 1e-05,\n"
+             "  \"max_position_embeddings\": " + positions + ",\n  \"model_type\": \"mpnet\",\n  \"num_attention_heads\": " +
+             heads + ",\n  \"num_hidden_layers\": " + n + ",\n  \"pad_token_id\": 1,\n"
+             "  \"relative_attention_num_buckets\": 32,\n  \"torch_dtype\": \"float32\",\n  \"vocab_size\": " + v + "\n}\n";
+    case Family::kModernBert:
+      // As ModernBERT-base's config.json has it (before transformers wrote layer_types):
+      // global attention every third layer, a 128-token window elsewhere.
+      return "{\n  \"architectures\": [\"ModernBertModel\"],\n  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n"
+             "  \"bos_token_id\": 50281,\n  \"classifier_activation\": \"gelu\",\n  \"classifier_pooling\": \"mean\",\n"
+             "  \"cls_token_id\": 50281,\n  \"decoder_bias\": true,\n  \"embedding_dropout\": 0.0,\n  \"eos_token_id\": 50282,\n"
+             "  \"global_attn_every_n_layers\": 3,\n  \"global_rope_theta\": 160000.0,\n  \"hidden_activation\": \"gelu\",\n"
+             "  \"hidden_size\": " + h + ",\n  \"initializer_cutoff_factor\": 2.0,\n  \"initializer_range\": 0.02,\n"
+             "  \"intermediate_size\": " + ffn + ",\n  \"local_attention\": 128,\n  \"local_rope_theta\": 10000.0,\n"
+             "  \"max_position_embeddings\": " + positions + ",\n  \"mlp_bias\": false,\n  \"mlp_dropout\": 0.0,\n"
+             "  \"model_type\": \"modernbert\",\n  \"norm_bias\": false,\n  \"norm_eps\": 1e-05,\n"
+             "  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n + ",\n  \"pad_token_id\": 50283,\n"
+             "  \"sep_token_id\": 50282,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\",\n"
+             "  \"vocab_size\": " + v + "\n}\n";
     case Family::kXlmRoberta:
     case Family::kXlmRobertaClassifier: {
       const bool classifier = like.family == Family::kXlmRobertaClassifier;
@@ -386,8 +413,8 @@ void AddMakeModelCommand(CLI::App& app) {
   auto options = std::make_shared<MakeModelOptions>();
   CLI::App* command = app.add_subcommand(
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
-  command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base or "
-                      "ms-marco-MiniLM-L6-v2")
+  command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
+                      "ms-marco-MiniLM-L6-v2, mpnet-base or modernbert-base")
       ->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
   command->add_option("--out", options->out, "Folder to write")->required();

@@ -59,9 +59,13 @@ def main():
     def load(attention):
         return Pooled(transformers.AutoModel.from_pretrained(args.model, attn_implementation=attention).eval())
 
-    # PyTorch as sentence-transformers runs it (transformers' default attention, SDPA); the
-    # ONNX export traces the eager attention, which torch.onnx handles at every shape.
-    module = load("sdpa")
+    # PyTorch as sentence-transformers runs it (transformers' default attention, SDPA, or
+    # eager for the families without an SDPA path, such as MPNet); the ONNX export traces the
+    # eager attention, which torch.onnx handles at every shape.
+    try:
+        module = load("sdpa")
+    except ValueError:
+        module = load("eager")
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = args.threads
     options.inter_op_num_threads = 1

@@ -479,6 +479,8 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       {"qwen3-0.6b", "qwen2-bpe", 1024, "Qwen3Model"},
       {"all-MiniLM-L6-v2", "configs/all-MiniLM-L6-v2", 384, "BertModel"},
       {"qwen3-reranker-0.6b", "qwen2-bpe", 0, "Qwen3ForCausalLM"},
+      {"mpnet-base", "configs/all-MiniLM-L6-v2", 768, "MPNetModel"},
+      {"modernbert-base", "configs/all-MiniLM-L6-v2", 768, "ModernBertModel"},
   };
   for (const Like& like : likes) {
     // One layer and a small vocabulary keep the folders small; token ids stay below 1000. The
@@ -532,6 +534,8 @@ TEST(MakeModel, DefaultTokenizersShipWithTheBinary) {
       {"xlm-roberta-base", "xlmr-trimmed-32k/tokenizer.json"},
       {"bge-reranker-base", "xlmr-trimmed-32k/sentencepiece.bpe.model"},
       {"qwen3-0.6b", "qwen2-bpe/tokenizer.json"},
+      {"mpnet-base", "configs/all-MiniLM-L6-v2/tokenizer.json"},
+      {"modernbert-base", "configs/all-MiniLM-L6-v2/tokenizer.json"},
   };
   for (const Default& entry : defaults) {
     const std::string folder = out.File(entry.like);
