@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 // kQwen3Reranker: Qwen3ForCausalLM with tied embeddings and no sentence-transformers files, which
 // stamen runs as a yes/no reranker (engine/yes_no_reranker.h), as Qwen/Qwen3-Reranker-0.6B ships.
-enum class Family { kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker, kMpnet, kModernBert };
+enum class Family { kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker, kMpnet, kModernBert, kGemma3 };
 
 struct Like {
   const char* name;
@@ -57,7 +57,14 @@ constexpr Like kLikes[] = {
     // answerdotai/ModernBERT-base's shapes, pooled as gte-modernbert-base is (cls, 8,192 tokens);
     // BERT's tokenizer stands in for its byte-level BPE (ids < 30,522 fit its 50,368).
     {"modernbert-base", Family::kModernBert, 768, 22, 12, 12, 64, 1152, 8192, 50368, 0, "cls", 8192, "bert-base-uncased"},
+    // google/embeddinggemma-300m's shapes and sentence-transformers pipeline (mean pooling,
+    // Dense 768→3072→768, Normalize; its query/document prompts); BERT's tokenizer stands in
+    // for Gemma's 262k one (33 MB, not shipped).
+    {"embeddinggemma-300m", Family::kGemma3, 768, 24, 3, 1, 256, 1152, 2048, 262144, 0, "mean", 2048, "bert-base-uncased"},
 };
+
+// EmbeddingGemma's Dense modules after pooling: in → out features, no bias, identity.
+constexpr int64_t kGemmaDense[][2] = {{768, 3072}, {3072, 768}};
 
 // Files of a tokenizer folder worth copying.
 constexpr const char* kTokenizerFiles[] = {"tokenizer.json",   "tokenizer_config.json", "special_tokens_map.json",
@@ -183,6 +190,24 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n + ",\n  \"pad_token_id\": 50283,\n"
              "  \"sep_token_id\": 50282,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\",\n"
              "  \"vocab_size\": " + v + "\n}\n";
+    case Family::kGemma3: {
+      // Every sixth layer attends globally, the others through a 512-token window.
+      std::string layer_types;
+      for (int64_t i = 0; i < layers; ++i) {
+        layer_types += std::string(i ? ", " : "") + ((i + 1) % 6 == 0 ? "\"full_attention\"" : "\"sliding_attention\"");
+      }
+      return "{\n  \"architectures\": [\"Gemma3TextModel\"],\n  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n"
+             "  \"attn_logit_softcapping\": null,\n  \"bos_token_id\": 2,\n  \"eos_token_id\": 1,\n"
+             "  \"final_logit_softcapping\": null,\n  \"head_dim\": " + std::to_string(like.head_dim) + ",\n"
+             "  \"hidden_activation\": \"gelu_pytorch_tanh\",\n  \"hidden_size\": " + h + ",\n  \"initializer_range\": 0.02,\n"
+             "  \"intermediate_size\": " + ffn + ",\n  \"layer_types\": [" + layer_types + "],\n"
+             "  \"max_position_embeddings\": " + positions + ",\n  \"model_type\": \"gemma3_text\",\n"
+             "  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n + ",\n"
+             "  \"num_key_value_heads\": " + std::to_string(like.kv_heads) + ",\n  \"pad_token_id\": 0,\n"
+             "  \"query_pre_attn_scalar\": 256,\n  \"rms_norm_eps\": 1e-06,\n  \"rope_local_base_freq\": 10000.0,\n"
+             "  \"rope_scaling\": null,\n  \"rope_theta\": 1000000.0,\n  \"sliding_window\": 512,\n"
+             "  \"torch_dtype\": \"float32\",\n  \"use_bidirectional_attention\": true,\n  \"vocab_size\": " + v + "\n}\n";
+    }
     case Family::kXlmRoberta:
     case Family::kXlmRobertaClassifier: {
       const bool classifier = like.family == Family::kXlmRobertaClassifier;
@@ -213,7 +238,7 @@ engine::Status WriteSentenceTransformersFiles(const Like& like, const fs::path& 
   const std::string mode = like.pooling;
   std::error_code error;
   fs::create_directories(out / "1_Pooling", error);
-  fs::create_directories(out / "2_Normalize", error);
+  fs::create_directories(out / (like.family == Family::kGemma3 ? "4_Normalize" : "2_Normalize"), error);
   auto on = [&](const char* name) { return std::string(mode == name ? "true" : "false"); };
   const std::string pooling =
       "{\n  \"word_embedding_dimension\": " + std::to_string(like.hidden) +
@@ -221,13 +246,22 @@ engine::Status WriteSentenceTransformersFiles(const Like& like, const fs::path& 
       ",\n  \"pooling_mode_max_tokens\": false,\n  \"pooling_mode_mean_sqrt_len_tokens\": false,\n"
       "  \"pooling_mode_weightedmean_tokens\": false,\n  \"pooling_mode_lasttoken\": " + on("lasttoken") +
       ",\n  \"include_prompt\": true\n}\n";
+  const bool gemma = like.family == Family::kGemma3;
   const std::string modules =
       "[\n  {\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},\n"
-      "  {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"},\n"
-      "  {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}\n]\n";
+      "  {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"},\n" +
+      std::string(gemma ? "  {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Dense\", \"type\": \"sentence_transformers.models.Dense\"},\n"
+                          "  {\"idx\": 3, \"name\": \"3\", \"path\": \"3_Dense\", \"type\": \"sentence_transformers.models.Dense\"},\n"
+                          "  {\"idx\": 4, \"name\": \"4\", \"path\": \"4_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}\n]\n"
+                        : "  {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}\n]\n");
   const std::string bert_config =
       "{\n  \"max_seq_length\": " + std::to_string(like.max_seq_length) + ",\n  \"do_lower_case\": false\n}\n";
   std::string prompts = "{\n  \"prompts\": {},\n  \"default_prompt_name\": null,\n  \"similarity_fn_name\": \"cosine\"\n}\n";
+  if (gemma) {
+    prompts =
+        "{\n  \"prompts\": {\n    \"query\": \"task: search result | query: \",\n    \"document\": \"title: none | text: \"\n"
+        "  },\n  \"default_prompt_name\": null,\n  \"similarity_fn_name\": \"cosine\"\n}\n";
+  }
   if (like.family == Family::kQwen3) {
     prompts =
         "{\n  \"prompts\": {\n    \"query\": \"Instruct: Given a web search query, retrieve relevant passages that "
@@ -294,6 +328,24 @@ engine::Status WriteSafetensors(const fs::path& path, const std::vector<engine::
   file.flush();
   if (!file) return Status::Error("cannot write " + path.string() + " (disk full?)");
   return Status();
+}
+
+// EmbeddingGemma's 2_Dense and 3_Dense folders (kGemmaDense): config.json and a random
+// linear.weight [out, in] each.
+engine::Status WriteDenseModules(const fs::path& out, uint64_t seed) {
+  for (size_t i = 0; i < std::size(kGemmaDense); ++i) {
+    const auto [in, features] = std::pair{kGemmaDense[i][0], kGemmaDense[i][1]};
+    const fs::path folder = out / (std::to_string(i + 2) + "_Dense");
+    std::error_code error;
+    fs::create_directories(folder, error);
+    const std::string config = "{\n  \"in_features\": " + std::to_string(in) + ",\n  \"out_features\": " +
+                               std::to_string(features) + ",\n  \"bias\": false,\n"
+                               "  \"activation_function\": \"torch.nn.modules.linear.Identity\"\n}\n";
+    if (!WriteText(folder / "config.json", config)) return engine::Status::Error("cannot write " + (folder / "config.json").string());
+    const engine::TensorSpec weight{.name = "linear.weight", .shape = engine::Shape{features, in}};
+    STAMEN_RETURN_IF_ERROR(WriteSafetensors(folder / "model.safetensors", {weight}, seed + i + 1));
+  }
+  return engine::Status();
 }
 
 // --- tokenizer ---
@@ -387,6 +439,9 @@ int MakeModel(const MakeModelOptions& options) {
   const std::vector<engine::TensorSpec> tensors = SchemaTensors(*config);
   if (auto status = WriteSafetensors(out / "model.safetensors", tensors, options.seed); !status.ok()) return Fail(status.message());
   if (auto status = WriteSentenceTransformersFiles(*like, out); !status.ok()) return Fail(status.message());
+  if (like->family == Family::kGemma3) {
+    if (auto status = WriteDenseModules(out, options.seed); !status.ok()) return Fail(status.message());
+  }
   if (auto status = CopyTokenizer(tokenizer, like->family, out); !status.ok()) return Fail(status.message());
 
   // The folder must load; a tokenizer this build cannot read yet (or whose ids exceed the
@@ -414,7 +469,7 @@ void AddMakeModelCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
   command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
-                      "ms-marco-MiniLM-L6-v2, mpnet-base or modernbert-base")
+                      "ms-marco-MiniLM-L6-v2, mpnet-base, modernbert-base or embeddinggemma-300m")
       ->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
   command->add_option("--out", options->out, "Folder to write")->required();

@@ -481,6 +481,7 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       {"qwen3-reranker-0.6b", "qwen2-bpe", 0, "Qwen3ForCausalLM"},
       {"mpnet-base", "configs/all-MiniLM-L6-v2", 768, "MPNetModel"},
       {"modernbert-base", "configs/all-MiniLM-L6-v2", 768, "ModernBertModel"},
+      {"embeddinggemma-300m", "configs/all-MiniLM-L6-v2", 768, "Gemma3TextModel"},  // after its Dense 768→3072→768
   };
   for (const Like& like : likes) {
     // One layer and a small vocabulary keep the folders small; token ids stay below 1000. The
@@ -536,6 +537,7 @@ TEST(MakeModel, DefaultTokenizersShipWithTheBinary) {
       {"qwen3-0.6b", "qwen2-bpe/tokenizer.json"},
       {"mpnet-base", "configs/all-MiniLM-L6-v2/tokenizer.json"},
       {"modernbert-base", "configs/all-MiniLM-L6-v2/tokenizer.json"},
+      {"embeddinggemma-300m", "configs/all-MiniLM-L6-v2/tokenizer.json"},
   };
   for (const Default& entry : defaults) {
     const std::string folder = out.File(entry.like);
