@@ -5,7 +5,8 @@
     .venv-heavy/bin/python tools/make_family_goldens.py all tests/engine/data   # every family
 
 Each OUT_DIR is laid out as ../shared/models/golden (see its README): `config.json` and
-`model.safetensors` (save_pretrained, F32), `golden.safetensors` with, for i = 0..5 (sequence
+`model.safetensors` (save_pretrained, F32; BF16 or F16 for the -bf16 / -f16 families, whose goldens
+are the float64 run of the stored, rounded weights), `golden.safetensors` with, for i = 0..5 (sequence
 lengths 1, 3, 7, 16, 64, 130), `input_ids_i` (I64), `last_hidden_state_i` [L, hidden],
 `mean_pooled_i`, `cls_pooled_i` (first token), `last_token_i` (last token) and, for classifiers,
 `logits_i` [1, num_labels]; values are F32 casts of a float64 run (eager attention, one sequence
@@ -305,6 +306,11 @@ FAMILIES = {
     "qwen2-classifier": lambda: decoder_classifier("qwen2", 1),
     "qwen3-reranker": qwen3_reranker,
     "qwen3-reranker-tied": lambda: qwen3_reranker(tied=True),
+    # Weights stored in half precision, as many checkpoints ship: the goldens are the float64
+    # run of exactly the stored (rounded) values.
+    "modernbert-bf16": lambda: dict(modernbert(), storage=torch.bfloat16),
+    "qwen3-f16": lambda: dict(qwen3(), storage=torch.float16),
+    "gemma3-bf16": lambda: dict(gemma3(), storage=torch.bfloat16),
 }
 
 
@@ -514,10 +520,18 @@ def make(family, out):
     config = spec["config"]
     model = spec["cls"](config).eval()
     perturb(model, spec.get("perturb", "default"))
+    if spec.get("storage") is not None:
+        # The parameters only (save_pretrained then writes BF16 / F16 tensors): buffers such as
+        # RoPE's inverse frequencies are recomputed at load, so rounding them would change the
+        # goldens' math.
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.data = parameter.data.to(spec["storage"])
     report = {"generator": "tools/make_family_goldens.py " + family, "transformers": transformers.__version__,
               "torch": torch.__version__, "class": spec["cls"].__name__, "lengths": LENGTHS,
               "dtype": "float64 run, float32 outputs", "attn_implementation": "eager", "seed": spec["seed"],
-              "weight_recipe": spec.get("perturb", "default")}
+              "weight_recipe": spec.get("perturb", "default"),
+              "stored_dtype": str(spec.get("storage", torch.float32)).replace("torch.", "")}
     if family == "mpnet-masked-lm":
         save_mpnet_as_real_masked_lm(model, out)
         report["class"] = "MPNetModel weights in a folder whose config says MPNetForMaskedLM"
