@@ -22,10 +22,11 @@
 # The runtime mode checks the container image's runtime stage instead (containers cannot run
 # on the development machines): in a new copy of the same root it installs ONLY the packages
 # of scripts/runtime-packages.txt (the list the Dockerfile installs), copies BINARY and a real
-# all-MiniLM-L6-v2 folder in, starts `stamen serve` there as a non-root user and posts one
-# /v1/embeddings request from outside, which must answer 384 floats. Before that it derives
-# the package list from BINARY again (NEEDED libraries, `ldd`, `dpkg -S`) and fails if the file
-# disagrees. A few minutes (mostly apt).
+# all-MiniLM-L6-v2 folder in, starts `stamen serve` there as a non-root user (uid 10001, as in
+# the image) and posts one /v1/embeddings request from outside, which must answer 384 floats;
+# then the same through `stamen worker` + `stamen gateway` with deploy/kubernetes/'s flags.
+# Before that it derives the package list from BINARY again (NEEDED libraries, `ldd`,
+# `dpkg -S`) and fails if the file disagrees. Under a minute (mostly apt).
 #
 # Usage: scripts/fresh_check.sh [--keep] [--runtime BINARY [--model DIR]]
 #   --keep: leave the root (and its build) in place afterwards for a look inside.
@@ -74,6 +75,7 @@ unmount_all() {
   return 0
 }
 cleanup() {
+  declare -F stop_all_in_root > /dev/null && stop_all_in_root
   unmount_all
   $keep || rm -rf "$root"
 }
@@ -154,6 +156,47 @@ listed_packages() {  # the list as the Dockerfile reads it; with --linked-only, 
   fi
 }
 
+# Runs `stamen ARGS...` in the root as the user stamen, in the background; NAME keys its pid
+# in servers[] and its log $cache/runtime-NAME.log.
+declare -A servers=()
+start_in_root() {  # NAME ARGS...
+  local name=$1
+  shift
+  chroot --userspec=stamen:stamen "$root" /usr/bin/env -i HOME=/home/stamen LANG=C.UTF-8 \
+    PATH=/usr/local/bin:/usr/bin:/bin stamen "$@" > "$cache/runtime-$name.log" 2>&1 &
+  servers[$name]=$!
+}
+stop_in_root() {  # NAME
+  kill "${servers[$1]}" 2> /dev/null || true
+  wait "${servers[$1]}" 2> /dev/null || true
+  unset "servers[$1]"
+}
+stop_all_in_root() {
+  local name
+  for name in "${!servers[@]}"; do stop_in_root "$name"; done
+}
+# Waits for /health on PORT (NAME's server), posts one /v1/embeddings request and prints the
+# answer if it holds a 384-float vector.
+post_embedding() {  # PORT NAME
+  local port=$1 name=$2 answer
+  for _ in $(seq 600); do
+    curl -sf "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break
+    kill -0 "${servers[$name]}" 2> /dev/null || break
+    sleep 0.5
+  done
+  answer=$(curl -sf "http://127.0.0.1:$port/v1/embeddings" -H 'Content-Type: application/json' \
+    -d '{"input": ["Hello world"]}' || true)
+  if [[ "$(vector_length "$answer")" != 384 ]]; then
+    tail -n 20 "$cache/runtime-$name.log" >&2
+    say "FAILED: $name in the runtime root did not answer /v1/embeddings with 384 floats: ${answer:0:200}" >&2
+    return 1
+  fi
+  echo "$answer"
+}
+vector_length() {  # ANSWER
+  python3 -c 'import json, sys; print(len(json.loads(sys.argv[1])["data"][0]["embedding"]))' "$1" 2> /dev/null || echo none
+}
+
 # The runtime stage of the Dockerfile, in a new copy of the root: only the runtime packages, the
 # binary, a model, a non-root user; `stamen serve` must answer one /v1/embeddings request.
 runtime_check() {
@@ -189,27 +232,34 @@ runtime_check() {
   missing=$(in_root ldd /usr/local/bin/stamen | grep 'not found' || true)
   [[ -z "$missing" ]] || { say "FAILED: libraries missing in the runtime root:"; echo "$missing"; exit 1; }
 
-  # The server runs in the root as the non-root user; the probes come from the host, as a
-  # client outside the container would (the root has no curl, like the image).
-  chroot --userspec=stamen:stamen "$root" /usr/bin/env -i HOME=/home/stamen LANG=C.UTF-8 \
-    PATH=/usr/local/bin:/usr/bin:/bin stamen serve --model /models/all-MiniLM-L6-v2 \
-    --served-model-name sentence-transformers/all-MiniLM-L6-v2 --host 127.0.0.1 --port "$port" \
-    > "$cache/runtime-serve.log" 2>&1 &
-  local server=$! answer
-  for _ in $(seq 600); do
-    curl -sf "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break
-    kill -0 "$server" 2> /dev/null || break
-    sleep 0.5
-  done
-  answer=$(curl -sf "http://127.0.0.1:$port/v1/embeddings" -H 'Content-Type: application/json' \
-    -d '{"input": ["Hello world"]}' || true)
-  local user  # chroot and env exec, so $server is the stamen process itself
-  user=$(ps -o uid= -p "$server" 2> /dev/null | xargs || true)
-  kill "$server" 2> /dev/null || true
-  wait "$server" 2> /dev/null || true
-  echo "$answer" | python3 -c 'import json, sys; v = json.load(sys.stdin)["data"][0]["embedding"]; assert len(v) == 384, len(v); print("fresh-check: stamen serve in the runtime root answered /v1/embeddings with", len(v), "floats")' ||
-    { tail -n 20 "$cache/runtime-serve.log"; say "FAILED: stamen serve did not answer in the runtime root"; exit 1; }
-  say "the server ran as uid ${user:-unknown}; binary $(stat -c %s "$runtime_binary") bytes; the whole check $((SECONDS - started)) s"
+  # The servers run in the root as the non-root user; the probes come from the host, as a
+  # client outside the container would (the root has no curl, like the image). First the
+  # image's default command, then the two of deploy/kubernetes/ (worker and gateway, with the
+  # manifests' flags, the model as a folder instead of a hub id, loopback instead of 0.0.0.0).
+  local model_in_root=/models/all-MiniLM-L6-v2 serve_answer mesh_answer uid
+  start_in_root serve serve --model "$model_in_root" --host 127.0.0.1 --port "$port"
+  serve_answer=$(post_embedding "$port" serve) || exit 1
+  uid=$(ps -o uid= -p "${servers[serve]}" | xargs)  # chroot and env exec: the stamen process
+  stop_in_root serve
+  say "stamen serve in the runtime root (uid $uid) answered /v1/embeddings with $(vector_length "$serve_answer") floats"
+
+  start_in_root worker worker --model "$model_in_root" --listen "127.0.0.1:$((port + 1))" \
+    --metrics-port "$((port + 2))" --metrics-host 127.0.0.1
+  start_in_root gateway gateway --model "$model_in_root" --host 127.0.0.1 --port "$((port + 3))" \
+    --workers "127.0.0.1:$((port + 1))"
+  mesh_answer=$(post_embedding "$((port + 3))" gateway) || exit 1
+  curl -sf "http://127.0.0.1:$((port + 2))/metrics" | grep -q '^stamen_' ||
+    { say "FAILED: the worker's /metrics has no stamen_ series"; exit 1; }
+  stop_in_root gateway
+  stop_in_root worker
+  # The same engine behind both: the two vectors agree to float rounding.
+  python3 -c 'import json, sys
+a, b = (json.loads(x)["data"][0]["embedding"] for x in sys.argv[1:])
+worst = max(abs(x - y) for x, y in zip(a, b))
+assert len(a) == len(b) == 384 and worst < 1e-5, (len(a), len(b), worst)
+print("fresh-check: stamen worker + gateway in the runtime root answered the same", len(b), "floats (largest difference %.1e)" % worst)' \
+    "$serve_answer" "$mesh_answer" || { say "FAILED: serve and worker + gateway disagree"; exit 1; }
+  say "binary $(stat -c %s "$runtime_binary") bytes; the whole check $((SECONDS - started)) s"
 }
 
 make_base
