@@ -116,11 +116,13 @@ bind_mounts() {
 }
 
 ca=/usr/local/share/fresh-check/host-ca.crt
-in_root() {  # command...: runs in the root with a clean environment, from the clone
+root_workdir=/work/stamen  # the clone; the runtime root has none
+[[ -z "$runtime_binary" ]] || root_workdir=/
+in_root() {  # command...: runs in the root with a clean environment, from $root_workdir
   chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PIP_CERT=$ca SSL_CERT_FILE=$ca REQUESTS_CA_BUNDLE=$ca CURL_CA_BUNDLE=$ca PIP_DEFAULT_TIMEOUT=180 \
-    /bin/bash -c 'cd /work/stamen 2> /dev/null || cd /; "$@"' bash "$@"
+    /bin/bash -c 'cd "$0" && "$@"' "$root_workdir" "$@"
 }
 
 # The Debian packages that provide the libraries BINARY names as NEEDED, one a line, sorted.
@@ -156,14 +158,14 @@ listed_packages() {  # the list as the Dockerfile reads it; with --linked-only, 
   fi
 }
 
-# Runs `stamen ARGS...` in the root as the user stamen, in the background; NAME keys its pid
-# in servers[] and its log $cache/runtime-NAME.log.
+# Runs [VARIABLE=value...] COMMAND... in the root as the user stamen with a clean environment,
+# in the background; NAME keys its pid in servers[] and its log $cache/runtime-NAME.log.
 declare -A servers=()
-start_in_root() {  # NAME ARGS...
+start_in_root() {  # NAME [VARIABLE=value...] COMMAND...
   local name=$1
   shift
   chroot --userspec=stamen:stamen "$root" /usr/bin/env -i HOME=/home/stamen LANG=C.UTF-8 \
-    PATH=/usr/local/bin:/usr/bin:/bin stamen "$@" > "$cache/runtime-$name.log" 2>&1 &
+    PATH=/usr/local/bin:/usr/bin:/bin "$@" > "$cache/runtime-$name.log" 2>&1 &
   servers[$name]=$!
 }
 stop_in_root() {  # NAME
@@ -234,18 +236,19 @@ runtime_check() {
 
   # The servers run in the root as the non-root user; the probes come from the host, as a
   # client outside the container would (the root has no curl, like the image). First the
-  # image's default command, then the two of deploy/kubernetes/ (worker and gateway, with the
-  # manifests' flags, the model as a folder instead of a hub id, loopback instead of 0.0.0.0).
+  # image's default command (`serve`, the model from MODEL_ID), then the two of
+  # deploy/kubernetes/ (worker and gateway with the manifests' flags); the model is a folder
+  # instead of a hub id, the address loopback instead of 0.0.0.0.
   local model_in_root=/models/all-MiniLM-L6-v2 serve_answer mesh_answer uid
-  start_in_root serve serve --model "$model_in_root" --host 127.0.0.1 --port "$port"
+  start_in_root serve MODEL_ID="$model_in_root" stamen serve --host 127.0.0.1 --port "$port"
   serve_answer=$(post_embedding "$port" serve) || exit 1
   uid=$(ps -o uid= -p "${servers[serve]}" | xargs)  # chroot and env exec: the stamen process
   stop_in_root serve
   say "stamen serve in the runtime root (uid $uid) answered /v1/embeddings with $(vector_length "$serve_answer") floats"
 
-  start_in_root worker worker --model "$model_in_root" --listen "127.0.0.1:$((port + 1))" \
+  start_in_root worker stamen worker --model "$model_in_root" --listen "127.0.0.1:$((port + 1))" \
     --metrics-port "$((port + 2))" --metrics-host 127.0.0.1
-  start_in_root gateway gateway --model "$model_in_root" --host 127.0.0.1 --port "$((port + 3))" \
+  start_in_root gateway stamen gateway --model "$model_in_root" --host 127.0.0.1 --port "$((port + 3))" \
     --workers "127.0.0.1:$((port + 1))"
   mesh_answer=$(post_embedding "$((port + 3))" gateway) || exit 1
   curl -sf "http://127.0.0.1:$((port + 2))/metrics" | grep -q '^stamen_' ||
