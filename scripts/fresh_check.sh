@@ -28,9 +28,15 @@
 # Before that it derives the package list from BINARY again (NEEDED libraries, `ldd`,
 # `dpkg -S`) and fails if the file disagrees. Under a minute (mostly apt).
 #
-# Usage: scripts/fresh_check.sh [--keep] [--runtime BINARY [--model DIR]]
+# The image mode runs the Dockerfile's builder stage first, in a new copy of the root: a clean
+# clone of HEAD at /src and the builder's RUN line, read from the Dockerfile itself; then the
+# runtime mode on the binary it built. The host's compiler cache is bound in when there is one
+# (a cold build takes 20+ minutes on 2 cores). Docker itself is not involved.
+#
+# Usage: scripts/fresh_check.sh [--keep] [--runtime BINARY | --image] [--model DIR]
 #   --keep: leave the root (and its build) in place afterwards for a look inside.
 #   --runtime BINARY: the runtime-stage check of BINARY (a CPU build, cmake -DSTAMEN_CUDA=OFF).
+#   --image: the builder stage, then --runtime on its binary.
 #   --model DIR: the model folder to serve (default: the all-MiniLM-L6-v2 that scripts/setup.sh
 #     installs into .venv).
 set -euo pipefail
@@ -38,12 +44,14 @@ source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 keep=false
 runtime_binary=
 runtime_model=
+image=false
 while (( $# > 0 )); do
   case "$1" in
     --keep) keep=true ;;
     --runtime) runtime_binary=$(realpath "${2:?--runtime needs a binary}"); shift ;;
+    --image) image=true ;;
     --model) runtime_model=$(realpath "${2:?--model needs a folder}"); shift ;;
-    *) echo "fresh-check: unknown argument $1 (usage: scripts/fresh_check.sh [--keep] [--runtime BINARY [--model DIR]])" >&2; exit 2 ;;
+    *) echo "fresh-check: unknown argument $1 (usage: scripts/fresh_check.sh [--keep] [--runtime BINARY | --image] [--model DIR])" >&2; exit 2 ;;
   esac
   shift
 done
@@ -52,7 +60,11 @@ cache=${STAMEN_FRESH_CACHE:-/var/tmp/stamen-fresh}
 base=$cache/bookworm-minbase.tar
 root=$cache/root
 log=$cache/fresh-check.log
-if [[ -n "$runtime_binary" ]]; then  # its own root and log: it may run beside a full check
+if $image; then  # the builder's root first; the runtime check's comes after
+  root=$cache/image-root
+  log=$cache/image-build.log
+  runtime_binary=$cache/stamen-image-build  # where the builder's binary is put
+elif [[ -n "$runtime_binary" ]]; then  # its own root and log: it may run beside a full check
   root=$cache/runtime-root
   log=$cache/runtime-check.log
 fi
@@ -69,7 +81,7 @@ fi
 mkdir -p "$cache"
 
 unmount_all() {
-  for mount_point in dev sys proc; do
+  for mount_point in root/.cache/stamen/ccache dev sys proc; do
     mountpoint -q "$root/$mount_point" && umount -R "$root/$mount_point"
   done
   return 0
@@ -116,8 +128,9 @@ bind_mounts() {
 }
 
 ca=/usr/local/share/fresh-check/host-ca.crt
-root_workdir=/work/stamen  # the clone; the runtime root has none
+root_workdir=/work/stamen  # the clone; the runtime root has none, the image's builder has /src
 [[ -z "$runtime_binary" ]] || root_workdir=/
+! $image || root_workdir=/src
 in_root() {  # command...: runs in the root with a clean environment, from $root_workdir
   chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -251,8 +264,9 @@ runtime_check() {
   start_in_root gateway stamen gateway --model "$model_in_root" --host 127.0.0.1 --port "$((port + 3))" \
     --workers "127.0.0.1:$((port + 1))"
   mesh_answer=$(post_embedding "$((port + 3))" gateway) || exit 1
-  curl -sf "http://127.0.0.1:$((port + 2))/metrics" | grep -q '^stamen_' ||
-    { say "FAILED: the worker's /metrics has no stamen_ series"; exit 1; }
+  local metrics  # read whole first: grep -q would stop early and curl fail on the closed pipe
+  metrics=$(curl -sf "http://127.0.0.1:$((port + 2))/metrics" || true)
+  grep -q '^stamen_' <<< "$metrics" || { say "FAILED: the worker's /metrics has no stamen_ series"; exit 1; }
   stop_in_root gateway
   stop_in_root worker
   # The same engine behind both: the two vectors agree to float rounding.
@@ -265,7 +279,41 @@ print("fresh-check: stamen worker + gateway in the runtime root answered the sam
   say "binary $(stat -c %s "$runtime_binary") bytes; the whole check $((SECONDS - started)) s"
 }
 
+# The Dockerfile's builder stage: the RUN line after `FROM debian:12 AS builder`, continuation
+# lines and all, exactly as Docker hands it to /bin/sh -c.
+builder_command() {
+  awk '/^FROM .* AS builder/ { stage = 1 } stage && /^RUN / { run = 1; sub(/^RUN /, "") }
+       run { print; if ($0 !~ /\\$/) exit }' "$source_dir/Dockerfile"
+}
+
+image_build() {
+  local command compiler_cache=${CCACHE_DIR:-$HOME/.cache/stamen/ccache}
+  command=$(builder_command)
+  [[ "$command" == *scripts/build.sh* ]] || { say "FAILED: no builder RUN line in the Dockerfile" >&2; exit 1; }
+  unpack_root
+  # COPY . /src: a clean clone of HEAD (the files .dockerignore leaves out are not tracked).
+  git clone --quiet --no-hardlinks "$source_dir" "$root/src"
+  git -C "$root/src" checkout --quiet "$(git -C "$source_dir" rev-parse HEAD)"
+  bind_mounts
+  if [[ -d "$compiler_cache" ]]; then
+    mkdir -p "$root/root/.cache/stamen/ccache"
+    mount --bind "$compiler_cache" "$root/root/.cache/stamen/ccache"
+  fi
+  say "the Dockerfile's builder stage in a new Debian 12 root at $root; log in $log"
+  local build_started=$SECONDS
+  in_root /bin/sh -c "$command" > "$log" 2>&1 ||
+    { tail -n 30 "$log"; say "FAILED: the builder stage after $((SECONDS - build_started)) s"; exit 1; }
+  cp "$root/src/build/release/apps/stamen" "$runtime_binary"
+  say "builder stage: $((SECONDS - build_started)) s; $runtime_binary"
+  unmount_all
+  $keep || rm -rf "$root"
+  root=$cache/runtime-root log=$cache/runtime-check.log root_workdir=/
+}
+
 make_base
+if $image; then
+  image_build
+fi
 if [[ -n "$runtime_binary" ]]; then
   runtime_check
   exit 0
