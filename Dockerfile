@@ -2,8 +2,8 @@
 #   docker build -t stamen:latest .
 #   docker run -p 8080:8080 -v /path/to/all-MiniLM-L6-v2:/models/all-MiniLM-L6-v2:ro stamen:latest \
 #     serve --host 0.0.0.0 --model /models/all-MiniLM-L6-v2
-# For `--device cuda` see Dockerfile.cuda. The runtime stage is checked without Docker by
-# `scripts/fresh_check.sh --runtime BINARY` (docs/RELIABILITY.md, "Runtime image").
+# For `--device cuda` see Dockerfile.cuda. Both stages are checked without Docker by
+# `scripts/fresh_check.sh --image` (docs/RELIABILITY.md, "Runtime image").
 
 # Builder: the project's own set-up and build, as on a fresh Debian 12 machine (README).
 FROM debian:12 AS builder
@@ -20,7 +20,7 @@ RUN scripts/setup.sh \
  && ! ldd build/release/apps/stamen | grep -E 'libcudart|libcublas|not found'
 
 # Runtime: the binary, the Debian packages it links (scripts/runtime-packages.txt, the list
-# that fresh_check.sh --runtime checks) and a non-root user. No -dev packages, no compilers.
+# that scripts/fresh_check.sh --runtime and --image check) and a non-root user. No -dev packages, no compilers.
 FROM debian:12-slim
 COPY scripts/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update \
