@@ -20,7 +20,8 @@ RUN scripts/setup.sh \
  && ! ldd build/release/apps/stamen | grep -E 'libcudart|libcublas|not found'
 
 # Runtime: the binary, the Debian packages it links (scripts/runtime-packages.txt, the list
-# that scripts/fresh_check.sh --runtime and --image check) and a non-root user. No -dev packages, no compilers.
+# that scripts/fresh_check.sh --runtime and --image check) and a non-root user. No -dev
+# packages, no compilers.
 FROM debian:12-slim
 COPY scripts/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update \
