@@ -34,6 +34,9 @@ RUN apt-get update \
 RUN useradd --create-home --uid 10001 stamen \
  && mkdir /models && chown stamen:stamen /models
 COPY --from=builder /src/build/release/apps/stamen /usr/local/bin/stamen
+# The tokenizers that ship with stamen (make-model's defaults), where the binary looks for them:
+# ../share/stamen beside it, as `cmake --install` lays them out. 7.6 MB.
+COPY --from=builder /src/build/release/share/stamen /usr/local/share/stamen
 RUN ! ldd /usr/local/bin/stamen | grep 'not found'
 ENV HF_HOME=/models
 USER 10001

@@ -63,7 +63,7 @@ log=$cache/fresh-check.log
 if $image; then  # the builder's root first; the runtime check's comes after
   root=$cache/image-root
   log=$cache/image-build.log
-  runtime_binary=$cache/stamen-image-build  # where the builder's binary is put
+  runtime_binary=$cache/image-build/apps/stamen  # the builder's output, laid out as in its build tree
 elif [[ -n "$runtime_binary" ]]; then  # its own root and log: it may run beside a full check
   root=$cache/runtime-root
   log=$cache/runtime-check.log
@@ -171,14 +171,24 @@ listed_packages() {  # the list as the Dockerfile reads it; with --linked-only, 
   fi
 }
 
-# Runs [VARIABLE=value...] COMMAND... in the root as the user stamen with a clean environment,
-# in the background; NAME keys its pid in servers[] and its log $cache/runtime-NAME.log.
+# [VARIABLE=value...] COMMAND... as run in the root by the user stamen with a clean environment,
+# into the array user_command (a plain command line: run in the background, its pid is the
+# server's own, as chroot and env exec).
+as_user_command() {
+  user_command=(chroot --userspec=stamen:stamen "$root" /usr/bin/env -i HOME=/home/stamen LANG=C.UTF-8
+    PATH=/usr/local/bin:/usr/bin:/bin "$@")
+}
+as_user_in_root() {
+  as_user_command "$@"
+  "${user_command[@]}"
+}
+# The same in the background; NAME keys its pid in servers[] and its log $cache/runtime-NAME.log.
 declare -A servers=()
 start_in_root() {  # NAME [VARIABLE=value...] COMMAND...
   local name=$1
   shift
-  chroot --userspec=stamen:stamen "$root" /usr/bin/env -i HOME=/home/stamen LANG=C.UTF-8 \
-    PATH=/usr/local/bin:/usr/bin:/bin "$@" > "$cache/runtime-$name.log" 2>&1 &
+  as_user_command "$@"
+  "${user_command[@]}" > "$cache/runtime-$name.log" 2>&1 &
   servers[$name]=$!
 }
 stop_in_root() {  # NAME
@@ -240,12 +250,27 @@ runtime_check() {
   say "apt: $(grep -E '^After this operation' "$log" || echo 'no size reported') ($((SECONDS - install_started)) s)"
 
   install -m 0755 "$runtime_binary" "$root/usr/local/bin/stamen"
+  # The tokenizers that ship with stamen (make-model's defaults), beside the binary as in its
+  # build tree and in the image: /usr/local/bin/../share/stamen.
+  local shipped
+  shipped=$(dirname "$runtime_binary")/../share/stamen
+  if [[ -d "$shipped" ]]; then
+    mkdir -p "$root/usr/local/share"
+    cp -a "$shipped" "$root/usr/local/share/stamen"
+  fi
   mkdir -p "$root/models"
   cp -a "$model" "$root/models/all-MiniLM-L6-v2"
   in_root useradd --create-home --uid 10001 stamen
   local missing
   missing=$(in_root ldd /usr/local/bin/stamen | grep 'not found' || true)
   [[ -z "$missing" ]] || { say "FAILED: libraries missing in the runtime root:"; echo "$missing"; exit 1; }
+  if [[ -d "$shipped" ]]; then
+    as_user_in_root stamen make-model --like all-MiniLM-L6-v2 --random-seed 1 --out /home/stamen/made-model > "$cache/runtime-make-model.log" 2>&1 ||
+      { tail -n 5 "$cache/runtime-make-model.log"; say "FAILED: stamen make-model in the runtime root (the shipped tokenizers)"; exit 1; }
+    say "stamen make-model found the shipped tokenizers in the runtime root"
+  else
+    say "no share/stamen beside $runtime_binary: the shipped tokenizers (make-model) not checked"
+  fi
 
   # The servers run in the root as the non-root user; the probes come from the host, as a
   # client outside the container would (the root has no curl, like the image). First the
@@ -257,6 +282,9 @@ runtime_check() {
   serve_answer=$(post_embedding "$port" serve) || exit 1
   uid=$(ps -o uid= -p "${servers[serve]}" | xargs)  # chroot and env exec: the stamen process
   stop_in_root serve
+  # Not 10001: the server runs as root, or servers[] holds a wrapper's pid and stop_in_root
+  # would leave the server running.
+  [[ "$uid" == 10001 ]] || { say "FAILED: the server's process has uid '$uid', not the user stamen's 10001"; exit 1; }
   say "stamen serve in the runtime root (uid $uid) answered /v1/embeddings with $(vector_length "$serve_answer") floats"
 
   start_in_root worker stamen worker --model "$model_in_root" --listen "127.0.0.1:$((port + 1))" \
@@ -303,7 +331,10 @@ image_build() {
   local build_started=$SECONDS
   in_root /bin/sh -c "$command" > "$log" 2>&1 ||
     { tail -n 30 "$log"; say "FAILED: the builder stage after $((SECONDS - build_started)) s"; exit 1; }
+  rm -rf "$cache/image-build"
+  mkdir -p "$cache/image-build/apps"
   cp "$root/src/build/release/apps/stamen" "$runtime_binary"
+  cp -a "$root/src/build/release/share" "$cache/image-build/share"
   say "builder stage: $((SECONDS - build_started)) s; $runtime_binary"
   unmount_all
   $keep || rm -rf "$root"
