@@ -21,10 +21,12 @@
 #
 # The runtime mode checks the container image's runtime stage instead (containers cannot run
 # on the development machines): in a new copy of the same root it installs ONLY the packages
-# of scripts/runtime-packages.txt (the list the Dockerfile installs), copies BINARY and a real
+# of scripts/runtime-packages.txt (the list the Dockerfile installs), copies BINARY (with
+# ../share/stamen beside it when there is one: make-model must find its tokenizers) and a real
 # all-MiniLM-L6-v2 folder in, starts `stamen serve` there as a non-root user (uid 10001, as in
-# the image) and posts one /v1/embeddings request from outside, which must answer 384 floats;
-# then the same through `stamen worker` + `stamen gateway` with deploy/kubernetes/'s flags.
+# the image; the model from MODEL_ID, as the image's default command takes it) and posts one
+# /v1/embeddings request from outside, which must answer 384 floats; then the same through
+# `stamen worker` + `stamen gateway` with deploy/kubernetes/'s flags.
 # Before that it derives the package list from BINARY again (NEEDED libraries, `ldd`,
 # `dpkg -S`) and fails if the file disagrees. Under a minute (mostly apt).
 #
