@@ -34,6 +34,9 @@ struct GatewayOptions {
   size_t payload_limit = 16 * 1024 * 1024;  // bytes (TEI's 2 MB surprises users)
   int64_t max_client_batch_size = 2048;     // inputs per request (OpenAI's limit)
   int64_t max_concurrent_requests = 512;    // beyond: 429
+  // The most floats one /embed_all answer carries (every token's vector; about 12 bytes each as
+  // JSON), so that a request within the payload limit cannot make the server build gigabytes.
+  int64_t max_token_states = int64_t{16} << 20;  // 64 MB computed, about 200 MB of JSON
   bool auto_truncate = false;               // truncate over-long inputs unless a request says no
   std::string default_prompt;               // text prepended when a request names no prompt
   std::string default_prompt_name;          // a prompt of the model's config, same use

@@ -154,6 +154,11 @@ void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::option
     if (auto error = TokenizeInputs(*tokenizers_[thread], call->inputs, prompt, truncate, call->truncation_direction, *job)) {
       return reply.Error(*error);
     }
+    if (kind == WorkKind::kTokenEmbed && job->total_tokens() * config_.hidden_size > options_.max_token_states) {
+      return reply.Error({413, "/embed_all would answer " + std::to_string(job->total_tokens()) + " token vectors of " +
+                                   std::to_string(config_.hidden_size) + " floats, more than " +
+                                   std::to_string(options_.max_token_states) + " floats in all: send fewer or shorter inputs"});
+    }
     job->kind = kind;
     job->pooling = pooling;
     job->normalize = false;

@@ -473,6 +473,17 @@ TEST_F(GatewayTest, LateChunkingErrorsNameTheChunk) {
   EXPECT_EQ(order.status, 400);
 }
 
+// An /embed_all answer over --max-token-states floats is a 413 before any work is queued.
+TEST(GatewayLimitsTest, EmbedAllAnswersAreBounded) {
+  GatewayOptions options;
+  options.max_token_states = 10 * 384;  // ten token vectors of this model
+  Served served(Embedder(), options);
+  EXPECT_EQ(Post(served.port(), "/embed_all", R"({"inputs": "a b c"})").status, 200);  // 5 tokens
+  const auto refused = Post(served.port(), "/embed_all", R"({"inputs": ["a b c d e", "f g h i j"]})");  // 14
+  EXPECT_EQ(refused.status, 413);
+  EXPECT_NE(refused.body.find("14 token vectors of 384 floats"), std::string::npos) << refused.body;
+}
+
 TEST_F(GatewayTest, EmbedAllGivesEveryTokensHiddenState) {
   const auto answer = Post(served_->port(), "/embed_all", R"({"inputs": ["Hello world", "The cat sat"]})");
   ASSERT_EQ(answer.status, 200) << answer.body;
