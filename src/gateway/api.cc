@@ -115,6 +115,30 @@ std::optional<ApiError> ReadChunks(object fields, size_t inputs, std::vector<std
   return std::nullopt;
 }
 
+// "chunking": "sentences" | {"tokens": N, "overlap": M} with N ≥ 1, 0 ≤ M < N.
+std::optional<ApiError> ReadChunkingRule(object fields, std::optional<ChunkingRule>* rule) {
+  element value;
+  if (fields["chunking"].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
+  const ApiError shape = Invalid("'chunking' must be \"sentences\" or {\"tokens\": N, \"overlap\": M} with N >= 1 and 0 <= M < N");
+  std::string_view name;
+  if (value.get(name) == simdjson::SUCCESS) {
+    if (name != "sentences") return shape;
+    *rule = ChunkingRule{.sentences = true};
+    return std::nullopt;
+  }
+  object spec;
+  int64_t tokens = 0, overlap = 0;
+  if (value.get(spec) != simdjson::SUCCESS || spec["tokens"].get(tokens) != simdjson::SUCCESS) return shape;
+  element overlap_value;
+  if (spec["overlap"].get(overlap_value) == simdjson::SUCCESS && !overlap_value.is_null() &&
+      overlap_value.get(overlap) != simdjson::SUCCESS) {
+    return shape;
+  }
+  if (tokens < 1 || overlap < 0 || overlap >= tokens) return shape;
+  *rule = ChunkingRule{.tokens = tokens, .overlap = overlap};
+  return std::nullopt;
+}
+
 }  // namespace
 
 int ErrorStatus(const ApiError& error, ApiFamily family) {
@@ -172,6 +196,8 @@ std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool ope
   call.dimensions = dimensions.value_or(0);
   if (auto error = ReadPriority(fields, &call.priority)) return *error;
   if (auto error = ReadChunks(fields, call.inputs.size(), &call.chunks)) return *error;
+  if (auto error = ReadChunkingRule(fields, &call.chunking)) return *error;
+  if (call.chunking && !call.chunks.empty()) return Invalid("give 'chunks' or 'chunking', not both");
   if (openai) {
     std::string format;
     if (auto error = ReadString(fields, "encoding_format", &format)) return *error;
@@ -369,21 +395,22 @@ void AppendEmbedding(std::string& out, const float* row, size_t columns, Embeddi
 
 void AppendChunkVectors(std::string& out, const std::vector<std::vector<TextSpan>>& chunks,
                         const std::vector<std::vector<int64_t>>& rows, const float* values, size_t columns,
-                        EmbeddingType type, const QuantizationRanges& ranges, bool openai) {
+                        EmbeddingType type, const QuantizationRanges& ranges, bool openai, bool with_spans) {
   size_t item = 0;
   for (size_t input = 0; input < rows.size(); ++input) {
     if (!openai) out += input ? ",[" : "[";
     for (size_t chunk = 0; chunk < rows[input].size(); ++chunk) {
+      if (chunk || (openai && item)) out += ',';
+      const std::string span = "\"chunk\":[" + std::to_string(chunks[input][chunk].start) + "," +
+                               std::to_string(chunks[input][chunk].end) + "],\"embedding\":";
       if (openai) {
-        out += item ? ",{" : "{";
-        out += "\"object\":\"embedding\",\"index\":" + std::to_string(item) + ",\"input_index\":" +
-               std::to_string(input) + ",\"chunk\":[" + std::to_string(chunks[input][chunk].start) + "," +
-               std::to_string(chunks[input][chunk].end) + "],\"embedding\":";
-      } else if (chunk) {
-        out += ',';
+        out += "{\"object\":\"embedding\",\"index\":" + std::to_string(item) + ",\"input_index\":" +
+               std::to_string(input) + "," + span;
+      } else if (with_spans) {
+        out += "{" + span;
       }
       AppendEmbedding(out, values + rows[input][chunk] * columns, columns, type, ranges);
-      if (openai) out += '}';
+      if (openai || with_spans) out += '}';
       ++item;
     }
     if (!openai) out += ']';

@@ -46,6 +46,14 @@ struct TextSpan {
   int64_t end = 0;
 };
 
+// Late chunking by a rule ("chunking"): "sentences", or {"tokens": N, "overlap": M}, runs of N
+// of the text's tokens, each starting N − M after the previous one.
+struct ChunkingRule {
+  bool sentences = false;
+  int64_t tokens = 0;
+  int64_t overlap = 0;
+};
+
 // POST /v1/embeddings (OpenAI), POST /embed (TEI): what both say, in one shape.
 struct EmbedCall {
   std::vector<Input> inputs;
@@ -62,6 +70,7 @@ struct EmbedCall {
   // Late chunking ("chunks"): each input's chunks, one vector each; empty: one vector per
   // input. A single input may give its list alone ([[start, end], …]).
   std::vector<std::vector<TextSpan>> chunks;
+  std::optional<ChunkingRule> chunking;  // instead of "chunks": the gateway cuts the chunks
 };
 // `openai` picks the OpenAI shape ({input, …}); otherwise TEI's ({inputs, …}).
 std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool openai);
@@ -106,10 +115,12 @@ void AppendEmbedding(std::string& out, const float* row, size_t columns, Embeddi
 
 // Late chunking's vectors, input by input, chunk by chunk: rows[i][k] of `values` (`columns`
 // floats each) is input i's chunk k. TEI's shape writes one array of chunk vectors per input,
-// comma-separated ([v, …], [v, …]); OpenAI's one data item per chunk ({"object": "embedding",
-// "index": n, "input_index": i, "chunk": [start, end], "embedding": v}, n counting all chunks).
+// comma-separated ([v, …], [v, …]), or with `with_spans` (chunks a rule cut) of objects
+// {"chunk": [start, end], "embedding": v}; OpenAI's one data item per chunk ({"object":
+// "embedding", "index": n, "input_index": i, "chunk": [start, end], "embedding": v}, n counting
+// all chunks).
 void AppendChunkVectors(std::string& out, const std::vector<std::vector<TextSpan>>& chunks,
                         const std::vector<std::vector<int64_t>>& rows, const float* values, size_t columns,
-                        EmbeddingType type, const QuantizationRanges& ranges, bool openai);
+                        EmbeddingType type, const QuantizationRanges& ranges, bool openai, bool with_spans);
 
 }  // namespace stamen::gateway

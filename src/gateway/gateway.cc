@@ -426,6 +426,7 @@ std::optional<ApiError> Gateway::TokenizeInputs(engine::ModelTokenizer& tokenize
 
 std::optional<ApiError> Gateway::TokenizeChunks(engine::ModelTokenizer& tokenizer, const EmbedCall& call,
                                                 const std::string& prompt, WorkRequest& job,
+                                                std::vector<std::vector<TextSpan>>* chunks,
                                                 std::vector<std::vector<int64_t>>* rows) const {
   std::vector<int32_t> all_ids;
   int64_t first_row = 0;
@@ -435,7 +436,14 @@ std::optional<ApiError> Gateway::TokenizeChunks(engine::ModelTokenizer& tokenize
     if (text == nullptr) return ApiError{400, what + ": 'chunks' need text inputs (token ids have no text offsets)"};
     if (text->empty()) return ApiError{400, what + " is an empty string"};
     const auto tokens = tokenizer.Tokenize(prompt + *text, /*add_special_tokens=*/true);
-    auto planned = PlanLateChunks(tokens, prompt.size(), text->size(), call.chunks[i], max_input_length_, what);
+    chunks->push_back(call.chunking ? ChunksByRule(*call.chunking, *text, tokens, prompt.size()) : call.chunks[i]);
+    if (chunks->back().empty()) return ApiError{422, what + ": 'chunking' finds no chunk in it"};
+    if (static_cast<int64_t>(chunks->back().size()) > options_.max_client_batch_size) {
+      return ApiError{413, what + ": 'chunking' cuts " + std::to_string(chunks->back().size()) +
+                               " chunks, more than --max-client-batch-size " +
+                               std::to_string(options_.max_client_batch_size)};
+    }
+    auto planned = PlanLateChunks(tokens, prompt.size(), text->size(), chunks->back(), max_input_length_, what);
     if (auto* error = std::get_if<ApiError>(&planned)) return *error;
     LateChunkPlan& plan = std::get<LateChunkPlan>(planned);
     all_ids.insert(all_ids.end(), plan.token_ids.begin(), plan.token_ids.end());
@@ -504,11 +512,13 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
     if (ClientGone(client, respond)) return;
     const Clock::time_point tokenization_start = Clock::now();
     auto job = std::make_shared<WorkRequest>();
-    // Late chunking: chunk_rows[i][k] is the output row of input i's chunk k.
+    // Late chunking: input i's chunks, and chunk_rows[i][k] the output row of its chunk k.
+    auto chunks = std::make_shared<std::vector<std::vector<TextSpan>>>();
     auto chunk_rows = std::make_shared<std::vector<std::vector<int64_t>>>();
-    auto error = call->chunks.empty()
-                     ? TokenizeInputs(*tokenizers_[thread], call->inputs, prompt, truncate, call->truncation_direction, *job)
-                     : TokenizeChunks(*tokenizers_[thread], *call, prompt, *job, chunk_rows.get());
+    const bool late_chunking = !call->chunks.empty() || call->chunking;
+    auto error = late_chunking ? TokenizeChunks(*tokenizers_[thread], *call, prompt, *job, chunks.get(), chunk_rows.get())
+                               : TokenizeInputs(*tokenizers_[thread], call->inputs, prompt, truncate,
+                                                call->truncation_direction, *job);
     if (error) return respond.Error(*error);
     job->kind = WorkKind::kEmbed;
     job->pooling = options_.pooling;
@@ -518,10 +528,10 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
     const size_t total_tokens = static_cast<size_t>(job->total_tokens());
     const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
 
-    Dispatch(client, job, [this, job, call, chunk_rows, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
+    Dispatch(client, job, [this, job, call, chunks, chunk_rows, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
       if (!done.status.ok()) return respond.Error(DispatchError(done.status));
       // Formatting thousands of floats is real work: off the worker's thread, onto the pool.
-      pool_->Post([this, job, call, chunk_rows, openai, respond, tokenization_ms, total_tokens](size_t) {
+      pool_->Post([this, job, call, chunks, chunk_rows, openai, respond, tokenization_ms, total_tokens](size_t) {
         const WorkRequest& done = *job;
         const size_t count = done.lengths.size();
         const size_t columns = static_cast<size_t>(done.columns);
@@ -531,7 +541,8 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
         body.reserve(count * columns * (call->encoding == EmbeddingType::kFloat ? 12 : 6) + 256);
         body += openai ? "{\"object\":\"list\",\"data\":[" : "[";
         if (!chunk_rows->empty()) {
-          AppendChunkVectors(body, call->chunks, *chunk_rows, values, columns, call->encoding, ranges, openai);
+          AppendChunkVectors(body, *chunks, *chunk_rows, values, columns, call->encoding, ranges, openai,
+                             /*with_spans=*/call->chunking.has_value());
         } else {
           for (size_t row = 0; row < count; ++row) {
             if (row) body += ',';

@@ -117,10 +117,12 @@ class Gateway {
                                          const std::string& prompt, bool truncate, Truncation direction,
                                          server::WorkRequest& job, int64_t max_tokens = 0) const;
   // Late chunking (late_chunking.h): each text input of `call`, `prompt` before it, tokenized
-  // whole and planned into windows and chunk spans in `job`; (*rows)[i][k] is the output row
-  // of input i's chunk k. Token id inputs have no text offsets and are refused.
+  // whole and planned into windows and chunk spans in `job`; (*chunks)[i] are input i's chunks
+  // (the call's, or those its rule cuts) and (*rows)[i][k] the output row of its chunk k.
+  // Token id inputs have no text offsets and are refused.
   std::optional<ApiError> TokenizeChunks(engine::ModelTokenizer& tokenizer, const EmbedCall& call,
                                          const std::string& prompt, server::WorkRequest& job,
+                                         std::vector<std::vector<TextSpan>>* chunks,
                                          std::vector<std::vector<int64_t>>* rows) const;
   // A text, or a pair with the pair template, for a scoring job.
   struct ScoredText {

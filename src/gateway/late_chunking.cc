@@ -1,6 +1,7 @@
 #include "gateway/late_chunking.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 namespace stamen::gateway {
@@ -92,6 +93,60 @@ std::variant<LateChunkPlan, ApiError> PlanLateChunks(std::span<const Token> toke
     }
   }
   return plan;
+}
+
+namespace {
+
+std::vector<TextSpan> SentenceChunks(std::string_view text) {
+  std::vector<TextSpan> chunks;
+  size_t start = 0;
+  auto close = [&](size_t end) {
+    while (start < end && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+    size_t last = end;
+    while (last > start && std::isspace(static_cast<unsigned char>(text[last - 1]))) --last;
+    if (last > start) chunks.push_back({static_cast<int64_t>(start), static_cast<int64_t>(last)});
+    start = end;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    size_t mark = 0;  // bytes of a sentence end starting at i
+    if (text[i] == '.' || text[i] == '!' || text[i] == '?') {
+      mark = 1;
+    } else {
+      for (std::string_view wide : {"\u3002", "\uff01", "\uff1f"}) {  // 。！？
+        if (text.substr(i, wide.size()) == wide) mark = wide.size();
+      }
+    }
+    if (text[i] == '\n') {
+      close(i);
+    } else if (mark > 0 && (i + mark == text.size() || std::isspace(static_cast<unsigned char>(text[i + mark])) ||
+                            mark > 1)) {
+      close(i + mark);
+      i += mark - 1;
+    }
+  }
+  close(text.size());
+  return chunks;
+}
+
+}  // namespace
+
+std::vector<TextSpan> ChunksByRule(const ChunkingRule& rule, std::string_view text, std::span<const Token> tokens,
+                                   size_t prompt_bytes) {
+  if (rule.sentences) return SentenceChunks(text);
+  std::vector<const Token*> content;  // the text's own tokens
+  for (const Token& token : tokens) {
+    if (!token.special && token.begin >= prompt_bytes) content.push_back(&token);
+  }
+  std::vector<TextSpan> chunks;
+  const int64_t count = static_cast<int64_t>(content.size());
+  const int64_t step = rule.tokens - rule.overlap;
+  for (int64_t first = 0; first < count; first += step) {
+    const int64_t last = std::min(first + rule.tokens, count) - 1;
+    chunks.push_back({static_cast<int64_t>(content[first]->begin - prompt_bytes),
+                      static_cast<int64_t>(content[last]->end - prompt_bytes)});
+    if (last == count - 1) break;
+  }
+  return chunks;
 }
 
 }  // namespace stamen::gateway

@@ -45,4 +45,13 @@ std::variant<LateChunkPlan, ApiError> PlanLateChunks(std::span<const engine::Mod
                                                      std::span<const TextSpan> chunks, int64_t max_length,
                                                      const std::string& what);
 
+// The chunks `rule` cuts a text into (`tokens` and `prompt_bytes` as for PlanLateChunks):
+// - sentences: each runs from its first non-space byte through '.', '!' or '?' (or '。',
+//   '！', '？') followed by a space or the end, or up to a line break, or to the text's end;
+// - tokens: runs of rule.tokens of the text's tokens (special and prompt tokens left out), each
+//   starting rule.tokens − rule.overlap after the previous one, the last ending at the last
+//   token; each spans its first token's start to its last token's end.
+std::vector<TextSpan> ChunksByRule(const ChunkingRule& rule, std::string_view text,
+                                   std::span<const engine::ModelTokenizer::Token> tokens, size_t prompt_bytes);
+
 }  // namespace stamen::gateway

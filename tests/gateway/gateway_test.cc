@@ -456,6 +456,41 @@ TEST_F(GatewayTest, LateChunkingRunsALongTextInWindows) {
   ExpectNear(Floats(vectors.at(0)), Renormalized(mean, mean.size()));
 }
 
+// A chunking rule cuts the chunks in the gateway: the answer carries each chunk's span, and its
+// vectors are those of the same spans given as "chunks".
+TEST_F(GatewayTest, LateChunkingByARuleAnswersEachChunksSpan) {
+  const std::string text = "The cat sat on the mat. It was happy, and so was the dog.";
+  for (const std::string rule : {R"("sentences")", R"({"tokens": 5, "overlap": 2})"}) {
+    const auto ruled = Post(served_->port(), "/embed", R"({"inputs": ")" + text + R"(", "chunking": )" + rule + "}");
+    ASSERT_EQ(ruled.status, 200) << ruled.body;
+    auto items = Parse(parser_, ruled.body).at(0).get_array().value();
+    ASSERT_GE(items.size(), 2u) << rule;
+    std::string spans;
+    std::vector<std::vector<float>> vectors;
+    for (auto item : items) {
+      const int64_t start = item["chunk"].at(0).get_int64().value(), end = item["chunk"].at(1).get_int64().value();
+      spans += (spans.empty() ? "[" : ",[") + std::to_string(start) + "," + std::to_string(end) + "]";
+      vectors.push_back(Floats(item["embedding"]));
+      ExpectNear(vectors.back(), ChunkVector(*served_, text, start, end));
+    }
+    if (rule == R"("sentences")") EXPECT_EQ(spans, "[0,23],[24,57]");
+    simdjson::dom::parser other;
+    const auto given = Post(served_->port(), "/embed", R"({"inputs": ")" + text + R"(", "chunks": [)" + spans + "]}");
+    ASSERT_EQ(given.status, 200) << given.body;
+    auto given_vectors = Parse(other, given.body).at(0).get_array().value();
+    for (size_t k = 0; k < vectors.size(); ++k) ExpectNear(Floats(given_vectors.at(k)), vectors[k], 1e-6);
+  }
+  const auto openai = Post(served_->port(), "/v1/embeddings",
+                           R"({"input": ["A b. C d.", "E f."], "chunking": "sentences"})");
+  ASSERT_EQ(openai.status, 200) << openai.body;
+  auto data = Parse(parser_, openai.body)["data"].get_array().value();
+  ASSERT_EQ(data.size(), 3u);
+  EXPECT_EQ(data.at(2)["input_index"].get_int64().value(), 1);
+  EXPECT_EQ(data.at(1)["chunk"].at(0).get_int64().value(), 5);
+  EXPECT_EQ(Post(served_->port(), "/embed", R"({"inputs": "a", "chunking": "paragraphs"})").status, 400);
+  EXPECT_EQ(Post(served_->port(), "/embed", R"({"inputs": " . ", "chunking": {"tokens": 3}})").status, 200);
+}
+
 TEST_F(GatewayTest, LateChunkingErrorsNameTheChunk) {
   const auto ids = Post(served_->port(), "/embed", R"({"inputs": [101, 7592, 102], "chunks": [[0, 2]]})");
   EXPECT_EQ(ids.status, 400);

@@ -107,5 +107,31 @@ TEST(LateChunkingTest, AChunkLongerThanTheModelTakesIsRefused) {
             std::string::npos);
 }
 
+TEST(LateChunkingTest, SentencesEndAtTheirMarkOrALineBreak) {
+  const std::string text = "  The cat sat. It was happy! Was it? 3.85 million.\nA line\n\n猫です。犬も";
+  const auto chunks = ChunksByRule({.sentences = true}, text, {}, 0);
+  std::vector<std::string> sentences;
+  for (const TextSpan& chunk : chunks) sentences.push_back(text.substr(chunk.start, chunk.end - chunk.start));
+  EXPECT_EQ(sentences, (std::vector<std::string>{"The cat sat.", "It was happy!", "Was it?", "3.85 million.", "A line",
+                                                  "猫です。", "犬も"}));
+}
+
+TEST(LateChunkingTest, TokenRunsOverlapAndTheLastEndsAtTheLastToken) {
+  // A prompt of one word (bytes [0, 3)) before the text's 10 words, shifted by 3.
+  std::vector<Token> tokens = Words(11);
+  const auto chunks = ChunksByRule({.tokens = 4, .overlap = 1}, "", tokens, /*prompt_bytes=*/3);
+  // Text words 0..9 at text bytes [3i, 3i + 2): runs 0..3, 3..6, 6..9.
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0].start, 0);
+  EXPECT_EQ(chunks[0].end, 3 * 3 + 2);
+  EXPECT_EQ(chunks[1].start, 3 * 3);
+  EXPECT_EQ(chunks[2].start, 3 * 6);
+  EXPECT_EQ(chunks[2].end, 3 * 9 + 2);
+  // No overlap, a run longer than the text: one chunk of all of it.
+  const auto whole = ChunksByRule({.tokens = 50}, "", tokens, 3);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].end, 3 * 9 + 2);
+}
+
 }  // namespace
 }  // namespace stamen::gateway
