@@ -100,11 +100,14 @@ namespace {
 std::vector<TextSpan> SentenceChunks(std::string_view text) {
   std::vector<TextSpan> chunks;
   size_t start = 0;
+  // A sentence starts where the previous one ended, so the whitespace between them is the next
+  // one's: byte-level and SentencePiece tokenizers fold a space into the word after it ("▁It"
+  // spans the space), and a span starting after the space would leave that word out.
   auto close = [&](size_t end) {
-    while (start < end && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
-    size_t last = end;
-    while (last > start && std::isspace(static_cast<unsigned char>(text[last - 1]))) --last;
-    if (last > start) chunks.push_back({static_cast<int64_t>(start), static_cast<int64_t>(last)});
+    size_t first = start, last = end;
+    while (first < last && std::isspace(static_cast<unsigned char>(text[first]))) ++first;
+    while (last > first && std::isspace(static_cast<unsigned char>(text[last - 1]))) --last;
+    if (last > first) chunks.push_back({static_cast<int64_t>(start), static_cast<int64_t>(last)});
     start = end;
   };
   for (size_t i = 0; i < text.size(); ++i) {

@@ -5,7 +5,9 @@
 // spans (WorkRequest::spans). No I/O here: tests call it directly.
 //
 // A token belongs to a chunk when its byte span (as /tokenize reports it) lies inside the
-// chunk's; special tokens, and the prompt's tokens, belong to none.
+// chunk's; special tokens, and the prompt's tokens, belong to none. Byte-level BPE and
+// SentencePiece tokens span the space before their word ("▁It" is " It"), so a chunk should
+// start at the whitespace before its first word.
 //
 // Long texts: the content tokens are cut into windows of W = max_length minus the special
 // tokens, starting every 3W/4 tokens (the last one ends at the text's end), each wrapped in the
@@ -46,8 +48,10 @@ std::variant<LateChunkPlan, ApiError> PlanLateChunks(std::span<const engine::Mod
                                                      const std::string& what);
 
 // The chunks `rule` cuts a text into (`tokens` and `prompt_bytes` as for PlanLateChunks):
-// - sentences: each runs from its first non-space byte through '.', '!' or '?' (or '。',
-//   '！', '？') followed by a space or the end, or up to a line break, or to the text's end;
+// - sentences: each runs from where the previous one ended (the whitespace between them is
+//   the next one's, as tokenizers that fold a space into the next word have it) through '.',
+//   '!' or '?' (or '。', '！', '？') followed by a space or the end, or up to a line break, or to
+//   the text's end;
 // - tokens: runs of rule.tokens of the text's tokens (special and prompt tokens left out), each
 //   starting rule.tokens − rule.overlap after the previous one, the last ending at the last
 //   token; each spans its first token's start to its last token's end.

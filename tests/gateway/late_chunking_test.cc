@@ -112,8 +112,9 @@ TEST(LateChunkingTest, SentencesEndAtTheirMarkOrALineBreak) {
   const auto chunks = ChunksByRule({.sentences = true}, text, {}, 0);
   std::vector<std::string> sentences;
   for (const TextSpan& chunk : chunks) sentences.push_back(text.substr(chunk.start, chunk.end - chunk.start));
-  EXPECT_EQ(sentences, (std::vector<std::string>{"The cat sat.", "It was happy!", "Was it?", "3.85 million.", "A line",
-                                                  "猫です。", "犬も"}));
+  // Each from where the previous ended: the whitespace between them is the next one's.
+  EXPECT_EQ(sentences, (std::vector<std::string>{"  The cat sat.", " It was happy!", " Was it?", " 3.85 million.",
+                                                  "\nA line", "\n猫です。", "犬も"}));
 }
 
 TEST(LateChunkingTest, TokenRunsOverlapAndTheLastEndsAtTheLastToken) {
