@@ -334,7 +334,7 @@ engine::Status WriteSafetensors(const fs::path& path, const std::vector<engine::
 // linear.weight [out, in] each.
 engine::Status WriteDenseModules(const fs::path& out, uint64_t seed) {
   for (size_t i = 0; i < std::size(kGemmaDense); ++i) {
-    const auto [in, features] = std::pair{kGemmaDense[i][0], kGemmaDense[i][1]};
+    const int64_t in = kGemmaDense[i][0], features = kGemmaDense[i][1];
     const fs::path folder = out / (std::to_string(i + 2) + "_Dense");
     std::error_code error;
     fs::create_directories(folder, error);

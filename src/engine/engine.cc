@@ -165,12 +165,14 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
   if (!batch.token_type_ids.empty() && config_.type_vocab_size == 0) {
     return Status::Error(config_.architecture + " takes no token type ids");
   }
+  if (!options.spans.empty() && options.output != StepOutput::kEmbeddings) {
+    return Status::Error("spans (late chunking) apply to pooled embeddings only");
+  }
   switch (options.output) {
     case StepOutput::kScores:
       if (config_.head != ModelHead::kSequenceClassification) {
         return Status::Error(config_.architecture + " has no classification head: it gives embeddings, not scores");
       }
-      if (!options.spans.empty()) return Status::Error("spans (late chunking) apply to pooled embeddings only");
       break;
     case StepOutput::kEmbeddings: {
       const std::optional<ops::PoolingMode> chosen = options.pooling.has_value() ? options.pooling : default_pooling_;
@@ -195,7 +197,6 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
       break;
     }
     case StepOutput::kTokenEmbeddings:
-      if (!options.spans.empty()) return Status::Error("spans (late chunking) apply to pooled embeddings only");
       break;
   }
   const int64_t longest = model_->max_sequence_length();

@@ -58,8 +58,9 @@ class Dispatcher {
 
   struct JobState;
   // Runs every sequence of `job` and calls `done` once (from any thread) with job.status,
-  // job.output (rows × columns floats in order: server::RowOffsets) and job.timing (the slowest chunk's
-  // queue and compute time) filled. job.on_done is not used. The handle cancels it.
+  // job.output (rows × columns floats in order), job.row_offsets (server::RowOffsets: whose
+  // rows are whose) and job.timing (the slowest chunk's queue and compute time) filled.
+  // job.on_done is not used. The handle cancels it.
   std::shared_ptr<JobState> Run(std::shared_ptr<server::WorkRequest> job,
                                 std::function<void(server::WorkRequest&)> done);
   // Drops the job's chunks that have not run yet (the job then ends with kCancelled).

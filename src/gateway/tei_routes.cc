@@ -169,7 +169,7 @@ void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::option
       // Thousands of floats to format: off the worker's thread, onto the pool.
       pool_->Post([job, write, reply, tokenization_ms](size_t) {
         const WorkRequest& done = *job;
-        const std::vector<int64_t> rows = server::RowOffsets(done);
+        const std::vector<int64_t>& rows = done.row_offsets;  // set by Dispatcher::Run
         const size_t columns = static_cast<size_t>(done.columns);
         const float* values = reinterpret_cast<const float*>(done.output.data());
         std::string body = "[";

@@ -20,22 +20,29 @@ std::optional<Priority> ParsePriority(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<int64_t> RowOffsets(const WorkRequest& request) {
+namespace {
+
+// 0, then the running sum of count(sequence) over the request's sequences.
+template <typename Count>
+std::vector<int64_t> SequenceOffsets(const WorkRequest& request, Count count) {
   std::vector<int64_t> offsets(1, 0);
   offsets.reserve(request.lengths.size() + 1);
   for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {
-    offsets.push_back(offsets.back() + request.RowsOf(sequence));
+    offsets.push_back(offsets.back() + count(sequence));
   }
   return offsets;
 }
 
+}  // namespace
+
+std::vector<int64_t> RowOffsets(const WorkRequest& request) {
+  return SequenceOffsets(request, [&](size_t sequence) { return request.RowsOf(sequence); });
+}
+
 std::vector<int64_t> SpanOffsets(const WorkRequest& request) {
-  std::vector<int64_t> offsets(1, 0);
-  offsets.reserve(request.lengths.size() + 1);
-  for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {
-    offsets.push_back(offsets.back() + (request.span_counts.empty() ? 0 : request.span_counts[sequence]));
-  }
-  return offsets;
+  return SequenceOffsets(request, [&](size_t sequence) -> int64_t {
+    return request.span_counts.empty() ? 0 : request.span_counts[sequence];
+  });
 }
 
 }  // namespace stamen::server

@@ -473,7 +473,9 @@ TEST_F(GatewayTest, LateChunkingByARuleAnswersEachChunksSpan) {
       vectors.push_back(Floats(item["embedding"]));
       ExpectNear(vectors.back(), ChunkVector(*served_, text, start, end));
     }
-    if (rule == R"("sentences")") EXPECT_EQ(spans, "[0,23],[23,57]");
+    if (rule == R"("sentences")") {
+      EXPECT_EQ(spans, "[0,23],[23,57]");
+    }
     simdjson::dom::parser other;
     const auto given = Post(served_->port(), "/embed", R"({"inputs": ")" + text + R"(", "chunks": [)" + spans + "]}");
     ASSERT_EQ(given.status, 200) << given.body;
