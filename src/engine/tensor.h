@@ -74,6 +74,9 @@ class Tensor {
   int64_t NumElements() const { return empty() ? 0 : shape_.NumElements(); }
   size_t NumBytes() const { return static_cast<size_t>(NumElements()) * ElementSize(dtype_); }
   bool owns_memory() const { return owner_ != nullptr; }
+  // What keeps the memory alive (null for a view of foreign memory without a keep-alive):
+  // caches of derived data (packed weights) hold it weakly, to know when their copy is stale.
+  const std::shared_ptr<const void>& keep_alive() const { return owner_; }
 
   void* raw_data() const { return data_; }
   // Typed access; the caller has checked dtype() (ops do, in their device-independent part).

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/cpu/small_gemm.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/convert.h"
@@ -57,6 +58,74 @@ TEST(GemmTest, MatchesReferenceWithBiasAccumulateAndActivation) {
       EXPECT_NEAR(plain.data<float>()[i * n + j], biased, 1e-4);
       EXPECT_NEAR(gelu.data<float>()[i * n + j], GeluErf(biased), 1e-4);
       EXPECT_NEAR(accumulated.data<float>()[i * n + j], before.data<float>()[i * n + j] + dot, 1e-4);
+    }
+  }
+}
+
+double Activated(ops::Activation activation, double x) {
+  switch (activation) {
+    case ops::Activation::kIdentity: return x;
+    case ops::Activation::kGeluErf: return GeluErf(x);
+    case ops::Activation::kGeluTanh: return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case ops::Activation::kRelu: return x > 0.0 ? x : 0.0;
+    case ops::Activation::kSilu: return x / (1.0 + std::exp(-x));
+    case ops::Activation::kTanh: return std::tanh(x);
+  }
+  return x;
+}
+
+// Short inputs (m ≤ kSmallGemmMaxRows) take the packed kernel: every row count of a partial
+// tile, a width that ends in a partial panel, every activation, accumulation, and no bias.
+TEST(GemmTest, ShortInputsMatchReferenceThroughPackedWeights) {
+  const int64_t k = 50, n = 29;
+  Tensor w = Random({n, k}, 12), b = Random({n}, 13, 0.5f);
+  const size_t packed_before = cpu::SmallGemmPackedBytes();
+  for (const int64_t m : {int64_t{1}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{13}, cpu::kSmallGemmMaxRows}) {
+    Tensor x = Random({m, k}, static_cast<uint32_t>(m), 0.3f);
+    for (const ops::Activation activation :
+         {ops::Activation::kIdentity, ops::Activation::kGeluErf, ops::Activation::kGeluTanh, ops::Activation::kRelu,
+          ops::Activation::kSilu, ops::Activation::kTanh}) {
+      Tensor y = Zeros({m, n});
+      ASSERT_TRUE(ops::Gemm(x, w, b, y, {.activation = activation}).ok());
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = b.data<float>()[j];
+          for (int64_t p = 0; p < k; ++p) dot += double{x.data<float>()[i * k + p]} * w.data<float>()[j * k + p];
+          ASSERT_NEAR(y.data<float>()[i * n + j], Activated(activation, dot), 2e-5 * (1.0 + std::abs(dot)))
+              << "m " << m << " row " << i << " column " << j << " activation " << static_cast<int>(activation);
+        }
+      }
+    }
+    Tensor accumulated = Random({m, n}, 99), before = Zeros({m, n});
+    std::copy_n(accumulated.data<float>(), m * n, before.data<float>());
+    ASSERT_TRUE(ops::Gemm(x, w, Tensor(), accumulated, {.accumulate = true}).ok());
+    for (int64_t i = 0; i < m * n; ++i) {
+      double dot = 0.0;
+      for (int64_t p = 0; p < k; ++p) dot += double{x.data<float>()[i / n * k + p]} * w.data<float>()[i % n * k + p];
+      ASSERT_NEAR(accumulated.data<float>()[i], before.data<float>()[i] + dot, 2e-5);
+    }
+  }
+  // One packed copy of w for all of those calls: 2 panels of 16 columns × k.
+  EXPECT_EQ(cpu::SmallGemmPackedBytes() - packed_before, size_t{2 * 16 * k * sizeof(float)});
+}
+
+// A packed copy belongs to its weight's memory: a new weight (even at the same address, as
+// the allocator may hand back) is packed afresh, and a view without an owner stays with oneDNN.
+TEST(GemmTest, PackedWeightsFollowTheirWeightsMemory) {
+  const int64_t m = 3, k = 20, n = 16;
+  Tensor x = Random({m, k}, 21);
+  for (uint32_t seed = 30; seed < 34; ++seed) {
+    Tensor w = Random({n, k}, seed);
+    Tensor y = Zeros({m, n});
+    ASSERT_TRUE(ops::Gemm(x, w, Tensor(), y).ok());
+    Tensor unowned = Tensor::Wrap(w.raw_data(), DataType::kF32, w.shape());
+    Tensor y_unowned = Zeros({m, n});
+    ASSERT_TRUE(ops::Gemm(x, unowned, Tensor(), y_unowned).ok());
+    for (int64_t i = 0; i < m * n; ++i) {
+      double dot = 0.0;
+      for (int64_t p = 0; p < k; ++p) dot += double{x.data<float>()[i / n * k + p]} * w.data<float>()[i % n * k + p];
+      ASSERT_NEAR(y.data<float>()[i], dot, 1e-4) << "weight " << seed;
+      ASSERT_NEAR(y_unowned.data<float>()[i], dot, 1e-4) << "weight " << seed;
     }
   }
 }

@@ -1,4 +1,4 @@
-// Dense layers on the CPU with oneDNN's matmul. One primitive per (n, k, bias, options),
+// Dense layers on the CPU with oneDNN's matmul (short inputs go to small_gemm.h's kernel). One primitive per (n, k, bias, options),
 // created on first use with the row count m left as a runtime dimension, so a ragged batch
 // of any token count reuses it (creating a primitive costs far more than a small gemm).
 #include <map>
@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/small_gemm.h"
 
 namespace stamen::engine::cpu {
 namespace {
@@ -76,6 +77,7 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
   const int64_t k = input.dim(1);
   const int64_t n = weight.dim(0);
   if (m == 0 || n == 0) return Status();
+  if (SmallGemm(input, weight, bias, output, options)) return Status();  // short inputs: packed weights
   try {
     MatmulCache& cache = MatmulCache::Get();
     const dnnl::matmul& matmul = cache.Find(Key{n, k, !bias.empty(), options.accumulate, options.activation});
