@@ -171,6 +171,38 @@ TEST(ActivationTest, MatchesFormulas) {
   EXPECT_FALSE(ops::ActivationFromName("mish").has_value());
 }
 
+// Every activation, eight lanes at a time and in the scalar tail, across the range a model
+// produces and beyond it (where exp saturates): within 1e-6 of double precision, relative
+// to the value's size.
+TEST(ActivationTest, EveryActivationOverItsRangeAndItsGatedForm) {
+  std::vector<float> values;
+  for (int i = -400; i <= 400; ++i) values.push_back(static_cast<float>(i) * 0.03f);
+  for (const float extreme : {-200.0f, -90.0f, -30.0f, -1e-7f, 0.0f, 1e-7f, 30.0f, 90.0f, 200.0f}) values.push_back(extreme);
+  const int64_t count = static_cast<int64_t>(values.size());  // 810: 101 vectors and a tail of 2
+  Tensor x = Zeros({count}), y = Zeros({count});
+  std::copy(values.begin(), values.end(), x.data<float>());
+  const int64_t width = 20;  // a gated row: two vectors and a tail of 4
+  Tensor gate_up = Random({3, 2 * width}, 7, 2.0f), gated = Zeros({3, width});
+  for (const ops::Activation activation :
+       {ops::Activation::kGeluErf, ops::Activation::kGeluTanh, ops::Activation::kRelu, ops::Activation::kSilu,
+        ops::Activation::kTanh}) {
+    ASSERT_TRUE(ops::Activate(activation, x, y).ok());
+    for (int64_t i = 0; i < count; ++i) {
+      const double expected = Activated(activation, values[i]);
+      ASSERT_NEAR(y.data<float>()[i], expected, 1e-6 * (1.0 + std::abs(expected)))
+          << "x " << values[i] << " activation " << static_cast<int>(activation);
+    }
+    ASSERT_TRUE(ops::GatedActivation(activation, gate_up, gated).ok());
+    for (int64_t t = 0; t < 3; ++t) {
+      for (int64_t j = 0; j < width; ++j) {
+        const double g = gate_up.data<float>()[t * 2 * width + j], u = gate_up.data<float>()[t * 2 * width + width + j];
+        const double expected = Activated(activation, g) * u;
+        ASSERT_NEAR(gated.data<float>()[t * width + j], expected, 1e-6 * (1.0 + std::abs(expected)));
+      }
+    }
+  }
+}
+
 TEST(NormTest, LayerNormWithResidualInPlace) {
   const int64_t rows = 6, n = 48;
   Tensor x = Random({rows, n}, 7, 2.0f), residual = Random({rows, n}, 8), gamma = Random({n}, 9), beta = Random({n}, 10);

@@ -1,7 +1,10 @@
-// Elementwise activations on the CPU (the scalar reference; models fuse them into the gemm).
+// Elementwise and gated activations on the CPU: eight lanes at a time (vector_activation.h),
+// the scalar libm form for the tail of a row. Plain activations are usually fused into the
+// gemm; the gated ones (GeGLU, SwiGLU) run here over the whole intermediate.
 #include <cmath>
 
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/vector_activation.h"
 
 namespace stamen::engine::cpu {
 namespace {
@@ -25,7 +28,9 @@ Status Activate(ops::Activation activation, const Tensor& input, Tensor& output)
   const float* in = input.data<float>();
   float* out = output.data<float>();
   const int64_t count = input.NumElements();
-  for (int64_t i = 0; i < count; ++i) out[i] = Apply(activation, in[i]);
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) _mm256_storeu_ps(out + i, ActivateEight(activation, _mm256_loadu_ps(in + i)));
+  for (; i < count; ++i) out[i] = Apply(activation, in[i]);
   return Status();
 }
 
@@ -36,7 +41,11 @@ Status GatedActivation(ops::Activation activation, const Tensor& gate_up, Tensor
     const float* gate = gate_up.data<float>() + r * 2 * n;
     const float* up = gate + n;
     float* out = output.data<float>() + r * n;
-    for (int64_t i = 0; i < n; ++i) out[i] = Apply(activation, gate[i]) * up[i];
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(ActivateEight(activation, _mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; ++i) out[i] = Apply(activation, gate[i]) * up[i];
   }
   return Status();
 }

@@ -2,6 +2,8 @@
 // epilogue (bias, activation, accumulation), all AVX2 + FMA, the x86-64-v3 baseline.
 #include "engine/cpu/small_gemm.h"
 
+#include "engine/cpu/vector_activation.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -17,71 +19,6 @@ namespace {
 
 constexpr int64_t kPanelWidth = 16;  // output columns per panel: two ymm registers
 constexpr int kTileRows = 6;         // rows per tile: 12 accumulators + 2 panel + 1 broadcast registers
-
-// ---- Activations, eight lanes at a time -------------------------------------------------
-// Each within a few fp32 ulps of the scalar reference in activation.cc (tested there).
-
-// e^x: x = n·ln2 + r with |r| ≤ ln2/2, e^r by its degree-6 Taylor polynomial (relative
-// error < 2e-7), 2^n put into the exponent bits. Clamped to the finite fp32 range.
-inline __m256 Exp(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // ln2 in two parts: exact n·hi
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
-}
-
-// tanh(y) = 1 − 2 / (e^{2y} + 1): absolute error ~1e-7, which is all GELU and the pooler need.
-inline __m256 Tanh(__m256 y) {
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 e = Exp(_mm256_add_ps(y, y));
-  return _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
-}
-
-// erf by Abramowitz & Stegun 7.1.26 (absolute error ≤ 1.5e-7), odd in x.
-inline __m256 Erf(__m256 x) {
-  const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
-  const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), a, one));
-  __m256 p = _mm256_set1_ps(1.061405429f);
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-  p = _mm256_mul_ps(p, t);
-  const __m256 e = Exp(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(a, a)));
-  return _mm256_or_ps(_mm256_fnmadd_ps(p, e, one), sign);
-}
-
-inline __m256 Activate(ops::Activation activation, __m256 x) {
-  const __m256 half = _mm256_set1_ps(0.5f);
-  const __m256 one = _mm256_set1_ps(1.0f);
-  switch (activation) {
-    case ops::Activation::kIdentity: return x;
-    case ops::Activation::kGeluErf:
-      return _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, Erf(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)))));
-    case ops::Activation::kGeluTanh: {
-      const __m256 cube = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-      const __m256 inner = _mm256_mul_ps(_mm256_set1_ps(0.79788456080286536f), _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), cube, x));
-      return _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, Tanh(inner)));
-    }
-    case ops::Activation::kRelu: return _mm256_max_ps(x, _mm256_setzero_ps());
-    case ops::Activation::kSilu:
-      return _mm256_div_ps(x, _mm256_add_ps(one, Exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-    case ops::Activation::kTanh: return Tanh(x);
-  }
-  return x;
-}
 
 // ---- Packed weights ---------------------------------------------------------------------
 
@@ -220,8 +157,8 @@ void Tile(const float* input, int64_t lda, const float* panel, int64_t k, float*
       _mm256_store_ps(row, _mm256_add_ps(_mm256_add_ps(sums[r][0], bias_low), _mm256_load_ps(row)));
       _mm256_store_ps(row + 8, _mm256_add_ps(_mm256_add_ps(sums[r][1], bias_high), _mm256_load_ps(row + 8)));
     } else {
-      _mm256_store_ps(row, Activate(epilogue.activation, _mm256_add_ps(sums[r][0], bias_low)));
-      _mm256_store_ps(row + 8, Activate(epilogue.activation, _mm256_add_ps(sums[r][1], bias_high)));
+      _mm256_store_ps(row, ActivateEight(epilogue.activation, _mm256_add_ps(sums[r][0], bias_low)));
+      _mm256_store_ps(row + 8, ActivateEight(epilogue.activation, _mm256_add_ps(sums[r][1], bias_high)));
     }
     std::copy(row, row + columns, target);
   }
