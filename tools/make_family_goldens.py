@@ -23,7 +23,7 @@ Families: qwen3, distilbert, distilbert-classifier, mpnet, mpnet-masked-lm,
 mpnet-masked-lm-prefixed, mpnet-classifier, roberta-classifier, camembert, modernbert,
 modernbert-classifier, modernbert-biased-mean-classifier, gemma3, llama, mistral, deberta-v3,
 deberta-v3-reranker, deberta-v2, deberta-v2-c2p-classifier, bert-classifier (3 labels), bert-splade
-(BertForMaskedLM), roberta-splade (RobertaForMaskedLM), qwen3-classifier, qwen3-classifier-3,
+(BertForMaskedLM), roberta-splade (RobertaForMaskedLM), distilbert-splade (DistilBertForMaskedLM), qwen3-classifier, qwen3-classifier-3,
 qwen2-classifier, qwen3-reranker, qwen3-reranker-tied (Qwen3ForCausalLM with a byte-level BPE
 tokenizer.json: `logits_i` [1, 1] = logit("yes") - logit("no") at the last position of the full
 vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `pair_ids_k` /
@@ -116,7 +116,7 @@ def qwen3_reranker(tied=False):
                 reranker=True)
 
 
-def distilbert(labels=0):
+def distilbert(labels=0, splade=False):
     kwargs = dict(vocab_size=VOCAB, dim=64, n_layers=2, n_heads=4, hidden_dim=128, max_position_embeddings=512,
                   sinusoidal_pos_embds=False, activation="gelu", pad_token_id=0, attn_implementation="eager")
     if labels:
@@ -124,7 +124,12 @@ def distilbert(labels=0):
         kwargs.update(num_labels=3, id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
     config = transformers.DistilBertConfig(**kwargs)
     cls = transformers.DistilBertForSequenceClassification if labels else transformers.DistilBertModel
-    return dict(cls=cls, config=config, seed=101, ids=(101, 102), pad=0, learned_positions=True)
+    if splade:
+        # DistilBertForMaskedLM (naver/splade_v2_distil and its kin): vocab_transform → GELU →
+        # vocab_layer_norm → vocab_projector, tied to the word embeddings, with its own bias.
+        cls = transformers.DistilBertForMaskedLM
+    return dict(cls=cls, config=config, seed=110 if splade else 101, ids=(101, 102), pad=0, learned_positions=True,
+                splade=splade)
 
 
 def mpnet():
@@ -285,6 +290,7 @@ FAMILIES = {
     "qwen3": qwen3,
     "distilbert": distilbert,
     "distilbert-classifier": lambda: distilbert(labels=3),
+    "distilbert-splade": lambda: distilbert(splade=True),
     "mpnet": mpnet,
     "mpnet-masked-lm": mpnet,
     "mpnet-masked-lm-prefixed": mpnet,

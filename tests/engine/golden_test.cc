@@ -154,7 +154,7 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
                                            "tiny-qwen3-classifier-3", "tiny-qwen2-classifier", "tiny-qwen3-reranker",
                                            "tiny-qwen3-reranker-tied", "tiny-deberta-v3", "tiny-deberta-v3-reranker",
                                            "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier", "tiny-bert-classifier",
-                                           "tiny-bert-splade", "tiny-roberta-splade", "tiny-modernbert-bf16",
+                                           "tiny-bert-splade", "tiny-roberta-splade", "tiny-distilbert-splade", "tiny-modernbert-bf16",
                                            "tiny-qwen3-f16", "tiny-gemma3-bf16"),
                          FolderTestName);
 

@@ -1,5 +1,5 @@
-// DistilBERT encoders (the msmarco / multi-qa bi-encoders) and their sequence-classification
-// heads (sentiment, NLI). BERT's post-LayerNorm layer under other names and config keys
+// DistilBERT encoders (the msmarco / multi-qa bi-encoders), their sequence-classification
+// heads (sentiment, NLI) and their masked-LM head (SPLADE: naver/splade_v2_distil and kin). BERT's post-LayerNorm layer under other names and config keys
 // (dim, n_layers, n_heads, hidden_dim, activation), with learned positions from 0 and no
 // token types. The head: ReLU(pre_classifier(x_cls)), then classifier.
 #include <string>
@@ -26,6 +26,10 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
   if (config.head == ModelHead::kSequenceClassification) {
     layers::VisitClassifier(visit, weights.head, "pre_classifier", "classifier", config.hidden_size,
                             config.num_labels);
+  } else if (config.head == ModelHead::kMaskedLm) {
+    // BERT's head under other names; vocab_projector is tied to the word embeddings.
+    layers::VisitMaskedLmHead(visit, weights.masked_lm,
+                              {"vocab_transform", "vocab_layer_norm", "vocab_projector", "vocab_projector.bias"}, config);
   }
 }
 
@@ -51,6 +55,7 @@ constexpr std::string_view kPrefixes[] = {"", "distilbert."};
 constexpr ArchitectureDefinition kArchitectures[] = {
     {"DistilBertModel", ModelHead::kNone, "", "distilbert"},
     {"DistilBertForSequenceClassification", ModelHead::kSequenceClassification, "distilbert.", ""},
+    {"DistilBertForMaskedLM", ModelHead::kMaskedLm, "distilbert.", ""},
 };
 
 }  // namespace

@@ -170,9 +170,11 @@ StatusOr<Tensor> PostNormEncoderModel::Classify(const ModelInput& input, const T
 
 Status PostNormEncoderModel::SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output) {
   if (config_.head != ModelHead::kMaskedLm) return Model::SpladeVectors(input, hidden, output);
-  // BERT's transform uses hidden_act; RoBERTa's lm_head is always erf-GELU.
+  // BERT's and DistilBERT's transforms use the model's activation; RoBERTa's lm_head is always
+  // erf-GELU.
+  const bool own_activation = config_.family == ModelFamily::kBert || config_.family == ModelFamily::kDistilBert;
   const MaskedLmHeadSettings head{
-      .activation = config_.family == ModelFamily::kBert ? config_.hidden_act : ops::Activation::kGeluErf,
+      .activation = own_activation ? config_.hidden_act : ops::Activation::kGeluErf,
       .norm_eps = static_cast<float>(config_.norm_eps)};
   // The hidden state is the workspace's first slot (Forward); the head takes the slots after it.
   return layers::SpladeVectors(weights_.masked_lm, head, weights_.embeddings.word, input, hidden,
