@@ -24,13 +24,14 @@
 #include <vector>
 
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/panel_tile.h"
 #include "engine/cpu/vector_math.h"
 
 namespace stamen::engine::cpu {
 namespace {
 
 constexpr int64_t kQueryTile = 6;  // 6 × 2 accumulators + 2 loaded + 1 broadcast = 15 of 16 registers
-constexpr int64_t kKeyPanel = 16;
+constexpr int64_t kKeyPanel = kPanelColumns;
 
 // Reused across calls (one per thread): grows to the longest sequence seen, then never
 // allocates again.
@@ -66,18 +67,7 @@ void ScoreTile(const float* queries, const float* keys, int64_t d, int64_t panel
   for (int64_t p = 0; p < panels; ++p) {
     const float* panel = keys + p * d * kKeyPanel;
     __m256 low[kQueryTile], high[kQueryTile];
-#pragma GCC unroll 6
-    for (int r = 0; r < kQueryTile; ++r) low[r] = high[r] = _mm256_setzero_ps();
-    for (int64_t t = 0; t < d; ++t) {
-      const __m256 first = _mm256_load_ps(panel + t * kKeyPanel);
-      const __m256 second = _mm256_load_ps(panel + t * kKeyPanel + 8);
-#pragma GCC unroll 6
-      for (int r = 0; r < kQueryTile; ++r) {
-        const __m256 query = _mm256_broadcast_ss(queries + r * d + t);
-        low[r] = _mm256_fmadd_ps(query, first, low[r]);
-        high[r] = _mm256_fmadd_ps(query, second, high[r]);
-      }
-    }
+    MultiplyPanel<kQueryTile>(queries, d, panel, d, low, high);
 #pragma GCC unroll 6
     for (int r = 0; r < kQueryTile; ++r) {
       _mm256_storeu_ps(scores + r * stride + p * kKeyPanel, low[r]);

@@ -2,6 +2,7 @@
 // epilogue (bias, activation, accumulation), all AVX2 + FMA, the x86-64-v3 baseline.
 #include "engine/cpu/small_gemm.h"
 
+#include "engine/cpu/panel_tile.h"
 #include "engine/cpu/vector_activation.h"
 
 #include <immintrin.h>
@@ -17,8 +18,8 @@
 namespace stamen::engine::cpu {
 namespace {
 
-constexpr int64_t kPanelWidth = 16;  // output columns per panel: two ymm registers
-constexpr int kTileRows = 6;         // rows per tile: 12 accumulators + 2 panel + 1 broadcast registers
+constexpr int64_t kPanelWidth = kPanelColumns;  // output columns per panel: two ymm registers
+constexpr int kTileRows = 6;                     // rows per tile: 15 of the 16 ymm registers (panel_tile.h)
 
 // ---- Packed weights ---------------------------------------------------------------------
 
@@ -130,21 +131,8 @@ struct Epilogue {
 template <int kRows>
 void Tile(const float* input, int64_t lda, const float* panel, int64_t k, float* output, int64_t ldc,
           int64_t columns, const Epilogue& epilogue) {
-  // The row loops must be unrolled for the sums to live in registers; GCC does not unroll
-  // them at -O2 without being told.
-  __m256 sums[kRows][2];
-#pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r) sums[r][0] = sums[r][1] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < k; ++i) {
-    const __m256 low = _mm256_load_ps(panel + i * kPanelWidth);
-    const __m256 high = _mm256_load_ps(panel + i * kPanelWidth + 8);
-#pragma GCC unroll 6
-    for (int r = 0; r < kRows; ++r) {
-      const __m256 a = _mm256_broadcast_ss(input + r * lda + i);
-      sums[r][0] = _mm256_fmadd_ps(a, low, sums[r][0]);
-      sums[r][1] = _mm256_fmadd_ps(a, high, sums[r][1]);
-    }
-  }
+  __m256 low[kRows], high[kRows];
+  MultiplyPanel<kRows>(input, lda, panel, k, low, high);
   alignas(32) float bias[kPanelWidth] = {};
   if (epilogue.bias != nullptr) std::copy(epilogue.bias, epilogue.bias + columns, bias);
   const __m256 bias_low = _mm256_load_ps(bias), bias_high = _mm256_load_ps(bias + 8);
@@ -154,11 +142,11 @@ void Tile(const float* input, int64_t lda, const float* panel, int64_t k, float*
     float* target = output + r * ldc;
     if (epilogue.accumulate) {
       std::copy(target, target + columns, row);
-      _mm256_store_ps(row, _mm256_add_ps(_mm256_add_ps(sums[r][0], bias_low), _mm256_load_ps(row)));
-      _mm256_store_ps(row + 8, _mm256_add_ps(_mm256_add_ps(sums[r][1], bias_high), _mm256_load_ps(row + 8)));
+      _mm256_store_ps(row, _mm256_add_ps(_mm256_add_ps(low[r], bias_low), _mm256_load_ps(row)));
+      _mm256_store_ps(row + 8, _mm256_add_ps(_mm256_add_ps(high[r], bias_high), _mm256_load_ps(row + 8)));
     } else {
-      _mm256_store_ps(row, ActivateEight(epilogue.activation, _mm256_add_ps(sums[r][0], bias_low)));
-      _mm256_store_ps(row + 8, ActivateEight(epilogue.activation, _mm256_add_ps(sums[r][1], bias_high)));
+      _mm256_store_ps(row, ActivateEight(epilogue.activation, _mm256_add_ps(low[r], bias_low)));
+      _mm256_store_ps(row + 8, ActivateEight(epilogue.activation, _mm256_add_ps(high[r], bias_high)));
     }
     std::copy(row, row + columns, target);
   }
