@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -14,10 +15,12 @@
 #include "engine/model_options.h"
 #include "engine/yes_no_reranker.h"
 #include "gateway/gateway.h"
+#include "gateway/model_router.h"
 #include "gateway/json_log.h"
 #include "hub/resolve_model.h"
 #include "server/local_worker.h"
 #include "device_option.h"
+#include "served_models.h"
 #include "termination_signal.h"
 
 namespace stamen::apps {
@@ -25,10 +28,11 @@ namespace {
 
 struct GatewayCommandOptions {
   gateway::GatewayOptions gateway;
-  std::string workers;  // --workers host:port,...
+  std::vector<std::string> workers;  // --workers [NAME=]host:port,..., once per model
   std::string pooling;
   std::string yes_no_reranker = "auto";
-  std::string model;  // --model: the same as --model-id
+  std::vector<std::string> models;  // --model [NAME=]MODEL, once or more
+  std::string models_file;          // --models FILE
   bool offline = false;
   bool json_output = false;
   hub::ResolveOptions hub;  // --revision, --hf-token, --huggingface-hub-cache
@@ -38,25 +42,53 @@ struct GatewayCommandOptions {
   double health_interval_seconds = 1;   // --health-interval (gateway)
 };
 
-// --model DIR or org/name (found in, or pulled into, the Hugging Face cache); the model id
-// defaults to the hub id.
-bool ResolveModelFolder(GatewayCommandOptions& options, std::string* error) {
-  std::string& model = options.gateway.model_dir;  // --model-id (or MODEL_ID)
+// The models to serve: --models FILE, or each --model, or --model-id (MODEL_ID); the name
+// of a single one may come from --served-model-name.
+bool ListModels(const GatewayCommandOptions& options, std::vector<ModelSpec>* specs, std::string* error) {
+  const std::string& model_id = options.gateway.model_dir;  // --model-id (or MODEL_ID)
   const char* environment = std::getenv("MODEL_ID");
   // The command line wins over the environment.
-  if (!options.model.empty() && environment != nullptr && model == environment) model = options.model;
-  if (!options.model.empty() && !model.empty() && options.model != model) {
+  const bool listed = !options.models.empty() || !options.models_file.empty();
+  const bool model_id_given = !model_id.empty() && !(listed && environment != nullptr && model_id == environment);
+  if (!options.models_file.empty()) {
+    if (!options.models.empty()) {
+      *error = "--models " + options.models_file + " and --model both list models: give them all in one";
+      return false;
+    }
+    if (*error = ReadModelsFile(options.models_file, specs); !error->empty()) return false;
+  }
+  for (const std::string& argument : options.models) specs->push_back(ParseModelArgument(argument));
+  if (model_id_given && specs->empty()) {
+    specs->emplace_back().model = model_id;
+  } else if (model_id_given && !(specs->size() == 1 && specs->front().model == model_id)) {
     // Before TEI's names, --model-id was the served name: say what it is now.
-    *error = "--model " + options.model + " and --model-id " + model +
-             " both name the model (--model-id is the model, as in Text Embeddings Inference); name the served "
-             "model with --served-model-name";
+    *error = "--model " + (options.models.empty() ? options.models_file : options.models.front()) + " and --model-id " +
+             model_id + " both name the model (--model-id is the model, as in Text Embeddings Inference); name the "
+             "served model with --served-model-name, or several models with --model NAME=FOLDER each";
     return false;
   }
-  if (model.empty()) model = options.model;
-  if (model.empty()) {
+  if (specs->empty()) {
     *error = "no model: give --model-id (or --model, or the MODEL_ID environment variable)";
     return false;
   }
+  if (const std::string& served_name = options.gateway.model_id; !served_name.empty()) {
+    if (specs->size() > 1) {
+      *error = "--served-model-name names one model, and " + std::to_string(specs->size()) +
+               " are served: name each with --model NAME=FOLDER (or \"name\" in --models)";
+      return false;
+    }
+    if (!specs->front().name.empty() && specs->front().name != served_name) {
+      *error = "--served-model-name " + served_name + " and --model " + specs->front().name + "=… name the model twice";
+      return false;
+    }
+    specs->front().name = served_name;
+  }
+  return true;
+}
+
+// --model-id DIR or org/name (found in, or pulled into, the Hugging Face cache); the model id
+// defaults to the hub id.
+bool ResolveModelFolder(GatewayCommandOptions& options, std::string* error) {
   options.hub.offline = options.offline;
   auto folder = hub::ResolveModel(options.gateway.model_dir, options.hub);
   if (!folder.ok()) {
@@ -67,6 +99,7 @@ bool ResolveModelFolder(GatewayCommandOptions& options, std::string* error) {
     options.gateway.model_id = options.gateway.model_dir;
   }
   options.gateway.model_dir = folder.value();
+  options.gateway.model_id = engine::ModelIdOf(options.gateway.model_dir, options.gateway.model_id);
   return true;
 }
 
@@ -104,7 +137,12 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   command->add_option("--model-id", g.model_dir,
                       "The model: a Hugging Face model folder, or a hub id org/name (pulled when missing)")
       ->envname("MODEL_ID");
-  command->add_option("--model", options.model, "The same as --model-id");
+  command->add_option("--model", options.models,
+                      "The same as --model-id; NAME=FOLDER (or NAME=org/name) names it. Give it once per model to "
+                      "serve several: requests pick one by their \"model\" field or the path /models/NAME/…");
+  command->add_option("--models", options.models_file,
+                      "A JSON file listing the models to serve, each with options of its own: "
+                      "{\"models\": [{\"name\", \"model\", \"pooling\", \"workers\", \"max_batch_tokens\", …}]}");
   command->add_option("--served-model-name", g.model_id,
                       "Name reported by /info, /v1/models and in responses (default: the hub id, else the folder's name)")
       ->envname("SERVED_MODEL_NAME");
@@ -207,58 +245,195 @@ void SetUpLogging(const GatewayCommandOptions& options) {
   if (options.json_output) gateway::UseJsonLogs();
 }
 
-int RunServe(GatewayCommandOptions& options, server::LocalWorkerOptions worker_options) {
+// One model as served: its gateway's options and, for serve, its in-process worker's.
+struct ServedModel {
+  GatewayCommandOptions options;
+  server::LocalWorkerOptions worker;
+  std::vector<std::string> workers;  // gateway: the addresses its spec gave
+};
+
+// `spec`'s options over the command line's (`options`, `worker`), its folder found or pulled.
+bool Configure(const ModelSpec& spec, const GatewayCommandOptions& options, const server::LocalWorkerOptions& worker,
+               ServedModel* model, std::string* error) {
+  model->options = options;
+  model->worker = worker;
+  GatewayCommandOptions& o = model->options;
+  o.gateway.model_dir = spec.model;
+  o.gateway.model_id = spec.name;
+  if (spec.revision) o.hub.revision = *spec.revision;
+  if (spec.pooling) o.pooling = *spec.pooling;
+  if (spec.default_prompt) o.gateway.default_prompt = *spec.default_prompt;
+  if (spec.default_prompt_name) o.gateway.default_prompt_name = *spec.default_prompt_name;
+  if (spec.instruction) o.gateway.yes_no_instruction = *spec.instruction;
+  if (spec.yes_no_reranker) o.yes_no_reranker = *spec.yes_no_reranker;
+  if (spec.auto_truncate) o.gateway.auto_truncate = *spec.auto_truncate;
+  model->workers = spec.workers;
+  server::LocalWorkerOptions& w = model->worker;
+  if (spec.device) {
+    if (*error = ApplyDeviceOption(*spec.device, &w.engine); !error->empty()) return false;
+  }
+  if (spec.max_batch_tokens) w.scheduler.max_batch_tokens = *spec.max_batch_tokens;
+  if (spec.max_batch_requests) w.scheduler.max_batch_sequences = *spec.max_batch_requests;
+  if (spec.max_queued_tokens) w.scheduler.max_queued_tokens = *spec.max_queued_tokens;
+  if (spec.threads) w.engine.num_threads = *spec.threads;
+  if (!ResolvePooling(o, error) || !ResolveModelFolder(o, error)) return false;
+  o.gateway.request_timeout = Milliseconds(o.request_timeout_seconds);
+  return true;
+}
+
+// Every model of the command line, configured; on failure `error` says which and why.
+bool ConfigureModels(const GatewayCommandOptions& options, const server::LocalWorkerOptions& worker,
+                     std::vector<ServedModel>* models, std::string* error) {
+  std::vector<ModelSpec> specs;
+  if (!ListModels(options, &specs, error)) return false;
+  for (const ModelSpec& spec : specs) {
+    models->emplace_back();
+    if (!Configure(spec, options, worker, &models->back(), error)) {
+      if (specs.size() > 1) *error = "model " + (spec.name.empty() ? spec.model : spec.name) + ": " + *error;
+      return false;
+    }
+    // Before any model is loaded.
+    const std::string& name = models->back().options.gateway.model_id;
+    for (size_t i = 0; i + 1 < models->size(); ++i) {
+      if ((*models)[i].options.gateway.model_id != name) continue;
+      *error = "two models are named '" + name + "': give each its own name (--model NAME=FOLDER)";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The HTTP side: one model's gateway, or the router in front of several.
+class Frontend {
+ public:
+  static StatusOr<Frontend> Start(const std::vector<ServedModel>& models, metrics::Registry& registry) {
+    Frontend frontend;
+    if (models.size() == 1) {
+      auto gateway = gateway::Gateway::Start(models.front().options.gateway, registry);
+      if (!gateway.ok()) return gateway.status();
+      frontend.single_ = std::move(gateway.value());
+      return frontend;
+    }
+    std::vector<gateway::GatewayOptions> options;
+    for (const ServedModel& model : models) options.push_back(model.options.gateway);
+    auto router = gateway::ModelRouter::Start(options, registry);
+    if (!router.ok()) return router.status();
+    frontend.router_ = std::move(router.value());
+    return frontend;
+  }
+  uint16_t port() const { return single_ ? single_->port() : router_->port(); }
+  void Shutdown(std::chrono::milliseconds drain) {
+    if (single_) single_->Shutdown(drain);
+    if (router_) router_->Shutdown(drain);
+  }
+
+ private:
+  std::unique_ptr<gateway::Gateway> single_;
+  std::unique_ptr<gateway::ModelRouter> router_;
+};
+
+int RunServe(GatewayCommandOptions& options, const server::LocalWorkerOptions& worker_options) {
   SetUpLogging(options);
   std::string error;
-  if (!ResolvePooling(options, &error) || !ResolveHost(options, &error) || !ResolveModelFolder(options, &error)) {
+  std::vector<ServedModel> models;
+  if (!ResolveHost(options, &error) || !ConfigureModels(options, worker_options, &models, &error)) {
     return Fail("serve", error);
   }
-  options.gateway.request_timeout = Milliseconds(options.request_timeout_seconds);
   BlockTerminationSignals();
   metrics::Registry registry;
-  worker_options.model_dir = options.gateway.model_dir;
-  worker_options.engine.yes_no_reranker = options.gateway.yes_no_reranker;
-  worker_options.model_id = options.gateway.model_id;
-  auto worker = server::LocalWorker::Load(worker_options, registry);
-  if (!worker.ok()) return Fail("serve", worker.status().message());
-  options.gateway.in_process_worker = std::make_shared<gateway::InProcessBackend>(**worker);
-  // One chunk per batch the worker cuts.
-  options.gateway.dispatcher.chunk_tokens = static_cast<int64_t>((*worker)->info().max_batch_tokens());
-  auto started = gateway::Gateway::Start(options.gateway, registry);
+  // Several models: each worker's metrics labelled with its model, as the router labels the
+  // gateways'.
+  std::vector<std::unique_ptr<metrics::Registry>> model_registries;
+  std::vector<std::unique_ptr<server::LocalWorker>> workers;
+  for (ServedModel& model : models) {
+    gateway::GatewayOptions& gateway = model.options.gateway;
+    model.worker.model_dir = gateway.model_dir;
+    model.worker.engine.yes_no_reranker = gateway.yes_no_reranker;
+    model.worker.model_id = gateway.model_id;
+    metrics::Registry* worker_registry = &registry;
+    if (models.size() > 1) {
+      worker_registry = model_registries.emplace_back(
+          std::make_unique<metrics::Registry>(registry, "model=\"" + gateway.model_id + "\"")).get();
+    }
+    auto worker = server::LocalWorker::Load(model.worker, *worker_registry);
+    if (!worker.ok()) {
+      return Fail("serve", (models.size() > 1 ? "model " + gateway.model_id + ": " : "") + worker.status().message());
+    }
+    gateway.in_process_worker = std::make_shared<gateway::InProcessBackend>(**worker);
+    // One chunk per batch the worker cuts.
+    gateway.dispatcher.chunk_tokens = static_cast<int64_t>((*worker)->info().max_batch_tokens());
+    workers.push_back(std::move(worker.value()));
+  }
+  auto started = Frontend::Start(models, registry);
   if (!started.ok()) return Fail("serve", started.status().message());
   spdlog::info("serve: ready: try  curl http://{}:{}/v1/embeddings -H 'Content-Type: application/json' "
-               "-d '{{\"input\": \"Hello world\"}}'",
-               options.gateway.host, (*started)->port());
+               "-d '{{\"input\": \"Hello world\"{}}}'",
+               options.gateway.host, started->port(),
+               models.size() > 1 ? ", \"model\": \"" + models.front().options.gateway.model_id + "\"" : "");
   const std::string signal = WaitForTerminationSignal();
   spdlog::info("serve: {} received", signal);
-  (*started)->Shutdown(std::chrono::seconds(30));
-  (*worker)->scheduler().Drain();
-  options.gateway.in_process_worker.reset();
+  started->Shutdown(std::chrono::seconds(30));
+  for (const auto& worker : workers) worker->scheduler().Drain();
+  for (ServedModel& model : models) model.options.gateway.in_process_worker.reset();
   spdlog::info("serve: stopped");
   return 0;
+}
+
+// Each model's worker addresses: its own from --models, or --workers NAME=…; a single model's
+// also --workers host:port,… without a name.
+bool AssignWorkers(const std::vector<std::string>& workers, std::vector<ServedModel>& models, std::string* error) {
+  for (const std::string& argument : workers) {
+    const size_t equals = argument.find('=');
+    if (equals == std::string::npos) {
+      if (models.size() > 1) {
+        *error = "--workers " + argument + " names no model, and " + std::to_string(models.size()) +
+                 " are served: give --workers NAME=host:port,… for each";
+        return false;
+      }
+      for (std::string& address : SplitAddresses(argument)) models.front().workers.push_back(std::move(address));
+      continue;
+    }
+    const std::string name = argument.substr(0, equals);
+    auto model = std::find_if(models.begin(), models.end(),
+                              [&](const ServedModel& m) { return m.options.gateway.model_id == name; });
+    if (model == models.end()) {
+      *error = "--workers " + argument + ": no model is named '" + name + "'";
+      return false;
+    }
+    for (std::string& address : SplitAddresses(argument.substr(equals + 1))) model->workers.push_back(std::move(address));
+  }
+  for (ServedModel& model : models) {
+    if (model.workers.empty()) {
+      *error = models.size() > 1 ? "model " + model.options.gateway.model_id +
+                                       " has no workers: give --workers " + model.options.gateway.model_id +
+                                       "=host:port,… (or \"workers\" in --models)"
+                                 : "--workers names no worker";
+      return false;
+    }
+    model.options.gateway.worker_addresses = model.workers;
+  }
+  return true;
 }
 
 int RunGateway(GatewayCommandOptions& options) {
   SetUpLogging(options);
   std::string error;
-  if (!ResolvePooling(options, &error) || !ResolveHost(options, &error) || !ResolveModelFolder(options, &error)) {
+  std::vector<ServedModel> models;
+  if (!ResolveHost(options, &error) || !ConfigureModels(options, {}, &models, &error) ||
+      !AssignWorkers(options.workers, models, &error)) {
     return Fail("gateway", error);
   }
-  options.gateway.request_timeout = Milliseconds(options.request_timeout_seconds);
-  options.gateway.dispatcher.call_timeout = Milliseconds(options.worker_timeout_seconds);
-  options.gateway.dispatcher.health_interval = Milliseconds(options.health_interval_seconds);
-  std::stringstream list(options.workers);
-  for (std::string entry; std::getline(list, entry, ',');) {
-    if (!entry.empty()) options.gateway.worker_addresses.push_back(entry);
+  for (ServedModel& model : models) {
+    model.options.gateway.dispatcher.call_timeout = Milliseconds(options.worker_timeout_seconds);
+    model.options.gateway.dispatcher.health_interval = Milliseconds(options.health_interval_seconds);
   }
-  if (options.gateway.worker_addresses.empty()) return Fail("gateway", "--workers names no worker");
   BlockTerminationSignals();
   metrics::Registry registry;
-  auto started = gateway::Gateway::Start(options.gateway, registry);
+  auto started = Frontend::Start(models, registry);
   if (!started.ok()) return Fail("gateway", started.status().message());
   const std::string signal = WaitForTerminationSignal();
   spdlog::info("gateway: {} received", signal);
-  (*started)->Shutdown(std::chrono::seconds(30));
+  started->Shutdown(std::chrono::seconds(30));
   return 0;
 }
 
@@ -301,8 +476,8 @@ void AddGatewayCommand(CLI::App& app) {
   AddGatewayOptions(command, *options);
   command->add_option("--workers", options->workers,
                       "Workers as host:port,...; a name resolving to several addresses (a Kubernetes headless "
-                      "Service) gives one worker per address, re-resolved every 10 s")
-      ->required();
+                      "Service) gives one worker per address, re-resolved every 10 s. With several models, once "
+                      "per model as NAME=host:port,...");
   command->add_option("--chunk-tokens", options->gateway.dispatcher.chunk_tokens,
                       "Tokens per chunk a request is split into across workers")->capture_default_str();
   command->add_option("--worker-timeout", options->worker_timeout_seconds,

@@ -148,11 +148,13 @@ class HttpClient final : public Client {
 // takes only text at that path and has no /info.
 class HttpTarget final : public Target {
  public:
-  HttpTarget(std::string url, std::string host, std::string port, std::string openai_path = "",
+  // `prefix`: a path before every stamen route (/models/NAME: one model of several).
+  HttpTarget(std::string url, std::string host, std::string port, std::string prefix, std::string openai_path = "",
              std::string openai_model = "")
       : url_(std::move(url)),
         host_(std::move(host)),
         port_(std::move(port)),
+        prefix_(std::move(prefix)),
         openai_path_(std::move(openai_path)),
         openai_model_(std::move(openai_model)) {}
 
@@ -168,7 +170,7 @@ class HttpTarget final : public Target {
     }
     HttpClient client(host_, port_);
     std::string body;
-    STAMEN_RETURN_IF_ERROR(client.Exchange(bhttp::verb::get, "/info", "", &body));
+    STAMEN_RETURN_IF_ERROR(client.Exchange(bhttp::verb::get, prefix_ + "/info", "", &body));
     simdjson::dom::parser parser;
     simdjson::dom::element info;
     if (parser.parse(body).get(info) != simdjson::SUCCESS) return Status::Error("/info is not JSON: " + body);
@@ -261,6 +263,7 @@ class HttpTarget final : public Target {
         body += "}";
         break;
     }
+    request.path = prefix_ + request.path;
     return request;
   }
 
@@ -316,7 +319,7 @@ class HttpTarget final : public Target {
   }
 
  private:
-  std::string url_, host_, port_;
+  std::string url_, host_, port_, prefix_;
   std::string openai_path_, openai_model_;
 };
 
@@ -464,7 +467,11 @@ StatusOr<std::unique_ptr<Target>> Target::Open(const std::string& url) {
   }
   if (url.rfind("http://", 0) == 0) {
     if (!split(url.substr(7), "80", &host, &port)) return Status::Error("bad target " + url);
-    return std::unique_ptr<Target>(new HttpTarget(url, host, port));
+    // A path after HOST:PORT goes before every route: http://HOST:PORT/models/NAME.
+    const std::string rest = url.substr(7);
+    std::string prefix = rest.find('/') == std::string::npos ? "" : rest.substr(rest.find('/'));
+    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    return std::unique_ptr<Target>(new HttpTarget(url, host, port, prefix));
   }
   if (url.rfind("openai+http://", 0) == 0) {
     // openai+http://HOST:PORT/PATH[?model=NAME]
@@ -476,7 +483,7 @@ StatusOr<std::unique_ptr<Target>> Target::Open(const std::string& url) {
     const size_t slash = rest.find('/');
     const std::string path = slash == std::string::npos ? "/v1/embeddings" : rest.substr(slash);
     if (!split(rest, "80", &host, &port)) return Status::Error("bad target " + url);
-    return std::unique_ptr<Target>(new HttpTarget(url, host, port, path, model));
+    return std::unique_ptr<Target>(new HttpTarget(url, host, port, "", path, model));
   }
   return Status::Error("--target must be http://HOST:PORT, grpc://HOST:PORT or openai+http://HOST:PORT/PATH, not " +
                        url);

@@ -67,7 +67,8 @@ class Client {
 class Target {
  public:
   virtual ~Target() = default;
-  // `url`: http://host:port (a stamen server; any path is ignored), grpc://host:port (a stamen
+  // `url`: http://host:port[/models/NAME] (a stamen server, or one of its models: the path goes
+  // before every route), grpc://host:port (a stamen
   // worker) or openai+http://host:port/path[?model=NAME] (any OpenAI-compatible embeddings
   // server, text only: the peers).
   static StatusOr<std::unique_ptr<Target>> Open(const std::string& url);

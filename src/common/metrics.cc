@@ -29,6 +29,10 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
 
 Registry::Entry& Registry::Add(const std::string& name, const std::string& help, const std::string& labels,
                                Type type) {
+  if (parent_ != nullptr) {
+    const std::string all = scope_labels_.empty() ? labels : labels.empty() ? scope_labels_ : scope_labels_ + "," + labels;
+    return parent_->Add(name, help, all, type);
+  }
   std::lock_guard lock(mutex_);
   entries_.push_back(std::make_unique<Entry>());
   Entry& entry = *entries_.back();
@@ -89,6 +93,7 @@ void AppendSample(std::string& out, const std::string& name, const std::string& 
 }  // namespace
 
 std::string Registry::Render() const {
+  if (parent_ != nullptr) return parent_->Render();
   std::lock_guard lock(mutex_);
   std::string out;
   std::vector<std::string> described;

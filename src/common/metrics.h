@@ -56,6 +56,14 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count);
 // lock-free; Render may run at any time.
 class Registry {
  public:
+  Registry() = default;
+  // A view of `parent` that adds `labels` (e.g. `model="minilm"`) to every metric registered
+  // through it, so that the same component run once per model keeps its series apart; it
+  // renders the parent's whole registry. `parent` must outlive it.
+  Registry(Registry& parent, std::string labels) : parent_(&parent), scope_labels_(std::move(labels)) {}
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
   // `labels` is the Prometheus label set without braces, e.g. `status="ok"`; metrics of one
   // name share `help` and differ by labels.
   Counter& AddCounter(const std::string& name, const std::string& help, const std::string& labels = "");
@@ -75,6 +83,8 @@ class Registry {
   };
   Entry& Add(const std::string& name, const std::string& help, const std::string& labels, Type type);
 
+  Registry* parent_ = nullptr;
+  std::string scope_labels_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Entry>> entries_;
 };

@@ -141,6 +141,11 @@ std::optional<ApiError> ReadChunkingRule(object fields, std::optional<ChunkingRu
 
 }  // namespace
 
+ApiError UnknownModel(std::string_view model, std::string_view served) {
+  return {404, "the model '" + std::string(model) + "' does not exist; this server serves " + std::string(served),
+          "model_not_found"};
+}
+
 int ErrorStatus(const ApiError& error, ApiFamily family) {
   if (family == ApiFamily::kTei && error.type == "server_error") return 424;  // TEI's "failed dependency"
   return error.status;
@@ -152,6 +157,10 @@ std::string ErrorBody(const ApiError& error, ApiFamily family) {
     case ApiFamily::kOpenAI:
       body = "{\"error\":{\"message\":";
       AppendJsonString(body, error.message);
+      if (error.type == "model_not_found") {
+        body += R"(,"type":"invalid_request_error","param":null,"code":"model_not_found"}})";
+        break;
+      }
       body += ",\"type\":";
       AppendJsonString(body, error.type);
       body += ",\"param\":null,\"code\":" + std::to_string(error.status) + "}}";
@@ -302,13 +311,6 @@ void AppendModelObject(std::string& out, std::string_view id, int64_t created) {
   out += "{\"id\":";
   AppendJsonString(out, id);
   out += ",\"object\":\"model\",\"created\":" + std::to_string(created) + ",\"owned_by\":\"stamen\"}";
-}
-
-std::string ModelListBody(std::string_view id, int64_t created) {
-  std::string body = "{\"object\":\"list\",\"data\":[";
-  AppendModelObject(body, id, created);
-  body += "]}";
-  return body;
 }
 
 void AppendFloat(std::string& out, float value) {

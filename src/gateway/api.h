@@ -20,8 +20,14 @@ namespace stamen::gateway {
 struct ApiError {
   int status = 400;
   std::string message;
+  // OpenAI's error type; "model_not_found" is written as OpenAI writes it: an
+  // invalid_request_error whose code is model_not_found (other codes are the status).
   std::string type = "invalid_request_error";
 };
+
+// 404 for a model this server does not serve (`served`: the names it does, quoted), in
+// OpenAI's shape: invalid_request_error, code model_not_found.
+ApiError UnknownModel(std::string_view model, std::string_view served);
 
 // Which API a route belongs to, and so the shape its clients parse errors in:
 //   OpenAI  {"error": {"message", "type", "param", "code"}}
@@ -101,7 +107,6 @@ std::variant<TokenizeCall, ApiError> ParseTokenizeCall(std::string_view body);
 // GET /v1/models/{id}: {"id", "object": "model", "created", "owned_by"}; GET /v1/models: the
 // list of them, {"object": "list", "data": […]}. `created`: seconds since the Unix epoch.
 void AppendModelObject(std::string& out, std::string_view id, int64_t created);
-std::string ModelListBody(std::string_view id, int64_t created);
 
 // --- writing ---
 void AppendFloat(std::string& out, float value);

@@ -46,6 +46,45 @@ std::string TooLongMessage(const std::string& what, size_t tokens, int64_t limit
 }  // namespace
 
 StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options, metrics::Registry& registry) {
+  auto gateway = Create(options, registry);
+  if (!gateway.ok()) return gateway.status();
+  Gateway* self = gateway->get();
+  auto server = StartHttp(options, *self->routes_, [self](http::Request request, http::Respond respond) {
+    self->Handle(std::move(request), std::move(respond));
+  }, [self](std::string_view origin) { return self->AllowedOrigin(origin); });
+  if (!server.ok()) return server.status();
+  self->http_ = std::move(server.value());
+  self->LogStart(self->http_->port());
+  return gateway;
+}
+
+StatusOr<std::unique_ptr<http::Server>> Gateway::StartHttp(const GatewayOptions& options, const RouteTable& routes,
+                                                           http::Handler handler,
+                                                           std::function<std::string(std::string_view)> allowed_origin) {
+  http::ServerOptions http_options;
+  http_options.host = options.host;
+  http_options.port = options.port;
+  http_options.threads = options.http_threads;
+  http_options.body_limit = options.payload_limit;
+  // A body over the payload limit is refused before it reaches Handle: in its route's shape too.
+  http_options.error_response = [&routes, allowed_origin](std::string_view path, std::string_view origin, int status,
+                                                           std::string_view message, std::string_view type) {
+    const Route* route = routes.FindPath(path);
+    http::Response response =
+        ErrorResponse({status, std::string(message), std::string(type)}, route ? route->family : ApiFamily::kOpenAI);
+    AddOriginHeaders(allowed_origin(origin), response);
+    return response;
+  };
+  return http::Server::Start(http_options, std::move(handler));
+}
+
+void Gateway::LogStart(uint16_t port) const {
+  spdlog::info("gateway: {} ({}, {}) on http://{}:{} with {} tokenization threads, {} worker(s)", model_id_,
+               config_.architecture, reranker_ ? "reranker" : std::to_string(dimensions_) + " dimensions",
+               options_.host, port, tokenizers_.size(), dispatcher_->workers().size());
+}
+
+StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options, metrics::Registry& registry) {
   auto gateway = std::unique_ptr<Gateway>(new Gateway(registry));
   Gateway& g = *gateway;
   g.options_ = options;
@@ -132,29 +171,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options,
       "Requests whose client hung up before the answer; their work not yet computed was cancelled");
 
   g.routes_ = std::make_unique<RouteTable>(g.Routes());
-  http::ServerOptions http_options;
-  http_options.host = options.host;
-  http_options.port = options.port;
-  http_options.threads = options.http_threads;
-  http_options.body_limit = options.payload_limit;
-  Gateway* self = gateway.get();
-  // A body over the payload limit is refused before it reaches Handle: in its route's shape too.
-  http_options.error_response = [self](std::string_view path, std::string_view origin, int status,
-                                        std::string_view message, std::string_view type) {
-    const Route* route = self->routes_->FindPath(path);
-    http::Response response =
-        ErrorResponse({status, std::string(message), std::string(type)}, route ? route->family : ApiFamily::kOpenAI);
-    self->AddOriginHeaders(self->AllowedOrigin(origin), response);
-    return response;
-  };
-  auto server = http::Server::Start(http_options, [self](http::Request request, http::Respond respond) {
-    self->Handle(std::move(request), std::move(respond));
-  });
-  if (!server.ok()) return server.status();
-  g.http_ = std::move(server.value());
-  spdlog::info("gateway: {} ({}, {}) on http://{}:{} with {} tokenization threads, {} worker(s)", g.model_id_,
-               g.config_.architecture, g.reranker_ ? "reranker" : std::to_string(g.dimensions_) + " dimensions",
-               options.host, g.http_->port(), workers, g.dispatcher_->workers().size());
+  g.served_ = {gateway.get()};
   return gateway;
 }
 
@@ -252,7 +269,7 @@ std::string Gateway::AllowedOrigin(std::string_view origin) const {
   return "";
 }
 
-void Gateway::Handle(http::Request request, http::Respond respond) {
+void Gateway::Handle(http::Request request, http::Respond respond, std::optional<ApiError> refusal) {
   // CORS: answers to an allowed Origin say so; a browser's preflight (OPTIONS) is answered
   // here, before the API key (browsers send preflights without credentials).
   if (const std::string origin = AllowedOrigin(request.Header("origin")); !origin.empty()) {
@@ -307,6 +324,7 @@ void Gateway::Handle(http::Request request, http::Respond respond) {
       return reply(std::move(response));
     }
   }
+  if (refusal) return reply.Error(*refusal);
   if (!path_route) return reply.Error({404, "no route " + request.method + " " + request.path, "not_found"});
   if (!route) {
     const std::string methods = routes_->Methods(request.path);
@@ -322,16 +340,31 @@ void Gateway::Health(Reply reply) {
   reply.Error({503, "no healthy worker", "unavailable"});
 }
 
-void Gateway::Models(const http::Request&, Reply reply) { reply(JsonResponse(200, ModelListBody(model_id_, created_))); }
+void Gateway::Models(const http::Request&, Reply reply) {
+  std::string body = "{\"object\":\"list\",\"data\":[";
+  for (const Gateway* model : served_) {
+    if (model != served_.front()) body += ',';
+    AppendModelObject(body, model->model_id_, model->created_);
+  }
+  body += "]}";
+  reply(JsonResponse(200, std::move(body)));
+}
+
+std::string ServedModelNames(const std::vector<const Gateway*>& models) {
+  std::string names;
+  for (const Gateway* model : models) names += (names.empty() ? "'" : ", '") + model->model_id() + "'";
+  return names;
+}
 
 void Gateway::Model(const http::Request& request, Reply reply) {
   const std::string id = PathParameter("/v1/models/{id}", request.path);
-  if (id != model_id_) {
-    return reply.Error({404, "the model '" + id + "' does not exist; this server serves '" + model_id_ + "'", "not_found"});
+  for (const Gateway* model : served_) {
+    if (model->model_id_ != id) continue;
+    std::string body;
+    AppendModelObject(body, model->model_id_, model->created_);
+    return reply(JsonResponse(200, std::move(body)));
   }
-  std::string body;
-  AppendModelObject(body, model_id_, created_);
-  reply(JsonResponse(200, std::move(body)));
+  reply.Error(UnknownModel(id, ServedModelNames(served_)));
 }
 
 std::variant<std::string, ApiError> Gateway::Prompt(const std::string& prompt_name) const {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,9 +66,34 @@ class Gateway {
   // `registry` (which must outlive the gateway) gets the gateway's metrics and is what
   // /metrics renders (an in-process worker registers its own there too).
   static StatusOr<std::unique_ptr<Gateway>> Start(const GatewayOptions& options, metrics::Registry& registry);
+  // The same without an HTTP server of its own: one model of several behind a ModelRouter
+  // (model_router.h), which hands it its requests.
+  static StatusOr<std::unique_ptr<Gateway>> Create(const GatewayOptions& options, metrics::Registry& registry);
+  // The HTTP server of `options` (host, port, threads, payload limit) with `handler`; the
+  // errors it finds itself answer in the shape of `routes`' API and with `allowed_origin`'s
+  // CORS header.
+  static StatusOr<std::unique_ptr<http::Server>> StartHttp(const GatewayOptions& options, const RouteTable& routes,
+                                                           http::Handler handler,
+                                                           std::function<std::string(std::string_view)> allowed_origin);
   ~Gateway();
 
   uint16_t port() const { return http_->port(); }
+  const std::string& model_id() const { return model_id_; }
+  // Whether a worker of this model answers its health checks.
+  bool Healthy() const { return dispatcher_->AnyHealthy(); }
+  // The models served beside this one, itself included, in the order /v1/models lists them.
+  void ServeAlongside(std::vector<const Gateway*> models) { served_ = std::move(models); }
+  // Answers one request. `refusal` (an unknown model, found by the router) is answered
+  // instead, after the API key check, so that a client without the key learns nothing.
+  void Handle(http::Request request, http::Respond respond, std::optional<ApiError> refusal = std::nullopt);
+  // What /info answers; what the router's /models/{name}/info does too.
+  std::string InfoBody() const;
+  // The start line: model, kind, address, threads and workers.
+  void LogStart(uint16_t port) const;
+  // What access-control-allow-origin answers a request from `origin`: "*", the origin itself,
+  // or empty when --cors-allow-origin does not allow it.
+  std::string AllowedOrigin(std::string_view origin) const;
+
   // The routes served (tests compare them with openapi.json).
   const RouteTable& routes() const { return *routes_; }
   // Stops accepting connections, lets requests in flight finish (up to `drain`), stops.
@@ -77,10 +103,6 @@ class Gateway {
   explicit Gateway(metrics::Registry& registry) : registry_(registry) {}
   // Every route: path, method, API family, handler (the one place that lists them).
   std::vector<Route> Routes();
-  void Handle(http::Request request, http::Respond respond);
-  // What access-control-allow-origin answers a request from `origin`: "*", the origin itself,
-  // or empty when --cors-allow-origin does not allow it.
-  std::string AllowedOrigin(std::string_view origin) const;
   // The CORS headers of an answer to an allowed origin (AllowedOrigin's; none when empty).
   static void AddOriginHeaders(const std::string& allowed, http::Response& response);
   void Health(Reply reply);
@@ -109,7 +131,6 @@ class Gateway {
   using RowsWriter = std::function<void(std::string& out, const float* rows, size_t count, size_t columns)>;
   void EmbedRows(const http::Request& request, server::WorkKind kind, std::optional<engine::ops::PoolingMode> pooling,
                  RowsWriter write, Reply reply);
-  std::string InfoBody() const;
   // Tokenizes `inputs` (texts with `prompt` before them, or token ids) into `job`'s ids and
   // lengths, each cut to the model's length (or `max_tokens`, when fewer) when `truncate`; or
   // the error of the first bad one.
@@ -171,6 +192,7 @@ class Gateway {
   bool splade_ = false;    // SPLADE pooling (a …ForMaskedLM model): /embed_sparse
   ModelKind kind_ = ModelKind::kEmbedding;
   int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)
+  std::vector<const Gateway*> served_;  // every model of this server, this one included
   // What the first worker to answer at start runs on (dtype, backend, CPU path), for /info;
   // unset when none answered then.
   std::optional<v1::InfoResponse> worker_info_;
@@ -191,5 +213,8 @@ class Gateway {
   metrics::Counter* client_disconnects_ = nullptr;
   bool shut_down_ = false;
 };
+
+// The models' names, each quoted, comma-separated (what an unknown model's 404 lists).
+std::string ServedModelNames(const std::vector<const Gateway*>& models);
 
 }  // namespace stamen::gateway

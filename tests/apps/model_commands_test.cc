@@ -414,6 +414,45 @@ TEST_F(RandomModels, ErrorsAreClear) {
   EXPECT_EQ(pooled.code, 0) << pooled.err;
 }
 
+// Several models (--model NAME=… more than once, --models FILE): each mistake is refused
+// before a model is loaded or a port opened, naming the model or entry at fault.
+TEST_F(RandomModels, SeveralModelsErrorsAreClear) {
+  const std::string embedder = Folder("xlmr_sentencepiece_embedder");
+  const std::string reranker = Folder("xlmr_reranker");
+  const std::string two = " --port 0 --model a=" + embedder + " --model b=" + reranker;
+  const fs::path listing = fs::path(STAMEN_TEST_WORK_DIR) / ("models-" + std::to_string(getpid()) + ".json");
+  struct Case {
+    std::string arguments, message;
+    std::string models_file;  // when not empty: written to `listing`, given as --models
+  };
+  const std::vector<Case> cases = {
+      {"serve --port 0 --model a=" + embedder + " --model a=" + reranker, "two models are named 'a'"},
+      {"serve" + two + " --served-model-name x", "--served-model-name names one model, and 2 are served"},
+      {"serve --port 0 --model a=" + embedder + " --model b=/nonexistent/folder",
+       "model b: no model folder '/nonexistent/folder'"},
+      {"serve --port 0 --models /nonexistent/models.json", "--models /nonexistent/models.json: cannot be read"},
+      {"serve --port 0", "unknown option 'thread'", R"({"models": [{"model": ")" + embedder + R"(", "thread": 1}]})"},
+      {"serve --port 0", "model 0 has no \"model\"", R"([{"name": "x"}])"},
+      {"serve --port 0", "'threads' must be a non-negative integer",
+       R"({"models": [{"model": ")" + embedder + R"(", "threads": "two"}]})"},
+      {"serve --port 0 --model " + embedder, "both list models", R"({"models": []})"},
+      {"gateway" + two + " --workers 127.0.0.1:1", "--workers 127.0.0.1:1 names no model, and 2 are served"},
+      {"gateway" + two + " --workers a=127.0.0.1:1", "model b has no workers"},
+      {"gateway" + two + " --workers c=127.0.0.1:1", "no model is named 'c'"},
+  };
+  for (const Case& c : cases) {
+    std::string arguments = c.arguments;
+    if (!c.models_file.empty()) {
+      std::ofstream(listing) << c.models_file;
+      arguments += " --models " + listing.string();
+    }
+    const Result result = RunStamen(arguments, "");
+    EXPECT_EQ(result.code, 2) << arguments;
+    EXPECT_NE(result.err.find(c.message), std::string::npos) << arguments << "\n" << result.err;
+  }
+  fs::remove(listing);
+}
+
 // --- make-model ---
 
 TEST(MakeModel, SameSeedSameBytesAndRealShapes) {

@@ -51,7 +51,7 @@ def main() -> int:
             print("models.retrieve of an unknown model succeeded")
             failures += 1
         except openai.NotFoundError as error:
-            ok = error.body.get("type") == "not_found" and "no-such-model" in error.body.get("message", "")
+            ok = error.body.get("code") == "model_not_found" and "no-such-model" in error.body.get("message", "")
             print(f"models.retrieve('no-such-model') -> {error.status_code} {error.body}: {'ok' if ok else 'WRONG'}")
             failures += not ok
         return 1 if failures else 0

@@ -12,30 +12,41 @@ import time
 
 
 @contextlib.contextmanager
-def serve(cli, model, model_id, timeout=60, extra_args=()):
-    """Yields the base URL of `stamen serve --model MODEL [EXTRA_ARGS]` once it listens."""
-    server = subprocess.Popen([cli, "serve", "--model", model, "--port", "0", "--served-model-name", model_id, "--threads", "1",
-                               *extra_args], stderr=subprocess.PIPE, text=True)
+def stamen_process(cli, args, listening, timeout=60):
+    """Runs `stamen ARGS` and yields the number its log gives in the regular expression
+    `listening` (the port it listens on) once that line appears; stops it with SIGTERM."""
+    process = subprocess.Popen([cli, *args], stderr=subprocess.PIPE, text=True)
     try:
         port = None
         deadline = time.time() + timeout
         log = ""
         while port is None and time.time() < deadline:
-            line = server.stderr.readline()
-            if not line and server.poll() is not None:
+            line = process.stderr.readline()
+            if not line and process.poll() is not None:
                 break
             log += line
-            found = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
+            found = re.search(listening, line)
             if found:
                 port = int(found.group(1))
         if port is None:
-            raise RuntimeError("stamen serve did not start:\n" + log)
-        # Keep reading its log so that a full pipe never blocks the server.
-        threading.Thread(target=server.stderr.read, daemon=True).start()
-        yield f"http://127.0.0.1:{port}"
+            raise RuntimeError(f"stamen {args[0]} did not start:\n" + log)
+        # Keep reading its log so that a full pipe never blocks the process.
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        yield port
     finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+HTTP_LISTENING = r"on http://127\.0\.0\.1:(\d+)"  # the gateway's start line
+
+
+@contextlib.contextmanager
+def serve(cli, model, model_id, timeout=60, extra_args=()):
+    """Yields the base URL of `stamen serve --model MODEL [EXTRA_ARGS]` once it listens."""
+    args = ["serve", "--model", model, "--port", "0", "--served-model-name", model_id, "--threads", "1", *extra_args]
+    with stamen_process(cli, args, HTTP_LISTENING, timeout) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def cli_lines(cli, command, model, lines):
