@@ -16,7 +16,7 @@ WORKDIR /src
 # `stamen` target: the tests and benchmarks are not shipped.
 RUN scripts/setup.sh \
  && cmake --preset release -DSTAMEN_CUDA=OFF \
- && scripts/build.sh release --target stamen \
+ && scripts/build.sh release --target stamen stamen-gateway \
  && ! ldd build/release/apps/stamen | grep -E 'libcudart|libcublas|not found'
 
 # Runtime: the binary, the Debian packages it links (scripts/runtime-packages.txt, the list
@@ -34,10 +34,12 @@ RUN apt-get update \
 RUN useradd --create-home --uid 10001 stamen \
  && mkdir /models && chown stamen:stamen /models
 COPY --from=builder /src/build/release/apps/stamen /usr/local/bin/stamen
+# `stamen gateway` alone, without the engine (deploy/kubernetes/'s gateway pods run it).
+COPY --from=builder /src/build/release/apps/stamen-gateway /usr/local/bin/stamen-gateway
 # The tokenizers that ship with stamen (make-model's defaults), where the binary looks for them:
 # ../share/stamen beside it, as `cmake --install` lays them out. 7.6 MB.
 COPY --from=builder /src/build/release/share/stamen /usr/local/share/stamen
-RUN ! ldd /usr/local/bin/stamen | grep 'not found'
+RUN ! ldd /usr/local/bin/stamen /usr/local/bin/stamen-gateway | grep 'not found'
 ENV HF_HOME=/models
 USER 10001
 WORKDIR /home/stamen

@@ -1,14 +1,13 @@
 // The `stamen` binary: one program, one subcommand per job.
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <cstdio>
 
 #include "bench/bench_command.h"
-#include "engine/cpu/cpu_path.h"
+#include "common/cpu_check.h"
 #include "embed_command.h"
-#include "gateway_commands.h"
+#include "gateway_command.h"
+#include "serve_command.h"
 #include "make_model_command.h"
 #include "openmp_spin.h"
 #include "pull_command.h"
@@ -17,14 +16,12 @@
 #include "worker_command.h"
 
 int main(int argc, char** argv) {
-  if (const auto supported = stamen::engine::cpu::CheckCpuRunsThisBuild(); !supported.ok()) {
+  if (const auto supported = stamen::CheckCpuRunsThisBuild(); !supported.ok()) {
     std::fprintf(stderr, "stamen: %s\n", supported.message().c_str());
     return 1;
   }
   stamen::apps::ReexecWithShortOpenMpSpin(argc, argv);
-  // Logs go to stderr: stdout carries the commands' output (ids, vectors, JSON).
-  spdlog::set_default_logger(spdlog::stderr_color_mt("stamen"));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  stamen::apps::LogToStandardError();
   CLI::App app{"stamen: serving stack for text-embedding and reranking models"};
   app.require_subcommand(1);
   stamen::apps::AddTokenizeCommand(app);

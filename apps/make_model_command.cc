@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 #include "engine/models/family.h"
 
 namespace stamen::apps {
@@ -281,8 +281,8 @@ engine::Status WriteSentenceTransformersFiles(const Like& like, const fs::path& 
 // The tensors a folder of this config holds, from the family's schema (the one the loader reads).
 std::vector<engine::TensorSpec> SchemaTensors(const engine::ModelConfig& config) {
   const engine::ArchitectureDefinition* architecture = nullptr;
-  const engine::FamilyDefinition* family = engine::FindArchitecture(config.architecture, &architecture);
-  return family->tensors(config, std::string(architecture->weight_prefix));
+  engine::FindArchitecture(config.architecture, &architecture);
+  return engine::FamilyOf(config.family).tensors(config, std::string(architecture->weight_prefix));
 }
 
 int64_t Elements(const engine::TensorSpec& tensor) { return tensor.shape.NumElements(); }

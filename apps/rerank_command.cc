@@ -17,7 +17,7 @@
 #include "command_io.h"
 #include "device_option.h"
 #include "engine/engine.h"
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 #include "hub/resolve_model.h"
 
 namespace stamen::apps {

@@ -10,8 +10,8 @@
 
 #include "common/status.h"
 #include "engine/engine.h"
-#include "engine/model_config.h"
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_config.h"
+#include "model_folder/model_tokenizer.h"
 
 namespace stamen::bench {
 

@@ -14,7 +14,7 @@
 #include "bench/serve_client.h"
 #include "bench/serve_inputs.h"
 #include "bench/serve_load.h"
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 
 namespace stamen::bench {
 namespace {

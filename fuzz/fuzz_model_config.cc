@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/model_config.h"
+#include "model_folder/model_config.h"
 #include "fuzz/fuzz_checks.h"
 #include "fuzz/fuzz_files.h"
 

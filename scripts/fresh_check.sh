@@ -252,6 +252,12 @@ runtime_check() {
   say "apt: $(grep -E '^After this operation' "$log" || echo 'no size reported') ($((SECONDS - install_started)) s)"
 
   install -m 0755 "$runtime_binary" "$root/usr/local/bin/stamen"
+  # The gateway program without the engine, as the image ships it beside stamen.
+  local gateway_program=(stamen gateway)
+  if [[ -x "$(dirname "$runtime_binary")/stamen-gateway" ]]; then
+    install -m 0755 "$(dirname "$runtime_binary")/stamen-gateway" "$root/usr/local/bin/stamen-gateway"
+    gateway_program=(stamen-gateway)
+  fi
   # The tokenizers that ship with stamen (make-model's defaults), beside the binary as in its
   # build tree and in the image: /usr/local/bin/../share/stamen.
   local shipped
@@ -264,7 +270,7 @@ runtime_check() {
   cp -a "$model" "$root/models/all-MiniLM-L6-v2"
   in_root useradd --create-home --uid 10001 stamen
   local missing
-  missing=$(in_root ldd /usr/local/bin/stamen | grep 'not found' || true)
+  missing=$(in_root ldd /usr/local/bin/stamen "/usr/local/bin/${gateway_program[0]}" | grep 'not found' || true)
   [[ -z "$missing" ]] || { say "FAILED: libraries missing in the runtime root:"; echo "$missing"; exit 1; }
   if [[ -d "$shipped" ]]; then
     as_user_in_root stamen make-model --like all-MiniLM-L6-v2 --random-seed 1 --out /home/stamen/made-model > "$cache/runtime-make-model.log" 2>&1 ||
@@ -291,7 +297,7 @@ runtime_check() {
 
   start_in_root worker stamen worker --model "$model_in_root" --listen "127.0.0.1:$((port + 1))" \
     --metrics-port "$((port + 2))" --metrics-host 127.0.0.1
-  start_in_root gateway stamen gateway --model "$model_in_root" --host 127.0.0.1 --port "$((port + 3))" \
+  start_in_root gateway "${gateway_program[@]}" --model "$model_in_root" --host 127.0.0.1 --port "$((port + 3))" \
     --workers "127.0.0.1:$((port + 1))"
   mesh_answer=$(post_embedding "$((port + 3))" gateway) || exit 1
   local metrics  # read whole first: grep -q would stop early and curl fail on the closed pipe
@@ -304,7 +310,7 @@ runtime_check() {
 a, b = (json.loads(x)["data"][0]["embedding"] for x in sys.argv[1:])
 worst = max(abs(x - y) for x, y in zip(a, b))
 assert len(a) == len(b) == 384 and worst < 1e-5, (len(a), len(b), worst)
-print("fresh-check: stamen worker + gateway in the runtime root answered the same", len(b), "floats (largest difference %.1e)" % worst)' \
+print("fresh-check: stamen worker + '"${gateway_program[*]}"' in the runtime root answered the same", len(b), "floats (largest difference %.1e)" % worst)' \
     "$serve_answer" "$mesh_answer" || { say "FAILED: serve and worker + gateway disagree"; exit 1; }
   say "binary $(stat -c %s "$runtime_binary") bytes; the whole check $((SECONDS - started)) s"
 }
@@ -336,6 +342,7 @@ image_build() {
   rm -rf "$cache/image-build"
   mkdir -p "$cache/image-build/apps"
   cp "$root/src/build/release/apps/stamen" "$runtime_binary"
+  cp "$root/src/build/release/apps/stamen-gateway" "$cache/image-build/apps/stamen-gateway"
   cp -a "$root/src/build/release/share" "$cache/image-build/share"
   say "builder stage: $((SECONDS - build_started)) s; $runtime_binary"
   unmount_all

@@ -77,7 +77,7 @@ def decoder_classifier(family, labels):
     return dict(cls=cls, config=config, seed=41 + labels, ids="random", perturb="qwen3")
 
 
-# The Qwen3-Reranker model card's prompt (stamen's defaults, engine/yes_no_reranker.h).
+# The Qwen3-Reranker model card's prompt (stamen's defaults, model_folder/yes_no_reranker.h).
 RERANKER_PREFIX = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
                    "Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n")
 RERANKER_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"

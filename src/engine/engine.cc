@@ -12,7 +12,7 @@
 #include "engine/ops/pooling.h"
 #include "engine/step_output.h"
 #include "engine/weight_store.h"
-#include "engine/yes_no_reranker.h"
+#include "model_folder/yes_no_reranker.h"
 
 #if STAMEN_WITH_CUDA
 #include "engine/cuda/runner.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_config.h"
+#include "model_folder/model_config.h"
 #include "engine/ops/pooling.h"
 #include "engine/status.h"
 #include "engine/tensor.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/model_config.h"
+#include "model_folder/model_config.h"
 #include "engine/models/model.h"
 #include "engine/ops/pooling.h"
 #include "engine/status.h"

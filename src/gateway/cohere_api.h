@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/model_options.h"
+#include "model_folder/model_options.h"
 #include "gateway/api.h"
 #include "gateway/quantize.h"
 

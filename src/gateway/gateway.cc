@@ -9,7 +9,7 @@
 #include <numeric>
 #include <thread>
 
-#include "engine/model_options.h"
+#include "model_folder/model_options.h"
 #include "gateway/cohere_api.h"
 #include "gateway/late_chunking.h"
 #include "gateway/openapi.h"

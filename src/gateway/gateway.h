@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/metrics.h"
-#include "engine/model_config.h"
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_config.h"
+#include "model_folder/model_tokenizer.h"
 #include "gateway/api.h"
 #include "gateway/dispatcher.h"
 #include "gateway/routes.h"

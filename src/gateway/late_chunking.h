@@ -23,7 +23,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 #include "gateway/api.h"
 
 namespace stamen::gateway {

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "engine/model_options.h"
+#include "model_folder/model_options.h"
 
 namespace stamen::gateway {
 

@@ -1,25 +1,15 @@
 #include "gateway/worker_backend.h"
 
 #include <algorithm>
+#include <thread>
+
+#include "server/request_validation.h"
 
 namespace stamen::gateway {
 
 using server::RowOffsets;
 using server::WorkKind;
 using server::WorkRequest;
-
-void InProcessBackend::Submit(std::shared_ptr<WorkRequest> work) {
-  const Status submitted = worker_.scheduler().Submit(work);
-  if (!submitted.ok()) {
-    work->status = submitted;
-    if (work->on_done) work->on_done(*work);
-  }
-}
-
-Status InProcessBackend::CheckHealth(std::chrono::milliseconds) {
-  if (worker_.scheduler().draining()) return Status::Error(StatusCode::kUnavailable, "the worker is draining");
-  return Status();
-}
 
 Status FromGrpc(const grpc::Status& status, const std::string& address) {
   if (status.ok()) return Status();

@@ -1,7 +1,8 @@
 // How the gateway reaches a worker: a WorkRequest in, its results (or error) back through the
 // request's on_done. Two transports with one interface, so chunking, balancing and retries
 // are the same code for `stamen gateway` (gRPC workers in other processes or machines) and
-// `stamen serve` (the worker in the same process, no network hop).
+// `stamen serve` (the worker in the same process, no network hop: in_process_backend.h, apart
+// so that the gateway links no engine).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -11,7 +12,6 @@
 #include <string>
 
 #include "proto/stamen/v1/inference.grpc.pb.h"
-#include "server/local_worker.h"
 #include "server/work_request.h"
 
 namespace stamen::gateway {
@@ -29,21 +29,6 @@ class WorkerBackend {
   virtual StatusOr<v1::InfoResponse> FetchInfo(std::chrono::milliseconds timeout) = 0;
   // "in-process" or host:port.
   virtual const std::string& address() const = 0;
-};
-
-// The worker of `stamen serve`, called directly.
-class InProcessBackend final : public WorkerBackend {
- public:
-  explicit InProcessBackend(server::LocalWorker& worker) : worker_(worker) {}
-  void Submit(std::shared_ptr<server::WorkRequest> work) override;
-  void Cancel(server::WorkRequest& work) override { worker_.scheduler().Cancel(work); }
-  Status CheckHealth(std::chrono::milliseconds timeout) override;
-  StatusOr<v1::InfoResponse> FetchInfo(std::chrono::milliseconds) override { return worker_.info(); }
-  const std::string& address() const override { return address_; }
-
- private:
-  server::LocalWorker& worker_;
-  const std::string address_ = "in-process";
 };
 
 // A `stamen worker` over gRPC (asynchronous calls: no thread waits for an answer).

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/cpu/cpu_path.h"
-#include "engine/model_options.h"
+#include "model_folder/model_options.h"
 
 namespace stamen::server {
 

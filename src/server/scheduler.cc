@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 #include "engine/ops/pooling.h"
 #include "engine/tensor.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/ops/pooling.h"
+#include "model_folder/kinds.h"
 
 namespace stamen::server {
 

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 #include "engine/weight_store.h"
 #include "temp_dir.h"
 

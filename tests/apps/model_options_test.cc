@@ -1,9 +1,9 @@
 // The names the commands, the gateway and the worker share for a model folder's options
-// (engine/model_options.h): the model id from a folder, the pooling names users write, and the
+// (model_folder/model_options.h): the model id from a folder, the pooling names users write, and the
 // prompt lookup with its list of known names.
 #include <gtest/gtest.h>
 
-#include "engine/model_options.h"
+#include "model_folder/model_options.h"
 
 namespace stamen::engine {
 namespace {

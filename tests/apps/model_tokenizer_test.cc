@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 #include "temp_dir.h"
 
 namespace stamen::engine {

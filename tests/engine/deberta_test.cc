@@ -12,8 +12,8 @@
 #include <simdjson.h>
 
 #include "engine/engine.h"
-#include "engine/model_config.h"
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_config.h"
+#include "model_folder/model_tokenizer.h"
 #include "test_files.h"
 
 namespace stamen::engine {

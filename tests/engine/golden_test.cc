@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "engine/engine.h"
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 #include "engine/weight_store.h"
-#include "engine/yes_no_reranker.h"
+#include "model_folder/yes_no_reranker.h"
 #include "test_files.h"
 
 namespace stamen::engine {

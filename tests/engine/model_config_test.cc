@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/model_config.h"
+#include "model_folder/model_config.h"
 #include "test_files.h"
 
 namespace stamen::engine {

@@ -3,6 +3,7 @@
 // every route and input shape of ../shared/docs/api.md, answers compared with the engine and
 // tokenizer run directly in the test, and every error class with its status and message.
 #include "gateway/gateway.h"
+#include "gateway/in_process_backend.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -19,7 +20,7 @@
 
 #include "engine/cpu/cpu_path.h"
 #include "engine/engine.h"
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 #include "engine/weight_store.h"
 #include "server/local_worker.h"
 #include "tests/gateway/http_client.h"

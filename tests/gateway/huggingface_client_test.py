@@ -10,19 +10,16 @@
 
 Usage: huggingface_client_test.py STAMEN_CLI EMBEDDING_MODEL_DIR CROSS_ENCODER_DIR
 """
-import json
 import math
 import os
 import sys
-import urllib.error
-import urllib.request
 
 import numpy
 import tokenizers
 from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError
 
-from serve_process import cli_lines, serve
+from serve_process import cli_lines, post, serve
 
 TEXTS = ["Hello world", "The quick brown fox jumps over the lazy dog.", "stamen serves embeddings", "A fox, quickly."]
 PAIRS = [("where is paris?", "Paris is the capital of France."), ("where is paris?", "Bananas are yellow."),
@@ -37,17 +34,6 @@ class Checks:
     def expect(self, ok, what):
         print(f"{what}: {'ok' if ok else 'FAILED'}")
         self.failures += not ok
-
-
-def post(url, path, body):
-    """(status, parsed JSON answer) of a POST."""
-    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(request) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def is_tei_error(body, error_type):

@@ -4,6 +4,7 @@
 // healthy worker, and /metrics labelled by model. The answers themselves are compared with
 // the single-model CLI by multi_model_client_test.py.
 #include "gateway/model_router.h"
+#include "gateway/in_process_backend.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>

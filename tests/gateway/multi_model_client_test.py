@@ -1,6 +1,6 @@
 """Two models behind one server: an embedding model ("minilm") and a cross-encoder ("ranker"),
-first behind one `stamen serve --models FILE`, then behind one `stamen gateway --model … --workers
-NAME=…` in front of a `stamen worker` per model. The official OpenAI and Cohere SDKs and plain
+first behind one `stamen serve --models FILE`, then behind one `stamen-gateway` (the gateway
+without the engine) in front of a `stamen worker` per model. The official OpenAI and Cohere SDKs and plain
 HTTP reach each model by name (the "model" field, or the path /models/NAME/…), and each
 answer must equal what the single-model CLI (`stamen embed`, `stamen rerank`) gives, within
 1e-5; an unknown model is OpenAI's 404 model_not_found, naming the models served.
@@ -13,14 +13,13 @@ import math
 import os
 import sys
 import tempfile
-import urllib.error
 import urllib.request
 
 import cohere
 import numpy as np
 import openai
 
-from serve_process import HTTP_LISTENING, cli_lines, stamen_process
+from serve_process import HTTP_LISTENING, cli_lines, post, stamen_process
 
 TEXTS = ["Hello world", "The quick brown fox jumps over the lazy dog.", "stamen serves embeddings"]
 QUERY = "Where is Paris?"
@@ -30,15 +29,6 @@ DOCUMENTS = ["Paris is the capital of France.", "Bananas are yellow.", "The Eiff
 def check(name, ok, detail=""):
     print(f"{name}: {detail}{': ' if detail else ''}{'ok' if ok else 'WRONG'}")
     return 0 if ok else 1
-
-
-def post(url, path, body):
-    request = urllib.request.Request(url + path, json.dumps(body).encode(), {"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(request) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def get(url, path):
@@ -65,15 +55,22 @@ def serve_two(cli, embedder, cross_encoder):
 
 @contextlib.contextmanager
 def gateway_two(cli, embedder, cross_encoder):
-    """`stamen gateway` with both models, each in front of its own `stamen worker`."""
+    """`stamen-gateway` (the gateway without the engine) with both models, each in front of its
+    own `stamen worker`: the embedder's given in the --models file, the reranker's by
+    --workers ranker=…."""
     worker = ["worker", "--listen", "127.0.0.1:0", "--threads", "1", "--model"]
     grpc = r"over gRPC on 127\.0\.0\.1:(\d+)"
-    with stamen_process(cli, worker + [embedder], grpc) as minilm_port, \
-            stamen_process(cli, worker + [cross_encoder], grpc) as ranker_port, \
-            stamen_process(cli, ["gateway", "--port", "0", "--model", f"minilm={embedder}", "--model",
-                                 f"ranker={cross_encoder}", "--workers", f"minilm=127.0.0.1:{minilm_port}",
-                                 "--workers", f"ranker=127.0.0.1:{ranker_port}"], HTTP_LISTENING) as port:
-        yield f"http://127.0.0.1:{port}"
+    gateway_program = os.path.join(os.path.dirname(cli), "stamen-gateway")
+    with tempfile.TemporaryDirectory() as folder, \
+            stamen_process(cli, worker + [embedder], grpc) as minilm_port, \
+            stamen_process(cli, worker + [cross_encoder], grpc) as ranker_port:
+        listing = os.path.join(folder, "models.json")
+        with open(listing, "w") as file:
+            json.dump([{"name": "minilm", "model": embedder, "workers": [f"127.0.0.1:{minilm_port}"]},
+                       {"name": "ranker", "model": cross_encoder}], file)
+        with stamen_process(gateway_program, ["--port", "0", "--models", listing, "--workers",
+                                              f"ranker=127.0.0.1:{ranker_port}"], HTTP_LISTENING) as port:
+            yield f"http://127.0.0.1:{port}"
 
 
 def check_server(url, where, vectors, probabilities):

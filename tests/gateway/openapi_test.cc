@@ -11,6 +11,7 @@
 #include <set>
 
 #include "gateway/gateway.h"
+#include "gateway/in_process_backend.h"
 #include "server/local_worker.h"
 #include "tests/gateway/http_client.h"
 #include "tests/server/test_models.h"

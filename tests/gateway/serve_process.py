@@ -9,6 +9,8 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 
 
 @contextlib.contextmanager
@@ -54,3 +56,14 @@ def cli_lines(cli, command, model, lines):
     output = subprocess.run([cli, command, "--model", model, "--threads", "1"], input="\n".join(lines) + "\n",
                             capture_output=True, text=True, check=True).stdout
     return [json.loads(line) for line in output.splitlines()]
+
+
+def post(url, path, body):
+    """(status, parsed JSON answer) of a POST."""
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())

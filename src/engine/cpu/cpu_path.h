@@ -23,9 +23,5 @@ const CpuPath& DetectCpuPath();
 // "kernels avx2-fma, GEMM oneDNN avx512_core_bf16 (avx2 fma avx512f …)" for logs.
 std::string DescribeCpuPath();
 
-// An error naming what is missing when this CPU cannot run the binary's kernels (they need
-// x86-64-v3: AVX2, FMA, F16C, BMI1/2). Called first thing by `stamen`, so that an old CPU gets
-// a sentence instead of SIGILL at the first kernel.
-Status CheckCpuRunsThisBuild();
 
 }  // namespace stamen::engine::cpu

@@ -51,59 +51,18 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
   return LoadSchemaModel<layers::PostNormEncoderModel, VisitTensors>(config, weights, placement);
 }
 
-// Settings of BERT-style encoders.
-Status ReadSettings(const JsonObject& root, ModelConfig* config) {
-  STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "gelu", config));
-  config->norm_eps = 1e-12;
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
-  config->type_vocab_size = 2;
-  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
-  if (config->type_vocab_size < 1) return root.Error("type_vocab_size", "must be positive");
-  std::string position_type = "absolute";
-  STAMEN_RETURN_IF_ERROR(root.Optional("position_embedding_type", &position_type));
-  if (position_type != "absolute") {
-    return root.Error("position_embedding_type", "is '" + position_type + "'; only 'absolute' is supported");
-  }
-  return Status();
-}
-
-Status ReadRobertaSettings(const JsonObject& root, ModelConfig* config) {
-  STAMEN_RETURN_IF_ERROR(ReadSettings(root, config));
-  return family_settings::ReadPositionsAfterPad(root, config);
-}
-
 constexpr std::string_view kPrefixes[] = {"", "bert.", "roberta.", "model."};
 
-constexpr ArchitectureDefinition kBertArchitectures[] = {
-    {"BertModel", ModelHead::kNone, "", "bert"},
-    {"BertForSequenceClassification", ModelHead::kSequenceClassification, "bert.", ""},
-    {"BertForMaskedLM", ModelHead::kMaskedLm, "bert.", ""},
-};
-
-constexpr ArchitectureDefinition kRobertaArchitectures[] = {
-    {"XLMRobertaModel", ModelHead::kNone, "", "xlm-roberta"},
-    {"XLMRobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
-    {"XLMRobertaForMaskedLM", ModelHead::kMaskedLm, "roberta.", ""},
-    {"RobertaModel", ModelHead::kNone, "", "roberta"},
-    {"RobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
-    {"RobertaForMaskedLM", ModelHead::kMaskedLm, "roberta.", ""},
-    // CamemBERT is RoBERTa with its own vocabulary.
-    {"CamembertModel", ModelHead::kNone, "", "camembert"},
-    {"CamembertForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
-};
-
-// BERT and RoBERTa differ in their architectures and in how positions count.
-constexpr FamilyDefinition EncoderFamily(ModelFamily family, std::span<const ArchitectureDefinition> architectures,
-                                         Status (*read_settings)(const JsonObject&, ModelConfig*)) {
-  return {.family = family, .architectures = architectures, .weight_prefixes = kPrefixes,
-          .read_settings = read_settings, .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitTensors>,
-          .load = Load};
+// BERT and RoBERTa share their compute; they differ in their architectures and in how positions
+// count (model_folder/families/bert.cc).
+constexpr FamilyDefinition EncoderFamily(ModelFamily family) {
+  return {.family = family, .weight_prefixes = kPrefixes,
+          .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitTensors>, .load = Load};
 }
 
 }  // namespace
 
-extern const FamilyDefinition kBertFamily = EncoderFamily(ModelFamily::kBert, kBertArchitectures, ReadSettings);
-extern const FamilyDefinition kRobertaFamily =
-    EncoderFamily(ModelFamily::kRoberta, kRobertaArchitectures, ReadRobertaSettings);
+extern const FamilyDefinition kBertFamily = EncoderFamily(ModelFamily::kBert);
+extern const FamilyDefinition kRobertaFamily = EncoderFamily(ModelFamily::kRoberta);
 
 }  // namespace stamen::engine

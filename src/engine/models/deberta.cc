@@ -52,11 +52,6 @@ const layers::PostNormLayerNames kLayerNames = {
     .output_norm = "output.LayerNorm",
 };
 
-// Half the relative embedding rows: position_buckets, else max_relative_positions.
-int64_t Span(const DisentangledAttentionConfig& settings) {
-  return settings.position_buckets > 0 ? settings.position_buckets : settings.max_relative_positions;
-}
-
 // Whether the layers add a position term at all (relative_attention with c2p or p2c).
 bool UsesPositionTerms(const DisentangledAttentionConfig& settings) {
   return settings.relative_attention && (settings.content_to_position || settings.position_to_content);
@@ -82,7 +77,7 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, DebertaW
   visit.Tensor(embeddings.norm_beta, {embeddings_prefix + "LayerNorm.bias", {h}});
   layers::VisitPostNormLayers(visit, weights.layers, prefix + "encoder.layer.", kLayerNames, config);
   if (settings.relative_attention) {
-    visit.Tensor(weights.relative_embeddings, {prefix + "encoder.rel_embeddings.weight", {2 * Span(settings), h}});
+    visit.Tensor(weights.relative_embeddings, {prefix + "encoder.rel_embeddings.weight", {2 * settings.RelativeSpan(), h}});
     if (settings.norm_relative_embeddings) {
       visit.Tensor(weights.relative_norm_gamma, {prefix + "encoder.LayerNorm.weight", {h}, TensorInit::kNormOne});
       visit.Tensor(weights.relative_norm_beta, {prefix + "encoder.LayerNorm.bias", {h}});
@@ -133,7 +128,7 @@ Status DebertaModel::PrepareRelativePositions() {
   const DisentangledAttentionConfig& settings = config_.disentangled;
   if (!UsesPositionTerms(settings)) return Status();
   const int64_t h = config_.hidden_size;
-  const int64_t rows = 2 * Span(settings);
+  const int64_t rows = 2 * settings.RelativeSpan();
   auto relative = Tensor::Allocate(placement_.dtype, {rows, h}, placement_.device);
   if (!relative.ok()) return relative.status();
   if (settings.norm_relative_embeddings) {
@@ -146,7 +141,7 @@ Status DebertaModel::PrepareRelativePositions() {
   position_biases_.resize(weights_.layers.size());
   for (size_t i = 0; i < weights_.layers.size(); ++i) {
     ops::DisentangledPositionBias& bias = position_biases_[i];
-    bias.span = static_cast<int32_t>(Span(settings));
+    bias.span = static_cast<int32_t>(settings.RelativeSpan());
     bias.position_buckets = static_cast<int32_t>(settings.position_buckets);
     bias.max_relative_positions = static_cast<int32_t>(settings.max_relative_positions);
     Tensor weight, bias_vector;
@@ -223,126 +218,13 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
 }
 
 
-// The entries of a "|"-separated string or of an array of strings, lower-cased and trimmed, as
-// transformers reads pos_att_type and norm_rel_ebd.
-Status ReadNameList(const JsonObject& root, std::string_view key, std::vector<std::string>* names) {
-  names->clear();
-  if (!root.Has(key)) return Status();
-  auto add = [&](std::string_view text) {
-    size_t start = 0;
-    while (start <= text.size()) {
-      size_t end = text.find('|', start);
-      if (end == std::string_view::npos) end = text.size();
-      std::string name;
-      for (char c : text.substr(start, end - start)) {
-        if (c != ' ' && c != '\t') name.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-      }
-      if (!name.empty()) names->push_back(std::move(name));
-      start = end + 1;
-    }
-  };
-  simdjson::dom::element value;
-  if (root.raw()[key].get(value) != simdjson::SUCCESS) return root.Error(key, "cannot be read");
-  std::string_view text;
-  simdjson::dom::array array;
-  if (value.get(text) == simdjson::SUCCESS) {
-    add(text);
-  } else if (value.get(array) == simdjson::SUCCESS) {
-    for (simdjson::dom::element element : array) {
-      if (element.get(text) != simdjson::SUCCESS) return root.Error(key, "must hold strings");
-      add(text);
-    }
-  } else {
-    return root.Error(key, "must be a string or an array of strings");
-  }
-  return Status();
-}
-
-Status ReadSettings(const JsonObject& root, ModelConfig* config) {
-  STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "gelu", config));
-  config->norm_eps = 1e-7;  // DebertaV2Config's default
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
-  config->type_vocab_size = 0;
-  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
-  if (config->type_vocab_size < 0) return root.Error("type_vocab_size", "must not be negative");
-
-  DisentangledAttentionConfig& settings = config->disentangled;
-  settings = {};
-  STAMEN_RETURN_IF_ERROR(root.Optional("relative_attention", &settings.relative_attention));
-  std::vector<std::string> names;
-  STAMEN_RETURN_IF_ERROR(ReadNameList(root, "pos_att_type", &names));
-  for (const std::string& name : names) {
-    if (name == "c2p") {
-      settings.content_to_position = true;
-    } else if (name == "p2c") {
-      settings.position_to_content = true;
-    } else {
-      return root.Error("pos_att_type", "names '" + name + "'; only 'c2p' and 'p2c' are supported");
-    }
-  }
-  settings.max_relative_positions = -1;
-  STAMEN_RETURN_IF_ERROR(root.Optional("max_relative_positions", &settings.max_relative_positions));
-  if (settings.max_relative_positions < 1) settings.max_relative_positions = config->max_position_embeddings;
-  settings.position_buckets = -1;
-  STAMEN_RETURN_IF_ERROR(root.Optional("position_buckets", &settings.position_buckets));
-  if (settings.position_buckets <= 0) settings.position_buckets = 0;
-  if (settings.relative_attention && settings.position_buckets > 0 &&
-      settings.max_relative_positions - 1 <= settings.position_buckets / 2) {
-    return root.Error("max_relative_positions", "must exceed position_buckets / 2 + 1");
-  }
-  if (Span(settings) > (int64_t{1} << 24)) return root.Error("max_relative_positions", "is too large");
-  STAMEN_RETURN_IF_ERROR(root.Optional("share_att_key", &settings.share_att_key));
-  STAMEN_RETURN_IF_ERROR(ReadNameList(root, "norm_rel_ebd", &names));
-  for (const std::string& name : names) {
-    if (name == "layer_norm") {
-      settings.norm_relative_embeddings = true;
-    } else if (name != "none") {
-      return root.Error("norm_rel_ebd", "names '" + name + "'; only 'layer_norm' and 'none' are supported");
-    }
-  }
-  STAMEN_RETURN_IF_ERROR(root.Optional("position_biased_input", &settings.position_biased_input));
-
-  // Options of DeBERTa checkpoints this engine does not run: refused by name, not ignored.
-  int64_t conv_kernel_size = 0;
-  STAMEN_RETURN_IF_ERROR(root.Optional("conv_kernel_size", &conv_kernel_size));
-  if (conv_kernel_size > 0) {
-    return root.Error("conv_kernel_size", "is " + std::to_string(conv_kernel_size) +
-                                              "; DeBERTa's convolution layer (ConvLayer) is not supported");
-  }
-  for (std::string_view key : {"embedding_size", "pooler_hidden_size"}) {
-    int64_t size = config->hidden_size;
-    STAMEN_RETURN_IF_ERROR(root.Optional(key, &size));
-    if (size != config->hidden_size) return root.Error(key, "must equal hidden_size (only that is supported)");
-  }
-  int64_t head_size = config->head_dim;
-  STAMEN_RETURN_IF_ERROR(root.Optional("attention_head_size", &head_size));
-  if (head_size != config->head_dim) return root.Error("attention_head_size", "must be hidden_size / num_attention_heads");
-
-  std::string pooler_activation = "gelu";
-  STAMEN_RETURN_IF_ERROR(root.Optional("pooler_hidden_act", &pooler_activation));
-  const auto activation = ops::ActivationFromName(pooler_activation);
-  if (!activation.has_value()) {
-    return root.Error("pooler_hidden_act", "names unsupported activation '" + pooler_activation + "'");
-  }
-  config->classifier_activation = *activation;
-  return Status();
-}
-
 constexpr std::string_view kPrefixes[] = {"", "deberta."};
-
-constexpr ArchitectureDefinition kArchitectures[] = {
-    {"DebertaV2Model", ModelHead::kNone, "", "deberta-v2"},
-    {"DebertaV2ForSequenceClassification", ModelHead::kSequenceClassification, "deberta.", ""},
-};
 
 }  // namespace
 
 extern const FamilyDefinition kDebertaFamily{
     .family = ModelFamily::kDeberta,
-    .architectures = kArchitectures,
-    .shape_keys = {},
     .weight_prefixes = kPrefixes,
-    .read_settings = ReadSettings,
     .tensors = SchemaTensors<DebertaWeights, VisitTensors>,
     .load = Load,
 };

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/model_config.h"
+#include "model_folder/model_config.h"
 #include "engine/status.h"
 #include "engine/tensor.h"
 #include "engine/weight_store.h"

@@ -64,31 +64,12 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
   return std::unique_ptr<Model>(std::move(model));
 }
 
-Status ReadSettings(const JsonObject& root, ModelConfig* config) {
-  STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "gelu", config));
-  config->norm_eps = 1e-12;
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
-  int64_t buckets = kBuckets;
-  STAMEN_RETURN_IF_ERROR(root.Optional("relative_attention_num_buckets", &buckets));
-  if (buckets != kBuckets) {
-    return root.Error("relative_attention_num_buckets", "must be 32 (MPNet's encoder always buckets by 32)");
-  }
-  return family_settings::ReadPositionsAfterPad(root, config);
-}
-
 constexpr std::string_view kPrefixes[] = {"", "mpnet."};
-
-constexpr ArchitectureDefinition kArchitectures[] = {
-    {"MPNetModel", ModelHead::kNone, "", "mpnet"},
-    {"MPNetForMaskedLM", ModelHead::kNone, "mpnet.", ""},  // embedding use ignores lm_head
-    {"MPNetForSequenceClassification", ModelHead::kSequenceClassification, "mpnet.", ""},
-};
 
 }  // namespace
 
 extern const FamilyDefinition kMpnetFamily{
-    .family = ModelFamily::kMpnet, .architectures = kArchitectures, .weight_prefixes = kPrefixes,
-    .read_settings = ReadSettings, .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitAllTensors>,
-    .load = Load};
+    .family = ModelFamily::kMpnet, .weight_prefixes = kPrefixes,
+    .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitAllTensors>, .load = Load};
 
 }  // namespace stamen::engine

@@ -1,4 +1,5 @@
-// The family registry's table: one row per family, each defined in its model file.
+// The family registry's table: how each family runs, one row per family, each defined in its
+// model file (the config side: model_folder/family_registry.cc).
 #include "engine/models/family.h"
 
 namespace stamen::engine {
@@ -34,26 +35,12 @@ const FamilyDefinition* const kFamilies[] = {
 
 }  // namespace
 
-std::span<const FamilyDefinition* const> Families() { return kFamilies; }
-
 const FamilyDefinition& FamilyOf(ModelFamily family) {
   for (const FamilyDefinition* definition : kFamilies) {
     if (definition->family == family) return *definition;
   }
   // Every ModelFamily value has a row; a missing one is a programming error caught by every test.
   __builtin_trap();
-}
-
-const FamilyDefinition* FindArchitecture(std::string_view name, const ArchitectureDefinition** architecture) {
-  for (const FamilyDefinition* family : kFamilies) {
-    for (const ArchitectureDefinition& candidate : family->architectures) {
-      if (candidate.name == name) {
-        *architecture = &candidate;
-        return family;
-      }
-    }
-  }
-  return nullptr;
 }
 
 StatusOr<std::unique_ptr<Model>> LoadModel(const ModelConfig& config, const WeightStore& weights,

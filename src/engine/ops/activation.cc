@@ -6,15 +6,6 @@
 
 namespace stamen::engine::ops {
 
-std::optional<Activation> ActivationFromName(std::string_view name) {
-  if (name == "gelu") return Activation::kGeluErf;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::kGeluTanh;
-  if (name == "relu") return Activation::kRelu;
-  if (name == "silu" || name == "swish") return Activation::kSilu;
-  if (name == "tanh") return Activation::kTanh;
-  return std::nullopt;
-}
-
 Status Activate(Activation activation, const Tensor& input, Tensor& output) {
   if (input.empty() || output.empty() || input.dtype() != output.dtype() || !(input.shape() == output.shape())) {
     return Status::Error("activate: expected F32 input and output of one shape, got " + input.Describe() + " and " +

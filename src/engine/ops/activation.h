@@ -7,14 +7,9 @@
 
 #include "engine/status.h"
 #include "engine/tensor.h"
+#include "model_folder/kinds.h"
 
 namespace stamen::engine::ops {
-
-enum class Activation { kIdentity, kGeluErf, kGeluTanh, kRelu, kSilu, kTanh };
-
-// The activation a config's `hidden_act` names ("gelu" is the exact erf form, as in
-// transformers' ACT2FN); nullopt when unknown.
-std::optional<Activation> ActivationFromName(std::string_view name);
 
 // output = f(input), F32, same shape; `output` may be `input`.
 Status Activate(Activation activation, const Tensor& input, Tensor& output);

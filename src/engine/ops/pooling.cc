@@ -6,30 +6,6 @@
 
 namespace stamen::engine::ops {
 
-std::optional<PoolingMode> PoolingModeFromName(std::string_view name) {
-  if (name == "cls") return PoolingMode::kCls;
-  if (name == "mean") return PoolingMode::kMean;
-  if (name == "max") return PoolingMode::kMax;
-  if (name == "last_token" || name == "lasttoken") return PoolingMode::kLastToken;
-  if (name == "weightedmean") return PoolingMode::kWeightedMean;
-  if (name == "mean_sqrt_len_tokens") return PoolingMode::kMeanSqrtLen;
-  if (name == "splade") return PoolingMode::kSplade;
-  return std::nullopt;
-}
-
-std::string_view PoolingModeName(PoolingMode mode) {
-  switch (mode) {
-    case PoolingMode::kCls: return "cls";
-    case PoolingMode::kMean: return "mean";
-    case PoolingMode::kMax: return "max";
-    case PoolingMode::kLastToken: return "last_token";
-    case PoolingMode::kWeightedMean: return "weightedmean";
-    case PoolingMode::kMeanSqrtLen: return "mean_sqrt_len_tokens";
-    case PoolingMode::kSplade: return "splade";
-  }
-  return "?";
-}
-
 Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, PoolingMode mode, Tensor& output) {
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("pool", "hidden", hidden, 2));
   STAMEN_RETURN_IF_ERROR(internal::Expect("pool", "cu_seqlens", cu_seqlens, DataType::kI32, 1));

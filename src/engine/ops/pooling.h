@@ -6,19 +6,9 @@
 
 #include "engine/status.h"
 #include "engine/tensor.h"
+#include "model_folder/kinds.h"
 
 namespace stamen::engine::ops {
-
-// kWeightedMean and kMeanSqrtLen are sentence-transformers' "weightedmean" (token i of a
-// sequence of n weighs i, 1-based: Σ i·x_i / Σ i) and "mean_sqrt_len_tokens" (Σ x_i / √n).
-// kSplade is SPLADE's max over tokens of log(1 + relu(x)) over masked-LM logits: Pool refuses
-// it (the logits are [T, vocab], too wide to make at once), SpladePool below computes it.
-enum class PoolingMode { kCls, kMean, kMax, kLastToken, kWeightedMean, kMeanSqrtLen, kSplade };
-
-// "cls", "mean", "max", "last_token" (also sentence-transformers' "lasttoken"), "weightedmean",
-// "mean_sqrt_len_tokens", "splade".
-std::optional<PoolingMode> PoolingModeFromName(std::string_view name);
-std::string_view PoolingModeName(PoolingMode mode);
 
 // output[s, :D] = pool of hidden[t, :D] over the tokens t of sequence s, D = output.dim(1)
 // ≤ hidden.dim(1) (leading columns only: Matryoshka truncation costs nothing extra).

@@ -1,12 +1,12 @@
 // Yes/no LLM rerankers: the rule that picks them, their prompt template, their token ids.
-#include "engine/yes_no_reranker.h"
+#include "model_folder/yes_no_reranker.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <vector>
 
-#include "engine/json_document.h"
-#include "engine/weight_store.h"
+#include "model_folder/json_document.h"
+#include "model_folder/tensor_names.h"
 
 namespace stamen::engine {
 namespace {
@@ -91,9 +91,11 @@ Status ResolveYesNoReranker(const std::string& model_dir, std::optional<bool> re
   const bool causal_lm = config->decoder && config->architecture.ends_with("ForCausalLM");
   if (!requested.has_value()) {
     if (!causal_lm || sentence_transformers.has_modules) return Status();
-    auto weights = WeightStore::OpenDirectory(model_dir);
-    if (!weights.ok()) return weights.status();
-    if (!config->tie_word_embeddings && !weights->Contains("lm_head.weight")) return Status();
+    if (!config->tie_word_embeddings) {
+      auto has_head = FolderHasTensor(model_dir, "lm_head.weight");
+      if (!has_head.ok()) return has_head.status();
+      if (!*has_head) return Status();
+    }
   } else if (!causal_lm) {
     return Status::Error(model_dir + ": a yes/no reranker must be a decoder *ForCausalLM, not " + config->architecture);
   }

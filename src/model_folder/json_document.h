@@ -8,7 +8,7 @@
 
 #include <simdjson.h>
 
-#include "engine/status.h"
+#include "common/status.h"
 
 namespace stamen::engine {
 

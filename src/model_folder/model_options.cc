@@ -1,5 +1,5 @@
 // The names of a model folder's options (see model_options.h).
-#include "engine/model_options.h"
+#include "model_folder/model_options.h"
 
 #include <algorithm>
 #include <filesystem>

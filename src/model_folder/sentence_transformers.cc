@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <string_view>
 
-#include "engine/json_document.h"
-#include "engine/model_config.h"
+#include "model_folder/json_document.h"
+#include "model_folder/model_config.h"
 
 namespace stamen::engine {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/model_config.h"
-#include "engine/status.h"
+#include "model_folder/model_config.h"
+#include "common/status.h"
 
 namespace stamen::engine {
 

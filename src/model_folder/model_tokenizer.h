@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/model_config.h"
-#include "engine/status.h"
-#include "engine/yes_no_reranker.h"
+#include "model_folder/model_config.h"
+#include "common/status.h"
+#include "model_folder/yes_no_reranker.h"
 #include "tokenizer/tokenizer.h"
 
 namespace stamen::engine {

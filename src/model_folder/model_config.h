@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/activation.h"
-#include "engine/ops/pooling.h"
-#include "engine/status.h"
+#include "model_folder/kinds.h"
+#include "common/status.h"
 
 namespace stamen::engine {
 
@@ -30,6 +29,8 @@ struct DisentangledAttentionConfig {
   bool share_att_key = false;  // position queries/keys through the layer's query_proj / key_proj
   bool norm_relative_embeddings = false;  // norm_rel_ebd has "layer_norm"
   bool position_biased_input = true;      // absolute position embeddings added to the input
+  // Half the relative embedding rows: position_buckets, else max_relative_positions.
+  int64_t RelativeSpan() const { return position_buckets > 0 ? position_buckets : max_relative_positions; }
 };
 
 struct ModelConfig {

@@ -1,5 +1,6 @@
-#include "gateway_commands.h"
+#include "gateway_command.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
@@ -7,40 +8,15 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
-#include <memory>
-#include <sstream>
 
-#include "engine/model_options.h"
-#include "engine/yes_no_reranker.h"
-#include "gateway/gateway.h"
-#include "gateway/model_router.h"
 #include "gateway/json_log.h"
-#include "hub/resolve_model.h"
-#include "server/local_worker.h"
-#include "device_option.h"
-#include "served_models.h"
+#include "model_folder/model_options.h"
+#include "model_folder/yes_no_reranker.h"
 #include "termination_signal.h"
 
 namespace stamen::apps {
 namespace {
-
-struct GatewayCommandOptions {
-  gateway::GatewayOptions gateway;
-  std::vector<std::string> workers;  // --workers [NAME=]host:port,..., once per model
-  std::string pooling;
-  std::string yes_no_reranker = "auto";
-  std::vector<std::string> models;  // --model [NAME=]MODEL, once or more
-  std::string models_file;          // --models FILE
-  bool offline = false;
-  bool json_output = false;
-  hub::ResolveOptions hub;  // --revision, --hf-token, --huggingface-hub-cache
-  std::string log_level = "info";
-  double request_timeout_seconds = 60;  // --request-timeout
-  double worker_timeout_seconds = 60;   // --worker-timeout (gateway)
-  double health_interval_seconds = 1;   // --health-interval (gateway)
-};
 
 // The models to serve: --models FILE, or each --model, or --model-id (MODEL_ID); the name
 // of a single one may come from --served-model-name.
@@ -103,6 +79,8 @@ bool ResolveModelFolder(GatewayCommandOptions& options, std::string* error) {
   return true;
 }
 
+}  // namespace
+
 std::chrono::milliseconds Milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -130,8 +108,7 @@ bool ResolveHost(GatewayCommandOptions& options, std::string* error) {
   return true;
 }
 
-// Options the gateway and serve share, with TEI's names and environment variables
-// (router/src/main.rs: each flag's name in upper snake case).
+// TEI's names and variables: router/src/main.rs, each flag's name in upper snake case.
 void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   gateway::GatewayOptions& g = options.gateway;
   command->add_option("--model-id", g.model_dir,
@@ -224,6 +201,8 @@ int Fail(const std::string& command, const std::string& message) {
   return 2;
 }
 
+namespace {
+
 bool ResolvePooling(GatewayCommandOptions& options, std::string* error) {
   bool known = false;
   options.gateway.yes_no_reranker = engine::ParseYesNoRerankerOption(options.yes_no_reranker, &known);
@@ -239,24 +218,10 @@ bool ResolvePooling(GatewayCommandOptions& options, std::string* error) {
   return options.gateway.pooling.has_value();
 }
 
-// Log level and format, before anything is logged.
-void SetUpLogging(const GatewayCommandOptions& options) {
-  spdlog::set_level(spdlog::level::from_str(options.log_level));
-  if (options.json_output) gateway::UseJsonLogs();
-}
-
-// One model as served: its gateway's options and, for serve, its in-process worker's.
-struct ServedModel {
-  GatewayCommandOptions options;
-  server::LocalWorkerOptions worker;
-  std::vector<std::string> workers;  // gateway: the addresses its spec gave
-};
-
-// `spec`'s options over the command line's (`options`, `worker`), its folder found or pulled.
-bool Configure(const ModelSpec& spec, const GatewayCommandOptions& options, const server::LocalWorkerOptions& worker,
-               ServedModel* model, std::string* error) {
+// `spec`'s options over the command line's, its folder found or pulled.
+bool Configure(const ModelSpec& spec, const GatewayCommandOptions& options, ServedModel* model, std::string* error) {
   model->options = options;
-  model->worker = worker;
+  model->spec = spec;
   GatewayCommandOptions& o = model->options;
   o.gateway.model_dir = spec.model;
   o.gateway.model_id = spec.name;
@@ -267,28 +232,31 @@ bool Configure(const ModelSpec& spec, const GatewayCommandOptions& options, cons
   if (spec.instruction) o.gateway.yes_no_instruction = *spec.instruction;
   if (spec.yes_no_reranker) o.yes_no_reranker = *spec.yes_no_reranker;
   if (spec.auto_truncate) o.gateway.auto_truncate = *spec.auto_truncate;
-  model->workers = spec.workers;
-  server::LocalWorkerOptions& w = model->worker;
-  if (spec.device) {
-    if (*error = ApplyDeviceOption(*spec.device, &w.engine); !error->empty()) return false;
-  }
-  if (spec.max_batch_tokens) w.scheduler.max_batch_tokens = *spec.max_batch_tokens;
-  if (spec.max_batch_requests) w.scheduler.max_batch_sequences = *spec.max_batch_requests;
-  if (spec.max_queued_tokens) w.scheduler.max_queued_tokens = *spec.max_queued_tokens;
-  if (spec.threads) w.engine.num_threads = *spec.threads;
+  o.gateway.worker_addresses = spec.workers;  // the gateway's; --workers NAME=… adds to them
   if (!ResolvePooling(o, error) || !ResolveModelFolder(o, error)) return false;
   o.gateway.request_timeout = Milliseconds(o.request_timeout_seconds);
   return true;
 }
 
+}  // namespace
+
+void LogToStandardError() {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("stamen"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+}
+
+void SetUpLogging(const GatewayCommandOptions& options) {
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  if (options.json_output) gateway::UseJsonLogs();
+}
+
 // Every model of the command line, configured; on failure `error` says which and why.
-bool ConfigureModels(const GatewayCommandOptions& options, const server::LocalWorkerOptions& worker,
-                     std::vector<ServedModel>* models, std::string* error) {
+bool ConfigureModels(const GatewayCommandOptions& options, std::vector<ServedModel>* models, std::string* error) {
   std::vector<ModelSpec> specs;
   if (!ListModels(options, &specs, error)) return false;
   for (const ModelSpec& spec : specs) {
     models->emplace_back();
-    if (!Configure(spec, options, worker, &models->back(), error)) {
+    if (!Configure(spec, options, &models->back(), error)) {
       if (specs.size() > 1) *error = "model " + (spec.name.empty() ? spec.model : spec.name) + ": " + *error;
       return false;
     }
@@ -303,81 +271,23 @@ bool ConfigureModels(const GatewayCommandOptions& options, const server::LocalWo
   return true;
 }
 
-// The HTTP side: one model's gateway, or the router in front of several.
-class Frontend {
- public:
-  static StatusOr<Frontend> Start(const std::vector<ServedModel>& models, metrics::Registry& registry) {
-    Frontend frontend;
-    if (models.size() == 1) {
-      auto gateway = gateway::Gateway::Start(models.front().options.gateway, registry);
-      if (!gateway.ok()) return gateway.status();
-      frontend.single_ = std::move(gateway.value());
-      return frontend;
-    }
-    std::vector<gateway::GatewayOptions> options;
-    for (const ServedModel& model : models) options.push_back(model.options.gateway);
-    auto router = gateway::ModelRouter::Start(options, registry);
-    if (!router.ok()) return router.status();
-    frontend.router_ = std::move(router.value());
+StatusOr<Frontend> Frontend::Start(const std::vector<ServedModel>& models, metrics::Registry& registry) {
+  Frontend frontend;
+  if (models.size() == 1) {
+    auto gateway = gateway::Gateway::Start(models.front().options.gateway, registry);
+    if (!gateway.ok()) return gateway.status();
+    frontend.single_ = std::move(gateway.value());
     return frontend;
   }
-  uint16_t port() const { return single_ ? single_->port() : router_->port(); }
-  void Shutdown(std::chrono::milliseconds drain) {
-    if (single_) single_->Shutdown(drain);
-    if (router_) router_->Shutdown(drain);
-  }
-
- private:
-  std::unique_ptr<gateway::Gateway> single_;
-  std::unique_ptr<gateway::ModelRouter> router_;
-};
-
-int RunServe(GatewayCommandOptions& options, const server::LocalWorkerOptions& worker_options) {
-  SetUpLogging(options);
-  std::string error;
-  std::vector<ServedModel> models;
-  if (!ResolveHost(options, &error) || !ConfigureModels(options, worker_options, &models, &error)) {
-    return Fail("serve", error);
-  }
-  BlockTerminationSignals();
-  metrics::Registry registry;
-  // Several models: each worker's metrics labelled with its model, as the router labels the
-  // gateways'.
-  std::vector<std::unique_ptr<metrics::Registry>> model_registries;
-  std::vector<std::unique_ptr<server::LocalWorker>> workers;
-  for (ServedModel& model : models) {
-    gateway::GatewayOptions& gateway = model.options.gateway;
-    model.worker.model_dir = gateway.model_dir;
-    model.worker.engine.yes_no_reranker = gateway.yes_no_reranker;
-    model.worker.model_id = gateway.model_id;
-    metrics::Registry* worker_registry = &registry;
-    if (models.size() > 1) {
-      worker_registry = model_registries.emplace_back(
-          std::make_unique<metrics::Registry>(registry, "model=\"" + gateway.model_id + "\"")).get();
-    }
-    auto worker = server::LocalWorker::Load(model.worker, *worker_registry);
-    if (!worker.ok()) {
-      return Fail("serve", (models.size() > 1 ? "model " + gateway.model_id + ": " : "") + worker.status().message());
-    }
-    gateway.in_process_worker = std::make_shared<gateway::InProcessBackend>(**worker);
-    // One chunk per batch the worker cuts.
-    gateway.dispatcher.chunk_tokens = static_cast<int64_t>((*worker)->info().max_batch_tokens());
-    workers.push_back(std::move(worker.value()));
-  }
-  auto started = Frontend::Start(models, registry);
-  if (!started.ok()) return Fail("serve", started.status().message());
-  spdlog::info("serve: ready: try  curl http://{}:{}/v1/embeddings -H 'Content-Type: application/json' "
-               "-d '{{\"input\": \"Hello world\"{}}}'",
-               options.gateway.host, started->port(),
-               models.size() > 1 ? ", \"model\": \"" + models.front().options.gateway.model_id + "\"" : "");
-  const std::string signal = WaitForTerminationSignal();
-  spdlog::info("serve: {} received", signal);
-  started->Shutdown(std::chrono::seconds(30));
-  for (const auto& worker : workers) worker->scheduler().Drain();
-  for (ServedModel& model : models) model.options.gateway.in_process_worker.reset();
-  spdlog::info("serve: stopped");
-  return 0;
+  std::vector<gateway::GatewayOptions> options;
+  for (const ServedModel& model : models) options.push_back(model.options.gateway);
+  auto router = gateway::ModelRouter::Start(options, registry);
+  if (!router.ok()) return router.status();
+  frontend.router_ = std::move(router.value());
+  return frontend;
 }
+
+namespace {
 
 // Each model's worker addresses: its own from --models, or --workers NAME=…; a single model's
 // also --workers host:port,… without a name.
@@ -390,7 +300,7 @@ bool AssignWorkers(const std::vector<std::string>& workers, std::vector<ServedMo
                  " are served: give --workers NAME=host:port,… for each";
         return false;
       }
-      for (std::string& address : SplitAddresses(argument)) models.front().workers.push_back(std::move(address));
+      for (std::string& address : SplitAddresses(argument)) models.front().options.gateway.worker_addresses.push_back(std::move(address));
       continue;
     }
     const std::string name = argument.substr(0, equals);
@@ -400,17 +310,19 @@ bool AssignWorkers(const std::vector<std::string>& workers, std::vector<ServedMo
       *error = "--workers " + argument + ": no model is named '" + name + "'";
       return false;
     }
-    for (std::string& address : SplitAddresses(argument.substr(equals + 1))) model->workers.push_back(std::move(address));
+    for (std::string& address : SplitAddresses(argument.substr(equals + 1))) {
+      model->options.gateway.worker_addresses.push_back(std::move(address));
+    }
   }
   for (ServedModel& model : models) {
-    if (model.workers.empty()) {
+    std::vector<std::string>& addresses = model.options.gateway.worker_addresses;
+    if (addresses.empty()) {
       *error = models.size() > 1 ? "model " + model.options.gateway.model_id +
                                        " has no workers: give --workers " + model.options.gateway.model_id +
                                        "=host:port,… (or \"workers\" in --models)"
                                  : "--workers names no worker";
       return false;
     }
-    model.options.gateway.worker_addresses = model.workers;
   }
   return true;
 }
@@ -419,7 +331,7 @@ int RunGateway(GatewayCommandOptions& options) {
   SetUpLogging(options);
   std::string error;
   std::vector<ServedModel> models;
-  if (!ResolveHost(options, &error) || !ConfigureModels(options, {}, &models, &error) ||
+  if (!ResolveHost(options, &error) || !ConfigureModels(options, &models, &error) ||
       !AssignWorkers(options.workers, models, &error)) {
     return Fail("gateway", error);
   }
@@ -439,40 +351,12 @@ int RunGateway(GatewayCommandOptions& options) {
 
 }  // namespace
 
-void AddServeCommand(CLI::App& app) {
-  auto options = std::make_shared<GatewayCommandOptions>();
-  auto worker = std::make_shared<server::LocalWorkerOptions>();
-  CLI::App* command = app.add_subcommand(
-      "serve", "Serve a model over HTTP (OpenAI, TEI, Cohere APIs): gateway and worker in one process");
-  AddGatewayOptions(command, *options);
-  worker->scheduler.max_batch_tokens = 0;
-  worker->scheduler.max_queued_tokens = 0;
-  auto device = std::make_shared<std::string>("cpu");
-  command->add_option("--device", *device, "Where the model runs: cpu, cuda or cuda:N (bf16 on the GPU)")
-      ->capture_default_str();
-  command->add_option("--max-batch-tokens", worker->scheduler.max_batch_tokens,
-                      "Token budget of one batch (default: the device's, 2048 on CPU, 512 on a GPU)")
-      ->envname("MAX_BATCH_TOKENS");
-  command->add_option("--query-batch-tokens", worker->scheduler.query_batch_tokens,
-                      "Token budget of a batch that starts a short request beside bulk work, so that queries do "
-                      "not wait for two full batches (default: half of --max-batch-tokens)");
-  command->add_option("--max-batch-requests", worker->scheduler.max_batch_sequences, "Most sequences in one batch")
-      ->envname("MAX_BATCH_REQUESTS")
-      ->capture_default_str();
-  command->add_option("--max-queued-tokens", worker->scheduler.max_queued_tokens,
-                      "Tokens waiting beyond which requests get 429 (default: 512 batches)");
-  command->add_option("--threads", worker->engine.num_threads, "CPU threads of the engine (0: all cores)")
-      ->capture_default_str();
-  command->callback([options, worker, device] {
-    if (std::string error = ApplyDeviceOption(*device, &worker->engine); !error.empty()) std::exit(Fail("serve", error));
-    const int code = RunServe(*options, *worker);
-    if (code != 0) std::exit(code);
-  });
+void AddGatewayCommand(CLI::App& app) {
+  SetUpGatewayCommand(app.add_subcommand("gateway", "Serve the HTTP API in front of `stamen worker` processes"));
 }
 
-void AddGatewayCommand(CLI::App& app) {
+void SetUpGatewayCommand(CLI::App* command) {
   auto options = std::make_shared<GatewayCommandOptions>();
-  CLI::App* command = app.add_subcommand("gateway", "Serve the HTTP API in front of `stamen worker` processes");
   AddGatewayOptions(command, *options);
   command->add_option("--workers", options->workers,
                       "Workers as host:port,...; a name resolving to several addresses (a Kubernetes headless "

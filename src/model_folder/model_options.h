@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/model_config.h"
-#include "engine/ops/pooling.h"
+#include "model_folder/model_config.h"
+#include "model_folder/kinds.h"
 
 namespace stamen::engine {
 

@@ -1,5 +1,5 @@
 // simdjson DOM access with error messages for config files.
-#include "engine/json_document.h"
+#include "model_folder/json_document.h"
 
 namespace stamen::engine {
 

@@ -1,12 +1,12 @@
 // Reads config.json into ModelConfig: the architecture through the family registry, the
 // common shapes, then the family's own settings, with defaults as transformers applies them,
 // and checks that the shapes are consistent before any weight is touched.
-#include "engine/model_config.h"
+#include "model_folder/model_config.h"
 
 #include <string_view>
 
-#include "engine/json_document.h"
-#include "engine/models/family.h"
+#include "model_folder/json_document.h"
+#include "model_folder/family_config.h"
 
 namespace stamen::engine {
 namespace {
@@ -22,7 +22,7 @@ Status ReadArchitecture(const JsonObject& root, ModelConfig* config) {
     if (architectures.at(0).get(name) != simdjson::SUCCESS) return root.Error("architectures", "must hold strings");
     config->architecture = std::string(name);
   } else {
-    for (const FamilyDefinition* family : Families()) {
+    for (const FamilyConfig* family : FamilyConfigs()) {
       for (const ArchitectureDefinition& architecture : family->architectures) {
         if (!config->model_type.empty() && architecture.default_for_model_type == config->model_type) {
           config->architecture = std::string(architecture.name);
@@ -34,7 +34,7 @@ Status ReadArchitecture(const JsonObject& root, ModelConfig* config) {
     }
   }
   const ArchitectureDefinition* architecture = nullptr;
-  const FamilyDefinition* family = FindArchitecture(config->architecture, &architecture);
+  const FamilyConfig* family = FindArchitecture(config->architecture, &architecture);
   if (family == nullptr) {
     std::string supported;
     for (const std::string& name : SupportedArchitectures()) supported += (supported.empty() ? "" : ", ") + name;
@@ -102,7 +102,7 @@ Status ReadShapes(const JsonObject& root, const ShapeKeys& keys, ModelConfig* co
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> list;
-    for (const FamilyDefinition* family : Families()) {
+    for (const FamilyConfig* family : FamilyConfigs()) {
       for (const ArchitectureDefinition& architecture : family->architectures) list.emplace_back(architecture.name);
     }
     return list;
@@ -116,7 +116,7 @@ StatusOr<ModelConfig> ReadModelConfig(const std::string& path) {
   const JsonObject root = document.value()->root();
   ModelConfig config;
   STAMEN_RETURN_IF_ERROR(ReadArchitecture(root, &config));
-  const FamilyDefinition& family = FamilyOf(config.family);
+  const FamilyConfig& family = FamilyConfigOf(config.family);
   STAMEN_RETURN_IF_ERROR(ReadShapes(root, family.shape_keys, &config));
   STAMEN_RETURN_IF_ERROR(family_settings::ReadPadToken(root, &config));
   STAMEN_RETURN_IF_ERROR(family.read_settings(root, &config));

@@ -1,5 +1,5 @@
 // Config readers shared by the families' read_settings.
-#include "engine/models/family.h"
+#include "model_folder/family_config.h"
 
 namespace stamen::engine::family_settings {
 

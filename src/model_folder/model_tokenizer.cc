@@ -1,5 +1,5 @@
 // Loads a model folder's tokenizer and maps its ids to the model's (see model_tokenizer.h).
-#include "engine/model_tokenizer.h"
+#include "model_folder/model_tokenizer.h"
 
 #include <algorithm>
 #include <filesystem>

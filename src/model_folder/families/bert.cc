@@ -1,0 +1,53 @@
+// What config.json says of BERT, RoBERTa, XLM-RoBERTa and CamemBERT (engine/models/bert.cc runs them).
+#include "model_folder/family_config.h"
+
+namespace stamen::engine {
+namespace {
+
+// Settings of BERT-style encoders.
+Status ReadSettings(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "gelu", config));
+  config->norm_eps = 1e-12;
+  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
+  config->type_vocab_size = 2;
+  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
+  if (config->type_vocab_size < 1) return root.Error("type_vocab_size", "must be positive");
+  std::string position_type = "absolute";
+  STAMEN_RETURN_IF_ERROR(root.Optional("position_embedding_type", &position_type));
+  if (position_type != "absolute") {
+    return root.Error("position_embedding_type", "is '" + position_type + "'; only 'absolute' is supported");
+  }
+  return Status();
+}
+
+Status ReadRobertaSettings(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(ReadSettings(root, config));
+  return family_settings::ReadPositionsAfterPad(root, config);
+}
+
+constexpr ArchitectureDefinition kBertArchitectures[] = {
+    {"BertModel", ModelHead::kNone, "", "bert"},
+    {"BertForSequenceClassification", ModelHead::kSequenceClassification, "bert.", ""},
+    {"BertForMaskedLM", ModelHead::kMaskedLm, "bert.", ""},
+};
+
+constexpr ArchitectureDefinition kRobertaArchitectures[] = {
+    {"XLMRobertaModel", ModelHead::kNone, "", "xlm-roberta"},
+    {"XLMRobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
+    {"XLMRobertaForMaskedLM", ModelHead::kMaskedLm, "roberta.", ""},
+    {"RobertaModel", ModelHead::kNone, "", "roberta"},
+    {"RobertaForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
+    {"RobertaForMaskedLM", ModelHead::kMaskedLm, "roberta.", ""},
+    // CamemBERT is RoBERTa with its own vocabulary.
+    {"CamembertModel", ModelHead::kNone, "", "camembert"},
+    {"CamembertForSequenceClassification", ModelHead::kSequenceClassification, "roberta.", ""},
+};
+
+}  // namespace
+
+extern const FamilyConfig kBertFamilyConfig{
+    .family = ModelFamily::kBert, .architectures = kBertArchitectures, .read_settings = ReadSettings};
+extern const FamilyConfig kRobertaFamilyConfig{
+    .family = ModelFamily::kRoberta, .architectures = kRobertaArchitectures, .read_settings = ReadRobertaSettings};
+
+}  // namespace stamen::engine

@@ -1,0 +1,70 @@
+// The config side of the family registry: for each model family, how config.json names its
+// architectures, which keys hold its shapes and how to read its own settings; one table of
+// them (family_registry.cc), one definition per family (families/*.cc). ReadModelConfig goes
+// through it, so the gateway reads any folder the engine runs without linking the engine
+// (engine/models/family.h holds how each family runs).
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "common/status.h"
+#include "model_folder/json_document.h"
+#include "model_folder/model_config.h"
+
+namespace stamen::engine {
+
+struct ArchitectureDefinition {
+  std::string_view name;  // as config.json's "architectures" names it
+  ModelHead head = ModelHead::kNone;
+  // Where save_pretrained puts the backbone's tensors for this class ("bert." under
+  // BertForSequenceClassification); loading also accepts every prefix of the family.
+  std::string_view weight_prefix;
+  // The config.json model_type this is transformers' default architecture of, for configs
+  // without "architectures"; empty when none.
+  std::string_view default_for_model_type;
+};
+
+// The config.json keys of the common shapes (DistilBERT names them differently).
+struct ShapeKeys {
+  std::string_view hidden_size = "hidden_size";
+  std::string_view num_hidden_layers = "num_hidden_layers";
+  std::string_view num_attention_heads = "num_attention_heads";
+  std::string_view intermediate_size = "intermediate_size";
+};
+
+struct FamilyConfig {
+  ModelFamily family;
+  std::span<const ArchitectureDefinition> architectures;
+  bool decoder = false;  // uses RoPE, may attend causally, pools the last token by default
+  ShapeKeys shape_keys = {};
+  // The family's own keys (activation, norms, positions), after the common shapes are read.
+  Status (*read_settings)(const JsonObject& root, ModelConfig* config);
+};
+
+// Every family stamen reads, in the order error messages list their architectures.
+std::span<const FamilyConfig* const> FamilyConfigs();
+// The config definition of `family`; every value of ModelFamily has one.
+const FamilyConfig& FamilyConfigOf(ModelFamily family);
+// The family and architecture definition of an architecture name; nullptr when unsupported.
+const FamilyConfig* FindArchitecture(std::string_view name, const ArchitectureDefinition** architecture);
+
+// Config readers shared by families.
+namespace family_settings {
+// hidden_act (or `key`), defaulting to `fallback`.
+Status ReadActivation(const JsonObject& root, std::string_view key, std::string_view fallback, ModelConfig* config);
+// rope_theta, or transformers ≥ 5's {"rope_parameters": {"rope_theta", "rope_type"}}; only plain RoPE.
+Status ReadRope(const JsonObject& root, ModelConfig* config);
+// pad_token_id when given.
+Status ReadPadToken(const JsonObject& root, ModelConfig* config);
+// RoBERTa-style absolute positions, counted from pad_token_id (default 1) + 1.
+Status ReadPositionsAfterPad(const JsonObject& root, ModelConfig* config);
+// One layer type's RoPE base from transformers ≥ 5's rope_parameters[layer_type] (Gemma3,
+// ModernBERT), when given; only plain RoPE.
+Status ReadLayerTypeRope(const JsonObject& rope_parameters, std::string_view layer_type, double* theta);
+// layer_types (transformers ≥ 5: "full_attention" or "sliding_attention" for every layer) into
+// config->sliding_window_layers; `*found` is false when the config has none.
+Status ReadLayerTypes(const JsonObject& root, ModelConfig* config, bool* found);
+}  // namespace family_settings
+
+}  // namespace stamen::engine

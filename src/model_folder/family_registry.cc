@@ -1,0 +1,59 @@
+// The config side of the family registry: one row per family, each defined in
+// families/<family>.cc, in the order error messages list the architectures.
+#include "model_folder/family_config.h"
+
+namespace stamen::engine {
+
+extern const FamilyConfig kBertFamilyConfig;
+extern const FamilyConfig kRobertaFamilyConfig;
+extern const FamilyConfig kDistilBertFamilyConfig;
+extern const FamilyConfig kModernBertFamilyConfig;
+extern const FamilyConfig kMpnetFamilyConfig;
+extern const FamilyConfig kQwen2FamilyConfig;
+extern const FamilyConfig kQwen3FamilyConfig;
+extern const FamilyConfig kLlamaFamilyConfig;
+extern const FamilyConfig kMistralFamilyConfig;
+extern const FamilyConfig kGemma3FamilyConfig;
+extern const FamilyConfig kDebertaFamilyConfig;
+
+namespace {
+
+const FamilyConfig* const kFamilyConfigs[] = {
+    &kBertFamilyConfig,
+    &kRobertaFamilyConfig,
+    &kDistilBertFamilyConfig,
+    &kModernBertFamilyConfig,
+    &kMpnetFamilyConfig,
+    &kQwen2FamilyConfig,
+    &kQwen3FamilyConfig,
+    &kLlamaFamilyConfig,
+    &kMistralFamilyConfig,
+    &kGemma3FamilyConfig,
+    &kDebertaFamilyConfig,
+};
+
+}  // namespace
+
+std::span<const FamilyConfig* const> FamilyConfigs() { return kFamilyConfigs; }
+
+const FamilyConfig& FamilyConfigOf(ModelFamily family) {
+  for (const FamilyConfig* definition : kFamilyConfigs) {
+    if (definition->family == family) return *definition;
+  }
+  // Every ModelFamily value has a row; a missing one is a programming error caught by every test.
+  __builtin_trap();
+}
+
+const FamilyConfig* FindArchitecture(std::string_view name, const ArchitectureDefinition** architecture) {
+  for (const FamilyConfig* family : kFamilyConfigs) {
+    for (const ArchitectureDefinition& candidate : family->architectures) {
+      if (candidate.name == name) {
+        *architecture = &candidate;
+        return family;
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace stamen::engine

@@ -1,0 +1,28 @@
+// The kinds a model folder names, which the engine computes: poolings (1_Pooling/config.json,
+// --pooling) and activations (config.json's hidden_act). Here, not in engine/ops, so that
+// reading a folder needs no engine. Their namespace is the engine's ops, where they are used.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace stamen::engine::ops {
+
+// kWeightedMean and kMeanSqrtLen are sentence-transformers' "weightedmean" (token i of a
+// sequence of n weighs i, 1-based: Σ i·x_i / Σ i) and "mean_sqrt_len_tokens" (Σ x_i / √n).
+// kSplade is SPLADE's max over tokens of log(1 + relu(x)) over masked-LM logits: Pool refuses
+// it (the logits are [T, vocab], too wide to make at once), ops::SpladePool computes it.
+enum class PoolingMode { kCls, kMean, kMax, kLastToken, kWeightedMean, kMeanSqrtLen, kSplade };
+
+// "cls", "mean", "max", "last_token" (also sentence-transformers' "lasttoken"), "weightedmean",
+// "mean_sqrt_len_tokens", "splade".
+std::optional<PoolingMode> PoolingModeFromName(std::string_view name);
+std::string_view PoolingModeName(PoolingMode mode);
+
+enum class Activation { kIdentity, kGeluErf, kGeluTanh, kRelu, kSilu, kTanh };
+
+// The activation a config's `hidden_act` names ("gelu" is the exact erf form, as in
+// transformers' ACT2FN); nullopt when unknown.
+std::optional<Activation> ActivationFromName(std::string_view name);
+
+}  // namespace stamen::engine::ops
