@@ -403,17 +403,28 @@ std::optional<ApiError> Gateway::CheckQuantizable(EmbeddingType type, bool norma
                            "\" with \"normalize\": true"};
 }
 
+std::string Gateway::OtherModelsOfKind(bool embedders) const {
+  std::vector<const Gateway*> others;
+  for (const Gateway* model : served_) {
+    if (model != this && model->reranker_ != embedders) others.push_back(model);
+  }
+  if (others.empty()) return "";
+  return std::string("; this server's ") + (embedders ? "embedding models" : "rerankers and classifiers") + ": " +
+         ServedModelNames(others) + " (name one in \"model\", or call /models/" + others.front()->model_id_ + "/…)";
+}
+
 std::optional<ApiError> Gateway::NeedEmbedder(const std::string& route) const {
   if (!reranker_) return std::nullopt;
   return ApiError{400, "model " + model_id_ + " is a " + (kind_ == ModelKind::kReranker ? "reranker" : "classifier") +
                            ", not an embedding model (" + route + "): use " +
-                           (kind_ == ModelKind::kReranker ? "/rerank, /v1/rerank or /predict" : "/predict")};
+                           (kind_ == ModelKind::kReranker ? "/rerank, /v1/rerank or /predict" : "/predict") +
+                           OtherModelsOfKind(true)};
 }
 
 std::optional<ApiError> Gateway::NeedClassifier(const std::string& what) const {
   if (reranker_) return std::nullopt;
   return ApiError{400, "model " + model_id_ + " is an embedding model, not a " + what +
-                           ": use /embed or /v1/embeddings"};
+                           ": use /embed or /v1/embeddings" + OtherModelsOfKind(false)};
 }
 
 std::optional<ApiError> Gateway::TokenizeInputs(engine::ModelTokenizer& tokenizer, const std::vector<Input>& inputs,

@@ -158,6 +158,9 @@ class Gateway {
   // 400 unless the model is an embedding model (asked on `route`) / a classifier (asked as `what`).
   std::optional<ApiError> NeedEmbedder(const std::string& route) const;
   std::optional<ApiError> NeedClassifier(const std::string& what) const;
+  // With several models: the served models of the kind this one is not (embedders when
+  // `embedders`), as a sentence to end those errors with; empty when there are none.
+  std::string OtherModelsOfKind(bool embedders) const;
   // Runs `job` on the workers; when the HTTP client hangs up first, the job's work still
   // queued on the workers is cancelled.
   void Dispatch(const std::shared_ptr<http::ClientWatch>& client, std::shared_ptr<server::WorkRequest> job,
