@@ -8,7 +8,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -78,7 +77,9 @@ class PackedWeights {
       DropExpiredLocked();
       if (bytes_ + bytes > kSmallGemmPackedBytesLimit) return nullptr;
     }
-    auto* memory = static_cast<float*>(std::aligned_alloc(Tensor::kAlignment, (bytes + 63) / 64 * 64));
+    // aligned_alloc wants a size that is a multiple of the alignment.
+    constexpr size_t kAlign = Tensor::kAlignment;
+    auto* memory = static_cast<float*>(std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign));
     if (memory == nullptr) return nullptr;
     PackedWeight& entry = packed_[key];
     entry.owner = owner;
