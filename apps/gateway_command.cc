@@ -233,9 +233,7 @@ bool Configure(const ModelSpec& spec, const GatewayCommandOptions& options, Serv
   if (spec.yes_no_reranker) o.yes_no_reranker = *spec.yes_no_reranker;
   if (spec.auto_truncate) o.gateway.auto_truncate = *spec.auto_truncate;
   o.gateway.worker_addresses = spec.workers;  // the gateway's; --workers NAME=… adds to them
-  if (!ResolvePooling(o, error) || !ResolveModelFolder(o, error)) return false;
-  o.gateway.request_timeout = Milliseconds(o.request_timeout_seconds);
-  return true;
+  return ResolvePooling(o, error) && ResolveModelFolder(o, error);
 }
 
 }  // namespace
@@ -254,9 +252,12 @@ void SetUpLogging(const GatewayCommandOptions& options) {
 bool ConfigureModels(const GatewayCommandOptions& options, std::vector<ServedModel>* models, std::string* error) {
   std::vector<ModelSpec> specs;
   if (!ListModels(options, &specs, error)) return false;
+  // What every model shares, derived once.
+  GatewayCommandOptions shared = options;
+  shared.gateway.request_timeout = Milliseconds(options.request_timeout_seconds);
   for (const ModelSpec& spec : specs) {
     models->emplace_back();
-    if (!Configure(spec, options, &models->back(), error)) {
+    if (!Configure(spec, shared, &models->back(), error)) {
       if (specs.size() > 1) *error = "model " + (spec.name.empty() ? spec.model : spec.name) + ": " + *error;
       return false;
     }
@@ -294,29 +295,28 @@ namespace {
 bool AssignWorkers(const std::vector<std::string>& workers, std::vector<ServedModel>& models, std::string* error) {
   for (const std::string& argument : workers) {
     const size_t equals = argument.find('=');
-    if (equals == std::string::npos) {
-      if (models.size() > 1) {
-        *error = "--workers " + argument + " names no model, and " + std::to_string(models.size()) +
-                 " are served: give --workers NAME=host:port,… for each";
-        return false;
-      }
-      for (std::string& address : SplitAddresses(argument)) models.front().options.gateway.worker_addresses.push_back(std::move(address));
-      continue;
-    }
-    const std::string name = argument.substr(0, equals);
-    auto model = std::find_if(models.begin(), models.end(),
-                              [&](const ServedModel& m) { return m.options.gateway.model_id == name; });
-    if (model == models.end()) {
-      *error = "--workers " + argument + ": no model is named '" + name + "'";
+    auto model = models.begin();
+    if (equals == std::string::npos && models.size() > 1) {
+      *error = "--workers " + argument + " names no model, and " + std::to_string(models.size()) +
+               " are served: give --workers NAME=host:port,… for each";
       return false;
     }
-    for (std::string& address : SplitAddresses(argument.substr(equals + 1))) {
-      model->options.gateway.worker_addresses.push_back(std::move(address));
+    if (equals != std::string::npos) {
+      const std::string name = argument.substr(0, equals);
+      model = std::find_if(models.begin(), models.end(),
+                           [&](const ServedModel& m) { return m.options.gateway.model_id == name; });
+      if (model == models.end()) {
+        *error = "--workers " + argument + ": no model is named '" + name + "'";
+        return false;
+      }
     }
+    const std::vector<std::string> addresses =
+        SplitAddresses(equals == std::string::npos ? argument : argument.substr(equals + 1));
+    std::vector<std::string>& into = model->options.gateway.worker_addresses;
+    into.insert(into.end(), addresses.begin(), addresses.end());
   }
-  for (ServedModel& model : models) {
-    std::vector<std::string>& addresses = model.options.gateway.worker_addresses;
-    if (addresses.empty()) {
+  for (const ServedModel& model : models) {
+    if (model.options.gateway.worker_addresses.empty()) {
       *error = models.size() > 1 ? "model " + model.options.gateway.model_id +
                                        " has no workers: give --workers " + model.options.gateway.model_id +
                                        "=host:port,… (or \"workers\" in --models)"
@@ -331,13 +331,11 @@ int RunGateway(GatewayCommandOptions& options) {
   SetUpLogging(options);
   std::string error;
   std::vector<ServedModel> models;
+  options.gateway.dispatcher.call_timeout = Milliseconds(options.worker_timeout_seconds);
+  options.gateway.dispatcher.health_interval = Milliseconds(options.health_interval_seconds);
   if (!ResolveHost(options, &error) || !ConfigureModels(options, &models, &error) ||
       !AssignWorkers(options.workers, models, &error)) {
     return Fail("gateway", error);
-  }
-  for (ServedModel& model : models) {
-    model.options.gateway.dispatcher.call_timeout = Milliseconds(options.worker_timeout_seconds);
-    model.options.gateway.dispatcher.health_interval = Milliseconds(options.health_interval_seconds);
   }
   BlockTerminationSignals();
   metrics::Registry registry;

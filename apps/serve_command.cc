@@ -7,6 +7,7 @@
 
 #include "device_option.h"
 #include "gateway/in_process_backend.h"
+#include "gateway/model_router.h"
 #include "gateway_command.h"
 #include "server/local_worker.h"
 #include "termination_signal.h"
@@ -49,7 +50,7 @@ int RunServe(GatewayCommandOptions& options, const server::LocalWorkerOptions& w
     metrics::Registry* worker_registry = &registry;
     if (models.size() > 1) {
       worker_registry = model_registries.emplace_back(
-          std::make_unique<metrics::Registry>(registry, "model=\"" + gateway.model_id + "\"")).get();
+          std::make_unique<metrics::Registry>(registry, gateway::ModelMetricLabels(gateway.model_id))).get();
     }
     auto loaded = server::LocalWorker::Load(worker, *worker_registry);
     if (!loaded.ok()) {

@@ -29,22 +29,31 @@ bool IsHealthPath(const http::Request& request) {
 
 }  // namespace
 
+std::string ModelMetricLabels(std::string_view name) {
+  std::string labels = "model=\"";
+  for (const char c : name) {
+    if (c == '\n') {
+      labels += "\\n";
+      continue;
+    }
+    if (c == '\\' || c == '"') labels += '\\';
+    labels += c;
+  }
+  return labels + "\"";
+}
+
 StatusOr<std::unique_ptr<ModelRouter>> ModelRouter::Start(const std::vector<GatewayOptions>& models,
                                                           metrics::Registry& registry) {
   if (models.empty()) return Status::Error("no model to serve");
   auto router = std::unique_ptr<ModelRouter>(new ModelRouter());
   std::set<std::string> names;
   for (const GatewayOptions& options : models) {
-    router->model_registries_.push_back(std::make_unique<metrics::Registry>(
-        registry, "model=\"" + engine::ModelIdOf(options.model_dir, options.model_id) + "\""));
+    // The name the gateway will take, checked before it loads anything.
+    const std::string name = engine::ModelIdOf(options.model_dir, options.model_id);
+    if (!names.insert(name).second) return Status::Error("two models are named '" + name + "': give each its own name");
+    router->model_registries_.push_back(std::make_unique<metrics::Registry>(registry, ModelMetricLabels(name)));
     auto gateway = Gateway::Create(options, *router->model_registries_.back());
-    if (!gateway.ok()) {
-      return Status::Error("model " + engine::ModelIdOf(options.model_dir, options.model_id) + ": " +
-                           gateway.status().message());
-    }
-    if (!names.insert((*gateway)->model_id()).second) {
-      return Status::Error("two models are named '" + (*gateway)->model_id() + "': give each its own name");
-    }
+    if (!gateway.ok()) return Status::Error("model " + name + ": " + gateway.status().message());
     router->served_.push_back(gateway->get());
     router->models_.push_back(std::move(gateway.value()));
   }

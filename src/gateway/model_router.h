@@ -13,12 +13,17 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/metrics.h"
 #include "gateway/gateway.h"
 
 namespace stamen::gateway {
+
+// The Prometheus labels of one model's metrics: model="NAME", the name escaped as the text
+// format requires. The router labels each gateway's with them, `stamen serve` each worker's.
+std::string ModelMetricLabels(std::string_view name);
 
 class ModelRouter {
  public:

@@ -136,6 +136,11 @@ TEST_F(ModelRouterTest, HealthSaysWhichModelCannotServe) {
   EXPECT_EQ(Embed("/v1/embeddings", R"({"input": "hello", "model": "org/mini"})").status, 200);
 }
 
+TEST(ModelMetricLabels, EscapeTheNameAsPrometheusRequires) {
+  EXPECT_EQ(ModelMetricLabels("org/mini"), R"(model="org/mini")");
+  EXPECT_EQ(ModelMetricLabels("a\"b\\c\nd"), R"(model="a\"b\\c\nd")");
+}
+
 TEST_F(ModelRouterTest, MetricsAreLabelledByModel) {
   ASSERT_EQ(Embed("/v1/embeddings", R"({"input": "hello", "model": "org/mini/v2"})").status, 200);
   const std::string metrics = Http(router_->port(), "GET", "/metrics", "", {{"authorization", "Bearer secret"}}).body;
