@@ -7,6 +7,8 @@
 
 #include <omp.h>
 
+#include "engine/cpu/cpu_path.h"
+#include "engine/cpu/matrix_precision.h"
 #include "engine/models/family.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/pooling.h"
@@ -66,6 +68,21 @@ std::span<const float> LazyResult::Row(int64_t row) const {
   return {values_.data<float>() + row * columns, static_cast<size_t>(columns)};
 }
 
+DataType DefaultComputeType(const ModelConfig& config, Device device) {
+  if (device == Device::kCuda) return DataType::kBF16;
+  // The families whose bf16 accuracy bench/dtype_gate.sh measured on real weights (cosine to
+  // fp32 ≥ 0.999 on every one of 1,000+ udhr texts; docs/BENCHMARKS.md, "bf16 on the CPU").
+  // Others stay fp32 by default until measured; --dtype bfloat16 still chooses bf16 for them.
+  const bool gate_passed = config.family == ModelFamily::kBert || config.family == ModelFamily::kMpnet;
+  return gate_passed && cpu::DefaultsToBFloat16() ? DataType::kBF16 : DataType::kF32;
+}
+
+std::optional<DataType> ParseComputeType(std::string_view name) {
+  if (name == "float32") return DataType::kF32;
+  if (name == "bfloat16") return DataType::kBF16;
+  return std::nullopt;
+}
+
 Engine::Engine() = default;
 Engine::~Engine() = default;
 
@@ -105,6 +122,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, con
   auto weights = WeightStore::OpenDirectory(model_dir);
   if (!weights.ok()) return weights.status();
   engine->device_ = options.device;
+  engine->compute_dtype_ = options.compute_dtype.value_or(DefaultComputeType(engine->config_, options.device));
+  if (engine->compute_dtype_ != DataType::kF32 && engine->compute_dtype_ != DataType::kBF16) {
+    return Status::Error("compute dtype " + std::string(DataTypeName(engine->compute_dtype_)) +
+                         " is not supported (float32 or bfloat16)");
+  }
+  if (options.device == Device::kCuda && engine->compute_dtype_ != DataType::kBF16) {
+    return Status::Error("the CUDA backend computes in bfloat16 only: leave --dtype out or give bfloat16");
+  }
   if (options.device == Device::kCpu) {
     auto model = LoadModel(engine->config_, *weights);
     if (!model.ok()) return model.status();
@@ -228,8 +253,11 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
     return result;
   }
 #endif
-  // OpenMP's thread count is per calling thread, so each engine's driver thread sets its own.
+  // OpenMP's thread count is per calling thread, so each engine's driver thread sets its own,
+  // and so is the precision of the matrix products.
   if (num_threads_ > 0) omp_set_num_threads(num_threads_);
+  const cpu::MatrixPrecisionScope precision(compute_dtype_ == DataType::kBF16 ? cpu::MatrixPrecision::kBFloat16
+                                                                              : cpu::MatrixPrecision::kFloat32);
   const int64_t tokens = static_cast<int64_t>(batch.token_ids.size());
   const int64_t sequences = static_cast<int64_t>(batch.cu_seqlens.size()) - 1;
   // The model only reads the batch: views of the caller's memory need no staging copy on the CPU.

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model_folder/model_config.h"
@@ -60,6 +61,12 @@ struct EngineOptions {
   // Where the model runs. kCuda needs a build with the CUDA backend and a GPU; weights are
   // converted to bf16 on the device once at load.
   Device device = Device::kCpu;
+  // What the matrix products compute in (`--dtype`): kF32 or kBF16; unset, the device's
+  // default: bf16 on CUDA (its only one); on the CPU bf16 where this CPU multiplies bf16
+  // faster than fp32 and the family passed the bf16 accuracy gate (DefaultComputeType), else
+  // fp32. On the CPU bf16 rounds the weights and each product's input and sums in fp32; the
+  // residual stream, norms, attention and pooling stay fp32 (cpu/matrix_precision.h).
+  std::optional<DataType> compute_dtype = std::nullopt;
   int cuda_device = 0;
   CudaGraphOptions cuda_graphs = {};
 };
@@ -143,6 +150,12 @@ class LazyResult {
   std::function<Status()> wait_;
 };
 
+// The compute dtype an engine for `config` on `device` takes when the options name none (see
+// EngineOptions::compute_dtype).
+DataType DefaultComputeType(const ModelConfig& config, Device device);
+// "float32" → kF32, "bfloat16" → kBF16 (TEI's --dtype names); nullopt for anything else.
+std::optional<DataType> ParseComputeType(std::string_view name);
+
 class Engine {
  public:
   // Loads config.json, the sentence-transformers files and the safetensors weights of
@@ -172,9 +185,8 @@ class Engine {
     return sentence_transformers_.EmbeddingWidth(config_.hidden_size);
   }
   Device device() const { return device_; }
-  // What the matrix products compute in, as TEI's /info names it: "float32" on the CPU,
-  // "bfloat16" on CUDA (weights are converted once at load).
-  std::string_view compute_dtype() const { return device_ == Device::kCpu ? "float32" : "bfloat16"; }
+  // What the matrix products compute in, as TEI's /info names it: "float32" or "bfloat16".
+  std::string_view compute_dtype() const { return compute_dtype_ == DataType::kBF16 ? "bfloat16" : "float32"; }
   DeviceStats device_stats() const;
   // The GPU on CUDA, e.g. "NVIDIA H200 (sm_90, 139.8 GiB)"; empty on the CPU.
   const std::string& gpu_name() const { return gpu_name_; }
@@ -189,6 +201,7 @@ class Engine {
   std::optional<ops::PoolingMode> default_pooling_;
   int num_threads_ = 0;
   Device device_ = Device::kCpu;
+  DataType compute_dtype_ = DataType::kF32;
   std::string gpu_name_;
   // Declared before model_ so the model's device memory goes before the context.
   std::unique_ptr<cuda::Runner> runner_;

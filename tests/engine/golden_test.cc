@@ -17,6 +17,7 @@
 #include "model_folder/model_tokenizer.h"
 #include "engine/weight_store.h"
 #include "model_folder/yes_no_reranker.h"
+#include "engine/cpu/cpu_path.h"
 #include "test_files.h"
 
 namespace stamen::engine {
@@ -144,19 +145,112 @@ TEST_P(GoldenTest, MatchesTransformersAloneAndPacked) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
-                         ::testing::Values("tiny-bert", "tiny-xlm-roberta", "tiny-xlm-roberta-reranker", "tiny-qwen2",
-                                           "tiny-qwen3", "tiny-roberta-classifier", "tiny-camembert", "tiny-distilbert",
-                                           "tiny-distilbert-classifier", "tiny-mpnet", "tiny-mpnet-masked-lm",
-                                           "tiny-mpnet-masked-lm-prefixed", "tiny-mpnet-classifier", "tiny-llama",
-                                           "tiny-mistral", "tiny-modernbert", "tiny-modernbert-classifier",
-                                           "tiny-modernbert-biased-mean-classifier", "tiny-gemma3", "tiny-qwen3-classifier",
-                                           "tiny-qwen3-classifier-3", "tiny-qwen2-classifier", "tiny-qwen3-reranker",
-                                           "tiny-qwen3-reranker-tied", "tiny-deberta-v3", "tiny-deberta-v3-reranker",
-                                           "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier", "tiny-bert-classifier",
-                                           "tiny-bert-splade", "tiny-roberta-splade", "tiny-distilbert-splade", "tiny-modernbert-bf16",
-                                           "tiny-qwen3-f16", "tiny-gemma3-bf16"),
-                         FolderTestName);
+// Every golden folder, for the suites below.
+const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "tiny-xlm-roberta-reranker", "tiny-qwen2",
+                      "tiny-qwen3", "tiny-roberta-classifier", "tiny-camembert", "tiny-distilbert",
+                      "tiny-distilbert-classifier", "tiny-mpnet", "tiny-mpnet-masked-lm",
+                      "tiny-mpnet-masked-lm-prefixed", "tiny-mpnet-classifier", "tiny-llama",
+                      "tiny-mistral", "tiny-modernbert", "tiny-modernbert-classifier",
+                      "tiny-modernbert-biased-mean-classifier", "tiny-gemma3", "tiny-qwen3-classifier",
+                      "tiny-qwen3-classifier-3", "tiny-qwen2-classifier", "tiny-qwen3-reranker",
+                      "tiny-qwen3-reranker-tied", "tiny-deberta-v3", "tiny-deberta-v3-reranker",
+                      "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier", "tiny-bert-classifier",
+                      "tiny-bert-splade", "tiny-roberta-splade", "tiny-distilbert-splade", "tiny-modernbert-bf16",
+                      "tiny-qwen3-f16", "tiny-gemma3-bf16");
+
+INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, kGoldenModels, FolderTestName);
+
+// Cosine similarity of two equally long vectors.
+double Cosine(std::span<const float> a, std::span<const float> b) {
+  double dot = 0.0, norm_a = 0.0, norm_b = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dot += double{a[i]} * b[i];
+    norm_a += double{a[i]} * a[i];
+    norm_b += double{b[i]} * b[i];
+  }
+  return dot / std::sqrt(norm_a * norm_b);
+}
+
+// --dtype bfloat16 on the CPU: every family's outputs stay within bf16's accuracy of
+// transformers' fp32 ones. Each sequence's last hidden state (all its tokens as one vector)
+// and its mean-pooled vector have cosine ≥ 0.999 to the reference (the published 0.1% gate),
+// and logits are within 2% of the largest logit of the golden set. This checks that bf16 reaches every matrix
+// product of every family and nothing else breaks; the real-weight gate over 1,000+ texts is
+// bench/dtype_gate.sh.
+class BFloat16GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BFloat16GoldenTest, StaysWithinTheAccuracyGateOfTransformers) {
+  const std::string model = GetParam();
+  auto engine = Engine::Load(GoldenFolder(model), {.num_threads = 1, .compute_dtype = DataType::kBF16});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ((*engine)->compute_dtype(), "bfloat16");
+  auto golden = LoadGolden(model);
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  std::vector<Output> outputs = {
+      {"last_hidden_state", {.output = StepOutput::kTokenEmbeddings}},
+      {"mean_pooled", {.pooling = ops::PoolingMode::kMean, .normalize = false}},
+  };
+  const bool has_logits = golden->store.Contains("logits_0");
+  if (has_logits) outputs.push_back({"logits", {.output = StepOutput::kScores}});
+  double worst_cosine = 1.0, worst_logit = 0.0;
+  std::vector<float> logits, reference_logits;  // of every sequence
+  for (const Output& output : outputs) {
+    for (int i = 0; i < kSequences; ++i) {
+      const std::vector<int32_t> bounds = {0, static_cast<int32_t>(golden->ids[i].size())};
+      auto result = (*engine)->Step({golden->ids[i], bounds, {}}, output.options);
+      ASSERT_TRUE(result.ok()) << result.status().message();
+      ASSERT_TRUE(result->Wait().ok());
+      const Tensor& values = result->values();
+      const std::span<const float> actual(values.data<float>(), static_cast<size_t>(values.NumElements()));
+      auto expected = golden->store.Load(output.prefix + "_" + std::to_string(i));
+      ASSERT_TRUE(expected.ok()) << expected.status().message();
+      ASSERT_EQ(static_cast<size_t>(expected->NumElements()), actual.size());
+      const std::span<const float> reference(expected->data<float>(), actual.size());
+      if (output.prefix == "logits") {
+        logits.insert(logits.end(), actual.begin(), actual.end());
+        reference_logits.insert(reference_logits.end(), reference.begin(), reference.end());
+        continue;
+      }
+      const double cosine = Cosine(actual, reference);
+      EXPECT_GE(cosine, 0.999) << model << " " << output.prefix << "_" << i;
+      worst_cosine = std::min(worst_cosine, cosine);
+    }
+  }
+  // A random tiny head gives some logits near zero, so each error is measured against the
+  // largest logit of all the sequences, the scale the head's products have.
+  float largest = 1e-3f;
+  for (float logit : reference_logits) largest = std::max(largest, std::abs(logit));
+  for (size_t j = 0; j < logits.size(); ++j) {
+    const double relative = std::abs(logits[j] - reference_logits[j]) / largest;
+    EXPECT_LE(relative, 0.02) << model << " logit " << j << ": " << logits[j] << " against " << reference_logits[j];
+    worst_logit = std::max(worst_logit, relative);
+  }
+  std::cout << "[ bf16     ] " << model << ": worst cosine " << worst_cosine;
+  if (has_logits) std::cout << ", worst logit error " << 100 * worst_logit << "% of the largest";
+  std::cout << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, BFloat16GoldenTest, kGoldenModels, FolderTestName);
+
+// Without --dtype, an engine computes in fp32 unless this CPU multiplies bf16 faster and the
+// family passed the gate; a dtype the CPU engine does not compute in is refused.
+TEST(EngineTest, ComputeTypeDefaultsAndChoices) {
+  auto bert = Engine::Load(kGolden + "tiny-bert");
+  ASSERT_TRUE(bert.ok()) << bert.status().message();
+  EXPECT_EQ((*bert)->compute_dtype(), cpu::DefaultsToBFloat16() ? "bfloat16" : "float32");
+  auto qwen = Engine::Load(kGolden + "tiny-qwen2");
+  ASSERT_TRUE(qwen.ok()) << qwen.status().message();
+  EXPECT_EQ((*qwen)->compute_dtype(), "float32") << "no bf16 gate was measured for Qwen2";
+  auto chosen = Engine::Load(kGolden + "tiny-bert", {.compute_dtype = DataType::kF32});
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ((*chosen)->compute_dtype(), "float32");
+  auto half = Engine::Load(kGolden + "tiny-bert", {.compute_dtype = DataType::kF16});
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("float32 or bfloat16"), std::string::npos) << half.status().message();
+  EXPECT_EQ(ParseComputeType("bfloat16"), DataType::kBF16);
+  EXPECT_EQ(ParseComputeType("float32"), DataType::kF32);
+  EXPECT_EQ(ParseComputeType("float16"), std::nullopt);
+}
 
 // Late chunking: spans pooled from one forward pass equal pooling transformers' last hidden
 // state over the same tokens (float64 reference, cast to F32), within 1e-5. Two sequences in

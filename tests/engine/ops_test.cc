@@ -4,10 +4,16 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <limits>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "engine/cpu/cpu_path.h"
+#include "engine/cpu/matrix_precision.h"
+#include "engine/cpu/prepared_weights.h"
 #include "engine/cpu/small_gemm.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/attention.h"
@@ -79,7 +85,7 @@ double Activated(ops::Activation activation, double x) {
 TEST(GemmTest, ShortInputsMatchReferenceThroughPackedWeights) {
   const int64_t k = 50, n = 29;
   Tensor w = Random({n, k}, 12), b = Random({n}, 13, 0.5f);
-  const size_t packed_before = cpu::SmallGemmPackedBytes();
+  const size_t packed_before = cpu::PreparedWeightBytes();
   for (const int64_t m : {int64_t{1}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{13}, cpu::kSmallGemmMaxRows}) {
     Tensor x = Random({m, k}, static_cast<uint32_t>(m), 0.3f);
     for (const ops::Activation activation :
@@ -106,7 +112,83 @@ TEST(GemmTest, ShortInputsMatchReferenceThroughPackedWeights) {
     }
   }
   // One packed copy of w for all of those calls: 2 panels of 16 columns × k.
-  EXPECT_EQ(cpu::SmallGemmPackedBytes() - packed_before, size_t{2 * 16 * k * sizeof(float)});
+  EXPECT_EQ(cpu::PreparedWeightBytes() - packed_before, size_t{2 * 16 * k * sizeof(float)});
+}
+
+// bf16 rounds to nearest, ties to even, and keeps NaN and infinities.
+TEST(GemmTest, BFloat16RoundingIsNearestEven) {
+  const auto bits = [](float value) {
+    uint32_t b;
+    std::memcpy(&b, &value, 4);
+    return b;
+  };
+  const auto from_bits = [](uint32_t b) {
+    float value;
+    std::memcpy(&value, &b, 4);
+    return value;
+  };
+  EXPECT_EQ(bits(cpu::RoundToBFloat16(from_bits(0x3F808000))), 0x3F800000u);  // tie, even below
+  EXPECT_EQ(bits(cpu::RoundToBFloat16(from_bits(0x3F818000))), 0x3F820000u);  // tie, even above
+  EXPECT_EQ(bits(cpu::RoundToBFloat16(from_bits(0x3F808001))), 0x3F810000u);  // above the tie
+  EXPECT_EQ(bits(cpu::RoundToBFloat16(std::numeric_limits<float>::infinity())), 0x7F800000u);
+  EXPECT_TRUE(std::isnan(cpu::RoundToBFloat16(std::numeric_limits<float>::quiet_NaN())));
+  // The vector loops agree with the scalar rounding, tails included.
+  Tensor values = Random({1, 37}, 5, 3.0f);
+  values.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  values.data<float>()[9] = from_bits(0x3F818000);
+  std::vector<float> rounded(37);
+  std::vector<uint16_t> halves(37);
+  cpu::RoundFloatsToBFloat16(values.data<float>(), 37, rounded.data());
+  cpu::FloatsToBFloat16(values.data<float>(), 37, halves.data());
+  for (int i = 0; i < 37; ++i) {
+    const float expected = cpu::RoundToBFloat16(values.data<float>()[i]);
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(rounded[i]) && (halves[i] & 0x7FFF) > 0x7F80) << i;
+      continue;
+    }
+    EXPECT_EQ(bits(rounded[i]), bits(expected)) << i;
+    EXPECT_EQ(uint32_t{halves[i]} << 16, bits(expected)) << i;
+  }
+}
+
+// In bf16 a product multiplies the bf16-rounded input by the bf16-rounded weight and sums in
+// fp32, on both paths (the packed kernel for short inputs, oneDNN for long ones) and whether
+// or not the CPU has bf16 instructions: each product of two bf16 values is exact in fp32, so
+// the result matches a double-precision reference over the rounded values to fp32 summation
+// error, and differs from the unrounded product by bf16's rounding.
+TEST(GemmTest, BFloat16ProductsMultiplyRoundedValues) {
+  const int64_t k = 72, n = 40;
+  Tensor w = Random({n, k}, 41), b = Random({n}, 42, 0.5f);
+  std::cout << "[ cpu      ] " << cpu::DescribeCpuPath() << "\n";
+  const cpu::MatrixPrecisionScope bfloat16(cpu::MatrixPrecision::kBFloat16);
+  for (const int64_t m : {int64_t{1}, int64_t{7}, cpu::kSmallGemmMaxRows, int64_t{25}, int64_t{90}}) {
+    Tensor x = Random({m, k}, static_cast<uint32_t>(100 + m), 0.7f);
+    for (const bool accumulate : {false, true}) {
+      Tensor y = Random({m, n}, 7), before = Zeros({m, n});
+      std::copy_n(y.data<float>(), m * n, before.data<float>());
+      const ops::Activation activation = accumulate ? ops::Activation::kIdentity : ops::Activation::kGeluErf;
+      ASSERT_TRUE(ops::Gemm(x, w, b, y, {.accumulate = accumulate, .activation = activation}).ok());
+      double largest_rounding_effect = 0.0;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double rounded = b.data<float>()[j], exact = rounded, magnitude = std::abs(rounded);
+          for (int64_t p = 0; p < k; ++p) {
+            const float xv = x.data<float>()[i * k + p], wv = w.data<float>()[j * k + p];
+            const double term = double{cpu::RoundToBFloat16(xv)} * cpu::RoundToBFloat16(wv);
+            rounded += term;
+            exact += double{xv} * wv;
+            magnitude += std::abs(term);
+          }
+          const double base = accumulate ? before.data<float>()[i * n + j] : 0.0;
+          const double expected = base + Activated(activation, rounded);
+          ASSERT_NEAR(y.data<float>()[i * n + j], expected, 1e-6 * (1.0 + magnitude + std::abs(base)))
+              << "m " << m << " row " << i << " column " << j << " accumulate " << accumulate;
+          largest_rounding_effect = std::max(largest_rounding_effect, std::abs(rounded - exact));
+        }
+      }
+      EXPECT_GT(largest_rounding_effect, 1e-4) << "m " << m << ": the inputs were not rounded to bf16";
+    }
+  }
 }
 
 // A packed copy belongs to its weight's memory: a new weight (even at the same address, as

@@ -2,6 +2,8 @@
 
 #include <cpuid.h>
 
+#include <cstring>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace stamen::engine::cpu {
@@ -41,20 +43,47 @@ std::string VectorFeatures() {
   return features;
 }
 
+std::string Vendor() {
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return "unknown";
+  char name[13] = {};
+  std::memcpy(name, &ebx, 4);
+  std::memcpy(name + 4, &edx, 4);
+  std::memcpy(name + 8, &ecx, 4);
+  return name;
+}
+
+CpuPath Detect() {
+  CpuPath path;
+  path.kernels = "avx2-fma";
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  path.gemm = OneDnnIsaName(isa);
+  path.features = VectorFeatures();
+  path.vendor = Vendor();
+  path.bfloat16_instructions = __builtin_cpu_supports("avx512bf16") &&
+                               (isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx);
+  // See DefaultsToBFloat16 for the measurements behind this.
+  path.bfloat16_faster = path.bfloat16_instructions &&
+                         (path.vendor == "AuthenticAMD" || isa == dnnl::cpu_isa::avx512_core_amx);
+  return path;
+}
+
 }  // namespace
 
 const CpuPath& DetectCpuPath() {
-  static const CpuPath path{
-      .kernels = "avx2-fma",
-      .gemm = OneDnnIsaName(dnnl::get_effective_cpu_isa()),
-      .features = VectorFeatures(),
-  };
+  static const CpuPath path = Detect();
   return path;
 }
 
 std::string DescribeCpuPath() {
   const CpuPath& path = DetectCpuPath();
-  return "kernels " + path.kernels + ", GEMM oneDNN " + path.gemm + " (" + path.features + ")";
+  const char* bfloat16 = path.bfloat16_faster        ? "bf16 native, faster than fp32"
+                         : path.bfloat16_instructions ? "bf16 native, slower than fp32"
+                                                      : "bf16 emulated in fp32";
+  return "kernels " + path.kernels + ", GEMM oneDNN " + path.gemm + ", " + bfloat16 + " (" + path.vendor + ": " +
+         path.features + ")";
 }
+
+bool DefaultsToBFloat16() { return DetectCpuPath().bfloat16_faster; }
 
 }  // namespace stamen::engine::cpu

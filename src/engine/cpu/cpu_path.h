@@ -15,6 +15,12 @@ struct CpuPath {
   std::string kernels;   // instruction set of stamen's own kernels, e.g. "avx2-fma"
   std::string gemm;      // oneDNN's effective instruction set, e.g. "avx2", "avx512_core_bf16"
   std::string features;  // the vector features this CPU has among those that matter here
+  std::string vendor;    // "AuthenticAMD", "GenuineIntel", …
+  // oneDNN multiplies bf16 with the CPU's bf16 instructions (AVX512-BF16); without them a
+  // bf16 engine multiplies bf16-rounded values in fp32 (matrix_precision.h).
+  bool bfloat16_instructions = false;
+  // …and faster than fp32 (see DefaultCpuComputeType).
+  bool bfloat16_faster = false;
 };
 
 // Read once per process (oneDNN's answer is fixed after its first use).
@@ -22,6 +28,17 @@ const CpuPath& DetectCpuPath();
 
 // "kernels avx2-fma, GEMM oneDNN avx512_core_bf16 (avx2 fma avx512f …)" for logs.
 std::string DescribeCpuPath();
+
+// What a CPU engine computes its matrix products in when the user does not say (--dtype):
+// bf16 where it is faster than fp32 on this CPU (bfloat16_faster), else fp32.
+//   - AMD Zen 4 and Zen 5 run AVX512-BF16's dot products at the FMA's rate with two products
+//     per lane: oneDNN's bf16 matmul measured 1.97–2.02× its fp32 one on Zen 5 (issue 21).
+//   - Intel Xeons with AVX512-BF16 but no AMX exposed (Cooper Lake; Sapphire and Emerald Rapids
+//     in VMs that hide AMX) run it at half that rate: bf16 measured 0.55–0.6× fp32 on an
+//     Emerald Rapids VM (docs/BENCHMARKS.md, "bf16 on the CPU"), so fp32 stays the default.
+// bf16's accuracy is checked per family by bench/dtype_gate.sh; both families measured so far
+// (BERT and MPNet) pass it.
+bool DefaultsToBFloat16();
 
 
 }  // namespace stamen::engine::cpu
