@@ -40,6 +40,7 @@ struct EmbedOptions {
   std::string prompt_name;
   bool token_ids = false;
   std::string device = "cpu";
+  std::string dtype;
   int threads = 0;
   size_t batch_lines = 32;
   size_t batch_tokens = 8192;
@@ -53,6 +54,7 @@ int Fail(const std::string& message) {
 int RunEmbed(EmbedOptions options) {
   engine::EngineOptions engine_options{.num_threads = options.threads};
   if (std::string error = ApplyDeviceOption(options.device, &engine_options); !error.empty()) return Fail(error);
+  if (std::string error = ApplyDtypeOption(options.dtype, &engine_options); !error.empty()) return Fail(error);
   if (options.batch_lines == 0 || options.batch_tokens == 0) return Fail("--batch-lines and --batch-tokens must be positive");
   // A folder, or a hub id resolved through the Hugging Face cache (pulled when missing).
   auto model_dir = hub::ResolveModel(options.model, {.offline = options.offline});
@@ -203,6 +205,7 @@ void AddEmbedCommand(CLI::App& app) {
                       "Prepend this prompt of config_sentence_transformers.json to every text");
   command->add_flag("--token-ids", options->token_ids, "Lines are space-separated token ids, used as they are");
   command->add_option("--device", options->device, "Where to run: cpu, cuda or cuda:N (bf16 on the GPU)");
+  command->add_option("--dtype", options->dtype, kDtypeHelp);
   command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
   command->add_option("--batch-lines", options->batch_lines, "Most lines per engine step");
   command->add_option("--batch-tokens", options->batch_tokens, "Most tokens per engine step (a longer line runs alone)");

@@ -28,6 +28,7 @@ struct RerankOptions {
   bool offline = false;
   bool token_ids = false;
   std::string device = "cpu";
+  std::string dtype;
   int threads = 0;
   size_t batch_lines = 32;
   size_t batch_tokens = 8192;
@@ -43,6 +44,7 @@ int Fail(const std::string& message) {
 int RunRerank(RerankOptions options) {
   engine::EngineOptions engine_options{.num_threads = options.threads};
   if (std::string error = ApplyDeviceOption(options.device, &engine_options); !error.empty()) return Fail(error);
+  if (std::string error = ApplyDtypeOption(options.dtype, &engine_options); !error.empty()) return Fail(error);
   if (options.batch_lines == 0 || options.batch_tokens == 0) return Fail("--batch-lines and --batch-tokens must be positive");
   bool known = false;
   engine_options.yes_no_reranker = engine::ParseYesNoRerankerOption(options.yes_no_reranker, &known);
@@ -149,6 +151,7 @@ void AddRerankCommand(CLI::App& app) {
                     "Lines are space-separated token ids of one templated input each (special tokens included), "
                     "used as they are");
   command->add_option("--device", options->device, "Where to run: cpu, cuda or cuda:N (bf16 on the GPU)");
+  command->add_option("--dtype", options->dtype, kDtypeHelp);
   command->add_option("--threads", options->threads, "CPU threads (0 = all cores)");
   command->add_option("--batch-lines", options->batch_lines, "Most pairs per engine step");
   command->add_option("--batch-tokens", options->batch_tokens, "Most tokens per engine step (a longer pair runs alone)");

@@ -20,6 +20,9 @@ bool ApplyWorkerOptions(const ModelSpec& spec, server::LocalWorkerOptions* worke
   if (spec.device) {
     if (*error = ApplyDeviceOption(*spec.device, &worker->engine); !error->empty()) return false;
   }
+  if (spec.dtype) {
+    if (*error = ApplyDtypeOption(*spec.dtype, &worker->engine); !error->empty()) return false;
+  }
   if (spec.max_batch_tokens) worker->scheduler.max_batch_tokens = *spec.max_batch_tokens;
   if (spec.max_batch_requests) worker->scheduler.max_batch_sequences = *spec.max_batch_requests;
   if (spec.max_queued_tokens) worker->scheduler.max_queued_tokens = *spec.max_queued_tokens;
@@ -89,6 +92,8 @@ void AddServeCommand(CLI::App& app) {
   auto device = std::make_shared<std::string>("cpu");
   command->add_option("--device", *device, "Where the model runs: cpu, cuda or cuda:N (bf16 on the GPU)")
       ->capture_default_str();
+  auto dtype = std::make_shared<std::string>();
+  command->add_option("--dtype", *dtype, kDtypeHelp)->envname("DTYPE");
   command->add_option("--max-batch-tokens", worker->scheduler.max_batch_tokens,
                       "Token budget of one batch (default: the device's, 2048 on CPU, 512 on a GPU)")
       ->envname("MAX_BATCH_TOKENS");
@@ -102,8 +107,9 @@ void AddServeCommand(CLI::App& app) {
                       "Tokens waiting beyond which requests get 429 (default: 512 batches)");
   command->add_option("--threads", worker->engine.num_threads, "CPU threads of the engine (0: all cores)")
       ->capture_default_str();
-  command->callback([options, worker, device] {
+  command->callback([options, worker, device, dtype] {
     if (std::string error = ApplyDeviceOption(*device, &worker->engine); !error.empty()) std::exit(Fail("serve", error));
+    if (std::string error = ApplyDtypeOption(*dtype, &worker->engine); !error.empty()) std::exit(Fail("serve", error));
     const int code = RunServe(*options, *worker);
     if (code != 0) std::exit(code);
   });

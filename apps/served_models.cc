@@ -42,6 +42,7 @@ std::string ReadField(std::string_view key, element value, ModelSpec& spec) {
   if (key == "instruction") return optional_text(&spec.instruction);
   if (key == "yes_no_reranker") return optional_text(&spec.yes_no_reranker);
   if (key == "device") return optional_text(&spec.device);
+  if (key == "dtype") return optional_text(&spec.dtype);
   if (key == "max_batch_tokens") return count(&spec.max_batch_tokens);
   if (key == "max_batch_requests") return count(&spec.max_batch_requests);
   if (key == "max_queued_tokens") return count(&spec.max_queued_tokens);
@@ -69,7 +70,7 @@ std::string ReadField(std::string_view key, element value, ModelSpec& spec) {
   }
   return "unknown option '" + std::string(key) +
          "' (name, model, revision, pooling, default_prompt, default_prompt_name, instruction, yes_no_reranker, "
-         "auto_truncate, workers, device, max_batch_tokens, max_batch_requests, max_queued_tokens, threads)";
+         "auto_truncate, workers, device, dtype, max_batch_tokens, max_batch_requests, max_queued_tokens, threads)";
 }
 
 }  // namespace

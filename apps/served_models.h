@@ -24,6 +24,7 @@ struct ModelSpec {
   std::vector<std::string> workers;  // gateway: its workers' addresses
   // serve: its in-process worker's
   std::optional<std::string> device;
+  std::optional<std::string> dtype;
   std::optional<int64_t> max_batch_tokens;
   std::optional<int64_t> max_batch_requests;
   std::optional<int64_t> max_queued_tokens;

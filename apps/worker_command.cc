@@ -17,14 +17,18 @@ struct WorkerCommandOptions {
   bool offline = false;
   std::string log_level = "info";
   std::string device = "cpu";
+  std::string dtype;
 };
 
 int RunWorker(WorkerCommandOptions& options) {
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   auto& worker = options.server.worker;
-  if (std::string error = ApplyDeviceOption(options.device, &worker.engine); !error.empty()) {
-    spdlog::error("stamen worker: {}", error);
-    return 2;
+  for (const std::string& error :
+       {ApplyDeviceOption(options.device, &worker.engine), ApplyDtypeOption(options.dtype, &worker.engine)}) {
+    if (!error.empty()) {
+      spdlog::error("stamen worker: {}", error);
+      return 2;
+    }
   }
   auto folder = hub::ResolveModel(worker.model_dir, {.offline = options.offline});
   if (!folder.ok()) {
@@ -58,6 +62,7 @@ void AddWorkerCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--device", options->device, "Where the model runs: cpu, cuda or cuda:N (bf16 on the GPU)")
       ->capture_default_str();
+  command->add_option("--dtype", options->dtype, kDtypeHelp)->envname("DTYPE");
   command->add_option("--max-batch-tokens", server.worker.scheduler.max_batch_tokens,
                       "Token budget of one batch (default: the device's, 2048 on CPU, 512 on a GPU)");
   server.worker.scheduler.max_batch_tokens = 0;

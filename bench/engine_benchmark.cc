@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include "engine/cpu/cpu_path.h"
+#include "engine/cpu/matrix_precision.h"
 #include "engine/engine.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/gemm.h"
@@ -24,6 +25,7 @@ struct EngineBenchmarkOptions {
   std::string lengths = "128,512";
   std::string batches = "1,32";
   int threads = 0;
+  std::string dtype;     // empty: the engine's default
   double seconds = 3.0;  // per configuration
   bool json = false;
 };
@@ -70,9 +72,12 @@ double ForwardFlops(const engine::ModelConfig& config, int length, int sequences
   return static_cast<double>(config.num_hidden_layers) * sequences * (length * per_token + attention);
 }
 
-// GFLOP/s of one [tokens, hidden] × [ffn, hidden]ᵀ GEMM, the model's largest, on this thread count.
-double GemmRate(const engine::ModelConfig& config, int64_t tokens, double seconds) {
+// GFLOP/s of one [tokens, hidden] × [ffn, hidden]ᵀ GEMM, the model's largest, on this thread
+// count, in the engine's compute dtype.
+double GemmRate(const engine::ModelConfig& config, int64_t tokens, engine::DataType dtype, double seconds) {
   using engine::DataType;
+  const engine::cpu::MatrixPrecisionScope precision(dtype == DataType::kBF16 ? engine::cpu::MatrixPrecision::kBFloat16
+                                                                             : engine::cpu::MatrixPrecision::kFloat32);
   auto input = engine::Tensor::Allocate(DataType::kF32, {tokens, config.hidden_size});
   auto weight = engine::Tensor::Allocate(DataType::kF32, {config.intermediate_size, config.hidden_size});
   auto output = engine::Tensor::Allocate(DataType::kF32, {tokens, config.intermediate_size});
@@ -88,7 +93,15 @@ double GemmRate(const engine::ModelConfig& config, int64_t tokens, double second
 }
 
 int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
-  auto loaded = engine::Engine::Load(options.model, {.num_threads = options.threads});
+  engine::EngineOptions engine_options{.num_threads = options.threads};
+  if (!options.dtype.empty()) {
+    engine_options.compute_dtype = engine::ParseComputeType(options.dtype);
+    if (!engine_options.compute_dtype) {
+      std::fprintf(stderr, "stamen bench engine: dtype '%s' is not float32 or bfloat16\n", options.dtype.c_str());
+      return 2;
+    }
+  }
+  auto loaded = engine::Engine::Load(options.model, engine_options);
   if (!loaded.ok()) {
     std::fprintf(stderr, "stamen bench engine: %s\n", loaded.status().message().c_str());
     return 2;
@@ -105,15 +118,17 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
   std::mt19937 random(7);
   std::uniform_int_distribution<int32_t> id(5, static_cast<int32_t>(config.vocab_size) - 1);
   if (!options.json) {
-    std::printf("model %s (%s, %ld layers, hidden %ld), threads %d, float32, %s\n", options.model.c_str(),
+    std::printf("model %s (%s, %ld layers, hidden %ld), threads %d, %s, %s\n", options.model.c_str(),
                 config.architecture.c_str(), static_cast<long>(config.num_hidden_layers),
-                static_cast<long>(config.hidden_size), options.threads, engine::cpu::DescribeCpuPath().c_str());
+                static_cast<long>(config.hidden_size), options.threads, std::string(engine.compute_dtype()).c_str(),
+                engine::cpu::DescribeCpuPath().c_str());
   }
   const engine::cpu::CpuPath& cpu = engine::cpu::DetectCpuPath();
   std::string json = "{\"model\": \"" + options.model + "\", \"threads\": " + std::to_string(options.threads) +
                      ", \"dtype\": \"" + std::string(engine.compute_dtype()) + "\", \"cpu\": {\"kernels\": \"" +
                      cpu.kernels + "\", \"gemm\": \"" + cpu.gemm + "\", \"features\": \"" + cpu.features +
-                     "\"}, \"runs\": [";
+                     "\", \"vendor\": \"" + cpu.vendor + "\", \"bfloat16_instructions\": " +
+                     (cpu.bfloat16_instructions ? "true" : "false") + "}, \"runs\": [";
   bool first = true;
   for (int length : ParseList(options.lengths)) {
     for (int batch : ParseList(options.batches)) {
@@ -133,7 +148,8 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
       const double median = MedianSeconds([&] { ++steps; run(); }, options.seconds);
       const double tokens_per_second = static_cast<double>(length) * batch / median;
       const double gflops = ForwardFlops(config, length, batch) / median / 1e9;
-      const double gemm = GemmRate(config, static_cast<int64_t>(length) * batch, std::min(options.seconds, 1.0));
+      const engine::DataType dtype = engine.compute_dtype() == "bfloat16" ? engine::DataType::kBF16 : engine::DataType::kF32;
+      const double gemm = GemmRate(config, static_cast<int64_t>(length) * batch, dtype, std::min(options.seconds, 1.0));
       if (options.json) {
         char entry[512];
         std::snprintf(entry, sizeof(entry),
@@ -223,6 +239,7 @@ void AddEngineBenchmark(CLI::App& bench) {
   command->add_option("--lengths", options->lengths, "Sequence lengths, comma-separated")->capture_default_str();
   command->add_option("--batches", options->batches, "Sequences per step, comma-separated")->capture_default_str();
   command->add_option("--threads", options->threads, "Engine threads (0: all cores)")->capture_default_str();
+  command->add_option("--dtype", options->dtype, "float32 or bfloat16 (default: the engine's for this CPU and model)");
   command->add_option("--seconds", options->seconds, "Timing per configuration")->capture_default_str();
   command->add_flag("--json", options->json, "One JSON object on stdout");
   command->callback([options] { std::exit(RunEngineBenchmark(*options)); });
