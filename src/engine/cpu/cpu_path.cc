@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -37,6 +38,7 @@ std::string VectorFeatures() {
   add(__builtin_cpu_supports("fma"), "fma");
   add(__builtin_cpu_supports("avx512f"), "avx512f");
   add(__builtin_cpu_supports("avx512bw"), "avx512bw");
+  add(__builtin_cpu_supports("avx512dq"), "avx512dq");
   add(__builtin_cpu_supports("avx512vl"), "avx512vl");
   add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
   add(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
@@ -55,7 +57,11 @@ std::string Vendor() {
 
 CpuPath Detect() {
   CpuPath path;
-  path.kernels = "avx2-fma";
+  const char* held = std::getenv("STAMEN_CPU_KERNELS");
+  path.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                !(held != nullptr && std::string(held) == "avx2");
+  path.kernels = path.avx512 ? "avx512" : "avx2-fma";
   const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
   path.gemm = OneDnnIsaName(isa);
   path.features = VectorFeatures();

@@ -1,7 +1,8 @@
 // Which code the CPU engine runs on this machine, picked at run time. One binary serves every
 // x86-64 machine of the x86-64-v3 level (AVX2 + FMA): our own kernels are built for that level,
-// and oneDNN chooses its GEMM kernels by the CPU it finds (AVX2 sgemm, or JIT-built AVX-512
-// brgemm kernels where the CPU has AVX-512). `/info`, the workers' start log and
+// with AVX-512 variants of the hot ones (the small-m GEMM's tiles) compiled beside them for
+// the CPUs that have AVX-512 F/BW/DQ/VL; oneDNN chooses its GEMM kernels by the CPU it finds
+// (AVX2 sgemm, or JIT-built AVX-512 brgemm kernels where the CPU has AVX-512). `/info`, the workers' start log and
 // `stamen bench engine --json` say which path was taken, so that every figure names it.
 #pragma once
 
@@ -12,7 +13,10 @@
 namespace stamen::engine::cpu {
 
 struct CpuPath {
-  std::string kernels;   // instruction set of stamen's own kernels, e.g. "avx2-fma"
+  // Instruction set of stamen's own kernels: "avx512" or "avx2-fma". STAMEN_CPU_KERNELS=avx2
+  // in the environment holds an AVX-512 machine to the AVX2 kernels (tests run both there).
+  std::string kernels;
+  bool avx512 = false;   // kernels == "avx512"
   std::string gemm;      // oneDNN's effective instruction set, e.g. "avx2", "avx512_core_bf16"
   std::string features;  // the vector features this CPU has among those that matter here
   std::string vendor;    // "AuthenticAMD", "GenuineIntel", …
