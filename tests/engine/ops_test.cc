@@ -455,10 +455,10 @@ TEST_P(AttentionTest, RaggedGroupedQueryMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(CausalAndBidirectional, AttentionTest, ::testing::Bool());
 
 // The vector paths: head sizes of whole 16- and 8-float column tiles (and a ragged 40 = 16 + 16
-// + 8), sequences that end inside a 6-query tile and inside a 16-key panel, and one long
+// + 8; on AVX-512, 64 and 48 for the tiles of four and one zmm per row), sequences that end inside a 6-query tile and inside a 16-key panel, and one long
 // enough for many panels; bidirectional and causal, grouped heads.
 TEST(AttentionTest, VectorTilesMatchReference) {
-  for (const int64_t head_dim : {32, 40, 64}) {
+  for (const int64_t head_dim : {32, 40, 48, 64}) {
     for (const bool causal : {false, true}) {
       const ops::QkvLayout layout{4, 2, head_dim};
       const std::vector<int32_t> bounds = {0, 1, 7, 24, 41, 341};

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/cpu/cpu_path.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/panel_tile.h"
 #include "engine/cpu/vector_math.h"
@@ -61,8 +62,90 @@ T* Reserve(std::vector<T>& buffer, int64_t size) {
   return buffer.data();
 }
 
+// ---- AVX-512 variants (cpu_path.h), with the same tile of queries: each panel step of 16 keys
+// is one zmm, so a pass holds four panels' sums (24 registers) where the AVX2 tile holds one.
+// Like the small-m GEMM's, these carry STAMEN_AVX512_TARGET (cpu_path.h).
+
+// ScoreTile's product for kPanels panels from `panel` on.
+template <int kPanels>
+[[STAMEN_AVX512_TARGET]] void WideScorePanels(const float* queries, const float* panel, int64_t d, int64_t stride,
+                                        float* scores) {
+  __m512 sums[kPanels][kQueryTile];
+#pragma GCC unroll 4
+  for (int p = 0; p < kPanels; ++p) {
+#pragma GCC unroll 6
+    for (int r = 0; r < kQueryTile; ++r) sums[p][r] = _mm512_setzero_ps();
+  }
+  for (int64_t t = 0; t < d; ++t) {
+    __m512 step[kPanels];
+#pragma GCC unroll 4
+    for (int p = 0; p < kPanels; ++p) step[p] = _mm512_loadu_ps(panel + (p * d + t) * kKeyPanel);
+#pragma GCC unroll 6
+    for (int r = 0; r < kQueryTile; ++r) {
+      const __m512 query = _mm512_set1_ps(queries[r * d + t]);
+#pragma GCC unroll 4
+      for (int p = 0; p < kPanels; ++p) sums[p][r] = _mm512_fmadd_ps(query, step[p], sums[p][r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int p = 0; p < kPanels; ++p) {
+#pragma GCC unroll 6
+    for (int r = 0; r < kQueryTile; ++r) _mm512_storeu_ps(scores + r * stride + p * kKeyPanel, sums[p][r]);
+  }
+}
+
+[[STAMEN_AVX512_TARGET]] void WideScoreTile(const float* queries, const float* keys, int64_t d, int64_t panels,
+                                      int64_t stride, float* scores) {
+  int64_t p = 0;
+  for (; p + 4 <= panels; p += 4) WideScorePanels<4>(queries, keys + p * d * kKeyPanel, d, stride, scores + p * kKeyPanel);
+  for (; p < panels; ++p) WideScorePanels<1>(queries, keys + p * d * kKeyPanel, d, stride, scores + p * kKeyPanel);
+}
+
+// WeightedSumTile with kVectors zmm of 16 columns each.
+template <int kVectors>
+[[STAMEN_AVX512_TARGET]] void WideWeightedSumTile(const float* p, int64_t p_stride, const float* values, int64_t d,
+                                            int64_t count, const float* inverse, int64_t rows, float* out,
+                                            int64_t out_stride) {
+  __m512 sums[kQueryTile][kVectors];
+#pragma GCC unroll 6
+  for (int r = 0; r < kQueryTile; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) sums[r][v] = _mm512_setzero_ps();
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    __m512 value[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) value[v] = _mm512_loadu_ps(values + j * d + 16 * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < kQueryTile; ++r) {
+      const __m512 weight = _mm512_set1_ps(p[r * p_stride + j]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) sums[r][v] = _mm512_fmadd_ps(weight, value[v], sums[r][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kQueryTile; ++r) {
+    if (r >= rows) break;
+    const __m512 scale = _mm512_set1_ps(inverse[r]);
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(out + r * out_stride + 16 * v, _mm512_mul_ps(scale, sums[r][v]));
+  }
+}
+
+// WeightedSum's columns that whole zmm tiles cover (a multiple of 16); returns how many.
+[[STAMEN_AVX512_TARGET]] int64_t WideWeightedSum(const float* p, int64_t p_stride, const float* values, int64_t d,
+                                          int64_t count, const float* inverse, int64_t rows, float* out,
+                                          int64_t out_stride) {
+  int64_t c = 0;
+  for (; c + 64 <= d; c += 64) WideWeightedSumTile<4>(p, p_stride, values + c, d, count, inverse, rows, out + c, out_stride);
+  for (; c + 32 <= d; c += 32) WideWeightedSumTile<2>(p, p_stride, values + c, d, count, inverse, rows, out + c, out_stride);
+  for (; c + 16 <= d; c += 16) WideWeightedSumTile<1>(p, p_stride, values + c, d, count, inverse, rows, out + c, out_stride);
+  return c;
+}
+
 // scores[r, p·16 + c] = queries[r, :] · key(p·16 + c) for every r < kQueryTile, panel p < panels.
 void ScoreTile(const float* queries, const float* keys, int64_t d, int64_t panels, int64_t stride, float* scores) {
+  if (DetectCpuPath().avx512) return WideScoreTile(queries, keys, d, panels, stride, scores);
 #if defined(__AVX2__) && defined(__FMA__)
   for (int64_t p = 0; p < panels; ++p) {
     const float* panel = keys + p * d * kKeyPanel;
@@ -126,6 +209,7 @@ void WeightedSumTile(const float* p, int64_t p_stride, const float* values, int6
 void WeightedSum(const float* p, int64_t p_stride, const float* values, int64_t d, int64_t count,
                  const float* inverse, int64_t rows, float* out, int64_t out_stride) {
   int64_t c = 0;
+  if (DetectCpuPath().avx512) c = WideWeightedSum(p, p_stride, values, d, count, inverse, rows, out, out_stride);
 #if defined(__AVX2__) && defined(__FMA__)
   for (; c + 16 <= d; c += 16) WeightedSumTile<2>(p, p_stride, values + c, d, count, inverse, rows, out + c, out_stride);
   for (; c + 8 <= d; c += 8) WeightedSumTile<1>(p, p_stride, values + c, d, count, inverse, rows, out + c, out_stride);
@@ -185,11 +269,12 @@ void PackKeys(const float* keys, int64_t row_size, int64_t length, int64_t d, fl
   }
 }
 
-// A 32-byte aligned block of `size` floats in `buffer` (panels are read with aligned loads, but
-// operator new only promises 16 bytes: 8 floats of slack let the start be rounded up).
+// A 64-byte aligned block of `size` floats in `buffer`: a panel step of 16 keys then fills one
+// cache line (and is read with aligned loads on AVX2), but operator new only promises 16
+// bytes: 16 floats of slack let the start be rounded up.
 float* ReserveAligned(std::vector<float>& buffer, int64_t size) {
-  float* data = Reserve(buffer, size + 8);
-  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(data) + 31) & ~uintptr_t{31});
+  float* data = Reserve(buffer, size + 16);
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(data) + 63) & ~uintptr_t{63});
 }
 
 // Query `i` (of a sequence of `length`) sees keys [begin, end): the causal and window limits of
@@ -237,10 +322,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
     const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;
     const int64_t stride = panels * kKeyPanel;
     AttentionScratch& scratch = Scratch();
-    // Panel rows are read with aligned loads, but operator new only promises 16-byte
-    // alignment: 8 floats of slack let the start be rounded up to 32 bytes.
-    float* keys = Reserve(scratch.keys, stride * d + 8);
-    keys = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(keys) + 31) & ~uintptr_t{31});
+    float* keys = ReserveAligned(scratch.keys, stride * d);
     float* values = Reserve(scratch.values, length * d);
     float* scores = Reserve(scratch.scores, kQueryTile * stride);
     float* queries = Reserve(scratch.queries, kQueryTile * d);

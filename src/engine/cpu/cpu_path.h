@@ -10,6 +10,12 @@
 
 #include "engine/status.h"
 
+// The attribute of the AVX-512 variants of our kernels, [[STAMEN_AVX512_TARGET]]: a target
+// attribute on each function rather than a file built with -mavx512*, so that nothing shared
+// (inline functions, the standard library's templates) is ever emitted in AVX-512 code that an
+// AVX2 machine could end up calling. Callers check CpuPath::avx512 first.
+#define STAMEN_AVX512_TARGET gnu::target("avx512f,avx512bw,avx512dq,avx512vl")
+
 namespace stamen::engine::cpu {
 
 struct CpuPath {

@@ -4,9 +4,7 @@
 //   - AVX-512 (cpu_path.h): 12 rows × two panels, 24 zmm sums of the 32 registers. Per depth
 //     step two panel loads and twelve broadcasts feed 24 FMAs of 16 lanes: four times the
 //     AVX2 tile's work per loaded panel value, and twice its lanes per instruction.
-// The AVX-512 functions carry a target attribute instead of the file being built with
-// -mavx512*, so that nothing shared (inline functions, templates of the standard library) is
-// ever emitted in AVX-512 code that an AVX2 machine could end up calling.
+// The AVX-512 functions carry STAMEN_AVX512_TARGET (cpu_path.h).
 #include "engine/cpu/small_gemm.h"
 
 #include "engine/cpu/cpu_path.h"
@@ -21,8 +19,6 @@
 #include <array>
 #include <utility>
 #include <vector>
-
-#define STAMEN_AVX512 gnu::target("avx512f,avx512bw,avx512dq,avx512vl")
 
 namespace stamen::engine::cpu {
 namespace {
@@ -85,15 +81,15 @@ void NarrowTile(const float* input, const PanelElement* panel, int64_t k, float*
 // One depth step of a panel as 16 fp32 lanes. bf16 panels keep their values in
 // BFloat16PanelSlot order (the AVX2 tile's); widened here in that order, the sums come out
 // permuted, and WideSums puts them back.
-[[STAMEN_AVX512, gnu::always_inline]] inline __m512 LoadWideStep(const float* step) { return _mm512_load_ps(step); }
-[[STAMEN_AVX512, gnu::always_inline]] inline __m512 LoadWideStep(const uint16_t* step) {
+[[STAMEN_AVX512_TARGET, gnu::always_inline]] inline __m512 LoadWideStep(const float* step) { return _mm512_load_ps(step); }
+[[STAMEN_AVX512_TARGET, gnu::always_inline]] inline __m512 LoadWideStep(const uint16_t* step) {
   const __m256i values = _mm256_load_si256(reinterpret_cast<const __m256i*>(step));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(values), 16));
 }
 
 // Stores one panel's sums in column order.
 template <typename PanelElement>
-[[STAMEN_AVX512, gnu::always_inline]] inline void StoreWideSums(__m512 sums, float* target) {
+[[STAMEN_AVX512_TARGET, gnu::always_inline]] inline void StoreWideSums(__m512 sums, float* target) {
   if constexpr (sizeof(PanelElement) == 2) {
     // Lane i holds the column whose slot is i: gather column c from lane BFloat16PanelSlot(c)
     // (the order is its own inverse).
@@ -104,7 +100,7 @@ template <typename PanelElement>
 }
 
 template <int kRows, int kPanels, typename PanelElement>
-[[STAMEN_AVX512]] void WideTile(const float* input, const PanelElement* panel, int64_t k, float* output, int64_t ldc,
+[[STAMEN_AVX512_TARGET]] void WideTile(const float* input, const PanelElement* panel, int64_t k, float* output, int64_t ldc,
                                 int64_t columns, const Epilogue& epilogue) {
   __m512 sums[kPanels][kRows];
 #pragma GCC unroll 12
@@ -188,7 +184,8 @@ void MultiplyPanels(const float* a, const PanelElement* panels, const float* bia
 bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
                const ops::GemmOptions& options) {
   const int64_t m = input.dim(0), k = input.dim(1), n = weight.dim(0);
-  if (m > kSmallGemmMaxRows) return false;
+  static const int64_t limit = getenv("SG_MAX") ? atoll(getenv("SG_MAX")) : kSmallGemmMaxRows;
+  if (m > limit) return false;
   const float* a = input.data<float>();
   float* c = output.data<float>();
   const float* bias_data = bias.empty() ? nullptr : bias.data<float>();
