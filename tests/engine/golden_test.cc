@@ -68,6 +68,14 @@ double MaxAbsError(const Golden& golden, const std::string& name, std::span<cons
   return worst;
 }
 
+// Sequence `ids` alone through `engine`, its result waited for.
+StatusOr<LazyResult> StepAlone(Engine& engine, const std::vector<int32_t>& ids, const StepOptions& options) {
+  const std::vector<int32_t> bounds = {0, static_cast<int32_t>(ids.size())};
+  auto result = engine.Step({ids, bounds, {}}, options);
+  if (result.ok()) STAMEN_RETURN_IF_ERROR(result->Wait());
+  return result;
+}
+
 // One output kind of the golden file and how the engine produces it.
 struct Output {
   std::string prefix;  // golden tensor name without "_i"
@@ -117,10 +125,8 @@ TEST_P(GoldenTest, MatchesTransformersAloneAndPacked) {
   for (const Output& output : outputs) {
     double worst_alone = 0.0;
     for (int i = 0; i < kSequences; ++i) {
-      const std::vector<int32_t> bounds = {0, static_cast<int32_t>(golden->ids[i].size())};
-      auto result = (*engine)->Step({golden->ids[i], bounds, {}}, output.options);
+      auto result = StepAlone(**engine, golden->ids[i], output.options);
       ASSERT_TRUE(result.ok()) << result.status().message();
-      ASSERT_TRUE(result->Wait().ok());
       const Tensor& values = result->values();
       const double error = MaxAbsError(*golden, output.prefix + "_" + std::to_string(i),
                                        {values.data<float>(), static_cast<size_t>(values.NumElements())});
@@ -196,10 +202,8 @@ TEST_P(BFloat16GoldenTest, StaysWithinTheAccuracyGateOfTransformers) {
   std::vector<float> logits, reference_logits;  // of every sequence
   for (const Output& output : outputs) {
     for (int i = 0; i < kSequences; ++i) {
-      const std::vector<int32_t> bounds = {0, static_cast<int32_t>(golden->ids[i].size())};
-      auto result = (*engine)->Step({golden->ids[i], bounds, {}}, output.options);
+      auto result = StepAlone(**engine, golden->ids[i], output.options);
       ASSERT_TRUE(result.ok()) << result.status().message();
-      ASSERT_TRUE(result->Wait().ok());
       const Tensor& values = result->values();
       const std::span<const float> actual(values.data<float>(), static_cast<size_t>(values.NumElements()));
       auto expected = golden->store.Load(output.prefix + "_" + std::to_string(i));
