@@ -64,7 +64,9 @@ T* Reserve(std::vector<T>& buffer, int64_t size) {
 
 // ---- AVX-512 variants (cpu_path.h), with the same tile of queries: each panel step of 16 keys
 // is one zmm, so a pass holds four panels' sums (24 registers) where the AVX2 tile holds one.
-// Like the small-m GEMM's, these carry STAMEN_AVX512_TARGET (cpu_path.h).
+// Like the small-m GEMM's, these carry STAMEN_AVX512_TARGET (cpu_path.h). They repeat the
+// AVX2 loops at twice the width rather than share a template with them: the attribute would
+// reach the AVX2 instances too, and an AVX2 machine must never run code built for AVX-512.
 
 // ScoreTile's product for kPanels panels from `panel` on.
 template <int kPanels>
