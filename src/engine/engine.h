@@ -151,7 +151,8 @@ class LazyResult {
 };
 
 // The compute dtype an engine for `config` on `device` takes when the options name none (see
-// EngineOptions::compute_dtype).
+// EngineOptions::compute_dtype). STAMEN_CPU_DTYPE=float32|bfloat16 in the environment replaces
+// the CPU's rule (the test suite pins float32, so that no result depends on the machine).
 DataType DefaultComputeType(const ModelConfig& config, Device device);
 // "float32" → kF32, "bfloat16" → kBF16 (TEI's --dtype names); nullopt for anything else.
 std::optional<DataType> ParseComputeType(std::string_view name);

@@ -241,10 +241,26 @@ INSTANTIATE_TEST_SUITE_P(Models, BFloat16GoldenTest, kGoldenModels, FolderTestNa
 TEST(EngineTest, ComputeTypeDefaultsAndChoices) {
   auto bert = Engine::Load(kGolden + "tiny-bert");
   ASSERT_TRUE(bert.ok()) << bert.status().message();
-  EXPECT_EQ((*bert)->compute_dtype(), cpu::DefaultsToBFloat16() ? "bfloat16" : "float32");
+  EXPECT_EQ((*bert)->compute_dtype(),
+            DefaultComputeType((*bert)->config(), Device::kCpu) == DataType::kBF16 ? "bfloat16" : "float32");
+  // The CPU's rule, which STAMEN_CPU_DTYPE (set by scripts/test.sh) replaces.
+  const char* pinned = std::getenv("STAMEN_CPU_DTYPE");
+  const std::string saved = pinned == nullptr ? "" : pinned;
+  unsetenv("STAMEN_CPU_DTYPE");
+  EXPECT_EQ(DefaultComputeType((*bert)->config(), Device::kCpu),
+            cpu::DefaultsToBFloat16() ? DataType::kBF16 : DataType::kF32);
+  setenv("STAMEN_CPU_DTYPE", "bfloat16", 1);
+  EXPECT_EQ(DefaultComputeType((*bert)->config(), Device::kCpu), DataType::kBF16);
+  if (pinned != nullptr) {
+    setenv("STAMEN_CPU_DTYPE", saved.c_str(), 1);
+  } else {
+    unsetenv("STAMEN_CPU_DTYPE");
+  }
   auto qwen = Engine::Load(kGolden + "tiny-qwen2");
   ASSERT_TRUE(qwen.ok()) << qwen.status().message();
-  EXPECT_EQ((*qwen)->compute_dtype(), "float32") << "no bf16 gate was measured for Qwen2";
+  if (std::getenv("STAMEN_CPU_DTYPE") == nullptr) {
+    EXPECT_EQ((*qwen)->compute_dtype(), "float32") << "no bf16 gate was measured for Qwen2";
+  }
   auto chosen = Engine::Load(kGolden + "tiny-bert", {.compute_dtype = DataType::kF32});
   ASSERT_TRUE(chosen.ok());
   EXPECT_EQ((*chosen)->compute_dtype(), "float32");
