@@ -15,6 +15,10 @@ shift || true
 
 scripts/setup.sh
 scripts/build.sh "$preset"
+# Engines without --dtype compute in float32 whatever the machine (on a CPU that multiplies bf16
+# faster, BERT models would default to bfloat16): the references are fp32. The bf16 tests name
+# their dtype.
+export STAMEN_CPU_DTYPE=float32
 if [[ "$preset" != debug ]]; then
   # The optimised build checks every corpus line, whatever the caller's environment holds.
   unset STAMEN_EXACTNESS_SAMPLE
