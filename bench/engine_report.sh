@@ -2,7 +2,8 @@
 # stamen's engine beside PyTorch and ONNX Runtime on one model folder, same shapes, same
 # thread count, in one script: prints a Markdown table of tokens/s and ratios for
 # docs/BENCHMARKS.md. Needs the heavy virtualenv with requirements/bench-engine.txt.
-# Usage: bench/engine_report.sh MODEL_DIR [threads] [lengths] [batches] [seconds]
+# Usage: bench/engine_report.sh MODEL_DIR [threads] [lengths] [batches] [seconds] [stamen dtype]
+#   (the peers always compute in float32; the dtype defaults to stamen's for this CPU and model)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 model=$1
@@ -10,14 +11,17 @@ threads=${2:-1}
 lengths=${3:-128,512}
 batches=${4:-1,32}
 seconds=${5:-3}
+dtype=${6:+--dtype $6}
 stamen_json=$(OMP_NUM_THREADS=$threads build/release/apps/stamen bench engine --model "$model" --threads "$threads" \
-  --lengths "$lengths" --batches "$batches" --seconds "$seconds" --json)
+  --lengths "$lengths" --batches "$batches" --seconds "$seconds" $dtype --json)
 peers_json=$(.venv-heavy/bin/python bench/peers/engine_peers.py --model "$model" --threads "$threads" \
   --lengths "$lengths" --batches "$batches" --seconds "$seconds" --json 2>/dev/null | tail -n 1)
 python3 - "$stamen_json" "$peers_json" <<'PY'
 import json, sys
 stamen, peers = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(f"threads {stamen['threads']}; torch {peers['torch']}, onnxruntime {peers['onnxruntime']}")
+cpu = stamen["cpu"]
+print(f"threads {stamen['threads']}; stamen {stamen['dtype']}, kernels {cpu['kernels']}, oneDNN {cpu['gemm']}; "
+      f"torch {peers['torch']}, onnxruntime {peers['onnxruntime']} (float32)")
 print("| seq | batch | stamen tokens/s | GFLOP/s (% of bare GEMM) | PyTorch tokens/s | ONNX Runtime tokens/s | stamen ÷ PyTorch | stamen ÷ ORT |")
 print("|---|---|---|---|---|---|---|---|")
 for ours, theirs in zip(stamen["runs"], peers["runs"]):

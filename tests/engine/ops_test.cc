@@ -80,14 +80,14 @@ double Activated(ops::Activation activation, double x) {
   return x;
 }
 
-// Short inputs (m ≤ kSmallGemmMaxRows) take the packed kernel: every row count of a partial
+// Short inputs (m ≤ SmallGemmMaxRows()) take the packed kernel: every row count of a partial
 // tile, a width that ends in a partial panel (a pair of panels and a single one for the
 // AVX-512 tiles), every activation, accumulation, and no bias.
 TEST(GemmTest, ShortInputsMatchReferenceThroughPackedWeights) {
   const int64_t k = 50, n = 45;
   Tensor w = Random({n, k}, 12), b = Random({n}, 13, 0.5f);
   const size_t packed_before = cpu::PreparedWeightBytes();
-  for (const int64_t m : {int64_t{1}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{13}, cpu::kSmallGemmMaxRows}) {
+  for (const int64_t m : {int64_t{1}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{13}, cpu::SmallGemmMaxRows()}) {
     Tensor x = Random({m, k}, static_cast<uint32_t>(m), 0.3f);
     for (const ops::Activation activation :
          {ops::Activation::kIdentity, ops::Activation::kGeluErf, ops::Activation::kGeluTanh, ops::Activation::kRelu,
@@ -162,7 +162,7 @@ TEST(GemmTest, BFloat16ProductsMultiplyRoundedValues) {
   Tensor w = Random({n, k}, 41), b = Random({n}, 42, 0.5f);
   std::cout << "[ cpu      ] " << cpu::DescribeCpuPath() << "\n";
   const cpu::MatrixPrecisionScope bfloat16(cpu::MatrixPrecision::kBFloat16);
-  for (const int64_t m : {int64_t{1}, int64_t{7}, cpu::kSmallGemmMaxRows, int64_t{25}, int64_t{90}}) {
+  for (const int64_t m : {int64_t{1}, int64_t{7}, cpu::SmallGemmMaxRows(), cpu::SmallGemmMaxRows() + 1, int64_t{90}}) {
     Tensor x = Random({m, k}, static_cast<uint32_t>(100 + m), 0.7f);
     for (const bool accumulate : {false, true}) {
       Tensor y = Random({m, n}, 7), before = Zeros({m, n});

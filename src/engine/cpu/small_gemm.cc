@@ -185,10 +185,12 @@ void MultiplyPanels(const float* a, const PanelElement* panels, const float* bia
 
 }  // namespace
 
+int64_t SmallGemmMaxRows() { return DetectCpuPath().avx512 ? kSmallGemmMaxRowsAvx512 : kSmallGemmMaxRowsAvx2; }
+
 bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
                const ops::GemmOptions& options) {
   const int64_t m = input.dim(0), k = input.dim(1), n = weight.dim(0);
-  if (m > kSmallGemmMaxRows) return false;
+  if (m > SmallGemmMaxRows()) return false;
   const float* a = input.data<float>();
   float* c = output.data<float>();
   const float* bias_data = bias.empty() ? nullptr : bias.data<float>();
@@ -200,7 +202,7 @@ bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Te
   }
   const void* panels = FindPreparedWeight(weight, WeightForm::kPanelsBFloat16);
   if (panels == nullptr) return false;
-  // The input rounded to bf16 as the weights are (at most 24 rows: a few KB per thread).
+  // The input rounded to bf16 as the weights are (at most 64 rows: tens of KB per thread).
   thread_local std::vector<float> rounded;
   rounded.resize(static_cast<size_t>(m * k));
   RoundFloatsToBFloat16(a, m * k, rounded.data());

@@ -20,12 +20,17 @@
 
 namespace stamen::engine::cpu {
 
-// Up to this many rows the packed kernel runs; above it oneDNN's blocked sgemm is faster
-// (measured on Zen 3 AVX2 with MiniLM shapes: docs/BENCHMARKS.md, "Short inputs, batch 1").
-constexpr int64_t kSmallGemmMaxRows = 24;
+// Up to this many rows the packed kernel runs; above it oneDNN is faster. With the AVX2 tiles
+// the cut is 24 rows (Zen 3, MiniLM shapes: docs/BENCHMARKS.md, "Short inputs, batch 1"); the
+// AVX-512 tiles beat oneDNN's AVX-512 sgemm up to 64 rows (Emerald Rapids: "On AVX-512 and in
+// bf16"), and lose to it from ~192.
+constexpr int64_t kSmallGemmMaxRowsAvx2 = 24;
+constexpr int64_t kSmallGemmMaxRowsAvx512 = 64;
+// The cut of this machine's kernels.
+int64_t SmallGemmMaxRows();
 // Computes output = act(input · weightᵀ + bias) (or adds it to output) with packed weights,
 // and returns true; returns false, computing nothing, when this call is not for it (more
-// rows than kSmallGemmMaxRows, a weight without an owner, the cap reached). Computes in the
+// rows than SmallGemmMaxRows(), a weight without an owner, the cap reached). Computes in the
 // calling thread's matrix precision. Shapes and dtypes are the caller's to check (ops::Gemm
 // does). `weight` must not change while its memory lives: its packed copy is not refreshed.
 bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
