@@ -77,10 +77,11 @@ DataType DefaultComputeType(const ModelConfig& config, Device device) {
     if (auto parsed = ParseComputeType(pinned)) return *parsed;
   }
   // The families whose bf16 accuracy bench/dtype_gate.sh measured on real weights and found
-  // within the gate (cosine to fp32 ≥ 0.999 on every one of 1,220 udhr texts; docs/BENCHMARKS.md,
-  // "bf16 on the CPU"): BERT (all-MiniLM-L6-v2, worst 0.99994). MPNet (all-mpnet-base-v2: one
-  // text at 0.9984) and Gemma3 (EmbeddingGemma without a prompt: two at 0.9935 and 0.9974)
-  // missed it, and others are unmeasured: they stay fp32 unless --dtype bfloat16 says otherwise.
+  // within the gate (cosine to fp32 ≥ 0.999 on every one of 1,220 udhr texts;
+  // docs/BENCHMARKS.md, "On AVX-512 and in bf16"): BERT (all-MiniLM-L6-v2, worst 0.99994).
+  // MPNet (all-mpnet-base-v2: one text at 0.9984) and Gemma3 (EmbeddingGemma without a prompt:
+  // two at 0.9935 and 0.9974) missed it, and the others are unmeasured: they stay fp32 unless
+  // --dtype bfloat16 says otherwise.
   const bool gate_passed = config.family == ModelFamily::kBert;
   return gate_passed && cpu::DefaultsToBFloat16() ? DataType::kBF16 : DataType::kF32;
 }

@@ -45,7 +45,7 @@ std::string DescribeCpuPath();
 //     per lane: oneDNN's bf16 matmul measured 1.97–2.02× its fp32 one on Zen 5 (issue 21).
 //   - Intel Xeons with AVX512-BF16 but no AMX exposed (Cooper Lake; Sapphire and Emerald Rapids
 //     in VMs that hide AMX) run it at half that rate: bf16 measured 0.55–0.6× fp32 on an
-//     Emerald Rapids VM (docs/BENCHMARKS.md, "bf16 on the CPU"), so fp32 stays the default.
+//     Emerald Rapids VM (docs/BENCHMARKS.md, "On AVX-512 and in bf16"), so fp32 stays the default.
 // bf16's accuracy is checked per family by bench/dtype_gate.sh (DefaultComputeType in
 // engine.h applies it).
 bool DefaultsToBFloat16();
