@@ -19,10 +19,9 @@ inline constexpr int64_t kPanelColumns = 16;
 // 16 bf16 with zeros (unpacklo/unpackhi_epi16) widens them to fp32 in one instruction per
 // half, but within 128-bit lanes: the low result takes values 0–3 and 8–11, the high one
 // 4–7 and 12–15. Stored in this order, they come out as columns 0–7 and 8–15.
-constexpr int64_t BFloat16PanelSlot(int64_t column) {
-  constexpr int64_t kSlots[kPanelColumns] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15};
-  return kSlots[column];
-}
+// The order is its own inverse: lane i of the widened values holds column kBFloat16PanelSlots[i].
+inline constexpr int32_t kBFloat16PanelSlots[kPanelColumns] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15};
+constexpr int64_t BFloat16PanelSlot(int64_t column) { return kBFloat16PanelSlots[column]; }
 
 // The fp32 columns 0–7 and 8–15 of one depth step of a panel.
 [[gnu::always_inline]] inline void LoadPanelStep(const float* step, __m256& first, __m256& second) {

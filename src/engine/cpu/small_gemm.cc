@@ -80,7 +80,7 @@ void NarrowTile(const float* input, const PanelElement* panel, int64_t k, float*
 
 // One depth step of a panel as 16 fp32 lanes. bf16 panels keep their values in
 // BFloat16PanelSlot order (the AVX2 tile's); widened here in that order, the sums come out
-// permuted, and WideSums puts them back.
+// permuted, and StoreWideSums puts them back.
 [[STAMEN_AVX512_TARGET, gnu::always_inline]] inline __m512 LoadWideStep(const float* step) { return _mm512_load_ps(step); }
 [[STAMEN_AVX512_TARGET, gnu::always_inline]] inline __m512 LoadWideStep(const uint16_t* step) {
   const __m256i values = _mm256_load_si256(reinterpret_cast<const __m256i*>(step));
@@ -91,10 +91,8 @@ void NarrowTile(const float* input, const PanelElement* panel, int64_t k, float*
 template <typename PanelElement>
 [[STAMEN_AVX512_TARGET, gnu::always_inline]] inline void StoreWideSums(__m512 sums, float* target) {
   if constexpr (sizeof(PanelElement) == 2) {
-    // Lane i holds the column whose slot is i: gather column c from lane BFloat16PanelSlot(c)
-    // (the order is its own inverse).
-    const __m512i slots = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
-    sums = _mm512_permutexvar_ps(slots, sums);
+    // Lane i holds the column whose slot is i: gather column c from lane BFloat16PanelSlot(c).
+    sums = _mm512_permutexvar_ps(_mm512_loadu_si512(kBFloat16PanelSlots), sums);
   }
   _mm512_store_ps(target, sums);
 }
