@@ -266,10 +266,10 @@ TEST_F(CudaKernelTest, EmbeddingsAndPositions) {
   const Tensor ids = Ints({0, 49, 7, 7, 12, 3});
   const Tensor types = Ints({0, 1, 2, 0, 1, 2});
   Tensor expected = *Tensor::Allocate(DataType::kF32, {6, 96});
-  ASSERT_TRUE(ops::Gather(table, ids, expected).ok());
+  ASSERT_TRUE(ops::Gather(table, ids, expected, /*accumulate=*/false, /*scale=*/0.5f).ok());
   ASSERT_TRUE(ops::Gather(extra, types, expected, true).ok());
   Tensor actual = Empty(DataType::kBF16, {6, 96}, Device::kCuda);
-  ASSERT_TRUE(ops::Gather(ToDevice(table), ToDevice(ids), actual).ok());
+  ASSERT_TRUE(ops::Gather(ToDevice(table), ToDevice(ids), actual, /*accumulate=*/false, /*scale=*/0.5f).ok());
   ASSERT_TRUE(ops::Gather(ToDevice(extra), ToDevice(types), actual, true).ok());
   EXPECT_CLOSE(expected, ToHost(actual), "gather");
 

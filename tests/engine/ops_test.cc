@@ -654,13 +654,21 @@ TEST(RopeTest, RotatesQueriesAndKeysOnly) {
   }
 }
 
-TEST(EmbeddingTest, GathersAccumulatesAndRejectsOutOfRangeIds) {
+TEST(EmbeddingTest, GathersScalesAccumulatesAndRejectsOutOfRangeIds) {
   Tensor table = Random({5, 6}, 18), out = Zeros({3, 6});
   ASSERT_TRUE(ops::Gather(table, Ints({4, 0, 4}), out).ok());
   ASSERT_TRUE(ops::Gather(table, Ints({1, 1, 1}), out, /*accumulate=*/true).ok());
   for (int i = 0; i < 6; ++i) {
     EXPECT_FLOAT_EQ(out.data<float>()[i], table.data<float>()[24 + i] + table.data<float>()[6 + i]);
     EXPECT_FLOAT_EQ(out.data<float>()[6 + i], table.data<float>()[i] + table.data<float>()[6 + i]);
+  }
+  // Gemma's embedding scale (a product may be fused into the sum: a rounding apart).
+  const float scale = 27.712812f;
+  ASSERT_TRUE(ops::Gather(table, Ints({2, 3, 2}), out, /*accumulate=*/false, scale).ok());
+  ASSERT_TRUE(ops::Gather(table, Ints({0, 0, 1}), out, /*accumulate=*/true, scale).ok());
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_NEAR(out.data<float>()[6 + i], table.data<float>()[18 + i] * scale + table.data<float>()[i] * scale, 1e-4);
+    EXPECT_NEAR(out.data<float>()[12 + i], table.data<float>()[12 + i] * scale + table.data<float>()[6 + i] * scale, 1e-4);
   }
   Status status = ops::Gather(table, Ints({0, 5, 1}), out);
   ASSERT_FALSE(status.ok());

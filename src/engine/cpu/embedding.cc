@@ -6,7 +6,7 @@
 
 namespace stamen::engine::cpu {
 
-Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate) {
+Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale) {
   const int64_t rows = table.dim(0);
   const int64_t n = table.dim(1);
   const int32_t* id_data = ids.data<int32_t>();
@@ -20,7 +20,9 @@ Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accum
     const float* source = table.data<float>() + static_cast<int64_t>(id_data[t]) * n;
     float* target = output.data<float>() + t * n;
     if (accumulate) {
-      for (int64_t i = 0; i < n; ++i) target[i] += source[i];
+      for (int64_t i = 0; i < n; ++i) target[i] += source[i] * scale;
+    } else if (scale != 1.0f) {
+      for (int64_t i = 0; i < n; ++i) target[i] = source[i] * scale;
     } else {
       std::memcpy(target, source, n * sizeof(float));
     }

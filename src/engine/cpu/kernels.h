@@ -27,7 +27,7 @@ Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& que
 Status RopeTable(const Tensor& positions, double base, Tensor& table);
 Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
 // Fails on an id outside the table.
-Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate);
+Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale);
 Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
 Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
                  const ops::AttentionOptions& options, Tensor& output);

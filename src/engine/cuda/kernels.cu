@@ -157,13 +157,13 @@ __global__ void ApplyRopeKernel(bf16* qkv, int64_t row_size, int rotated_heads, 
 // ---- embeddings ----
 
 __global__ void GatherKernel(const bf16* table, int64_t rows, const int32_t* ids, bf16* output, int64_t n,
-                             bool accumulate) {
+                             bool accumulate, float scale) {
   int64_t id = ids[blockIdx.x];
   id = id < 0 ? 0 : (id >= rows ? rows - 1 : id);  // checked on the host; never read out of bounds
   const bf16* source = table + id * n;
   bf16* target = output + blockIdx.x * n;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const float value = __bfloat162float(source[i]);
+    const float value = __bfloat162float(source[i]) * scale;
     target[i] = __float2bfloat16(accumulate ? __bfloat162float(target[i]) + value : value);
   }
 }
@@ -411,12 +411,12 @@ Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table)
   return CheckLaunch("apply_rope");
 }
 
-Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate) {
+Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale) {
   auto context = RequireContext("gather");
   if (!context.ok()) return context.status();
   if (ids.dim(0) == 0) return Status();
   GatherKernel<<<static_cast<unsigned int>(ids.dim(0)), RowThreads(table.dim(1)), 0, (*context)->stream()>>>(
-      table.data<bf16>(), table.dim(0), ids.data<int32_t>(), output.data<bf16>(), table.dim(1), accumulate);
+      table.data<bf16>(), table.dim(0), ids.data<int32_t>(), output.data<bf16>(), table.dim(1), accumulate, scale);
   return CheckLaunch("gather");
 }
 

@@ -32,7 +32,7 @@ Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& que
 Status RopeTable(const Tensor& positions, double base, Tensor& table);
 Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
 // Ids are clamped into the table (the engine has checked them on the host).
-Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate);
+Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale);
 Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
 // Causal, window and scale as on the CPU; a relative position bias is refused for now.
 Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,

@@ -7,9 +7,9 @@
 //   x += RMSNorm_post_attention(Attention(rotate(qk_norm(RMSNorm_input(x)·W_qkvᵀ)))·W_oᵀ)
 //   x += RMSNorm_post_feedforward((gelu_tanh(n·W_gateᵀ) ⊙ n·W_upᵀ)·W_downᵀ),  n = RMSNorm_pre_feedforward(x)
 // and a final RMSNorm. Gemma's RMSNorm multiplies by (1 + w); the loader adds the 1 to every
-// stored norm weight (TensorSpec::load_offset) so ops::RmsNorm applies unchanged, and folds
-// sqrt(H) into the embedding table (load_scale): both are the fp32 products transformers
-// computes in an fp32 model. Sliding layers see keys within the window and rotate with
+// stored norm weight (TensorSpec::load_offset) so ops::RmsNorm applies unchanged, and
+// multiplies each gathered embedding row by sqrt(H) (PreNormDecoderWeights::embedding_scale):
+// both are the fp32 arithmetic transformers does in an fp32 model. Sliding layers see keys within the window and rotate with
 // rope_local_base_freq; full layers see the whole sequence and rotate with rope_theta.
 #include <cmath>
 #include <string>
@@ -28,7 +28,6 @@ TensorSpec NormSpec(const std::string& name, int64_t size) {
           .shape = {size},
           .init = TensorInit::kNormal,
           .presence = TensorPresence::kRequired,
-          .load_scale = 1.0f,
           .load_offset = 1.0f};
 }
 

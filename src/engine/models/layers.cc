@@ -211,9 +211,8 @@ void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, c
   const int64_t q_rows = config.num_attention_heads * d;
   const int64_t kv_rows = config.num_key_value_heads * d;
   const int64_t ffn = config.intermediate_size;
-  visit.Tensor(decoder.embeddings, {.name = prefix + "embed_tokens.weight",
-                                    .shape = {config.vocab_size, h},
-                                    .load_scale = schema.embedding_scale});
+  visit.Tensor(decoder.embeddings, {prefix + "embed_tokens.weight", {config.vocab_size, h}});
+  decoder.embedding_scale = schema.embedding_scale;
   // A norm the family may not have: visited only when it names it.
   const auto visit_norm = [&](Tensor& target, const std::string& base, const std::string& name) {
     if (!name.empty()) visit.Tensor(target, schema.norm(base + name + ".weight", h));
@@ -253,7 +252,7 @@ void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, c
 StatusOr<Tensor> PreNormDecoderModel::Forward(const ModelInput& input) {
   Slots slots(workspace_);
   RopeTables rope;
-  auto hidden = EmbedRotary(weights_.embeddings, config_, input, slots, rope);
+  auto hidden = EmbedRotary(weights_.embeddings, config_, input, slots, rope, weights_.embedding_scale);
   if (!hidden.ok()) return hidden.status();
   const float eps = static_cast<float>(config_.norm_eps);
   const FeedForwardSettings feed_forward{
@@ -295,7 +294,7 @@ StatusOr<Tensor> PreNormDecoderModel::Classify(const ModelInput& input, const Te
 }
 
 StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config, const ModelInput& input,
-                             Slots& slots, RopeTables& rope) {
+                             Slots& slots, RopeTables& rope, float embedding_scale) {
   const int64_t tokens = input.token_ids.dim(0);
   bool any_full = config.sliding_window_layers.empty(), any_sliding = false;
   for (bool sliding : config.sliding_window_layers) (sliding ? any_sliding : any_full) = true;
@@ -308,7 +307,7 @@ StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config
   STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, positions));
   if (any_full) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config.rope_theta, rope.full));
   if (any_sliding) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config.local_rope_theta, rope.sliding));
-  STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings, input.token_ids, hidden));
+  STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings, input.token_ids, hidden, /*accumulate=*/false, embedding_scale));
   return hidden;
 }
 

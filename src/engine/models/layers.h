@@ -227,6 +227,7 @@ Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings&
 // *ForSequenceClassification `score.weight`, or a yes/no reranker's lm_head row difference).
 struct PreNormDecoderWeights {
   Tensor embeddings;
+  float embedding_scale = 1.0f;  // multiplies each gathered row (Gemma3: sqrt(hidden_size))
   std::vector<PreNormLayerWeights> layers;
   Tensor final_norm;
   Tensor score;  // empty without a head
@@ -243,7 +244,7 @@ struct PreNormDecoderSchema {
   TensorSpec (*norm)(const std::string& name, int64_t size) = nullptr;
   bool head_norms = false;   // self_attn.{q,k}_norm over each query and key head (Qwen3, Gemma3)
   bool output_bias = false;  // self_attn.o_proj.bias (Gemma3 with attention_bias)
-  float embedding_scale = 1.0f;  // folded into the table at load (Gemma3: sqrt(hidden_size))
+  float embedding_scale = 1.0f;  // PreNormDecoderWeights::embedding_scale
 };
 
 // Visits every tensor of a decoder under `prefix`.
@@ -275,9 +276,9 @@ struct RopeTables {
 };
 
 // The start of a rotary model's step: the hidden state [T, hidden_size] = embeddings[token id]
-// as the first of `slots`, then the step's positions and RoPE tables. `slots` hands out what
-// the caller asks for next after them.
+// · embedding_scale as the first of `slots`, then the step's positions and RoPE tables.
+// `slots` hands out what the caller asks for next after them.
 StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config, const ModelInput& input,
-                             Slots& slots, RopeTables& rope);
+                             Slots& slots, RopeTables& rope, float embedding_scale = 1.0f);
 
 }  // namespace stamen::engine::layers

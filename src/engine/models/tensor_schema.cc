@@ -48,7 +48,7 @@ void TensorLoader::Keep(StatusOr<engine::Tensor> tensor, const TensorSpec& spec,
   // Loads are F32 on the host (WeightStore::Load's default), so the transform is exact fp32
   // arithmetic whatever the placement's dtype, as transformers computes 1 + w in fp32. An F32
   // load may be a view of the read-only mapped file, so the result goes to a new tensor.
-  if (spec.load_scale != 1.0f || spec.load_offset != 0.0f) {
+  if (spec.load_offset != 0.0f) {
     auto transformed = engine::Tensor::Allocate(DataType::kF32, tensor->shape());
     if (!transformed.ok()) {
       status_ = transformed.status();
@@ -56,7 +56,8 @@ void TensorLoader::Keep(StatusOr<engine::Tensor> tensor, const TensorSpec& spec,
     }
     const float* stored = tensor->data<float>();
     float* values = transformed->data<float>();
-    for (int64_t i = 0; i < tensor->NumElements(); ++i) values[i] = stored[i] * spec.load_scale + spec.load_offset;
+    const int64_t count = tensor->NumElements();
+    for (int64_t i = 0; i < count; ++i) values[i] = stored[i] + spec.load_offset;
     tensor = std::move(transformed);
   }
   auto placed = model_weights::Place(*tensor, placement_);

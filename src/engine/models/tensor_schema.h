@@ -32,11 +32,9 @@ struct TensorSpec {
   Shape shape;
   TensorInit init = TensorInit::kNormal;
   TensorPresence presence = TensorPresence::kRequired;
-  // The loader turns each stored value v into v · load_scale + load_offset (in F32, before
-  // placement), so a family whose checkpoint stores a weight in another form runs the common
-  // ops unchanged: Gemma stores its RMSNorm weights as w − 1 (offset 1) and multiplies its
-  // embeddings by sqrt(hidden_size) (scale). make-model writes the stored form.
-  float load_scale = 1.0f;
+  // The loader turns each stored value v into v + load_offset (in F32, before placement), so a
+  // family whose checkpoint stores a weight in another form runs the common ops unchanged:
+  // Gemma stores its RMSNorm weights as w − 1 (offset 1). make-model writes the stored form.
   float load_offset = 0.0f;
 };
 

@@ -6,7 +6,7 @@
 
 namespace stamen::engine::ops {
 
-Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate) {
+Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale) {
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("gather", "table", table, 2));
   STAMEN_RETURN_IF_ERROR(internal::Expect("gather", "ids", ids, DataType::kI32, 1));
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("gather", "output", output, 2));
@@ -16,8 +16,8 @@ Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accum
   STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("gather", table.device(), {&table, &output}));
   return internal::Dispatch(
       "gather", table.device(),
-      [&] { return cpu::Gather(table, ids, output, accumulate); },
-      STAMEN_CUDA_KERNEL([&] { return cuda::Gather(table, ids, output, accumulate); }));
+      [&] { return cpu::Gather(table, ids, output, accumulate, scale); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::Gather(table, ids, output, accumulate, scale); }));
 }
 
 Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions) {
