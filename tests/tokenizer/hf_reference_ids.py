@@ -18,6 +18,11 @@ def main() -> int:
     flags = {a for a in sys.argv[1:] if a.startswith("--")}
     tokenizer_path, input_path, output_path = args
     tokenizer = Tokenizer.from_file(tokenizer_path)
+    # A file saved by sentence-transformers may carry its padding and truncation settings
+    # (all-mpnet-base-v2: pad and cut to 128); the reference is the tokenization itself, as
+    # `stamen tokenize` prints it, so only --max-length truncates.
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
     max_length = [int(f.split("=", 1)[1]) for f in flags if f.startswith("--max-length=")]
     if max_length:
         tokenizer.enable_truncation(max_length=max_length[-1])

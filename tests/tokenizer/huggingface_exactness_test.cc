@@ -1,10 +1,17 @@
 // Checks that `stamen tokenize` on a tokenizer.json prints exactly Hugging Face tokenizers'
 // ids (hf_reference_ids.py in the project venv) for corpora, edge cases and udhr pairs (a
 // sample of the corpora under STAMEN_EXACTNESS_SAMPLE, see test_corpus.h).
+//
+// CI checks the tokenizers in ../shared/models. Real files that cannot ship with the project
+// (downloaded weights: tools/fetch_real_weights.sh) are checked by naming them, run directly:
+//   STAMEN_EXACTNESS_TOKENIZERS=/work/models/all-mpnet-base-v2/tokenizer.json:…
+//   build/release/tests/tokenizer/huggingface_exactness_test --gtest_filter='Real*'
+// (the variable set for the second command).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -77,7 +84,7 @@ std::vector<Line> PairTexts(const std::vector<testing::UdhrLine>& udhr, size_t s
   return lines;
 }
 
-class HuggingFaceExactnessTest : public ::testing::TestWithParam<const char*> {
+class HuggingFaceExactnessTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     // CI always creates the venv (scripts/setup.sh); without it this test would check nothing.
@@ -85,7 +92,7 @@ class HuggingFaceExactnessTest : public ::testing::TestWithParam<const char*> {
         << "the Hugging Face reference needs the project venv: " << STAMEN_PYTHON
         << " is missing; run scripts/setup.sh to create it (tokenizers==0.23.3)";
     ASSERT_TRUE(fs::exists(STAMEN_CLI)) << STAMEN_CLI << " is missing; build the `stamen` target";
-    model_ = SharedPath(std::string("models/") + GetParam() + "/tokenizer.json");
+    model_ = fs::path(GetParam()).is_absolute() ? GetParam() : SharedPath("models/" + GetParam() + "/tokenizer.json");
     ASSERT_TRUE(fs::exists(model_)) << model_ << " is missing";
     std::string pattern = (fs::temp_directory_path() / "stamen_hf_exactness_XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create a temporary directory";
@@ -143,7 +150,7 @@ class HuggingFaceExactnessTest : public ::testing::TestWithParam<const char*> {
                       << "\n  got:      " << Abbreviate(got[i]);
       }
     }
-    std::printf("[ exactness ] %s %s: %zu lines checked, %zu mismatches%s\n", GetParam(), mode.c_str(), lines.size(),
+    std::printf("[ exactness ] %s %s: %zu lines checked, %zu mismatches%s\n", GetParam().c_str(), mode.c_str(), lines.size(),
                 mismatches, testing::SampleNote().c_str());
     EXPECT_EQ(mismatches, 0u) << mode;
   }
@@ -199,13 +206,31 @@ TEST_P(HuggingFaceExactnessTest, TruncatedTextsMatch) {
   CheckMode(PairTexts(udhr, 4, 2048), "--pair --max-length=65", {"--pair --max-length 65"});
 }
 
+// A test name from a shared model's name or a tokenizer file's folder.
+std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
+  const fs::path path(info.param);
+  std::string name = path.is_absolute() ? path.parent_path().filename().string() : info.param;
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+}
+
+// The tokenizer files named by STAMEN_EXACTNESS_TOKENIZERS (absolute paths, ':'-separated).
+std::vector<std::string> NamedTokenizers() {
+  std::vector<std::string> paths;
+  const char* named = std::getenv("STAMEN_EXACTNESS_TOKENIZERS");
+  std::string rest = named == nullptr ? "" : named;
+  while (!rest.empty()) {
+    const size_t colon = rest.find(':');
+    if (colon != 0) paths.push_back(fs::absolute(rest.substr(0, colon)).string());
+    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  }
+  return paths;
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, HuggingFaceExactnessTest,
-                         ::testing::Values("xlmr-trimmed-32k", "synthetic-unigram-250k"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+                         ::testing::Values("xlmr-trimmed-32k", "synthetic-unigram-250k"), TestName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(HuggingFaceExactnessTest);
+INSTANTIATE_TEST_SUITE_P(Real, HuggingFaceExactnessTest, ::testing::ValuesIn(NamedTokenizers()), TestName);
 
 }  // namespace
 }  // namespace stamen::tokenizer
