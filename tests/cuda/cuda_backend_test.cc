@@ -317,6 +317,117 @@ TEST_F(CudaKernelTest, RaggedAttentionUnevenLengthsAndGroupedHeads) {
   }
 }
 
+// Packs `lengths` into one ragged batch: random qkv for `layout` and its cu_seqlens.
+struct RaggedBatch {
+  Tensor qkv;
+  Tensor cu_seqlens;
+  int64_t tokens = 0;
+};
+
+RaggedBatch MakeRaggedBatch(const ops::QkvLayout& layout, const std::vector<int32_t>& lengths, std::mt19937& rng) {
+  std::vector<int32_t> bounds = {0};
+  for (int32_t length : lengths) bounds.push_back(bounds.back() + length);
+  RaggedBatch batch;
+  batch.tokens = bounds.back();
+  batch.qkv = Random({batch.tokens, layout.row_size()}, rng, 1.5f);
+  batch.cu_seqlens = Ints(bounds);
+  return batch;
+}
+
+// Runs `options` on both backends over `batch` (the position tables of `options` on the host,
+// those of `device_options` on the GPU) and compares.
+void ExpectAttentionMatchesCpu(const RaggedBatch& batch, const ops::QkvLayout& layout,
+                               const ops::AttentionOptions& options, const ops::AttentionOptions& device_options,
+                               const std::string& what) {
+  const int64_t width = layout.num_heads * layout.head_dim;
+  Tensor expected = *Tensor::Allocate(DataType::kF32, {batch.tokens, width});
+  Status status = ops::Attention(batch.qkv, batch.cu_seqlens, layout, options, expected);
+  ASSERT_TRUE(status.ok()) << what << ": " << status.message();
+  Tensor actual = Empty(DataType::kBF16, {batch.tokens, width}, Device::kCuda);
+  status = ops::Attention(ToDevice(batch.qkv), ToDevice(batch.cu_seqlens), layout, device_options, actual);
+  ASSERT_TRUE(status.ok()) << what << ": " << status.message();
+  EXPECT_CLOSE(expected, ToHost(actual), what);
+}
+
+// MPNet's relative position bias (32 buckets, max_distance 128) over sequences shorter and
+// longer than the largest bucket's distance (300: offsets past 128 share the last bucket) and
+// across several 32-query / 64-key tiles, with MPNet's head_dim 64; bidirectional as MPNet
+// runs it, and with the causal and window limits the kernel also offers.
+TEST_F(CudaKernelTest, RelativePositionBiasMatchesCpu) {
+  const std::vector<int32_t> lengths = {1, 7, 33, 64, 100, 129, 300};
+  for (const ops::QkvLayout layout : {ops::QkvLayout{4, 4, 64}, ops::QkvLayout{12, 12, 64}, ops::QkvLayout{4, 2, 32}}) {
+    const RaggedBatch batch = MakeRaggedBatch(layout, lengths, rng_);
+    const Tensor table = Random({32, layout.num_heads}, rng_);
+    const ops::RelativePositionBias host_bias{.table = table};
+    const ops::RelativePositionBias device_bias{.table = ToDevice(table, DataType::kF32)};
+    const std::vector<std::pair<std::string, ops::AttentionOptions>> cases = {
+        {"bidirectional", {}},
+        {"scale 0.2", {.scale = 0.2f}},
+        {"causal", {.causal = true}},
+        {"window 7", {.window = 7}},
+        {"causal window 40", {.causal = true, .window = 40}},
+    };
+    for (const auto& [name, limits] : cases) {
+      ops::AttentionOptions options = limits;
+      options.position_bias = &host_bias;
+      ops::AttentionOptions device_options = limits;
+      device_options.position_bias = &device_bias;
+      std::ostringstream what;
+      what << "relative position bias, heads " << layout.num_heads << "/" << layout.num_kv_heads << " d "
+           << layout.head_dim << " " << name;
+      ExpectAttentionMatchesCpu(batch, layout, options, device_options, what.str());
+    }
+  }
+}
+
+// DeBERTa's c2p and p2c terms, each alone and both, with log buckets (v3-base's 256 / 512 and
+// tiny-deberta-v3's 32 / 512) and without (v2's raw distances, span 48, which the 300-token
+// sequence passes, so rows clamp), over one ragged batch of several lengths; head_dim 64 as
+// DeBERTa-v3-base and 24 as tiny-deberta-v2. The projections' columns are laid out as
+// share_att_key does (query at 0, key after the width plus a gap) and at odd columns (rows not
+// bf16-pair aligned).
+TEST_F(CudaKernelTest, DisentangledBiasMatchesCpu) {
+  const std::vector<int32_t> lengths = {1, 7, 33, 64, 100, 129, 300};
+  struct Buckets {
+    int32_t span, position_buckets, max_relative_positions;
+  };
+  for (const ops::QkvLayout layout : {ops::QkvLayout{4, 4, 64}, ops::QkvLayout{3, 3, 24}}) {
+    const RaggedBatch batch = MakeRaggedBatch(layout, lengths, rng_);
+    const int64_t width = layout.num_heads * layout.head_dim;
+    for (const Buckets buckets : {Buckets{256, 256, 512}, Buckets{32, 32, 512}, Buckets{48, 0, 48}}) {
+      const Tensor projections = Random({2 * buckets.span, 2 * width + 8}, rng_);
+      const Tensor device_projections = ToDevice(projections);
+      for (const auto& [query_column, key_column] :
+           {std::pair<int64_t, int64_t>{0, width + 8}, {-1, 3}, {5, -1}, {-1, width}, {0, -1}}) {
+        // As DeBERTa scales: 1 / sqrt(head_dim · (1 + number of terms)).
+        const int terms = int{query_column >= 0} + int{key_column >= 0};
+        const float scale = 1.0f / std::sqrt(static_cast<float>(layout.head_dim * (1 + terms)));
+        ops::DisentangledPositionBias host_bias{.projections = projections,
+                                                .query_column = query_column,
+                                                .key_column = key_column,
+                                                .span = buckets.span,
+                                                .position_buckets = buckets.position_buckets,
+                                                .max_relative_positions = buckets.max_relative_positions};
+        ops::DisentangledPositionBias device_bias = host_bias;
+        device_bias.projections = device_projections;
+        for (const auto& [name, limits] : std::vector<std::pair<std::string, ops::AttentionOptions>>{
+                 {"bidirectional", {}}, {"causal window 20", {.causal = true, .window = 20}}}) {
+          ops::AttentionOptions options = limits;
+          options.scale = scale;
+          options.disentangled_bias = &host_bias;
+          ops::AttentionOptions device_options = options;
+          device_options.disentangled_bias = &device_bias;
+          std::ostringstream what;
+          what << "disentangled bias, d " << layout.head_dim << " span " << buckets.span << " buckets "
+               << buckets.position_buckets << "/" << buckets.max_relative_positions << " columns p2c " << query_column
+               << " c2p " << key_column << " " << name;
+          ExpectAttentionMatchesCpu(batch, layout, options, device_options, what.str());
+        }
+      }
+    }
+  }
+}
+
 TEST_F(CudaKernelTest, PoolingAndNormalisation) {
   const std::vector<int32_t> bounds_host = {0, 1, 5, 40, 41, 100};
   const Tensor hidden = Random({100, 72}, rng_);
@@ -364,14 +475,18 @@ std::vector<std::string> ModelFolders() {
   for (const char* name : {"tiny-bert", "tiny-xlm-roberta", "tiny-xlm-roberta-reranker", "tiny-qwen2"}) {
     if (std::filesystem::exists(golden + name + "/config.json")) folders.push_back(golden + name);
   }
-  // This project's goldens (tests/engine/data) of every family the CUDA kernels cover; MPNet's
-  // relative position bias is CPU-only so far, so its folders are not listed.
+  // This project's goldens (tests/engine/data) of every family the CUDA kernels cover (the CPU
+  // engine matches transformers on each in golden_test, so agreeing with it here checks the GPU
+  // against transformers too): MPNet's relative position bias and DeBERTa-v2/v3's c2p / p2c
+  // (log-bucketed and raw, c2p alone, classifiers) included.
   const std::string local = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/";
   for (const char* name : {"tiny-qwen3", "tiny-distilbert", "tiny-distilbert-classifier", "tiny-roberta-classifier",
                            "tiny-camembert", "tiny-modernbert", "tiny-modernbert-classifier", "tiny-gemma3",
                            "tiny-llama", "tiny-mistral", "tiny-qwen3-classifier", "tiny-qwen3-classifier-3",
                            "tiny-qwen2-classifier", "tiny-qwen3-reranker", "tiny-qwen3-reranker-tied",
-                           "tiny-bert-classifier", "tiny-bert-splade", "tiny-roberta-splade"}) {
+                           "tiny-bert-classifier", "tiny-bert-splade", "tiny-roberta-splade", "tiny-mpnet",
+                           "tiny-mpnet-classifier", "tiny-mpnet-masked-lm", "tiny-deberta-v3",
+                           "tiny-deberta-v3-reranker", "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier"}) {
     folders.push_back(local + name);
   }
   if (const char* extra = std::getenv("STAMEN_CUDA_TEST_MODELS")) {
