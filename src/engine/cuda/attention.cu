@@ -10,8 +10,17 @@
 //
 // This is the portable scalar-FMA version (no tensor-core MMA): correct for any even head_dim
 // up to 256, grouped-query heads, causal masks and sliding windows (ops::AttentionOptions).
-// MPNet's relative position bias is not implemented here yet. A tensor-core version is future
-// work that needs a GPU to tune.
+// A tensor-core version is future work that needs a GPU to tune.
+//
+// Position terms (ops::AttentionOptions), added to a visible pair's scaled score:
+// - MPNet's relative position bias: the table's entry for (bucket of j − i, head);
+// - DeBERTa's c2p (scale · q_i · position_key[row]) and p2c (scale · k_j · position_query[row]),
+//   row = DisentangledPositionRow(i − j).
+// A tile of kBlockM queries against kBlockN keys meets kBlockM + kBlockN − 1 offsets i − j, so
+// per key tile the block computes each offset's bucket or row once (position_buckets.h, the
+// functions the CPU kernel calls) and keeps the offset's bias, or its position key and query
+// vectors, in shared memory beside the keys; a score then reads its offset's entry. The
+// position vectors cost one more dot product per score and term, as on the CPU.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -27,36 +36,74 @@ constexpr int kBlockN = 64;   // keys per shared-memory tile
 constexpr int kThreads = 128;
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxAccumulators = (kBlockM * kMaxHeadDim + kThreads - 1) / kThreads;
+// Offsets i − j one tile of queries meets against one tile of keys: index e = i − j + kBlockN − 1
+// for query row i and key column j of the tile.
+constexpr int kTileOffsets = kBlockM + kBlockN - 1;
+
+// An attention call's position terms as the kernel reads them (ops::RelativePositionBias and
+// ops::DisentangledPositionBias, pointers instead of tensors); a null table or projections
+// pointer leaves that term out.
+struct PositionTerms {
+  const float* bias_table = nullptr;  // MPNet: F32 [num_buckets, num_heads]
+  int num_buckets = 0;
+  int max_distance = 0;
+  const bf16* projections = nullptr;  // DeBERTa: [2 · span, projection_columns]
+  int64_t projection_columns = 0;
+  int64_t query_column = -1;  // head h's position query at + h · head_dim; -1: no p2c
+  int64_t key_column = -1;    // head h's position key at + h · head_dim; -1: no c2p
+  int span = 0;
+  int position_buckets = 0;
+  int max_relative_positions = 0;
+
+  __host__ __device__ bool content_to_position() const { return projections != nullptr && key_column >= 0; }
+  __host__ __device__ bool position_to_content() const { return projections != nullptr && query_column >= 0; }
+};
 
 struct SharedLayout {
   int q_stride;  // floats per query row
   int k_stride;  // bf16 per key row (padded so lanes reading different keys hit different banks)
   int v_stride;  // bf16 per value row
-  size_t q_offset, k_offset, v_offset, s_offset, stats_offset, bytes;
+  int position_stride;  // bf16 per position key / query row, padded as keys are
+  size_t q_offset, k_offset, v_offset, s_offset, stats_offset;
+  // Per offset e of the tile: MPNet's bias (F32), DeBERTa's projections row (I32), then the
+  // position keys (c2p) and position queries (p2c), kTileOffsets rows each, present only when
+  // their term is (so models without position terms keep the shared memory they had).
+  size_t offset_bias_offset, position_row_offset, position_key_offset, position_query_offset, bytes;
 };
 
-__host__ __device__ inline SharedLayout MakeLayout(int head_dim) {
+__host__ __device__ inline SharedLayout MakeLayout(int head_dim, const PositionTerms& terms) {
   SharedLayout layout{};
   layout.q_stride = head_dim + 1;
   layout.k_stride = head_dim + 2;
   layout.v_stride = head_dim;
+  layout.position_stride = head_dim + 2;
   layout.q_offset = 0;
   layout.k_offset = layout.q_offset + sizeof(float) * kBlockM * layout.q_stride;
   layout.v_offset = layout.k_offset + sizeof(bf16) * kBlockN * layout.k_stride;
   layout.s_offset = (layout.v_offset + sizeof(bf16) * kBlockN * layout.v_stride + 15) / 16 * 16;
   layout.stats_offset = layout.s_offset + sizeof(float) * kBlockM * (kBlockN + 1);
-  layout.bytes = layout.stats_offset + sizeof(float) * 3 * kBlockM;
+  size_t end = layout.stats_offset + sizeof(float) * 3 * kBlockM;
+  layout.offset_bias_offset = end;
+  if (terms.bias_table != nullptr) end += sizeof(float) * kTileOffsets;
+  layout.position_row_offset = end;
+  if (terms.projections != nullptr) end += sizeof(int32_t) * kTileOffsets;
+  const size_t position_rows_bytes = sizeof(bf16) * kTileOffsets * layout.position_stride;
+  layout.position_key_offset = (end + 15) / 16 * 16;
+  end = layout.position_key_offset + (terms.content_to_position() ? position_rows_bytes : 0);
+  layout.position_query_offset = (end + 15) / 16 * 16;
+  end = layout.position_query_offset + (terms.position_to_content() ? position_rows_bytes : 0);
+  layout.bytes = end;
   return layout;
 }
 
 __global__ void __launch_bounds__(kThreads)
     RaggedAttentionKernel(const bf16* __restrict__ qkv, const int32_t* __restrict__ cu_seqlens, int sequences,
                           int num_heads, int num_kv_heads, int head_dim, float scale, bool causal,
-                          int window, bf16* __restrict__ output) {
+                          int window, PositionTerms terms, bf16* __restrict__ output) {
   extern __shared__ __align__(16) unsigned char shared[];
   __shared__ int tile_sequence;
   __shared__ int tile_index;
-  const SharedLayout layout = MakeLayout(head_dim);
+  const SharedLayout layout = MakeLayout(head_dim, terms);
   float* q_tile = reinterpret_cast<float*>(shared + layout.q_offset);
   bf16* k_tile = reinterpret_cast<bf16*>(shared + layout.k_offset);
   bf16* v_tile = reinterpret_cast<bf16*>(shared + layout.v_offset);
@@ -64,7 +111,14 @@ __global__ void __launch_bounds__(kThreads)
   float* row_max = reinterpret_cast<float*>(shared + layout.stats_offset);
   float* row_sum = row_max + kBlockM;
   float* row_alpha = row_sum + kBlockM;
+  float* offset_bias = reinterpret_cast<float*>(shared + layout.offset_bias_offset);
+  int32_t* position_rows = reinterpret_cast<int32_t*>(shared + layout.position_row_offset);
+  bf16* position_keys = reinterpret_cast<bf16*>(shared + layout.position_key_offset);
+  bf16* position_queries = reinterpret_cast<bf16*>(shared + layout.position_query_offset);
   const int s_stride = kBlockN + 1;
+  const bool relative_bias = terms.bias_table != nullptr;
+  const bool content_to_position = terms.content_to_position();
+  const bool position_to_content = terms.position_to_content();
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -155,6 +209,35 @@ __global__ void __launch_bounds__(kThreads)
       reinterpret_cast<__nv_bfloat162*>(k_tile + j * layout.k_stride)[p] = key;
       reinterpret_cast<__nv_bfloat162*>(v_tile + j * layout.v_stride)[p] = value;
     }
+    // Offset e of this tile is i − j = first_offset + e (positions within the sequence: both
+    // tiles lie in it, so global token indices give the same difference).
+    const int first_offset = q_begin - k_begin - (kBlockN - 1);
+    if (relative_bias || terms.projections != nullptr) {
+      for (int e = threadIdx.x; e < kTileOffsets; e += kThreads) {
+        const int query_minus_key = first_offset + e;
+        if (relative_bias) {
+          // MPNet's bucket is of j − i.
+          const int32_t bucket = ops::RelativePositionBucket(-query_minus_key, terms.num_buckets, terms.max_distance);
+          offset_bias[e] = terms.bias_table[int64_t{bucket} * num_heads + head];
+        }
+        if (terms.projections != nullptr) {
+          position_rows[e] = ops::DisentangledPositionRow(query_minus_key, terms.span, terms.position_buckets,
+                                                          terms.max_relative_positions);
+        }
+      }
+    }
+    if (content_to_position || position_to_content) {
+      __syncthreads();  // the rows are written
+      // Element by element: a row's columns need not be bf16-pair aligned.
+      for (int k = threadIdx.x; k < kTileOffsets * head_dim; k += kThreads) {
+        const int e = k / head_dim;
+        const int d = k - e * head_dim;
+        const bf16* row = terms.projections + int64_t{position_rows[e]} * terms.projection_columns +
+                          int64_t{head} * head_dim + d;
+        if (content_to_position) position_keys[e * layout.position_stride + d] = row[terms.key_column];
+        if (position_to_content) position_queries[e * layout.position_stride + d] = row[terms.query_column];
+      }
+    }
     __syncthreads();
     // Scores q·k for the tile, masked to -inf outside the sequence, past the query (causal),
     // outside the window or for query rows past the sequence.
@@ -173,6 +256,30 @@ __global__ void __launch_bounds__(kThreads)
           dot = fmaf(q[2 * p], kf.x, dot);
           dot = fmaf(q[2 * p + 1], kf.y, dot);
         }
+        const int e = i - j + (kBlockN - 1);
+        if (content_to_position) {
+          // The query is already scaled: scale · q_i · position_key.
+          const __nv_bfloat162* position_key =
+              reinterpret_cast<const __nv_bfloat162*>(position_keys + e * layout.position_stride);
+          for (int p = 0; p < pairs; ++p) {
+            const float2 pk = __bfloat1622float2(position_key[p]);
+            dot = fmaf(q[2 * p], pk.x, dot);
+            dot = fmaf(q[2 * p + 1], pk.y, dot);
+          }
+        }
+        if (position_to_content) {
+          const __nv_bfloat162* position_query =
+              reinterpret_cast<const __nv_bfloat162*>(position_queries + e * layout.position_stride);
+          float term = 0.0f;
+          for (int p = 0; p < pairs; ++p) {
+            const float2 kf = __bfloat1622float2(key[p]);
+            const float2 pq = __bfloat1622float2(position_query[p]);
+            term = fmaf(kf.x, pq.x, term);
+            term = fmaf(kf.y, pq.y, term);
+          }
+          dot = fmaf(term, scale, dot);
+        }
+        if (relative_bias) dot += offset_bias[e];
         score = dot;
       }
       scores[i * s_stride + j] = score;
@@ -240,13 +347,6 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
                  const ops::AttentionOptions& options, Tensor& output) {
   auto context = RequireContext("attention");
   if (!context.ok()) return context.status();
-  if (options.position_bias != nullptr) {
-    return Status::Error("attention: relative position bias is not supported on cuda yet");
-  }
-  if (options.disentangled_bias != nullptr) {
-    return Status::Error("attention: DeBERTa's disentangled (c2p/p2c) position bias is not supported on cuda yet; "
-                         "run DeBERTa models on the cpu");
-  }
   if (layout.head_dim % 2 != 0 || layout.head_dim > kMaxHeadDim) {
     return Status::Error("attention: the cuda kernel takes an even head_dim up to " + std::to_string(kMaxHeadDim) +
                          ", got " + std::to_string(layout.head_dim));
@@ -254,7 +354,24 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   const int64_t tokens = qkv.dim(0);
   const int64_t sequences = cu_seqlens.dim(0) - 1;
   if (tokens == 0 || sequences <= 0) return Status();
-  const SharedLayout shared = MakeLayout(static_cast<int>(layout.head_dim));
+  // The op has checked the tables' dtypes (F32 bias table, projections of qkv's BF16), shapes,
+  // columns and devices.
+  PositionTerms terms;
+  if (const ops::RelativePositionBias* bias = options.position_bias; bias != nullptr) {
+    terms.bias_table = bias->table.data<float>();
+    terms.num_buckets = bias->num_buckets;
+    terms.max_distance = bias->max_distance;
+  }
+  if (const ops::DisentangledPositionBias* bias = options.disentangled_bias; bias != nullptr) {
+    terms.projections = bias->projections.data<bf16>();
+    terms.projection_columns = bias->projections.dim(1);
+    terms.query_column = bias->query_column;
+    terms.key_column = bias->key_column;
+    terms.span = bias->span;
+    terms.position_buckets = bias->position_buckets;
+    terms.max_relative_positions = bias->max_relative_positions;
+  }
+  const SharedLayout shared = MakeLayout(static_cast<int>(layout.head_dim), terms);
   // Opt in to more than 48 KiB once per size (never during a capture: an eager step of the
   // same shapes always comes first).
   static std::atomic<size_t> allowed{0};
@@ -272,7 +389,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   const int window = static_cast<int>(std::min<int64_t>(options.window, tokens + 1));
   RaggedAttentionKernel<<<grid, kThreads, shared.bytes, (*context)->stream()>>>(
       qkv.data<bf16>(), cu_seqlens.data<int32_t>(), static_cast<int>(sequences), static_cast<int>(layout.num_heads),
-      static_cast<int>(layout.num_kv_heads), static_cast<int>(layout.head_dim), scale, options.causal, window,
+      static_cast<int>(layout.num_kv_heads), static_cast<int>(layout.head_dim), scale, options.causal, window, terms,
       output.data<bf16>());
   return CheckLaunch("attention");
 }

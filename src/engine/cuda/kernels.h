@@ -34,7 +34,7 @@ Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table)
 // Ids are clamped into the table (the engine has checked them on the host).
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale);
 Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
-// Causal, window and scale as on the CPU; a relative position bias is refused for now.
+// Causal, window, scale, MPNet's relative position bias and DeBERTa's c2p / p2c terms as on the CPU.
 Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
                  const ops::AttentionOptions& options, Tensor& output);
 Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);

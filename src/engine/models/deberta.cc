@@ -8,7 +8,9 @@
 // positions (position_biased_input false) and has no token types (type_vocab_size 0).
 //
 // The projected relative embeddings depend on the weights alone, so they are computed once at
-// load ([2·span, 2·hidden] per layer) and the attention op gathers from them (ops/attention.h).
+// load ([2·span, 2·hidden] per layer, with the placement's ops: LayerNorm and gemm, so on the
+// CPU or the GPU alike) and the attention op gathers from them (ops/attention.h; both backends'
+// kernels add c2p and p2c).
 // The classifier: ContextPooler (act(dense(x_cls)), pooler_hidden_act) then classifier.
 #include <cctype>
 #include <cmath>
@@ -207,9 +209,6 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
                                       const Placement& placement) {
   if (config.head_dim * config.num_attention_heads != config.hidden_size) {
     return Status::Error("DeBERTa needs hidden_size to be a multiple of num_attention_heads");
-  }
-  if (placement.device != Device::kCpu && UsesPositionTerms(config.disentangled)) {
-    return Status::Error("DeBERTa's disentangled attention (c2p/p2c) runs on the cpu only so far");
   }
   auto model = std::make_unique<DebertaModel>(config, placement);
   STAMEN_RETURN_IF_ERROR(LoadTensors<DebertaWeights>(config, weights, placement, VisitTensors, model->weights_));

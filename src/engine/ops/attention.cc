@@ -1,8 +1,7 @@
-// Attention: cu_seqlens validation, relative position buckets (MPNet's, DeBERTa's), argument
-// checks and device dispatch.
+// Attention: cu_seqlens validation, DeBERTa's position row, argument checks and device dispatch
+// (the bucket formulas themselves are in position_buckets.h, shared with the CUDA kernel).
 #include "engine/ops/attention.h"
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -29,47 +28,8 @@ Status ValidateCuSeqlens(std::span<const int32_t> cu_seqlens, int64_t total_toke
   return Status();
 }
 
-int32_t RelativePositionBucket(int64_t relative_position, int32_t num_buckets, int32_t max_distance) {
-  // transformers, with n = −relative_position and num_buckets halved:
-  //   bucket = (n < 0) · num_buckets;  n = |n|;  max_exact = num_buckets // 2
-  //   n < max_exact: bucket + n
-  //   else: bucket + min(max_exact + long(log(n.float() / max_exact) / math.log(max_distance /
-  //         max_exact) · (num_buckets − max_exact)), num_buckets − 1)
-  // torch computes the large case in float32 (the Python double math.log(...) is rounded to
-  // float32 first) and long() truncates toward zero. The rounding matters where the quotient is
-  // an integer (n = 16, 32, 64 for MPNet: exactly 2, 4, 6 in float32, which truncate up, not down).
-  const int32_t half = num_buckets / 2;
-  const int32_t max_exact = half / 2;
-  const int64_t n = -relative_position;
-  const int32_t bucket = n < 0 ? half : 0;
-  const int64_t distance = n < 0 ? -n : n;
-  if (distance < max_exact) return bucket + static_cast<int32_t>(distance);
-  const float log_span = static_cast<float>(std::log(static_cast<double>(max_distance) / max_exact));
-  const float ratio = static_cast<float>(distance) / static_cast<float>(max_exact);
-  const float scaled = std::log(ratio) / log_span * static_cast<float>(half - max_exact);
-  const int64_t large = max_exact + static_cast<int64_t>(scaled);
-  return bucket + static_cast<int32_t>(std::min<int64_t>(large, half - 1));
-}
-
-int32_t LogBucketPosition(int64_t relative_position, int32_t position_buckets, int32_t max_relative_positions) {
-  // transformers, in torch's float32 (abs_pos / mid is a float32 division; the Python double
-  // (max_position − 1) / mid becomes a float32 tensor before its log):
-  //   |rel| <= mid: rel
-  //   else: sign(rel) · (ceil(log(|rel| / mid) / log((max_position − 1) / mid) · (mid − 1)) + mid)
-  const int32_t mid = position_buckets / 2;
-  const int64_t distance = relative_position < 0 ? -relative_position : relative_position;
-  if (distance <= mid) return static_cast<int32_t>(relative_position);
-  const float log_span = std::log(static_cast<float>(static_cast<double>(max_relative_positions - 1) / mid));
-  const float ratio = static_cast<float>(distance) / static_cast<float>(mid);
-  const float bucket = std::ceil(std::log(ratio) / log_span * static_cast<float>(mid - 1)) + static_cast<float>(mid);
-  return static_cast<int32_t>(relative_position < 0 ? -bucket : bucket);
-}
-
 int32_t DisentangledPositionIndex(int64_t relative_position, const DisentangledPositionBias& bias) {
-  const int64_t bucket = bias.position_buckets > 0
-                             ? LogBucketPosition(relative_position, bias.position_buckets, bias.max_relative_positions)
-                             : relative_position;
-  return static_cast<int32_t>(std::clamp<int64_t>(bucket + bias.span, 0, 2 * int64_t{bias.span} - 1));
+  return DisentangledPositionRow(relative_position, bias.span, bias.position_buckets, bias.max_relative_positions);
 }
 
 namespace {

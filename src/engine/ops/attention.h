@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 
+#include "engine/ops/position_buckets.h"
 #include "engine/status.h"
 #include "engine/tensor.h"
 
@@ -33,12 +34,8 @@ struct RelativePositionBias {
   int32_t max_distance = 128;
 };
 
-// The bucket of `relative_position` = j − i (key minus query), exactly as Hugging Face's
-// MPNetEncoder.relative_position_bucket (T5's bidirectional buckets): keys before the query
-// take buckets [0, num_buckets/2), keys after it [num_buckets/2, num_buckets); distances below
-// num_buckets/4 have a bucket each, longer ones share logarithmic buckets up to max_distance,
-// with torch's float32 arithmetic and truncation (see the definition).
-int32_t RelativePositionBucket(int64_t relative_position, int32_t num_buckets, int32_t max_distance);
+// RelativePositionBucket(j − i, num_buckets, max_distance), the bucket of a key's offset, is in
+// position_buckets.h: the CPU and CUDA kernels share it.
 
 // DeBERTa-v2/v3's disentangled attention: query i's score for key j (same sequence, positions
 // from its start) gains, before the softmax and multiplied by the attention's scale,
@@ -47,7 +44,7 @@ int32_t RelativePositionBucket(int64_t relative_position, int32_t num_buckets, i
 // with δ(i, j) = DisentangledPositionIndex(i − j): the row of the layer's relative embeddings,
 // projected by the position query/key weights (the layer's own q/k with share_att_key).
 struct DisentangledPositionBias {
-  // [2 · span, columns], F32 on the attention's device: row r holds head h's position query at
+  // [2 · span, columns], of qkv's dtype and device (F32 cpu, BF16 cuda): row r holds head h's position query at
   // columns [query_column + h·d, + d) and its position key at [key_column + h·d, + d).
   Tensor projections;
   int64_t query_column = -1;  // -1: no p2c term
@@ -57,10 +54,8 @@ struct DisentangledPositionBias {
   int32_t max_relative_positions = 0;
 };
 
-// transformers' make_log_bucket_position (relative_position = i − j, query minus key): distances
-// below position_buckets / 2 stay as they are, longer ones share logarithmic buckets reaching
-// position_buckets − 1 at max_relative_positions − 1, with torch's float32 arithmetic (ceil).
-int32_t LogBucketPosition(int64_t relative_position, int32_t position_buckets, int32_t max_relative_positions);
+// LogBucketPosition and DisentangledPositionRow, which the index below calls, are in
+// position_buckets.h (shared by the CPU and CUDA kernels).
 
 // The projections row query i reads for key j: clamp(bucket(i − j) + span, 0, 2·span − 1), where
 // bucket is LogBucketPosition with position buckets, else the distance i − j itself.
@@ -79,7 +74,7 @@ struct AttentionOptions {
   int64_t window = 0;  // 0: every key of the sequence (within the causal limit)
   float scale = 0.0f;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
   const RelativePositionBias* position_bias = nullptr;  // added after scaling; must outlive the call
-  // DeBERTa's c2p / p2c terms (CPU only so far); must outlive the call.
+  // DeBERTa's c2p / p2c terms; must outlive the call.
   const DisentangledPositionBias* disentangled_bias = nullptr;
 };
 

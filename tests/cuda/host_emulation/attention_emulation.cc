@@ -1,0 +1,180 @@
+// attention.cu's RaggedAttentionKernel run on the host (cuda_shim.h) against a double-precision
+// reference of ops::Attention's semantics: plain, causal and windowed attention, MPNet's
+// relative position bias, DeBERTa's c2p / p2c (log buckets and raw, odd columns), over one
+// ragged batch of 1..300 tokens. run.sh extracts the kernel from attention.cu into
+// attention_kernel.inc and builds this; it prints one line per case and exits 1 on a failure.
+// The reference adds what the op's comments define, so a wrong offset or row shows as a
+// relative error near 1 (bf16 rounding of the output alone gives about 2e-3).
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attention_kernel.inc"
+
+namespace stamen::engine {
+namespace {
+
+using cuda::bf16;
+using cuda::emulated::PositionTerms;
+
+struct Case {
+  std::string name;
+  int heads, kv_heads, head_dim;
+  bool causal;
+  int window;
+  float scale;  // 0: 1/sqrt(head_dim)
+  bool relative_bias;  // MPNet's, 32 buckets, max_distance 128
+  int query_column, key_column;  // DeBERTa's p2c / c2p columns, -1: none
+  int span, position_buckets, max_relative_positions;  // span 0: no disentangled terms
+};
+
+float RoundToBFloat16(float value) { return __bfloat162float(__float2bfloat16(value)); }
+
+double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt19937& rng) {
+  std::vector<int> bounds = {0};
+  for (int length : lengths) bounds.push_back(bounds.back() + length);
+  const int tokens = bounds.back();
+  const int sequences = static_cast<int>(lengths.size());
+  const int d = test.head_dim;
+  const int row_size = (test.heads + 2 * test.kv_heads) * d;
+  const int width = test.heads * d;
+  const int columns = 2 * width + 8;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> qkv(static_cast<size_t>(tokens) * row_size);
+  for (float& value : qkv) value = RoundToBFloat16(1.5f * normal(rng));
+  std::vector<float> table(32 * test.heads);
+  for (float& value : table) value = normal(rng);
+  std::vector<float> projections(static_cast<size_t>(2 * test.span) * columns);
+  for (float& value : projections) value = RoundToBFloat16(normal(rng));
+  std::vector<bf16> qkv_bf16, projections_bf16;
+  for (float value : qkv) qkv_bf16.push_back(__float2bfloat16(value));
+  for (float value : projections) projections_bf16.push_back(__float2bfloat16(value));
+
+  PositionTerms terms;
+  if (test.relative_bias) {
+    terms.bias_table = table.data();
+    terms.num_buckets = 32;
+    terms.max_distance = 128;
+  }
+  if (test.span > 0) {
+    terms.projections = projections_bf16.data();
+    terms.projection_columns = columns;
+    terms.query_column = test.query_column;
+    terms.key_column = test.key_column;
+    terms.span = test.span;
+    terms.position_buckets = test.position_buckets;
+    terms.max_relative_positions = test.max_relative_positions;
+  }
+  const float scale = test.scale > 0.0f ? test.scale : 1.0f / std::sqrt(static_cast<float>(d));
+  // As cuda::Attention launches it: an upper bound of tiles by the number of heads.
+  std::vector<bf16> output(static_cast<size_t>(tokens) * width, __float2bfloat16(1e4f));
+  const auto layout = cuda::emulated::MakeLayout(d, terms);
+  const int tiles = (tokens + 31) / 32 + sequences;
+  const int window = std::min(test.window, tokens + 1);
+  for (int tile = 0; tile < tiles; ++tile) {
+    for (int head = 0; head < test.heads; ++head) {
+      EmulatedBlock block;
+      std::vector<unsigned char> shared(layout.bytes, 0xab);  // garbage, as on a GPU
+      block.dynamic_shared = shared.data();
+      std::vector<std::thread> threads;
+      for (int thread = 0; thread < kEmulatedThreads; ++thread) {
+        threads.emplace_back([&, thread] {
+          threadIdx.x = thread;
+          blockIdx.x = tile;
+          blockIdx.y = head;
+          emulated_block = &block;
+          cuda::emulated::RaggedAttentionKernel(qkv_bf16.data(), bounds.data(), sequences, test.heads, test.kv_heads, d,
+                                                scale, test.causal, window, terms, output.data());
+        });
+      }
+      for (std::thread& thread : threads) thread.join();
+    }
+  }
+
+  double difference = 0.0, norm = 0.0;
+  const int group = test.heads / test.kv_heads;
+  for (int s = 0; s < sequences; ++s) {
+    const int begin = bounds[s], length = lengths[s];
+    for (int head = 0; head < test.heads; ++head) {
+      const int kv_head = head / group;
+      for (int i = 0; i < length; ++i) {
+        std::vector<double> weights(length, 0.0);
+        std::vector<bool> visible(length, false);
+        double maximum = -INFINITY;
+        const float* query = &qkv[static_cast<size_t>(begin + i) * row_size + head * d];
+        for (int j = 0; j < length; ++j) {
+          if ((test.causal && j > i) || (test.window > 0 && std::abs(i - j) >= test.window)) continue;
+          const float* key = &qkv[static_cast<size_t>(begin + j) * row_size + (test.heads + kv_head) * d];
+          double score = 0.0;
+          for (int t = 0; t < d; ++t) score += double{query[t]} * key[t];
+          score *= scale;
+          if (test.relative_bias) score += table[ops::RelativePositionBucket(j - i, 32, 128) * test.heads + head];
+          if (test.span > 0) {
+            const int row = ops::DisentangledPositionRow(i - j, test.span, test.position_buckets,
+                                                         test.max_relative_positions);
+            const float* position = &projections[static_cast<size_t>(row) * columns];
+            double term = 0.0;
+            for (int t = 0; t < d; ++t) {
+              if (test.key_column >= 0) term += double{query[t]} * position[test.key_column + head * d + t];
+              if (test.query_column >= 0) term += double{key[t]} * position[test.query_column + head * d + t];
+            }
+            score += scale * term;
+          }
+          weights[j] = score;
+          visible[j] = true;
+          maximum = std::max(maximum, score);
+        }
+        double sum = 0.0;
+        for (int j = 0; j < length; ++j) {
+          weights[j] = visible[j] ? std::exp(weights[j] - maximum) : 0.0;
+          sum += weights[j];
+        }
+        for (int t = 0; t < d; ++t) {
+          double expected = 0.0;
+          for (int j = 0; j < length; ++j) {
+            expected += weights[j] * qkv[static_cast<size_t>(begin + j) * row_size + (test.heads + test.kv_heads + kv_head) * d + t];
+          }
+          expected /= sum;
+          const double actual = __bfloat162float(output[static_cast<size_t>(begin + i) * width + head * d + t]);
+          difference += (actual - expected) * (actual - expected);
+          norm += expected * expected;
+        }
+      }
+    }
+  }
+  return std::sqrt(difference / norm);
+}
+
+}  // namespace
+}  // namespace stamen::engine
+
+int main() {
+  using stamen::engine::Case;
+  std::mt19937 rng(5);
+  const std::vector<int> lengths = {1, 7, 33, 64, 100, 129, 300};
+  const int width64 = 4 * 64, width24 = 3 * 24;
+  const float deberta_scale_64 = 1.0f / std::sqrt(64.0f * 3.0f);
+  const float deberta_scale_24 = 1.0f / std::sqrt(24.0f * 3.0f);
+  const std::vector<Case> cases = {
+      {"plain, grouped heads", 4, 2, 64, false, 0, 0.0f, false, -1, -1, 0, 0, 0},
+      {"causal, window 40", 4, 2, 64, true, 40, 0.0f, false, -1, -1, 0, 0, 0},
+      {"mpnet bias", 4, 4, 64, false, 0, 0.0f, true, -1, -1, 0, 0, 0},
+      {"mpnet bias, window 7, scale 0.2", 4, 4, 64, false, 7, 0.2f, true, -1, -1, 0, 0, 0},
+      {"mpnet bias, causal, head_dim 32", 2, 2, 32, true, 0, 0.0f, true, -1, -1, 0, 0, 0},
+      {"deberta c2p + p2c, buckets 256/512", 4, 4, 64, false, 0, deberta_scale_64, false, 0, width64 + 8, 256, 256, 512},
+      {"deberta c2p, column 3, buckets 32/512", 4, 4, 64, false, 0, deberta_scale_64, false, -1, 3, 32, 32, 512},
+      {"deberta p2c, column 5, raw span 48", 4, 4, 64, false, 0, deberta_scale_64, false, 5, -1, 48, 0, 48},
+      {"deberta c2p + p2c, raw span 48, d 24", 3, 3, 24, false, 0, deberta_scale_24, false, 0, width24, 48, 0, 48},
+      {"deberta c2p + p2c, causal window 20", 4, 4, 64, true, 20, deberta_scale_64, false, 0, width64 + 8, 32, 32, 512},
+  };
+  int failures = 0;
+  for (const Case& test : cases) {
+    const double error = stamen::engine::RelativeError(test, lengths, rng);
+    const bool ok = error <= 1e-2;
+    failures += ok ? 0 : 1;
+    std::printf("%-42s relative error %.3g %s\n", test.name.c_str(), error, ok ? "ok" : "FAILED");
+  }
+  return failures == 0 ? 0 : 1;
+}
