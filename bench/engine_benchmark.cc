@@ -56,8 +56,23 @@ double MedianSeconds(const Run& run, double seconds) {
   return times[times.size() / 2];
 }
 
+// (query, key) pairs one sequence of `length` tokens computes in a layer attending within
+// `window` keys (0: all), causally or not: the pattern the attention kernels compute, so
+// ModernBERT's 128-key local layers or a causal decoder are not credited with work they skip.
+double AttendedPairs(int64_t length, int64_t window, bool causal) {
+  double pairs = 0;
+  for (int64_t query = 0; query < length; ++query) {
+    const int64_t reach = window > 0 ? window - 1 : length;  // keys either side, |i − j| < window
+    const int64_t first = std::max<int64_t>(0, query - reach);
+    const int64_t last = causal ? query : std::min<int64_t>(length - 1, query + reach);
+    pairs += static_cast<double>(last - first + 1);
+  }
+  return pairs;
+}
+
 // Multiply-adds × 2 of one forward pass over `sequences` sequences of `length` tokens: the
-// dense layers per token plus attention's two products per sequence.
+// dense layers per token plus attention's two products over each layer's attended pairs
+// (each layer's window chosen as the models choose it: layers.cc, modernbert.cc).
 double ForwardFlops(const engine::ModelConfig& config, int length, int sequences) {
   const double h = static_cast<double>(config.hidden_size);
   const double heads = static_cast<double>(config.num_attention_heads);
@@ -68,8 +83,15 @@ double ForwardFlops(const engine::ModelConfig& config, int length, int sequences
   const double projections = h * heads * head_dim + 2 * h * kv * head_dim + heads * head_dim * h;
   const double mlp = (gated ? 3 : 2) * h * ffn;
   const double per_token = 2 * (projections + mlp);
-  const double attention = 2 * 2 * static_cast<double>(length) * static_cast<double>(length) * heads * head_dim;
-  return static_cast<double>(config.num_hidden_layers) * sequences * (length * per_token + attention);
+  const bool marked = !config.sliding_window_layers.empty();
+  double flops = 0;
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    const bool sliding = marked && config.sliding_window_layers[static_cast<size_t>(layer)];
+    const int64_t window = !marked ? config.sliding_window : sliding ? config.attention_window : 0;
+    const double attention = 2 * 2 * AttendedPairs(length, window, config.causal) * heads * head_dim;
+    flops += sequences * (length * per_token + attention);
+  }
+  return flops;
 }
 
 // GFLOP/s of one [tokens, hidden] × [ffn, hidden]ᵀ GEMM, the model's largest, on this thread
