@@ -2,10 +2,40 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "engine/cpu/cpu_path.h"
 #include "model_folder/model_options.h"
 
 namespace stamen::server {
+namespace {
+
+// Steps run before the worker takes requests: one under the small-m GEMM's cut and one over it,
+// so that no request pays the one-time costs of the CPU engine (weights packed into panels or
+// copied to bf16 on their first use, oneDNN's kernels generated per shape, the weight file's
+// pages read from disk). For EmbeddingGemma these are most of a second.
+constexpr int64_t kWarmUpLengths[] = {8, 128};
+
+Status WarmUp(engine::Engine& engine, int64_t max_sequence_length) {
+  engine::StepOptions step;
+  if (engine.config().head == engine::ModelHead::kSequenceClassification) {
+    step.output = engine::StepOutput::kScores;
+  } else if (!engine.default_pooling()) {
+    step.pooling = engine::ops::PoolingMode::kMean;
+  }
+  for (const int64_t wanted : kWarmUpLengths) {
+    const int32_t length = static_cast<int32_t>(std::clamp<int64_t>(wanted, 1, std::max<int64_t>(max_sequence_length, 1)));
+    const std::vector<int32_t> ids(length, 0);  // id 0 is in every vocabulary
+    const std::vector<int32_t> cu_seqlens = {0, length};
+    StatusOr<engine::LazyResult> result = engine.Step({ids, cu_seqlens, {}}, step);
+    if (!result.ok()) return result.status();
+    STAMEN_RETURN_IF_ERROR(result->Wait());
+  }
+  return Status();
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOptions& options,
                                                          metrics::Registry& registry) {
@@ -59,6 +89,15 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
     info.mutable_cpu()->set_kernels(cpu.kernels);
     info.mutable_cpu()->set_gemm(cpu.gemm);
     info.mutable_cpu()->set_features(cpu.features);
+  }
+  // On a GPU the graph runner has its own first-use costs (captures per bucket); warm-up is
+  // for the CPU engine, the one measured.
+  if (!on_gpu) {
+    const auto warm_up_start = Clock::now();
+    const Status warmed = WarmUp(*worker->engine_, limits.max_sequence_length);
+    if (!warmed.ok()) return Status::Error("warm-up step failed: " + warmed.message());
+    spdlog::info("worker: warmed up ({} and {} token steps) in {:.2f} s", kWarmUpLengths[0], kWarmUpLengths[1],
+                 std::chrono::duration<double>(Clock::now() - warm_up_start).count());
   }
   info.set_max_batch_tokens(static_cast<uint64_t>(scheduler_options.max_batch_tokens));
   info.set_max_batch_requests(static_cast<uint32_t>(scheduler_options.max_batch_sequences));
