@@ -69,7 +69,7 @@ constexpr int64_t kGemmaDense[][2] = {{768, 3072}, {3072, 768}};
 // Files of a tokenizer folder worth copying.
 constexpr const char* kTokenizerFiles[] = {"tokenizer.json",   "tokenizer_config.json", "special_tokens_map.json",
                                            "sentencepiece.bpe.model", "vocab.txt",     "vocab.json",
-                                           "merges.txt"};
+                                           "merges.txt",     "spm.model",             "added_tokens.json"};
 
 int Fail(const std::string& message) {
   std::cerr << "stamen make-model: " << message << "\n";

@@ -10,7 +10,8 @@ namespace {
 
 constexpr std::string_view kTokenizerFiles[] = {
     "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.txt",
-    "vocab.json",     "merges.txt",            "sentencepiece.bpe.model", "spiece.model",      "tokenizer.model"};
+    "vocab.json",     "merges.txt",            "sentencepiece.bpe.model", "spiece.model",      "tokenizer.model",
+    "spm.model"};  // DeBERTa-v2/v3 repositories without tokenizer.json (microsoft/deberta-v3-base)
 constexpr std::string_view kSentenceTransformersFiles[] = {"modules.json", "config_sentence_transformers.json"};
 
 bool AllDigits(std::string_view text) {

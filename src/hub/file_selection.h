@@ -31,7 +31,7 @@ Status ValidateRepoFilePath(std::string_view path);
 //     (pytorch_model.bin, ONNX, …) is an error, and those are never chosen;
 //   - tokenizer files: tokenizer.json, tokenizer_config.json, special_tokens_map.json,
 //     added_tokens.json, vocab.txt, vocab.json, merges.txt, sentencepiece.bpe.model,
-//     spiece.model, tokenizer.model;
+//     spiece.model, tokenizer.model, spm.model;
 //   - sentence-transformers files: modules.json, config_sentence_transformers.json,
 //     sentence_*_config.json, and the .json and .safetensors files of the module folders
 //     (1_Pooling/config.json, 2_Dense/…, 2_Normalize/…).

@@ -57,6 +57,10 @@ StatusOr<std::unique_ptr<ModelTokenizer>> ModelTokenizer::Load(const std::string
   } else if (config.family == ModelFamily::kRoberta && IsFile(sentencepiece)) {
     path = sentencepiece.string();
     result->kind_ = Kind::kFairseqSentencePiece;
+  } else if (IsFile(folder / "spm.model")) {
+    // DeBERTa-v2/v3 without tokenizer.json: the tokenizer library converts spm.model with the
+    // JSON files beside it as transformers does; its ids are the model's as they are.
+    path = (folder / "spm.model").string();
   }
   auto loaded = tokenizer::Tokenizer::Load(path);
   if (!loaded.ok()) {
@@ -64,7 +68,7 @@ StatusOr<std::unique_ptr<ModelTokenizer>> ModelTokenizer::Load(const std::string
     if (path == model_dir) {
       message = model_dir + ": no tokenizer could be loaded (looked for tokenizer.json, " +
                 (config.family == ModelFamily::kRoberta ? std::string("sentencepiece.bpe.model, ") : std::string()) +
-                "or what the tokenizer library reads from a folder): " + message;
+                "spm.model, or what the tokenizer library reads from a folder): " + message;
     }
     return Status::Error(message);
   }

@@ -5,6 +5,8 @@
 //   - an XLM-R / RoBERTa folder with only `sentencepiece.bpe.model` gets fairseq's ids
 //     (spm 0 `<unk>` → 3, spm 1 `<s>` → 0, spm 2 `</s>` → 2, spm i ≥ 3 → i + 1) and the
 //     `<s> A </s>` / `<s> A </s></s> B </s>` template, as transformers' XLMRobertaTokenizer;
+//   - a DeBERTa-v2/v3 folder with only `spm.model` (+ tokenizer_config.json …) gets the
+//     tokenizer transformers converts it into, spm ids as they are (deberta_v2_sentencepiece.h);
 //   - otherwise the folder is handed to tokenizer::Tokenizer::Load (e.g. WordPiece `vocab.txt`).
 #pragma once
 

@@ -170,6 +170,20 @@ Status ParseReplace(element node, ReplaceRule* rule) {
 
 }  // namespace
 
+StatusOr<NormalizerStep> PrecompiledNormalizerStep(std::string_view charsmap_blob) {
+  NormalizerStep step;
+  step.kind = NormalizerStep::Kind::kPrecompiled;
+  auto charsmap = Charsmap::Parse(charsmap_blob);
+  if (!charsmap.ok()) return Status::Error("Precompiled normalizer: " + charsmap.status().message());
+  step.charsmap = std::move(charsmap.value());
+  for (int byte = 0; byte < 128; ++byte) {
+    const char key[1] = {static_cast<char>(byte)};
+    std::string_view replacement;
+    step.ascii_unchanged[static_cast<size_t>(byte)] = byte != 0 && !step.charsmap.ShortestMatch(std::string_view(key, 1), &replacement);
+  }
+  return step;
+}
+
 Status ParseHuggingFaceNormalizer(element node, std::vector<NormalizerStep>* steps) {
   if (node.is_null()) return Status();
   const std::string_view type = StringOr(node, "type", "");
@@ -184,20 +198,14 @@ Status ParseHuggingFaceNormalizer(element node, std::vector<NormalizerStep>* ste
   }
   NormalizerStep step;
   if (type == "Precompiled") {
-    step.kind = NormalizerStep::Kind::kPrecompiled;
     std::string blob;
     std::string_view encoded;
     if (node["precompiled_charsmap"].get(encoded) == simdjson::SUCCESS && !DecodeBase64(encoded, &blob)) {
       return Status::Error("Precompiled normalizer: precompiled_charsmap is not base64");
     }
-    auto charsmap = Charsmap::Parse(blob);
-    if (!charsmap.ok()) return Status::Error("Precompiled normalizer: " + charsmap.status().message());
-    step.charsmap = std::move(charsmap.value());
-    for (int byte = 0; byte < 128; ++byte) {
-      const char key[1] = {static_cast<char>(byte)};
-      std::string_view replacement;
-      step.ascii_unchanged[static_cast<size_t>(byte)] = byte != 0 && !step.charsmap.ShortestMatch(std::string_view(key, 1), &replacement);
-    }
+    auto precompiled = PrecompiledNormalizerStep(blob);
+    if (!precompiled.ok()) return precompiled.status();
+    step = std::move(precompiled.value());
   } else if (type == "Replace") {
     step.kind = NormalizerStep::Kind::kReplace;
     Status status = ParseReplace(node, &step.replace);

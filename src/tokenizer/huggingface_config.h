@@ -85,6 +85,10 @@ struct HuggingFaceConfig {
   MetaspaceConfig decoder_metaspace;
 };
 
+// A Precompiled normalizer step over a SentencePiece precompiled charsmap (raw bytes, as a
+// `.model` holds them; tokenizer.json holds them in base64).
+StatusOr<NormalizerStep> PrecompiledNormalizerStep(std::string_view charsmap_blob);
+
 // Parses `json`. Errors name the unsupported component or the malformed key.
 StatusOr<HuggingFaceConfig> ParseHuggingFaceConfig(std::string_view json);
 

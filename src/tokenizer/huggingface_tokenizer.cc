@@ -305,4 +305,8 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadHuggingFaceTokenizer(std::string_view j
   return HuggingFaceTokenizer::Create(std::move(config.value()));
 }
 
+StatusOr<std::unique_ptr<Tokenizer>> CreateHuggingFaceTokenizer(HuggingFaceConfig config) {
+  return HuggingFaceTokenizer::Create(std::move(config));
+}
+
 }  // namespace stamen::tokenizer

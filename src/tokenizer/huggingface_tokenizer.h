@@ -11,4 +11,8 @@ namespace stamen::tokenizer {
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadHuggingFaceTokenizer(std::string_view json);
 
+struct HuggingFaceConfig;
+// The same tokenizer from a configuration built in memory (e.g. converted from a `.model`).
+StatusOr<std::unique_ptr<Tokenizer>> CreateHuggingFaceTokenizer(HuggingFaceConfig config);
+
 }  // namespace stamen::tokenizer

@@ -35,6 +35,38 @@ inline Status ParseJson(const simdjson::padded_string& json, simdjson::dom::pars
   return Status();
 }
 
+// `json` with each integer too large for 64 bits written as a float ("…656" → "…656.0"):
+// transformers writes `"model_max_length": 1000000000000000019884624838656` (int(1e30)) into
+// tokenizer_config.json when a model sets no limit, and simdjson refuses such an integer.
+inline std::string WithBigIntegersAsFloats(std::string_view json) {
+  std::string result;
+  result.reserve(json.size() + 8);
+  bool in_string = false;
+  for (size_t i = 0; i < json.size();) {
+    const char c = json[i];
+    if (in_string) {
+      result += c;
+      if (c == '\\' && i + 1 < json.size()) result += json[++i];
+      else if (c == '"') in_string = false;
+      ++i;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c < '0' || c > '9') {
+      result += c;
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < json.size() && json[end] >= '0' && json[end] <= '9') ++end;
+    result.append(json, i, end - i);
+    const bool fraction_follows = end < json.size() && (json[end] == '.' || json[end] == 'e' || json[end] == 'E');
+    if (end - i > 19 && !fraction_follows) result += ".0";
+    i = end;
+  }
+  return result;
+}
+
 // The `model.type` of a tokenizer.json ("Unigram", "BPE", "WordPiece"); empty when `json` is
 // not valid JSON or names none. Loading asks it once and picks the reader by it: each reader
 // parses the whole file, which for a 250k vocabulary is most of the load time.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/deberta_v2_sentencepiece.h"
 #include "tokenizer/huggingface_tokenizer.h"
 #include "tokenizer/json_fields.h"
 #include "tokenizer/scratch_buffers.h"
@@ -54,8 +55,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
   fs::path file = path;
   if (fs::is_directory(file, error)) {
     bool found = false;
-    for (const char* name : {"tokenizer.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model", "vocab.json",
-                             "vocab.txt"}) {
+    for (const char* name : {"tokenizer.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model", "spm.model",
+                             "vocab.json", "vocab.txt"}) {
       if (fs::exists(file / name, error)) {
         file /= name;
         found = true;
@@ -64,9 +65,12 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
     }
     if (!found) {
       return Status::Error(path + ": no tokenizer.json, sentencepiece.bpe.model, spiece.model, "
-                                  "tokenizer.model, vocab.json (with merges.txt) or vocab.txt in this directory");
+                                  "tokenizer.model, spm.model, vocab.json (with merges.txt) or vocab.txt in this directory");
     }
   }
+  // DeBERTa-v2/v3's spm.model (the name only transformers' DebertaV2Tokenizer uses) is read as
+  // transformers converts it, with the tokenizer_config.json beside it, not as a bare .model.
+  if (file.filename() == "spm.model") return LoadDebertaV2SentencePieceFiles(file.string());
   // A BPE vocab.json with merges.txt beside it (either file may be named).
   if (file.filename() == "vocab.json" || file.filename() == "merges.txt") return LoadBpeVocabularyFiles(file.string());
   // A WordPiece vocab.txt, with the tokenizer_config.json beside it.

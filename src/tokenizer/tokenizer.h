@@ -74,7 +74,9 @@ struct Stats {
 class Tokenizer {
  public:
   // Loads `path`: a SentencePiece `.model`, a `tokenizer.json`, or a directory holding one
-  // of them (tokenizer.json preferred). Errors name the file and what is wrong or unsupported.
+  // of them (tokenizer.json preferred). DeBERTa's `spm.model` is read with the JSON files
+  // beside it, as transformers converts it (deberta_v2_sentencepiece.h), not as a bare `.model`.
+  // Errors name the file and what is wrong or unsupported.
   static StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& path);
   // Same, from bytes already in memory; `is_json` picks the format.
   static StatusOr<std::unique_ptr<Tokenizer>> LoadFromBytes(std::string_view bytes, bool is_json);

@@ -1,9 +1,11 @@
 // DeBERTa end to end: tiny-deberta-v3-reranker's tokenizer.json (written by transformers'
 // DebertaV2Tokenizer: Unigram, Metaspace, the [CLS] A [SEP] B [SEP] template with [CLS] 1,
-// [SEP] 2) through ModelTokenizer, against the ids, token types and logits transformers gives
-// (tokenizer_reference.json); then the config options the family refuses by name.
+// [SEP] 2), and the same weights with only spm.model beside them, through ModelTokenizer,
+// against the ids, token types and logits transformers gives (tokenizer_reference.json); then
+// the config options the family refuses by name.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -29,16 +31,18 @@ std::vector<int32_t> Ints(simdjson::dom::element array) {
 
 std::string Text(simdjson::dom::element value) { return std::string(value.get_string().value()); }
 
-TEST(DebertaTest, TokenizerAndRerankerMatchTransformers) {
-  auto config = ReadModelConfig(kReranker + "/config.json");
+// Loads `folder` (config, weights, tokenizer) and checks ModelTokenizer's ids and token types
+// and the engine's scores against `reference_path` (singles' ids; pairs' ids, types, logits).
+void ExpectMatchesReference(const std::string& folder, const std::string& reference_path, int expected_pairs) {
+  auto config = ReadModelConfig(folder + "/config.json");
   ASSERT_TRUE(config.ok()) << config.status().message();
-  auto tokenizer = ModelTokenizer::Load(kReranker, *config);
+  auto tokenizer = ModelTokenizer::Load(folder, *config);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
-  auto engine = Engine::Load(kReranker, {.num_threads = 1});
+  auto engine = Engine::Load(folder, {.num_threads = 1});
   ASSERT_TRUE(engine.ok()) << engine.status().message();
   simdjson::dom::parser parser;
   simdjson::dom::element reference;
-  ASSERT_EQ(parser.load(kReranker + "/tokenizer_reference.json").get(reference), simdjson::SUCCESS);
+  ASSERT_EQ(parser.load(reference_path).get(reference), simdjson::SUCCESS);
 
   for (simdjson::dom::element single : reference["singles"].get_array()) {
     const std::string text = Text(single["text"]);
@@ -63,7 +67,33 @@ TEST(DebertaTest, TokenizerAndRerankerMatchTransformers) {
     EXPECT_NEAR(scores->values().data<float>()[0], expected, 1e-4) << "'" << first << "' / '" << second << "'";
     ++pairs;
   }
-  EXPECT_EQ(pairs, 5);
+  EXPECT_EQ(pairs, expected_pairs);
+}
+
+TEST(DebertaTest, TokenizerAndRerankerMatchTransformers) {
+  ExpectMatchesReference(kReranker, kReranker + "/tokenizer_reference.json", 5);
+}
+
+// A reranker folder as the Hub's DeBERTa-v3 ones without tokenizer.json: config.json, weights,
+// spm.model and tokenizer_config.json (tiny-deberta-v3-spm-reranker holds the tokenizer half,
+// made by tools/make_deberta_spm_reranker.py, and the ids and logits transformers gives).
+TEST(DebertaTest, FolderWithOnlySpmModelServesAsTransformersTokenizesIt) {
+  const std::string tokenizer_half = std::string(STAMEN_ENGINE_TEST_DATA) + "/tiny-deberta-v3-spm-reranker";
+  testing::TempDir folder;
+  ASSERT_FALSE(folder.path().empty());
+  for (const char* name : {"config.json", "model.safetensors"}) {
+    std::filesystem::copy_file(kReranker + "/" + name, folder.File(name));
+  }
+  for (const char* name : {"spm.model", "tokenizer_config.json"}) {
+    std::filesystem::copy_file(tokenizer_half + "/" + name, folder.File(name));
+  }
+  auto config = ReadModelConfig(folder.File("config.json"));
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  auto tokenizer = ModelTokenizer::Load(folder.path(), *config);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+  EXPECT_EQ((*tokenizer)->source(), folder.File("spm.model"));
+  EXPECT_EQ((*tokenizer)->VocabularySize(), 1000u);  // 999 pieces and [MASK]
+  ExpectMatchesReference(folder.path(), tokenizer_half + "/tokenizer_reference.json", 5);
 }
 
 // A copy of tiny-deberta-v3's config.json with `replace` put in place of `original`.

@@ -155,6 +155,22 @@ TEST(FileSelection, SafetensorsConfigTokenizerAndSentenceTransformersOnly) {
                                              "2_Dense/model.safetensors"}));
 }
 
+// A DeBERTa-v3 cross-encoder without tokenizer.json (as mxbai-rerank-base-v1): spm.model and
+// its JSON files are what its tokenizer is made of.
+TEST(FileSelection, DebertaSpmModelAndItsFiles) {
+  std::vector<RepoFile> files;
+  for (const char* path : {".gitattributes", "README.md", "added_tokens.json", "config.json", "model.safetensors",
+                           "pytorch_model.bin", "special_tokens_map.json", "spm.model", "tokenizer_config.json"}) {
+    files.push_back({.path = path});
+  }
+  auto chosen = SelectModelFiles(files, "org/m");
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  std::vector<std::string> paths;
+  for (const RepoFile& file : *chosen) paths.push_back(file.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"added_tokens.json", "config.json", "model.safetensors",
+                                             "special_tokens_map.json", "spm.model", "tokenizer_config.json"}));
+}
+
 TEST(FileSelection, ShardedWeights) {
   std::vector<RepoFile> files;
   for (const char* path : {"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
