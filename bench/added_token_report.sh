@@ -62,7 +62,7 @@ for input in $inputs; do
     out=$(mktemp)
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
       "$binary" bench tokenizer --model "$tokenizer" --input "$file" --warmup 0 --iterations 10 >/dev/null 2>&1
-    row+=" $(python3 -c "import re,sys; t=open(sys.argv[1]).read(); print(f\"{int(re.search(r'^totals: (\d+)', t, re.M).group(1)) // 10:,}\")" "$out") |"
+    row+=" $(python3 -c "import re,sys; t=open(sys.argv[1]).read(); print(format(int(re.search(r'^totals: (\d+)', t, re.M).group(1)) // 10, ','))" "$out") |"
     rm -f "$out"
   done
   echo "$row"
