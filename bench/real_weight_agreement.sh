@@ -16,8 +16,8 @@
 # A missing folder is named and skipped. Prints the CPU, one line per model and setting (worst
 # cosines with their text, language and token count, largest difference), and a Markdown table for
 # docs/BENCHMARKS.md; exits 1 when a model fails its gate. Needs downloaded weights, so it is a
-# benchmark, never a CI test. Runs one program at a time with 2 threads (~25 minutes on 2 cores,
-# EmbeddingGemma most).
+# benchmark, never a CI test. Runs one program at a time with 2 threads (~55 minutes on 2 cores,
+# sentence-transformers on EmbeddingGemma most).
 # Usage: bench/real_weight_agreement.sh [MODELS_DIR]   (default $STAMEN_MODELS, else /work/models)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
