@@ -17,66 +17,26 @@ from pathlib import Path
 
 import numpy as np
 
+from udhr_texts import long_texts, read_corpus, spread_lines, write_texts
+
 SHORT_TEXTS = 1200          # udhr lines, every k-th line of the file (≥ 1,000, the gate's count)
-LONG_TEXTS = 20             # runs of consecutive lines of one language, past every model's window
-LONG_TEXT_CHARACTERS = (2_000, 7_000)  # spread over this range: past 512 tokens, a few past 2,048
 RERANK_PAIRS = 200          # short (query, document) pairs, plus one pair per long text
 MINIMUM_COSINE = 0.999      # embeddings: every text's cosine to its float32 vector
 MAXIMUM_LOGIT_ERROR = 0.02  # rerank: worst |Δlogit| as a fraction of the run's largest |logit|
 
 
-def read_corpus(corpus):
-    """(language, text) of every non-empty line of the udhr TSV."""
-    rows = []
-    for line in Path(corpus).read_text(encoding="utf-8").splitlines():
-        language, _, text = line.partition("\t")
-        text = " ".join(text.split())  # no tabs or stray line breaks inside one input line
-        if text:
-            rows.append((language, text))
-    return rows
-
-
-def long_texts(rows):
-    """LONG_TEXTS texts, each consecutive lines of one language from evenly spaced starting
-    points, joined until the text reaches its target length (targets spread over
-    LONG_TEXT_CHARACTERS)."""
-    texts = []
-    low, high = LONG_TEXT_CHARACTERS
-    for number in range(LONG_TEXTS):
-        target = low + (high - low) * number // (LONG_TEXTS - 1)
-        start = number * len(rows) // LONG_TEXTS
-        language = rows[start][0]
-        parts, length, index = [], 0, start
-        while length < target:
-            # Wrap to the language's first line when its text runs out.
-            if index == len(rows) or rows[index][0] != language:
-                index = next(i for i, row in enumerate(rows) if row[0] == language)
-            parts.append(rows[index][1])
-            length += len(rows[index][1]) + 1
-            index += 1
-        texts.append((language, " ".join(parts)))
-    return texts
-
-
 def write_inputs(corpus, work):
     rows = read_corpus(corpus)
-    step = len(rows) // SHORT_TEXTS
-    short = rows[::step][:SHORT_TEXTS]
+    short, step = spread_lines(rows, SHORT_TEXTS)
     long = long_texts(rows)
-    work = Path(work)
-    texts = [text for _, text in short + long]
-    labels = [language for language, _ in short] + [f"{language}, long" for language, _ in long]
-    (work / "texts.txt").write_text("".join(text + "\n" for text in texts), encoding="utf-8")
-    (work / "languages.txt").write_text("".join(label + "\n" for label in labels), encoding="utf-8")
+    described = write_texts(work, short, long)
     # Rerank pairs: a short text as the query and the text half the sample away as the
     # document (mostly another language), then each long text as a document.
     half = len(short) // 2
     pairs = [(short[i][1], short[(i + half) % len(short)][1]) for i in range(RERANK_PAIRS)]
     pairs += [(short[i][1], text) for i, (_, text) in enumerate(long)]
-    (work / "pairs.tsv").write_text("".join(f"{query}\t{document}\n" for query, document in pairs), encoding="utf-8")
-    print(f"inputs: {len(short)} udhr lines (every {step}th of {len(rows)}, "
-          f"{len(set(language for language, _ in short))} languages) + {len(long)} long texts "
-          f"({min(len(t) for _, t in long)}–{max(len(t) for _, t in long)} characters); {len(pairs)} rerank pairs")
+    Path(work, "pairs.tsv").write_text("".join(f"{query}\t{document}\n" for query, document in pairs), encoding="utf-8")
+    print(f"inputs: {described}, the short ones every {step}th of {len(rows)} lines; {len(pairs)} rerank pairs")
 
 
 def read_vectors(path):

