@@ -47,22 +47,6 @@ AddedToken* FindByContent(std::vector<AddedToken>* tokens, std::string_view cont
   return nullptr;
 }
 
-TemplateItem Special(const AddedToken& token, uint8_t type_id) {
-  TemplateItem item;
-  item.special_ids = {token.id};
-  item.special_pieces = {token.content};
-  item.type_id = type_id;
-  return item;
-}
-
-TemplateItem Sequence(int which, uint8_t type_id) {
-  TemplateItem item;
-  item.is_sequence = true;
-  item.sequence = which;
-  item.type_id = type_id;
-  return item;
-}
-
 // The added tokens of the converted fast tokenizer, in the order its added vocabulary holds
 // them: the spm control and user-defined pieces (SpmConverter), the tokens tokenizer_config.json
 // lists with their flags, the named special tokens, then the rest of added_tokens.json.
@@ -202,9 +186,11 @@ StatusOr<HuggingFaceConfig> ConvertDebertaV2SentencePiece(const DebertaV2Files& 
   const AddedToken* cls = FindByContent(&result.added_tokens, "[CLS]");
   const AddedToken* sep = FindByContent(&result.added_tokens, "[SEP]");
   if (cls == nullptr || sep == nullptr) return Status::Error("spm.model: no [CLS] or [SEP] token");
-  result.post_processor.single = {Special(*cls, 0), Sequence(0, 0), Special(*sep, 0)};
-  result.post_processor.pair = {Special(*cls, 0), Sequence(0, 0), Special(*sep, 0), Sequence(1, 1),
-                                Special(*sep, 1)};
+  const TemplateItem first_cls = TemplateItem::Special(cls->content, cls->id, 0);
+  const TemplateItem first_sep = TemplateItem::Special(sep->content, sep->id, 0);
+  result.post_processor.single = {first_cls, TemplateItem::Sequence(0, 0), first_sep};
+  result.post_processor.pair = {first_cls, TemplateItem::Sequence(0, 0), first_sep, TemplateItem::Sequence(1, 1),
+                                TemplateItem::Special(sep->content, sep->id, 1)};
   return result;
 }
 

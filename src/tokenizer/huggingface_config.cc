@@ -268,22 +268,6 @@ Status ParsePreTokenizer(element node, PreTokenizerConfig* config) {
                        "\" is not supported (supported: Metaspace, WhitespaceSplit, Sequence of them)");
 }
 
-TemplateItem SpecialItem(std::string piece, int64_t id, uint8_t type_id) {
-  TemplateItem item;
-  item.special_ids = {static_cast<int32_t>(id)};
-  item.special_pieces = {std::move(piece)};
-  item.type_id = type_id;
-  return item;
-}
-
-TemplateItem SequenceItem(int sequence, uint8_t type_id) {
-  TemplateItem item;
-  item.is_sequence = true;
-  item.sequence = sequence;
-  item.type_id = type_id;
-  return item;
-}
-
 Status ParseTemplate(element node, element special_tokens, std::vector<TemplateItem>* items) {
   array parts;
   if (node.get(parts) != simdjson::SUCCESS) return Status::Error("TemplateProcessing template is not a list");
@@ -293,7 +277,7 @@ Status ParseTemplate(element node, element special_tokens, std::vector<TemplateI
     if (part["Sequence"].get(body) == simdjson::SUCCESS) {
       if (body["type_id"].get(type_id) != simdjson::SUCCESS) type_id = 0;
       const std::string_view name = StringOr(body, "id", "A");
-      items->push_back(SequenceItem(name == "B" ? 1 : 0, static_cast<uint8_t>(type_id)));
+      items->push_back(TemplateItem::Sequence(name == "B" ? 1 : 0, static_cast<uint8_t>(type_id)));
     } else if (part["SpecialToken"].get(body) == simdjson::SUCCESS) {
       if (body["type_id"].get(type_id) != simdjson::SUCCESS) type_id = 0;
       const std::string_view name = StringOr(body, "id", "");
@@ -368,11 +352,13 @@ Status ParsePostProcessor(element node, PostProcessor* processor) {
     if (!status.ok()) return status;
     const bool roberta = type == "RobertaProcessing";
     const uint8_t second_type = roberta ? 0 : 1;
-    processor->single = {SpecialItem(cls, cls_id, 0), SequenceItem(0, 0), SpecialItem(sep, sep_id, 0)};
-    processor->pair = {SpecialItem(cls, cls_id, 0), SequenceItem(0, 0), SpecialItem(sep, sep_id, 0)};
-    if (roberta) processor->pair.push_back(SpecialItem(sep, sep_id, 0));
-    processor->pair.push_back(SequenceItem(1, second_type));
-    processor->pair.push_back(SpecialItem(sep, sep_id, second_type));
+    const auto cls_item = [&](uint8_t type_id) { return TemplateItem::Special(cls, static_cast<int32_t>(cls_id), type_id); };
+    const auto sep_item = [&](uint8_t type_id) { return TemplateItem::Special(sep, static_cast<int32_t>(sep_id), type_id); };
+    processor->single = {cls_item(0), TemplateItem::Sequence(0, 0), sep_item(0)};
+    processor->pair = {cls_item(0), TemplateItem::Sequence(0, 0), sep_item(0)};
+    if (roberta) processor->pair.push_back(sep_item(0));
+    processor->pair.push_back(TemplateItem::Sequence(1, second_type));
+    processor->pair.push_back(sep_item(second_type));
     return Status();
   }
   return Status::Error("post_processor \"" + std::string(type) +

@@ -17,6 +17,22 @@ struct TemplateItem {
   std::vector<int32_t> special_ids;  // when !is_sequence
   std::vector<std::string> special_pieces;
   uint8_t type_id = 0;
+
+  // One special token of a template, and the place of text A (0) or B (1).
+  static TemplateItem Special(std::string piece, int32_t id, uint8_t type_id) {
+    TemplateItem item;
+    item.special_ids = {id};
+    item.special_pieces = {std::move(piece)};
+    item.type_id = type_id;
+    return item;
+  }
+  static TemplateItem Sequence(int sequence, uint8_t type_id) {
+    TemplateItem item;
+    item.is_sequence = true;
+    item.sequence = sequence;
+    item.type_id = type_id;
+    return item;
+  }
 };
 
 struct PostProcessor {
