@@ -13,6 +13,7 @@
 
 #include "engine/cpu/cpu_path.h"
 #include "engine/cpu/matrix_precision.h"
+#include "engine/cpu/blocked_weights.h"
 #include "engine/cpu/prepared_weights.h"
 #include "engine/cpu/small_gemm.h"
 #include "engine/ops/activation.h"
@@ -114,6 +115,37 @@ TEST(GemmTest, ShortInputsMatchReferenceThroughPackedWeights) {
   }
   // One packed copy of w for all of those calls: 3 panels of 16 columns × k.
   EXPECT_EQ(cpu::PreparedWeightBytes() - packed_before, size_t{3 * 16 * k * sizeof(float)});
+}
+
+// Past the small-m cut and up to 512 rows, on AVX-512, whole 64-row blocks go to a fixed-row
+// oneDNN primitive over the weight's blocked copy and the rest to the packed kernel: row counts
+// on both sides of a block, a width that is not a multiple of oneDNN's 64-column blocks, bias,
+// an activation, accumulation. Elsewhere the same calls take the runtime-row primitive.
+TEST(GemmTest, MediumInputsMatchReferenceThroughBlockedWeights) {
+  const int64_t k = 80, n = 70;
+  Tensor w = Random({n, k}, 21), b = Random({n}, 22, 0.5f);
+  const size_t prepared_before = cpu::PreparedWeightBytes();
+  for (const int64_t m : {cpu::SmallGemmMaxRows() + 1, int64_t{100}, int64_t{128}, int64_t{203}, int64_t{512},
+                          int64_t{513}}) {
+    Tensor x = Random({m, k}, static_cast<uint32_t>(m), 0.3f);
+    Tensor y = Zeros({m, n}), accumulated = Random({m, n}, 98), before = Zeros({m, n});
+    std::copy_n(accumulated.data<float>(), m * n, before.data<float>());
+    ASSERT_TRUE(ops::Gemm(x, w, b, y, {.activation = ops::Activation::kGeluTanh}).ok());
+    ASSERT_TRUE(ops::Gemm(x, w, b, accumulated, {.accumulate = true}).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = b.data<float>()[j];
+        for (int64_t p = 0; p < k; ++p) dot += double{x.data<float>()[i * k + p]} * w.data<float>()[j * k + p];
+        ASSERT_NEAR(y.data<float>()[i * n + j], Activated(ops::Activation::kGeluTanh, dot), 2e-5 * (1.0 + std::abs(dot)))
+            << "m " << m << " row " << i << " column " << j;
+        ASSERT_NEAR(accumulated.data<float>()[i * n + j], before.data<float>()[i * n + j] + dot, 2e-5 * (1.0 + std::abs(dot)))
+            << "m " << m << " row " << i << " column " << j;
+      }
+    }
+  }
+  // Where this CPU has the blocked layout, the copy was made (once) and used.
+  const size_t blocked = cpu::BlockedWeightBytes(n, k);
+  if (blocked > 0) EXPECT_GE(cpu::PreparedWeightBytes() - prepared_before, blocked);
 }
 
 // bf16 rounds to nearest, ties to even, and keeps NaN and infinities.

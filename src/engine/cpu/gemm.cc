@@ -3,18 +3,28 @@
 // left as a runtime dimension, so a ragged batch of any token count reuses it (creating a
 // primitive costs far more than a small gemm).
 //
+// Between the small-m cut and 512 rows in fp32 on AVX-512, the rows go in a whole number of
+// 64-row blocks to a primitive made for that row count over the weight's blocked copy
+// (blocked_weights.h: oneDNN's brgemm kernels, which a runtime row count does not get), and
+// the remaining rows (fewer than 64) to the small-m kernel: at most 8 such primitives per
+// weight shape and options.
+//
 // In bf16 (matrix_precision.h) the weight is multiplied in its bf16 copy (prepared_weights.h)
 // and the input is rounded per call into a scratch buffer: as bf16 for oneDNN's bf16 matmul
 // where the CPU has AVX512-BF16, else as fp32 values for the fp32 matmul over the rounded
 // weight copy. A weight the copies' cap leaves without one is multiplied in fp32.
+#include <cstdlib>
+#include <memory>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "engine/cpu/blocked_weights.h"
 #include "engine/cpu/cpu_path.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/matrix_precision.h"
@@ -24,8 +34,13 @@
 namespace stamen::engine::cpu {
 namespace {
 
-// n, k, bias, accumulate, activation, and whether input and weight are bf16.
-using Key = std::tuple<int64_t, int64_t, bool, bool, ops::Activation, bool>;
+// n, k, bias, accumulate, activation, whether input and weight are bf16, and the fixed row
+// count over the blocked weight (0: rows at run time, plain weight).
+using Key = std::tuple<int64_t, int64_t, bool, bool, ops::Activation, bool, int64_t>;
+
+// Rows of the fixed-row primitives: multiples of kFixedRowsStep up to kFixedRowsLimit.
+constexpr int64_t kFixedRowsStep = 64;
+constexpr int64_t kFixedRowsLimit = 512;
 
 dnnl::algorithm EltwiseAlgorithm(ops::Activation activation) {
   switch (activation) {
@@ -39,6 +54,13 @@ dnnl::algorithm EltwiseAlgorithm(ops::Activation activation) {
   return dnnl::algorithm::undef;
 }
 
+// A primitive and the scratchpad it asks of its caller (fixed-row primitives: oneDNN would
+// otherwise allocate, and the kernel fault in, its brgemm buffers on every call).
+struct Matmul {
+  dnnl::matmul primitive;
+  dnnl::memory::desc scratchpad;  // zero bytes: none
+};
+
 class MatmulCache {
  public:
   static MatmulCache& Get() {
@@ -47,19 +69,24 @@ class MatmulCache {
   }
   dnnl::engine& engine() { return engine_; }
 
-  // The primitive for `key`, created on first use; throws dnnl::error.
-  const dnnl::matmul& Find(const Key& key) {
+  // The primitive for `key`, created on first use; throws dnnl::error. For a fixed row count,
+  // null when oneDNN has no kernel for it over the blocked layout with a brgemm kernel (the
+  // caller then takes the runtime-row primitive); remembered, so it is asked once.
+  const Matmul* Find(const Key& key) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = primitives_.find(key);
-    if (it != primitives_.end()) return it->second;
-    const auto [n, k, has_bias, accumulate, activation, bfloat16] = key;
+    if (it != primitives_.end()) return it->second ? &*it->second : nullptr;
+    const auto [n, k, has_bias, accumulate, activation, bfloat16, fixed_rows] = key;
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
     const auto operand_type = bfloat16 ? dnnl::memory::data_type::bf16 : f32;
-    const dnnl::memory::desc source({DNNL_RUNTIME_DIM_VAL, k}, operand_type, tag::ab);
-    const dnnl::memory::desc weights({k, n}, operand_type, tag::ba);  // [n, k] row-major is Wᵀ in "ba"
+    const int64_t rows = fixed_rows > 0 ? fixed_rows : DNNL_RUNTIME_DIM_VAL;
+    const dnnl::memory::desc source({rows, k}, operand_type, tag::ab);
+    // [n, k] row-major is Wᵀ in "ba"; a fixed row count takes the blocked copy.
+    const dnnl::memory::desc weights =
+        fixed_rows > 0 ? BlockedWeightLayout(n, k) : dnnl::memory::desc({k, n}, operand_type, tag::ba);
     const dnnl::memory::desc bias({1, n}, f32, tag::ab);
-    const dnnl::memory::desc destination({DNNL_RUNTIME_DIM_VAL, n}, f32, tag::ab);
+    const dnnl::memory::desc destination({rows, n}, f32, tag::ab);
     dnnl::post_ops post_ops;
     if (accumulate) post_ops.append_sum(1.0f);
     if (activation != ops::Activation::kIdentity) {
@@ -70,15 +97,28 @@ class MatmulCache {
     attributes.set_post_ops(post_ops);
     const auto descriptor = has_bias ? dnnl::matmul::desc(source, weights, bias, destination)
                                      : dnnl::matmul::desc(source, weights, destination);
-    return primitives_.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(descriptor, attributes, engine_)))
-        .first->second;
+    if (fixed_rows == 0) {
+      const dnnl::matmul::primitive_desc primitive(descriptor, attributes, engine_);
+      return &*primitives_.emplace(key, Matmul{dnnl::matmul(primitive), {}}).first->second;
+    }
+    attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    std::optional<Matmul> fixed;
+    try {
+      const dnnl::matmul::primitive_desc primitive(descriptor, attributes, engine_);
+      if (std::string(primitive.impl_info_str()).rfind("brg", 0) == 0) {
+        fixed.emplace(Matmul{dnnl::matmul(primitive), primitive.scratchpad_desc()});
+      }
+    } catch (const dnnl::error&) {
+    }
+    auto& entry = primitives_.emplace(key, std::move(fixed)).first->second;
+    return entry ? &*entry : nullptr;
   }
 
  private:
   MatmulCache() : engine_(dnnl::engine::kind::cpu, 0) {}
   std::mutex mutex_;
   dnnl::engine engine_;
-  std::map<Key, dnnl::matmul> primitives_;
+  std::map<Key, std::optional<Matmul>> primitives_;
 };
 
 // The operands of one product as oneDNN multiplies them: the caller's in fp32; in bf16, the
@@ -111,18 +151,46 @@ Operands PrepareOperands(const Tensor& input, const Tensor& weight) {
 
 }  // namespace
 
-Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
-            const ops::GemmOptions& options) {
+namespace {
+
+constexpr const char* kNoFixedRowKernel = "no fixed-row kernel";
+
+// The calling thread's scratchpad for `matmul` (at least `bytes`): one buffer per thread that
+// grows to the largest asked for, and one memory object per primitive pointed at it, so a
+// step of shapes seen before allocates nothing.
+dnnl::memory Scratchpad(const Matmul& matmul, size_t bytes, const dnnl::engine& engine) {
+  struct Free {
+    void operator()(void* data) const { std::free(data); }
+  };
+  thread_local std::unique_ptr<void, Free> buffer;
+  thread_local size_t capacity = 0;
+  thread_local std::map<const Matmul*, dnnl::memory> memories;
+  if (bytes > capacity) {
+    constexpr size_t kAlign = 64;
+    capacity = (bytes + kAlign - 1) / kAlign * kAlign;
+    buffer.reset(std::aligned_alloc(kAlign, capacity));
+    if (buffer == nullptr) {
+      capacity = 0;
+      throw dnnl::error(dnnl_out_of_memory, "no memory for a matmul scratchpad");
+    }
+  }
+  auto [found, added] = memories.try_emplace(&matmul);
+  if (added) found->second = dnnl::memory(matmul.scratchpad, engine, nullptr);
+  found->second.set_data_handle(buffer.get());
+  return found->second;
+}
+
+// The product through one oneDNN primitive: rows at run time over the weight as `operands`
+// give it, or `fixed_rows` (the input's row count) over `operands.weight` in the blocked layout.
+Status OneDnnGemm(const Tensor& input, const Operands& operands, const Tensor& bias, Tensor& output,
+                  const ops::GemmOptions& options, int64_t n, int64_t fixed_rows) {
   const int64_t m = input.dim(0);
   const int64_t k = input.dim(1);
-  const int64_t n = weight.dim(0);
-  if (m == 0 || n == 0) return Status();
-  if (SmallGemm(input, weight, bias, output, options)) return Status();  // short inputs: packed weights
   try {
-    const Operands operands = PrepareOperands(input, weight);
     MatmulCache& cache = MatmulCache::Get();
-    const dnnl::matmul& matmul =
-        cache.Find(Key{n, k, !bias.empty(), options.accumulate, options.activation, operands.bfloat16});
+    const Matmul* matmul =
+        cache.Find(Key{n, k, !bias.empty(), options.accumulate, options.activation, operands.bfloat16, fixed_rows});
+    if (matmul == nullptr) return Status::Error(kNoFixedRowKernel);
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
     const auto operand_type = operands.bfloat16 ? dnnl::memory::data_type::bf16 : f32;
@@ -132,14 +200,15 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
     struct Memories {
       dnnl::memory source, weights, destination, bias;
     };
-    using ShapeKey = std::tuple<int64_t, int64_t, int64_t, bool>;
+    using ShapeKey = std::tuple<int64_t, int64_t, int64_t, bool, bool>;
     thread_local std::map<ShapeKey, Memories> memories;
     if (memories.size() > 1024) memories.clear();  // bounded: token counts vary without end
-    auto [found, added] = memories.try_emplace(ShapeKey{m, k, n, operands.bfloat16});
+    auto [found, added] = memories.try_emplace(ShapeKey{m, k, n, operands.bfloat16, fixed_rows > 0});
     Memories& memory = found->second;
     if (added) {
       memory.source = dnnl::memory({{m, k}, operand_type, tag::ab}, engine, nullptr);
-      memory.weights = dnnl::memory({{k, n}, operand_type, tag::ba}, engine, nullptr);
+      memory.weights = dnnl::memory(
+          fixed_rows > 0 ? BlockedWeightLayout(n, k) : dnnl::memory::desc({k, n}, operand_type, tag::ba), engine, nullptr);
       memory.destination = dnnl::memory({{m, n}, f32, tag::ab}, engine, nullptr);
       memory.bias = dnnl::memory({{1, n}, f32, tag::ab}, engine, nullptr);
     }
@@ -148,8 +217,10 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
     memory.destination.set_data_handle(output.raw_data());
     // Per thread and reused: a stream and the argument maps (their nodes stay allocated).
     thread_local dnnl::stream stream(engine);
-    thread_local std::unordered_map<int, dnnl::memory> with_bias, without_bias;
-    std::unordered_map<int, dnnl::memory>& arguments = bias.empty() ? without_bias : with_bias;
+    // One map per set of arguments (bias or not, scratchpad or not), so no call adds a node.
+    thread_local std::unordered_map<int, dnnl::memory> argument_sets[2][2];
+    const size_t scratchpad_bytes = matmul->scratchpad.get_size();
+    std::unordered_map<int, dnnl::memory>& arguments = argument_sets[!bias.empty()][scratchpad_bytes > 0];
     arguments[DNNL_ARG_SRC] = memory.source;
     arguments[DNNL_ARG_WEIGHTS] = memory.weights;
     arguments[DNNL_ARG_DST] = memory.destination;
@@ -157,13 +228,44 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
       memory.bias.set_data_handle(bias.raw_data());
       arguments[DNNL_ARG_BIAS] = memory.bias;
     }
-    matmul.execute(stream, arguments);
+    if (scratchpad_bytes > 0) arguments[DNNL_ARG_SCRATCHPAD] = Scratchpad(*matmul, scratchpad_bytes, engine);
+    matmul->primitive.execute(stream, arguments);
     stream.wait();
   } catch (const dnnl::error& error) {
     return Status::Error("gemm [" + std::to_string(m) + ", " + std::to_string(k) + "] x [" + std::to_string(n) +
                          ", " + std::to_string(k) + "]ᵀ failed in oneDNN: " + error.what());
   }
   return Status();
+}
+
+// Whether `rows` rows go to a fixed-row primitive over the blocked weight.
+bool TakesFixedRows(int64_t rows) {
+  return rows > SmallGemmMaxRows() && rows <= kFixedRowsLimit && DetectCpuPath().avx512 &&
+         CurrentMatrixPrecision() == MatrixPrecision::kFloat32;
+}
+
+}  // namespace
+
+Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
+            const ops::GemmOptions& options) {
+  const int64_t m = input.dim(0);
+  const int64_t n = weight.dim(0);
+  if (m == 0 || n == 0) return Status();
+  if (SmallGemm(input, weight, bias, output, options)) return Status();  // short inputs: packed weights
+  const void* blocked = TakesFixedRows(m) ? FindPreparedWeight(weight, WeightForm::kBlockedFloat32) : nullptr;
+  if (blocked == nullptr) return OneDnnGemm(input, PrepareOperands(input, weight), bias, output, options, n, 0);
+  const int64_t whole = m / kFixedRowsStep * kFixedRowsStep;
+  Tensor head = output.Rows(0, whole);
+  const Status fixed = OneDnnGemm(input.Rows(0, whole), {input.raw_data(), blocked}, bias, head, options, n, whole);
+  if (!fixed.ok() && fixed.message() == kNoFixedRowKernel) {
+    return OneDnnGemm(input, PrepareOperands(input, weight), bias, output, options, n, 0);
+  }
+  STAMEN_RETURN_IF_ERROR(fixed);
+  if (whole == m) return Status();
+  const Tensor rest_input = input.Rows(whole, m);
+  Tensor rest = output.Rows(whole, m);
+  if (SmallGemm(rest_input, weight, bias, rest, options)) return Status();
+  return OneDnnGemm(rest_input, PrepareOperands(rest_input, weight), bias, rest, options, n, 0);
 }
 
 }  // namespace stamen::engine::cpu

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/cpu/blocked_weights.h"
 #include "engine/cpu/matrix_precision.h"
 #include "engine/cpu/panel_tile.h"
 
@@ -50,6 +51,7 @@ size_t FormBytes(WeightForm form, int64_t n, int64_t k) {
     case WeightForm::kPanelsBFloat16: return static_cast<size_t>(panels * kPanelColumns * k) * sizeof(uint16_t);
     case WeightForm::kRowsBFloat16: return static_cast<size_t>(n * k) * sizeof(uint16_t);
     case WeightForm::kRowsRoundedFloat32: return static_cast<size_t>(n * k) * sizeof(float);
+    case WeightForm::kBlockedFloat32: return BlockedWeightBytes(n, k);
   }
   return 0;
 }
@@ -85,6 +87,7 @@ void Prepare(WeightForm form, const float* weight, int64_t n, int64_t k, void* t
     case WeightForm::kPanelsBFloat16: return Pack(weight, n, k, static_cast<uint16_t*>(target));
     case WeightForm::kRowsBFloat16: return FloatsToBFloat16(weight, n * k, static_cast<uint16_t*>(target));
     case WeightForm::kRowsRoundedFloat32: return RoundFloatsToBFloat16(weight, n * k, static_cast<float*>(target));
+    case WeightForm::kBlockedFloat32: return ReorderToBlocked(weight, n, k, target);
   }
 }
 
@@ -110,6 +113,7 @@ class PreparedWeights {
     }
     if (prepared_.size() % 64 == 63) DropExpiredLocked();
     const size_t bytes = FormBytes(form, n, k);
+    if (bytes == 0) return nullptr;  // a form this weight has none of here
     if (bytes_ + bytes > kPreparedWeightBytesLimit) {
       DropExpiredLocked();
       if (bytes_ + bytes > kPreparedWeightBytesLimit) return nullptr;

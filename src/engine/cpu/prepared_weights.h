@@ -24,6 +24,9 @@ enum class WeightForm : uint8_t {
   kRowsBFloat16,
   // The weight [n, k] rounded to bf16 and kept as fp32: bf16 on a CPU without bf16 compute.
   kRowsRoundedFloat32,
+  // The fp32 weight in oneDNN's blocked brgemm layout (blocked_weights.h); none where that
+  // layout does not exist on this CPU.
+  kBlockedFloat32,
 };
 
 // Total bytes of copies in one process: 2 GiB holds a 0.6B-parameter model's weights in both
