@@ -70,9 +70,27 @@ double AttendedPairs(int64_t length, int64_t window, bool causal) {
   return pairs;
 }
 
+// DeBERTa's disentangled terms per layer and sequence: each query (c2p) and each key (p2c)
+// is scored against every relative-position row the sequence reaches, in every head, as the
+// attention kernels compute them.
+double DisentangledFlops(const engine::ModelConfig& config, int64_t length) {
+  const engine::DisentangledAttentionConfig& settings = config.disentangled;
+  const int terms = int{settings.content_to_position} + int{settings.position_to_content};
+  if (!settings.relative_attention || terms == 0) return 0;
+  engine::ops::DisentangledPositionBias bias;
+  bias.span = static_cast<int32_t>(settings.RelativeSpan());
+  bias.position_buckets = static_cast<int32_t>(settings.position_buckets);
+  bias.max_relative_positions = static_cast<int32_t>(settings.max_relative_positions);
+  const int64_t rows = engine::ops::DisentangledPositionIndex(length - 1, bias) -
+                       engine::ops::DisentangledPositionIndex(-(length - 1), bias) + 1;
+  return 2.0 * terms * static_cast<double>(length) * static_cast<double>(rows) *
+         static_cast<double>(config.num_attention_heads * config.head_dim);
+}
+
 // Multiply-adds × 2 of one forward pass over `sequences` sequences of `length` tokens: the
 // dense layers per token plus attention's two products over each layer's attended pairs
-// (each layer's window chosen as the models choose it: layers.cc, modernbert.cc).
+// (each layer's window chosen as the models choose it: layers.cc, modernbert.cc), and
+// DeBERTa's position terms.
 double ForwardFlops(const engine::ModelConfig& config, int length, int sequences) {
   const double h = static_cast<double>(config.hidden_size);
   const double heads = static_cast<double>(config.num_attention_heads);
@@ -88,7 +106,8 @@ double ForwardFlops(const engine::ModelConfig& config, int length, int sequences
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
     const bool sliding = marked && config.sliding_window_layers[static_cast<size_t>(layer)];
     const int64_t window = !marked ? config.sliding_window : sliding ? config.attention_window : 0;
-    const double attention = 2 * 2 * AttendedPairs(length, window, config.causal) * heads * head_dim;
+    const double attention =
+        2 * 2 * AttendedPairs(length, window, config.causal) * heads * head_dim + DisentangledFlops(config, length);
     flops += sequences * (length * per_token + attention);
   }
   return flops;
