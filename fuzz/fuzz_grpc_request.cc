@@ -66,7 +66,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&id, work.token_ids.data() + i * sizeof(int32_t), sizeof(id));
     fuzz::Require(id >= 0 && id < limits.vocabulary_size, "ids inside the vocabulary");
   }
-  fuzz::Require(work.kind == server::WorkKind::kScore ? limits.num_labels > 0 : limits.num_labels == 0,
+  // Scores only from a model that scores, pooled embeddings only from one that does not; the
+  // per-token hidden states (kTokenEmbed) exist for every model.
+  fuzz::Require(work.kind == server::WorkKind::kScore   ? limits.num_labels > 0
+                : work.kind == server::WorkKind::kEmbed ? limits.num_labels == 0
+                                                        : true,
                 "the kind is one the model serves");
   return 0;
 }
