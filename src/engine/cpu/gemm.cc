@@ -14,8 +14,8 @@
 // where the CPU has AVX512-BF16, else as fp32 values for the fp32 matmul over the rounded
 // weight copy. A weight the copies' cap leaves without one is multiplied in fp32.
 #include <cstdlib>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -149,12 +149,6 @@ Operands PrepareOperands(const Tensor& input, const Tensor& weight) {
   return {scratch.data(), copy, false};
 }
 
-}  // namespace
-
-namespace {
-
-constexpr const char* kNoFixedRowKernel = "no fixed-row kernel";
-
 // The calling thread's scratchpad for `matmul` (at least `bytes`): one buffer per thread that
 // grows to the largest asked for, and one memory object per primitive pointed at it, so a
 // step of shapes seen before allocates nothing.
@@ -180,17 +174,19 @@ dnnl::memory Scratchpad(const Matmul& matmul, size_t bytes, const dnnl::engine& 
   return found->second;
 }
 
-// The product through one oneDNN primitive: rows at run time over the weight as `operands`
-// give it, or `fixed_rows` (the input's row count) over `operands.weight` in the blocked layout.
+// The product through one oneDNN primitive: `fixed`, made for the input's row count over
+// `operands.weight` in the blocked layout, or (null) the runtime-row primitive over the weight
+// as `operands` give it.
 Status OneDnnGemm(const Tensor& input, const Operands& operands, const Tensor& bias, Tensor& output,
-                  const ops::GemmOptions& options, int64_t n, int64_t fixed_rows) {
+                  const ops::GemmOptions& options, int64_t n, const Matmul* fixed) {
   const int64_t m = input.dim(0);
   const int64_t k = input.dim(1);
+  const bool fixed_rows = fixed != nullptr;
   try {
     MatmulCache& cache = MatmulCache::Get();
     const Matmul* matmul =
-        cache.Find(Key{n, k, !bias.empty(), options.accumulate, options.activation, operands.bfloat16, fixed_rows});
-    if (matmul == nullptr) return Status::Error(kNoFixedRowKernel);
+        fixed_rows ? fixed
+                   : cache.Find(Key{n, k, !bias.empty(), options.accumulate, options.activation, operands.bfloat16, 0});
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
     const auto operand_type = operands.bfloat16 ? dnnl::memory::data_type::bf16 : f32;
@@ -203,12 +199,12 @@ Status OneDnnGemm(const Tensor& input, const Operands& operands, const Tensor& b
     using ShapeKey = std::tuple<int64_t, int64_t, int64_t, bool, bool>;
     thread_local std::map<ShapeKey, Memories> memories;
     if (memories.size() > 1024) memories.clear();  // bounded: token counts vary without end
-    auto [found, added] = memories.try_emplace(ShapeKey{m, k, n, operands.bfloat16, fixed_rows > 0});
+    auto [found, added] = memories.try_emplace(ShapeKey{m, k, n, operands.bfloat16, fixed_rows});
     Memories& memory = found->second;
     if (added) {
       memory.source = dnnl::memory({{m, k}, operand_type, tag::ab}, engine, nullptr);
       memory.weights = dnnl::memory(
-          fixed_rows > 0 ? BlockedWeightLayout(n, k) : dnnl::memory::desc({k, n}, operand_type, tag::ba), engine, nullptr);
+          fixed_rows ? BlockedWeightLayout(n, k) : dnnl::memory::desc({k, n}, operand_type, tag::ba), engine, nullptr);
       memory.destination = dnnl::memory({{m, n}, f32, tag::ab}, engine, nullptr);
       memory.bias = dnnl::memory({{1, n}, f32, tag::ab}, engine, nullptr);
     }
@@ -253,19 +249,19 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
   if (m == 0 || n == 0) return Status();
   if (SmallGemm(input, weight, bias, output, options)) return Status();  // short inputs: packed weights
   const void* blocked = TakesFixedRows(m) ? FindPreparedWeight(weight, WeightForm::kBlockedFloat32) : nullptr;
-  if (blocked == nullptr) return OneDnnGemm(input, PrepareOperands(input, weight), bias, output, options, n, 0);
   const int64_t whole = m / kFixedRowsStep * kFixedRowsStep;
+  // Null where there is no blocked copy, or no brgemm kernel for this row count (never throws).
+  const Matmul* fixed = blocked == nullptr ? nullptr
+                                           : MatmulCache::Get().Find(Key{n, input.dim(1), !bias.empty(), options.accumulate,
+                                                                         options.activation, false, whole});
+  if (fixed == nullptr) return OneDnnGemm(input, PrepareOperands(input, weight), bias, output, options, n, nullptr);
   Tensor head = output.Rows(0, whole);
-  const Status fixed = OneDnnGemm(input.Rows(0, whole), {input.raw_data(), blocked}, bias, head, options, n, whole);
-  if (!fixed.ok() && fixed.message() == kNoFixedRowKernel) {
-    return OneDnnGemm(input, PrepareOperands(input, weight), bias, output, options, n, 0);
-  }
-  STAMEN_RETURN_IF_ERROR(fixed);
+  STAMEN_RETURN_IF_ERROR(OneDnnGemm(input.Rows(0, whole), {input.raw_data(), blocked}, bias, head, options, n, fixed));
   if (whole == m) return Status();
   const Tensor rest_input = input.Rows(whole, m);
   Tensor rest = output.Rows(whole, m);
   if (SmallGemm(rest_input, weight, bias, rest, options)) return Status();
-  return OneDnnGemm(rest_input, PrepareOperands(rest_input, weight), bias, rest, options, n, 0);
+  return OneDnnGemm(rest_input, PrepareOperands(rest_input, weight), bias, rest, options, n, nullptr);
 }
 
 }  // namespace stamen::engine::cpu
