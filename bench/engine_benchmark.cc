@@ -89,7 +89,7 @@ double DisentangledFlops(const engine::ModelConfig& config, int64_t length) {
 
 // Multiply-adds × 2 of one forward pass over `sequences` sequences of `length` tokens: the
 // dense layers per token plus attention's two products over each layer's attended pairs
-// (each layer's window chosen as the models choose it: layers.cc, modernbert.cc), and
+// (each layer's window as the models take it: ModelConfig::AttentionWindow), and
 // DeBERTa's position terms.
 double ForwardFlops(const engine::ModelConfig& config, int length, int sequences) {
   const double h = static_cast<double>(config.hidden_size);
@@ -101,11 +101,9 @@ double ForwardFlops(const engine::ModelConfig& config, int length, int sequences
   const double projections = h * heads * head_dim + 2 * h * kv * head_dim + heads * head_dim * h;
   const double mlp = (gated ? 3 : 2) * h * ffn;
   const double per_token = 2 * (projections + mlp);
-  const bool marked = !config.sliding_window_layers.empty();
   double flops = 0;
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
-    const bool sliding = marked && config.sliding_window_layers[static_cast<size_t>(layer)];
-    const int64_t window = !marked ? config.sliding_window : sliding ? config.attention_window : 0;
+    const int64_t window = config.AttentionWindow(static_cast<size_t>(layer));
     const double attention =
         2 * 2 * AttendedPairs(length, window, config.causal) * heads * head_dim + DisentangledFlops(config, length);
     flops += sequences * (length * per_token + attention);

@@ -68,6 +68,12 @@ struct ModelConfig {
   // instead of rope_theta; empty when every layer is alike (Mistral: all windowed).
   std::vector<bool> sliding_window_layers;
   int64_t attention_window = 0;  // ModernBERT: the ops::AttentionOptions::window of local layers
+  // The ops::AttentionOptions::window of layer `layer`: sliding_window for every layer when no
+  // layer is marked (Mistral), else attention_window for marked layers and 0 (all keys) for the others.
+  int64_t AttentionWindow(size_t layer) const {
+    if (sliding_window_layers.empty()) return sliding_window;
+    return sliding_window_layers[layer] ? attention_window : 0;
+  }
   double local_rope_theta = 10000.0;  // ModernBERT's local_rope_theta, Gemma3's rope_local_base_freq
   bool norm_bias = true;          // LayerNorms carry a bias (ModernBERT's norm_bias: false)
   bool feed_forward_bias = true;  // the feed-forward projections carry biases (ModernBERT's mlp_bias)

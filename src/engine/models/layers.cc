@@ -260,10 +260,9 @@ StatusOr<Tensor> PreNormDecoderModel::Forward(const ModelInput& input) {
   const bool marked = !config_.sliding_window_layers.empty();
   for (size_t i = 0; i < weights_.layers.size(); ++i) {
     const bool sliding = marked && config_.sliding_window_layers[i];
-    const int64_t window = !marked ? config_.sliding_window : sliding ? config_.attention_window : 0;
     const AttentionSettings attention{
         .layout = {config_.num_attention_heads, config_.num_key_value_heads, config_.head_dim},
-        .options = {.causal = config_.causal, .window = window, .scale = static_cast<float>(config_.attention_scale)},
+        .options = {.causal = config_.causal, .window = config_.AttentionWindow(i), .scale = static_cast<float>(config_.attention_scale)},
         .norm_eps = eps,
         .rope = sliding ? &rope.sliding : &rope.full};
     STAMEN_RETURN_IF_ERROR(
