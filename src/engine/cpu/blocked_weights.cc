@@ -48,11 +48,10 @@ size_t BlockedWeightBytes(int64_t n, int64_t k) { return BlockedWeightLayout(n, 
 void ReorderToBlocked(const float* weight, int64_t n, int64_t k, void* target) {
   using tag = dnnl::memory::format_tag;
   dnnl::engine& engine = CpuEngine();
-  const dnnl::memory source({{k, n}, dnnl::memory::data_type::f32, tag::ba}, engine, const_cast<float*>(weight));
-  const dnnl::memory destination(BlockedWeightLayout(n, k), engine, target);
+  dnnl::memory source({{k, n}, dnnl::memory::data_type::f32, tag::ba}, engine, const_cast<float*>(weight));
+  dnnl::memory destination(BlockedWeightLayout(n, k), engine, target);
   dnnl::stream stream(engine);
-  dnnl::reorder(source, destination).execute(stream, const_cast<dnnl::memory&>(source),
-                                             const_cast<dnnl::memory&>(destination));
+  dnnl::reorder(source, destination).execute(stream, source, destination);
   stream.wait();
 }
 
