@@ -26,6 +26,7 @@
 #include "engine/cpu/cpu_path.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/panel_tile.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/cpu/vector_math.h"
 
 namespace stamen::engine::cpu {
@@ -314,13 +315,12 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   // One work item per (sequence, key/value head): items are independent, so threads split them.
   const int64_t sequences = cu_seqlens.dim(0) - 1;
   const int64_t items = sequences * layout.num_kv_heads;
-#pragma omp parallel for schedule(dynamic, 1) if (items > 1 && qkv.dim(0) * row_size > 65536)
-  for (int64_t item = 0; item < items; ++item) {
+  const auto attend = [&](int64_t item) {
     const int64_t s = item / layout.num_kv_heads;
     const int64_t kv_head = item % layout.num_kv_heads;
     const int64_t begin = bounds[s];
     const int64_t length = bounds[s + 1] - begin;
-    if (length == 0) continue;
+    if (length == 0) return;
     const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;
     const int64_t stride = panels * kKeyPanel;
     AttentionScratch& scratch = Scratch();
@@ -457,7 +457,8 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
                     output.data<float>() + (begin + first) * output_row + head * d, output_row);
       }
     }
-  }
+  };
+  ParallelFor(items, attend, qkv.dim(0) * row_size > 65536 ? LoopThreads() : 1);
   return Status();
 }
 

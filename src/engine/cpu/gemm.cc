@@ -30,6 +30,7 @@
 #include "engine/cpu/matrix_precision.h"
 #include "engine/cpu/prepared_weights.h"
 #include "engine/cpu/small_gemm.h"
+#include "engine/cpu/thread_pool.h"
 
 namespace stamen::engine::cpu {
 namespace {
@@ -248,6 +249,7 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
   const int64_t n = weight.dim(0);
   if (m == 0 || n == 0) return Status();
   if (SmallGemm(input, weight, bias, output, options)) return Status();  // short inputs: packed weights
+  ParkWorkers();  // oneDNN's OpenMP threads get the cores
   const void* blocked = TakesFixedRows(m) ? FindPreparedWeight(weight, WeightForm::kBlockedFloat32) : nullptr;
   const int64_t whole = m / kFixedRowsStep * kFixedRowsStep;
   // Null where there is no blocked copy, or no brgemm kernel for this row count (never throws).

@@ -5,13 +5,30 @@
 #include <cmath>
 
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/cpu/vector_math.h"
 
 namespace stamen::engine::cpu {
 namespace {
 
-// Rows of a [rows, n] tensor are worth splitting between threads from this many elements.
+// Rows of a [rows, n] tensor are worth splitting between threads from this many elements,
+// in tasks of at least kTaskElements.
 constexpr int64_t kParallelElements = 32768;
+constexpr int64_t kTaskElements = 8192;
+
+// Calls row_body(r) for every row, the rows of a large enough tensor split between threads.
+template <typename RowBody>
+void ForEachRow(int64_t rows, int64_t n, const RowBody& row_body) {
+  const int64_t rows_per_task = std::max<int64_t>(1, kTaskElements / std::max<int64_t>(n, 1));
+  const int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
+  ParallelFor(
+      tasks,
+      [&](int64_t task) {
+        const int64_t end = std::min(rows, (task + 1) * rows_per_task);
+        for (int64_t r = task * rows_per_task; r < end; ++r) row_body(r);
+      },
+      rows * n >= kParallelElements ? LoopThreads() : 1);
+}
 
 // out[i] = (in[i] − shift) · scale · weight[i] (+ bias[i] when bias is not null).
 void NormalizeRow(const float* in, float shift, float scale, const float* weight, const float* bias, int64_t n,
@@ -57,8 +74,7 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   const int64_t n = input.dim(1);
   const float* gamma_data = gamma.data<float>();
   const float* beta_data = beta.data<float>();  // null when empty: NormalizeRow adds no bias
-#pragma omp parallel for if (rows * n >= kParallelElements)
-  for (int64_t r = 0; r < rows; ++r) {
+  ForEachRow(rows, n, [&](int64_t r) {
     const float* in = input.data<float>() + r * n;
     float* out = output.data<float>() + r * n;
     // Sum first, into the output row: output may alias input or residual element by element.
@@ -71,31 +87,29 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
     const double sum_squares = SumOfPowers<2>(out, mean, n);
     const float inverse = static_cast<float>(1.0 / std::sqrt(sum_squares / n + eps));
     NormalizeRow(out, static_cast<float>(mean), inverse, gamma_data, beta_data, n, out);
-  }
+  });
   return Status();
 }
 
 Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate) {
   const int64_t rows = input.dim(0);
   const int64_t n = input.dim(1);
-#pragma omp parallel for if (rows * n >= kParallelElements)
-  for (int64_t r = 0; r < rows; ++r) {
+  ForEachRow(rows, n, [&](int64_t r) {
     RmsNormRow(input.data<float>() + r * n, weight.data<float>(), eps, n, output.data<float>() + r * n, accumulate);
-  }
+  });
   return Status();
 }
 
 Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
                     float eps) {
   const int64_t d = layout.head_dim;
-#pragma omp parallel for if (qkv.dim(0) * layout.row_size() >= kParallelElements)
-  for (int64_t t = 0; t < qkv.dim(0); ++t) {
+  ForEachRow(qkv.dim(0), layout.row_size(), [&](int64_t t) {
     float* row = qkv.data<float>() + t * layout.row_size();
     for (int64_t h = 0; h < layout.num_heads + layout.num_kv_heads; ++h) {
       const float* weight = h < layout.num_heads ? query_weight.data<float>() : key_weight.data<float>();
       RmsNormRow(row + h * d, weight, eps, d, row + h * d);
     }
-  }
+  });
   return Status();
 }
 

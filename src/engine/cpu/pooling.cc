@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/thread_pool.h"
 
 namespace stamen::engine::cpu {
 
@@ -67,8 +68,7 @@ Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_
   const int32_t* bounds = cu_seqlens.data<int32_t>();
   const int64_t sequences = output.dim(0);
   // Sequences are independent rows of the output, so they run in parallel.
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t s = 0; s < sequences; ++s) {
+  ParallelFor(sequences, [&](int64_t s) {
     const int64_t begin = std::max<int64_t>(bounds[s], first_token);
     const int64_t end = std::min<int64_t>(bounds[s + 1], last_token);
     float* out = output.data<float>() + s * vocabulary;
@@ -79,7 +79,7 @@ Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_
         if (row[i] > 0.0f) out[i] = std::max(out[i], std::log1p(row[i]));
       }
     }
-  }
+  });
   return Status();
 }
 
