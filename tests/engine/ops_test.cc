@@ -84,8 +84,12 @@ double Activated(ops::Activation activation, double x) {
 // Short inputs (m ≤ SmallGemmMaxRows()) take the packed kernel: every row count of a partial
 // tile, a width that ends in a partial panel (a pair of panels and a single one for the
 // AVX-512 tiles), every activation, accumulation, and no bias.
-TEST(GemmTest, ShortInputsMatchReferenceThroughPackedWeights) {
-  const int64_t k = 50, n = 45;
+// Widths of one task (45: three panels, the last partial), of whole tasks and a tail of two
+// panels (69) or one (112), the last two deep enough for the kernel's loop to use threads.
+class ShortGemmTest : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+TEST_P(ShortGemmTest, ShortInputsMatchReferenceThroughPackedWeights) {
+  const auto [k, n] = GetParam();
   Tensor w = Random({n, k}, 12), b = Random({n}, 13, 0.5f);
   const size_t packed_before = cpu::PreparedWeightBytes();
   for (const int64_t m : {int64_t{1}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{13}, cpu::SmallGemmMaxRows()}) {
@@ -113,9 +117,13 @@ TEST(GemmTest, ShortInputsMatchReferenceThroughPackedWeights) {
       ASSERT_NEAR(accumulated.data<float>()[i], before.data<float>()[i] + dot, 2e-5);
     }
   }
-  // One packed copy of w for all of those calls: 3 panels of 16 columns × k.
-  EXPECT_EQ(cpu::PreparedWeightBytes() - packed_before, size_t{3 * 16 * k * sizeof(float)});
+  // One packed copy of w for all of those calls: its panels of 16 columns × k.
+  EXPECT_EQ(cpu::PreparedWeightBytes() - packed_before, static_cast<size_t>((n + 15) / 16 * 16 * k) * sizeof(float));
 }
+
+INSTANTIATE_TEST_SUITE_P(Widths, ShortGemmTest,
+                         ::testing::Values(std::pair<int64_t, int64_t>{50, 45}, std::pair<int64_t, int64_t>{300, 69},
+                                           std::pair<int64_t, int64_t>{300, 112}));
 
 // Past the small-m cut and up to 512 rows, on AVX-512, whole 64-row blocks go to a fixed-row
 // oneDNN primitive over the weight's blocked copy and the rest to the packed kernel: row counts
