@@ -1,6 +1,7 @@
 // Each CPU op against a straightforward double-precision reference on random inputs, plus
 // the argument checks every op makes before computing.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -642,6 +643,31 @@ TEST(AttentionTest, OptionsMatchReference) {
       }
     }
   }
+}
+
+// One sequence with one key/value head (EmbeddingGemma's shape at batch 1) is split into blocks
+// of queries, one per task; with four threads asked for, eight blocks, some of them empty for the
+// short lengths. Causal, windowed and position-biased, as above.
+TEST(AttentionTest, QueryBlocksOfOneKeyValueHeadMatchReference) {
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(4);
+  const ops::QkvLayout layout{3, 1, 32};
+  const Tensor table = Random({32, 3}, 31);
+  const ops::RelativePositionBias bias{.table = table};
+  const std::vector<ops::AttentionOptions> cases = {
+      {}, {.causal = true}, {.window = 9}, {.causal = true, .window = 20, .position_bias = &bias}};
+  for (const int32_t length : {1, 5, 13, 100, 301}) {
+    Tensor qkv = Random({length, layout.row_size()}, 37, 1.5f);
+    for (size_t c = 0; c < cases.size(); ++c) {
+      Tensor out = Zeros({length, 3 * 32});
+      ASSERT_TRUE(ops::Attention(qkv, Ints({0, length}), layout, cases[c], out).ok());
+      const std::vector<double> expected = ReferenceAttention(qkv, {0, length}, layout, cases[c]);
+      for (size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_NEAR(out.data<float>()[i], expected[i], 1e-5) << "length " << length << " case " << c << " at " << i;
+      }
+    }
+  }
+  omp_set_num_threads(saved_threads);
 }
 
 TEST(AttentionTest, ValidatesArguments) {

@@ -317,15 +317,29 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   const int32_t* bounds = cu_seqlens.data<int32_t>();
   const float* data = qkv.data<float>();
 
-  // One work item per (sequence, key/value head): items are independent, so threads split them.
+  // One work item per (sequence, key/value head, block of queries): items are independent, so
+  // threads split them. The queries are split into blocks only when there are too few
+  // (sequence, key/value head) pairs to go round the threads: EmbeddingGemma has one key/value
+  // head, so at batch 1 its attention ran on one thread. Each block packs the keys and values
+  // again (O(length · d) against its O(block · length · d) products). Not with DeBERTa's
+  // position-to-content scores, which each item computes for all of its keys.
+  const int threads = qkv.dim(0) * row_size > kParallelElements ? LoopThreads() : 1;
   const int64_t sequences = cu_seqlens.dim(0) - 1;
-  const int64_t items = sequences * layout.num_kv_heads;
+  const int64_t pairs = sequences * layout.num_kv_heads;
+  const bool splits_queries = (disentangled == nullptr || disentangled->query_column < 0) && pairs < 2 * threads;
+  const int64_t query_blocks = splits_queries ? (2 * threads + pairs - 1) / pairs : 1;
+  const int64_t items = pairs * query_blocks;
   const auto attend = [&](int64_t item) {
-    const int64_t s = item / layout.num_kv_heads;
-    const int64_t kv_head = item % layout.num_kv_heads;
+    const int64_t s = item / query_blocks / layout.num_kv_heads;
+    const int64_t kv_head = item / query_blocks % layout.num_kv_heads;
+    const int64_t block = item % query_blocks;
     const int64_t begin = bounds[s];
     const int64_t length = bounds[s + 1] - begin;
-    if (length == 0) return;
+    // This block's queries, in whole query tiles: [first_query, end_query).
+    const int64_t tiles = (length + kQueryTile - 1) / kQueryTile;
+    const int64_t first_query = tiles * block / query_blocks * kQueryTile;
+    const int64_t end_query = std::min(length, tiles * (block + 1) / query_blocks * kQueryTile);
+    if (first_query >= end_query) return;
     const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;
     const int64_t stride = panels * kKeyPanel;
     AttentionScratch& scratch = Scratch();
@@ -411,8 +425,8 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
           bias_by_offset[offset] = table[buckets[offset] * layout.num_heads + head];
         }
       }
-      for (int64_t first = 0; first < length; first += kQueryTile) {
-        const int64_t rows = std::min(kQueryTile, length - first);
+      for (int64_t first = first_query; first < end_query; first += kQueryTile) {
+        const int64_t rows = std::min(kQueryTile, end_query - first);
         for (int64_t r = 0; r < rows; ++r) {
           const float* query = sequence + (first + r) * row_size + head * d;
           for (int64_t t = 0; t < d; ++t) queries[r * d + t] = query[t] * scale;
@@ -463,7 +477,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
       }
     }
   };
-  ParallelFor(items, attend, qkv.dim(0) * row_size > kParallelElements ? LoopThreads() : 1);
+  ParallelFor(items, attend, threads);
   return Status();
 }
 
