@@ -15,6 +15,9 @@
 // (inline functions, the standard library's templates) is ever emitted in AVX-512 code that an
 // AVX2 machine could end up calling. Callers check CpuPath::avx512 first.
 #define STAMEN_AVX512_TARGET gnu::target("avx512f,avx512bw,avx512dq,avx512vl")
+// The bf16 dot-product variants (AVX512-BF16's vdpbf16ps): callers check
+// CpuPath::avx512 and CpuPath::bfloat16_instructions first.
+#define STAMEN_AVX512_BF16_TARGET gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")
 
 namespace stamen::engine::cpu {
 

@@ -20,6 +20,10 @@ enum class WeightForm : uint8_t {
   // The same panels in bf16, each depth step's 16 values in BFloat16PanelSlot order (the bf16
   // small-m kernel widens them while multiplying).
   kPanelsBFloat16,
+  // Panels of 16 columns over pairs of depth steps, [ceil(n / 16)][ceil(k / 2)][16][2] bf16,
+  // zero-padded (an odd k's last pair too): AVX512-BF16's dot product multiplies each fp32
+  // lane's two adjacent bf16 values, so column c's two weights of a pair sit side by side.
+  kPanelsBFloat16Pairs,
   // The weight [n, k] as bf16 bit patterns, for oneDNN's bf16 matmul.
   kRowsBFloat16,
   // The weight [n, k] rounded to bf16 and kept as fp32: bf16 on a CPU without bf16 compute.

@@ -5,7 +5,11 @@
 //     step three panel loads and eight broadcasts feed 24 FMAs of 16 lanes, twice the AVX2
 //     tile's lanes per instruction. (12 rows × two panels does the same FMAs for 14 loads and
 //     ran MiniLM's 16- and 48-token steps 2–4% slower.)
-// The AVX-512 functions carry STAMEN_AVX512_TARGET (cpu_path.h).
+//   - AVX512-BF16, in bf16: the AVX-512 tile's shape over panels of depth pairs, one vdpbf16ps
+//     per two depth steps (PairTile). Without those instructions bf16 panels are widened to
+//     fp32 in registers and multiplied by the tiles above.
+// The AVX-512 functions carry STAMEN_AVX512_TARGET, the bf16 ones STAMEN_AVX512_BF16_TARGET
+// (cpu_path.h).
 #include "engine/cpu/small_gemm.h"
 
 #include "engine/cpu/cpu_path.h"
@@ -17,8 +21,15 @@
 
 #include <immintrin.h>
 
+// GCC 12 reports the deliberately undefined vectors inside its own AVX-512 intrinsics
+// (_mm512_undefined_*, used by casts and masked forms) as uninitialised once they are inlined
+// here: false alarms, 144 of them, that would hide a real warning in this file.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -118,6 +129,28 @@ template <typename PanelElement>
   _mm512_mask_storeu_ps(target, mask, value);
 }
 
+// A wide tile's sums (in column order) through the epilogue into rows [0, kRows) of the
+// output: each panel's columns, a mask for the last, partial one.
+template <int kRows, int kPanels>
+[[STAMEN_AVX512_TARGET, gnu::always_inline]] inline void FinishWideTile(__m512 (&sums)[kPanels][kRows], float* output,
+                                                                       int64_t ldc, int64_t columns,
+                                                                       const Epilogue& epilogue) {
+  __mmask16 masks[kPanels];
+  __m512 bias[kPanels];
+  for (int p = 0; p < kPanels; ++p) {
+    const int64_t in_panel = std::clamp<int64_t>(columns - p * kPanelWidth, 0, kPanelWidth);
+    masks[p] = static_cast<__mmask16>((1u << in_panel) - 1);
+    bias[p] = epilogue.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(masks[p], epilogue.bias + p * kPanelWidth);
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 3
+    for (int p = 0; p < kPanels; ++p) {
+      FinishWideColumns(sums[p][r], bias[p], masks[p], epilogue, output + r * ldc + p * kPanelWidth);
+    }
+  }
+}
+
 template <int kRows, int kPanels, typename PanelElement>
 [[STAMEN_AVX512_TARGET]] void WideTile(const float* input, const PanelElement* panel, int64_t k, float* output, int64_t ldc,
                                 int64_t columns, const Epilogue& epilogue) {
@@ -138,77 +171,148 @@ template <int kRows, int kPanels, typename PanelElement>
       for (int p = 0; p < kPanels; ++p) sums[p][r] = _mm512_fmadd_ps(value, steps[p], sums[p][r]);
     }
   }
-  // Each panel's columns of the output: a mask for the last, partial one.
-  __mmask16 masks[kPanels];
-  __m512 bias[kPanels];
-  for (int p = 0; p < kPanels; ++p) {
-    const int64_t in_panel = std::clamp<int64_t>(columns - p * kPanelWidth, 0, kPanelWidth);
-    masks[p] = static_cast<__mmask16>((1u << in_panel) - 1);
-    bias[p] = epilogue.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(masks[p], epilogue.bias + p * kPanelWidth);
-  }
-#pragma GCC unroll 12
-  for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 3
-    for (int p = 0; p < kPanels; ++p) {
-      FinishWideColumns(InColumnOrder<PanelElement>(sums[p][r]), bias[p], masks[p], epilogue,
-                        output + r * ldc + p * kPanelWidth);
-    }
+  for (int p = 0; p < kPanels; ++p) {
+#pragma GCC unroll 12
+    for (int r = 0; r < kRows; ++r) sums[p][r] = InColumnOrder<PanelElement>(sums[p][r]);
   }
+  FinishWideTile<kRows, kPanels>(sums, output, ldc, columns, epilogue);
 }
 
-// ---- The tiles by row count, and the loop over them.
+// ---- AVX512-BF16: the wide tile over pair panels (prepared_weights.h). vdpbf16ps adds to each
+// fp32 lane the products of its two adjacent bf16 values, so one instruction takes two depth
+// steps: per pair, three panel loads and eight broadcasts of the input's bf16 pair feed 24 dot
+// products, half the instructions of the fp32 tile for the same sums. Each product of two bf16
+// values is exact in fp32, so this sums what the widening kernels sum, in another order.
 
-template <typename PanelElement>
-using TileFunction = void (*)(const float*, const PanelElement*, int64_t, float*, int64_t, int64_t, const Epilogue&);
+template <int kRows, int kPanels>
+[[STAMEN_AVX512_BF16_TARGET]] void PairTile(const uint16_t* input, const uint16_t* panel, int64_t pairs, float* output,
+                                     int64_t ldc, int64_t columns, const Epilogue& epilogue) {
+  __m512 sums[kPanels][kRows];
+#pragma GCC unroll 3
+  for (int p = 0; p < kPanels; ++p) {
+#pragma GCC unroll 12
+    for (int r = 0; r < kRows; ++r) sums[p][r] = _mm512_setzero_ps();
+  }
+  const int64_t row_stride = pairs * 2;
+  for (int64_t q = 0; q < pairs; ++q) {
+    __m512bh steps[kPanels];
+#pragma GCC unroll 3
+    for (int p = 0; p < kPanels; ++p) {
+      steps[p] = (__m512bh)_mm512_load_si512(panel + (p * pairs + q) * kPanelWidth * 2);
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < kRows; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, input + r * row_stride + q * 2, sizeof(pair));
+      const __m512bh value = (__m512bh)_mm512_set1_epi32(pair);
+#pragma GCC unroll 3
+      for (int p = 0; p < kPanels; ++p) sums[p][r] = _mm512_dpbf16_ps(sums[p][r], value, steps[p]);
+    }
+  }
+  FinishWideTile<kRows, kPanels>(sums, output, ldc, columns, epilogue);
+}
+
+// ---- The tiles by row and panel count, and the loop over them.
+
+template <typename InputElement, typename PanelElement>
+using TileFunction = void (*)(const InputElement*, const PanelElement*, int64_t, float*, int64_t, int64_t,
+                              const Epilogue&);
+
+// One kernel's tiles: tiles[panels][rows] for 1 to most_panels panels and 1 to most_rows rows;
+// each step of a tile's depth loop takes step_elements elements of an input row and of a
+// panel column (2 for the pair panels).
+template <typename InputElement, typename PanelElement>
+struct TileSet {
+  using Row = std::array<TileFunction<InputElement, PanelElement>, kWideRows + 1>;
+  int64_t most_rows;
+  int64_t most_panels;
+  int64_t step_elements;
+  std::array<Row, kWidePanels + 1> tiles;
+};
 
 template <typename PanelElement, int... kRows>
 constexpr auto NarrowTiles(std::integer_sequence<int, kRows...>) {
-  return std::array<TileFunction<PanelElement>, sizeof...(kRows) + 1>{nullptr, NarrowTile<kRows + 1, PanelElement>...};
+  using Set = TileSet<float, PanelElement>;
+  return Set{kNarrowRows, 1, 1, {typename Set::Row{}, typename Set::Row{nullptr, NarrowTile<kRows + 1, PanelElement>...}}};
 }
-template <typename PanelElement, int kPanels, int... kRows>
+template <typename PanelElement, int... kRows>
 constexpr auto WideTiles(std::integer_sequence<int, kRows...>) {
-  return std::array<TileFunction<PanelElement>, sizeof...(kRows) + 1>{nullptr,
-                                                                      WideTile<kRows + 1, kPanels, PanelElement>...};
+  using Set = TileSet<float, PanelElement>;
+  return Set{kWideRows, kWidePanels, 1,
+             {typename Set::Row{}, typename Set::Row{nullptr, WideTile<kRows + 1, 1, PanelElement>...},
+              typename Set::Row{nullptr, WideTile<kRows + 1, 2, PanelElement>...},
+              typename Set::Row{nullptr, WideTile<kRows + 1, 3, PanelElement>...}}};
+}
+template <int... kRows>
+constexpr auto PairTiles(std::integer_sequence<int, kRows...>) {
+  using Set = TileSet<uint16_t, uint16_t>;
+  return Set{kWideRows, kWidePanels, 2,
+             {Set::Row{}, Set::Row{nullptr, PairTile<kRows + 1, 1>...}, Set::Row{nullptr, PairTile<kRows + 1, 2>...},
+              Set::Row{nullptr, PairTile<kRows + 1, 3>...}}};
 }
 
-// The product over all panels; `a` is the input as the panels' precision wants it.
-template <typename PanelElement>
-void MultiplyPanels(const float* a, const PanelElement* panels, const float* bias_data, int64_t m, int64_t n,
-                    int64_t k, float* c, const ops::GemmOptions& options) {
-  static constexpr auto kNarrow = NarrowTiles<PanelElement>(std::make_integer_sequence<int, kNarrowRows>());
-  static constexpr auto kWideSingle = WideTiles<PanelElement, 1>(std::make_integer_sequence<int, kWideRows>());
-  static constexpr auto kWidePair = WideTiles<PanelElement, 2>(std::make_integer_sequence<int, kWideRows>());
-  static constexpr auto kWideTriple = WideTiles<PanelElement, 3>(std::make_integer_sequence<int, kWideRows>());
-  const bool wide = DetectCpuPath().avx512;
+// The product over all panels with one kernel's tiles: `a` is the input as the tiles want it,
+// m rows of depth · step_elements elements.
+template <typename InputElement, typename PanelElement>
+void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const InputElement* a, const PanelElement* panels,
+                    const float* bias_data, int64_t m, int64_t n, int64_t depth, float* c,
+                    const ops::GemmOptions& options) {
   const int64_t panel_count = (n + kPanelWidth - 1) / kPanelWidth;
+  const int64_t row_elements = depth * set.step_elements;
+  const int64_t panel_elements = row_elements * kPanelWidth;
   // Each task is the panels one tile spans; threads claim tasks, and a task's panels stay in
   // its thread's cache while every row block of the input passes over them. Worth threads
   // only when there is work for them.
-  const int64_t panels_per_task = wide ? kWidePanels : 1;
-  const int64_t task_count = (panel_count + panels_per_task - 1) / panels_per_task;
+  const int64_t task_count = (panel_count + set.most_panels - 1) / set.most_panels;
   // Rows split evenly over the fewest tiles: 16 rows as 8 + 8 rather than 12 + 4, since a
   // short tile does few FMAs for each panel step it loads.
-  const int64_t most_rows = wide ? kWideRows : kNarrowRows;
-  const int64_t tiles_down = (m + most_rows - 1) / most_rows;
+  const int64_t tiles_down = (m + set.most_rows - 1) / set.most_rows;
   const int64_t tile_rows = (m + tiles_down - 1) / tiles_down;
   const auto multiply_task = [&](int64_t task) {
-    const int64_t panel = task * panels_per_task;
+    const int64_t panel = task * set.most_panels;
     const int64_t first = panel * kPanelWidth;
     const Epilogue epilogue{.bias = bias_data == nullptr ? nullptr : bias_data + first,
                             .activation = options.activation,
                             .accumulate = options.accumulate};
-    const int64_t task_panels = std::min(panels_per_task, panel_count - panel);
+    const int64_t task_panels = std::min(set.most_panels, panel_count - panel);
     const int64_t columns = std::min(task_panels * kPanelWidth, n - first);
     for (int64_t row = 0; row < m; row += tile_rows) {
       const int64_t rows = std::min(tile_rows, m - row);
-      const TileFunction<PanelElement> tile = !wide ? kNarrow[rows]
-                                              : task_panels == 3 ? kWideTriple[rows]
-                                              : task_panels == 2 ? kWidePair[rows]
-                                                                 : kWideSingle[rows];
-      tile(a + row * k, panels + panel * k * kPanelWidth, k, c + row * n + first, n, columns, epilogue);
+      set.tiles[task_panels][rows](a + row * row_elements, panels + panel * panel_elements, depth,
+                                   c + row * n + first, n, columns, epilogue);
     }
   };
+  const int64_t k = row_elements;
   ParallelFor(task_count, multiply_task, m * n * k >= (1 << 18) ? LoopThreads() : 1);
+}
+
+// The kernel of this machine for panels of PanelElement over fp32 input (the AVX2 or the
+// AVX-512 tiles).
+template <typename PanelElement>
+const TileSet<float, PanelElement>& FloatInputTiles() {
+  static constexpr auto kNarrow = NarrowTiles<PanelElement>(std::make_integer_sequence<int, kNarrowRows>());
+  static constexpr auto kWide = WideTiles<PanelElement>(std::make_integer_sequence<int, kWideRows>());
+  return DetectCpuPath().avx512 ? kWide : kNarrow;
+}
+
+// bf16 with AVX512-BF16: the input rounded to bf16 pairs (an odd k's last pair padded with
+// zero), times the pair panels.
+void MultiplyBFloat16Pairs(const float* a, const uint16_t* panels, const float* bias_data, int64_t m, int64_t n,
+                           int64_t k, float* c, const ops::GemmOptions& options) {
+  static constexpr auto kPairs = PairTiles(std::make_integer_sequence<int, kWideRows>());
+  const int64_t pairs = DepthPairs(k);
+  thread_local std::vector<uint16_t> rounded;  // at most 64 rows: tens of KB per thread
+  rounded.resize(static_cast<size_t>(m * pairs * 2));
+  if (k % 2 == 0) {
+    FloatsToBFloat16(a, m * k, rounded.data());
+  } else {
+    for (int64_t row = 0; row < m; ++row) {
+      FloatsToBFloat16(a + row * k, k, rounded.data() + row * pairs * 2);
+      rounded[row * pairs * 2 + k] = 0;
+    }
+  }
+  MultiplyPanels(kPairs, rounded.data(), panels, bias_data, m, n, pairs, c, options);
 }
 
 }  // namespace
@@ -225,7 +329,14 @@ bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Te
   if (CurrentMatrixPrecision() == MatrixPrecision::kFloat32) {
     const void* panels = FindPreparedWeight(weight, WeightForm::kPanelsFloat32);
     if (panels == nullptr) return false;
-    MultiplyPanels(a, static_cast<const float*>(panels), bias_data, m, n, k, c, options);
+    MultiplyPanels(FloatInputTiles<float>(), a, static_cast<const float*>(panels), bias_data, m, n, k, c, options);
+    return true;
+  }
+  const CpuPath& path = DetectCpuPath();
+  if (path.avx512 && path.bfloat16_instructions) {
+    const void* panels = FindPreparedWeight(weight, WeightForm::kPanelsBFloat16Pairs);
+    if (panels == nullptr) return false;
+    MultiplyBFloat16Pairs(a, static_cast<const uint16_t*>(panels), bias_data, m, n, k, c, options);
     return true;
   }
   const void* panels = FindPreparedWeight(weight, WeightForm::kPanelsBFloat16);
@@ -234,7 +345,8 @@ bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Te
   thread_local std::vector<float> rounded;
   rounded.resize(static_cast<size_t>(m * k));
   RoundFloatsToBFloat16(a, m * k, rounded.data());
-  MultiplyPanels(rounded.data(), static_cast<const uint16_t*>(panels), bias_data, m, n, k, c, options);
+  MultiplyPanels(FloatInputTiles<uint16_t>(), rounded.data(), static_cast<const uint16_t*>(panels), bias_data, m, n,
+                 k, c, options);
   return true;
 }
 

@@ -6,8 +6,10 @@
 // 6 × 16 tiles of the output from them: per k, two loads of the panel and six broadcasts of
 // the input feed twelve FMAs, so the loop is bound by FMAs, not loads.
 //
-// In bf16 (matrix_precision.h) the panels hold bf16, half the bytes a step streams, widened in
-// registers, and the input is rounded to bf16 first; the products are summed in fp32. Weights
+// In bf16 (matrix_precision.h) the panels hold bf16, half the bytes a step streams, and the
+// input is rounded to bf16 first; the products are summed in fp32. With AVX512-BF16 the
+// panels hold pairs of depth steps for its dot-product instruction; elsewhere they are widened
+// to fp32 in registers. Weights
 // that get no packed copy (no owner, the cap reached) stay with oneDNN.
 #pragma once
 
