@@ -184,6 +184,9 @@ template <int kRows, int kPanels, typename PanelElement>
 // steps: per pair, three panel loads and eight broadcasts of the input's bf16 pair feed 24 dot
 // products, half the instructions of the fp32 tile for the same sums. Each product of two bf16
 // values is exact in fp32, so this sums what the widening kernels sum, in another order.
+// `input` holds the tile's rows packed as [pair][kRows][2] (MultiplyBFloat16Pairs), so each
+// step's broadcasts read adjacent words at fixed offsets from one pointer (read row by row,
+// the eight row pointers spilled from registers).
 
 template <int kRows, int kPanels>
 [[STAMEN_AVX512_BF16_TARGET]] void PairTile(const uint16_t* input, const uint16_t* panel, int64_t pairs, float* output,
@@ -194,17 +197,17 @@ template <int kRows, int kPanels>
 #pragma GCC unroll 12
     for (int r = 0; r < kRows; ++r) sums[p][r] = _mm512_setzero_ps();
   }
-  const int64_t row_stride = pairs * 2;
   for (int64_t q = 0; q < pairs; ++q) {
     __m512bh steps[kPanels];
 #pragma GCC unroll 3
     for (int p = 0; p < kPanels; ++p) {
       steps[p] = (__m512bh)_mm512_load_si512(panel + (p * pairs + q) * kPanelWidth * 2);
     }
+    const uint16_t* step_input = input + q * kRows * 2;
 #pragma GCC unroll 12
     for (int r = 0; r < kRows; ++r) {
       int32_t pair;
-      std::memcpy(&pair, input + r * row_stride + q * 2, sizeof(pair));
+      std::memcpy(&pair, step_input + r * 2, sizeof(pair));
       const __m512bh value = (__m512bh)_mm512_set1_epi32(pair);
 #pragma GCC unroll 3
       for (int p = 0; p < kPanels; ++p) sums[p][r] = _mm512_dpbf16_ps(sums[p][r], value, steps[p]);
@@ -252,6 +255,13 @@ constexpr auto PairTiles(std::integer_sequence<int, kRows...>) {
               Set::Row{nullptr, PairTile<kRows + 1, 3>...}}};
 }
 
+// Rows per tile: m split evenly over the fewest tiles, 16 rows as 8 + 8 rather than 12 + 4,
+// since a short tile does few FMAs for each panel step it loads (the last tile may have fewer).
+int64_t TileRows(int64_t m, int64_t most_rows) {
+  const int64_t tiles_down = (m + most_rows - 1) / most_rows;
+  return (m + tiles_down - 1) / tiles_down;
+}
+
 // The product over all panels with one kernel's tiles: `a` is the input as the tiles want it,
 // m rows of depth · step_elements elements.
 template <typename InputElement, typename PanelElement>
@@ -265,10 +275,7 @@ void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const InputE
   // its thread's cache while every row block of the input passes over them. Worth threads
   // only when there is work for them.
   const int64_t task_count = (panel_count + set.most_panels - 1) / set.most_panels;
-  // Rows split evenly over the fewest tiles: 16 rows as 8 + 8 rather than 12 + 4, since a
-  // short tile does few FMAs for each panel step it loads.
-  const int64_t tiles_down = (m + set.most_rows - 1) / set.most_rows;
-  const int64_t tile_rows = (m + tiles_down - 1) / tiles_down;
+  const int64_t tile_rows = TileRows(m, set.most_rows);
   const auto multiply_task = [&](int64_t task) {
     const int64_t panel = task * set.most_panels;
     const int64_t first = panel * kPanelWidth;
@@ -296,23 +303,28 @@ const TileSet<float, PanelElement>& FloatInputTiles() {
   return DetectCpuPath().avx512 ? kWide : kNarrow;
 }
 
-// bf16 with AVX512-BF16: the input rounded to bf16 pairs (an odd k's last pair padded with
-// zero), times the pair panels.
+// bf16 with AVX512-BF16: the input rounded to bf16 and packed per tile of rows as its depth
+// pairs, [pair][row][2] (an odd k's last pair padded with zero), so that a tile reads one
+// pair of all its rows from adjacent words at fixed offsets; times the pair panels.
 void MultiplyBFloat16Pairs(const float* a, const uint16_t* panels, const float* bias_data, int64_t m, int64_t n,
                            int64_t k, float* c, const ops::GemmOptions& options) {
   static constexpr auto kPairs = PairTiles(std::make_integer_sequence<int, kWideRows>());
   const int64_t pairs = DepthPairs(k);
-  thread_local std::vector<uint16_t> rounded;  // at most 64 rows: tens of KB per thread
-  rounded.resize(static_cast<size_t>(m * pairs * 2));
-  if (k % 2 == 0) {
-    FloatsToBFloat16(a, m * k, rounded.data());
-  } else {
-    for (int64_t row = 0; row < m; ++row) {
-      FloatsToBFloat16(a + row * k, k, rounded.data() + row * pairs * 2);
-      rounded[row * pairs * 2 + k] = 0;
+  thread_local std::vector<uint16_t> row;
+  thread_local std::vector<uint16_t> packed;  // at most 64 rows: tens of KB per thread
+  row.resize(static_cast<size_t>(pairs * 2));
+  packed.resize(static_cast<size_t>(m * pairs * 2));
+  row.back() = 0;  // an odd k's padding
+  const int64_t tile_rows = TileRows(m, kPairs.most_rows);
+  for (int64_t first = 0; first < m; first += tile_rows) {
+    const int64_t rows = std::min(tile_rows, m - first);
+    uint16_t* tile = packed.data() + first * pairs * 2;
+    for (int64_t r = 0; r < rows; ++r) {
+      FloatsToBFloat16(a + (first + r) * k, k, row.data());
+      for (int64_t q = 0; q < pairs; ++q) std::memcpy(tile + (q * rows + r) * 2, row.data() + q * 2, 2 * sizeof(uint16_t));
     }
   }
-  MultiplyPanels(kPairs, rounded.data(), panels, bias_data, m, n, pairs, c, options);
+  MultiplyPanels(kPairs, packed.data(), panels, bias_data, m, n, pairs, c, options);
 }
 
 }  // namespace
