@@ -3,7 +3,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace stamen::engine::cpu {
 namespace {
@@ -64,6 +66,30 @@ void RoundFloatsToBFloat16(const float* values, int64_t count, float* target) {
     _mm256_storeu_ps(target + i, _mm256_castsi256_ps(RoundEight(_mm256_loadu_ps(values + i))));
   }
   for (; i < count; ++i) target[i] = RoundToBFloat16(values[i]);
+}
+
+void PackBFloat16PairPanels(const float* rows, int64_t stride, int64_t n, int64_t k, int64_t panels, uint16_t* packed) {
+  constexpr int64_t kPanelRows = 16;
+  const int64_t pairs = BFloat16Pairs(k);
+  std::fill(packed, packed + panels * pairs * kPanelRows * 2, uint16_t{0});
+  thread_local std::vector<uint16_t> row;
+  row.resize(static_cast<size_t>(k));
+  for (int64_t r = 0; r < n; ++r) {
+    FloatsToBFloat16(rows + r * stride, k, row.data());
+    uint16_t* target = packed + r / kPanelRows * pairs * kPanelRows * 2 + r % kPanelRows * 2;
+    for (int64_t i = 0; i < k; ++i) target[i / 2 * kPanelRows * 2 + i % 2] = row[i];
+  }
+}
+
+void PackBFloat16RowPairs(const float* rows, int64_t stride, int64_t row_count, int64_t k, uint16_t* packed) {
+  const int64_t pairs = BFloat16Pairs(k);
+  thread_local std::vector<uint16_t> row;
+  row.resize(static_cast<size_t>(pairs * 2));
+  row.back() = 0;  // an odd k's padding
+  for (int64_t r = 0; r < row_count; ++r) {
+    FloatsToBFloat16(rows + r * stride, k, row.data());
+    for (int64_t q = 0; q < pairs; ++q) std::memcpy(packed + (q * row_count + r) * 2, row.data() + q * 2, 2 * sizeof(uint16_t));
+  }
 }
 
 }  // namespace stamen::engine::cpu

@@ -15,9 +15,6 @@ namespace stamen::engine::cpu {
 
 inline constexpr int64_t kPanelColumns = 16;
 
-// Pairs of depth steps a depth of k takes in the bf16 pair panels (prepared_weights.h).
-constexpr int64_t DepthPairs(int64_t depth) { return (depth + 1) / 2; }
-
 // Where column c sits among a bf16 panel's 16 values of one depth step. Interleaving a ymm of
 // 16 bf16 with zeros (unpacklo/unpackhi_epi16) widens them to fp32 in one instruction per
 // half, but within 128-bit lanes: the low result takes values 0–3 and 8–11, the high one

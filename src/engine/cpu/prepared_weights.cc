@@ -1,7 +1,6 @@
 // The cache of prepared weight copies (see prepared_weights.h) and how each form is made.
 #include "engine/cpu/prepared_weights.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -51,7 +50,7 @@ size_t FormBytes(WeightForm form, int64_t n, int64_t k) {
     case WeightForm::kPanelsFloat32: return static_cast<size_t>(panels * kPanelColumns * k) * sizeof(float);
     case WeightForm::kPanelsBFloat16: return static_cast<size_t>(panels * kPanelColumns * k) * sizeof(uint16_t);
     case WeightForm::kPanelsBFloat16Pairs:
-      return static_cast<size_t>(panels * kPanelColumns * DepthPairs(k) * 2) * sizeof(uint16_t);
+      return static_cast<size_t>(panels * kPanelColumns * BFloat16Pairs(k) * 2) * sizeof(uint16_t);
     case WeightForm::kRowsBFloat16: return static_cast<size_t>(n * k) * sizeof(uint16_t);
     case WeightForm::kRowsRoundedFloat32: return static_cast<size_t>(n * k) * sizeof(float);
     case WeightForm::kBlockedFloat32: return BlockedWeightBytes(n, k);
@@ -84,26 +83,13 @@ void Pack(const float* weight, int64_t n, int64_t k, Element* target) {
   }
 }
 
-// Pair panels: value j of pair q of column c in panel p is weight row p·16 + c at depth 2q + j
-// (rounded to bf16); past n or k, zero.
-void PackPairs(const float* weight, int64_t n, int64_t k, uint16_t* target) {
-  const int64_t panels = (n + kPanelColumns - 1) / kPanelColumns;
-  const int64_t pairs = DepthPairs(k);
-  std::fill(target, target + panels * pairs * kPanelColumns * 2, uint16_t{0});
-  std::vector<uint16_t> row(k);
-  for (int64_t source_row = 0; source_row < n; ++source_row) {
-    FloatsToBFloat16(weight + source_row * k, k, row.data());
-    uint16_t* column_target = target + source_row / kPanelColumns * pairs * kPanelColumns * 2 +
-                              source_row % kPanelColumns * 2;
-    for (int64_t i = 0; i < k; ++i) column_target[i / 2 * kPanelColumns * 2 + i % 2] = row[i];
-  }
-}
-
 void Prepare(WeightForm form, const float* weight, int64_t n, int64_t k, void* target) {
   switch (form) {
     case WeightForm::kPanelsFloat32: return Pack(weight, n, k, static_cast<float*>(target));
     case WeightForm::kPanelsBFloat16: return Pack(weight, n, k, static_cast<uint16_t*>(target));
-    case WeightForm::kPanelsBFloat16Pairs: return PackPairs(weight, n, k, static_cast<uint16_t*>(target));
+    case WeightForm::kPanelsBFloat16Pairs:
+      return PackBFloat16PairPanels(weight, k, n, k, (n + kPanelColumns - 1) / kPanelColumns,
+                                    static_cast<uint16_t*>(target));
     case WeightForm::kRowsBFloat16: return FloatsToBFloat16(weight, n * k, static_cast<uint16_t*>(target));
     case WeightForm::kRowsRoundedFloat32: return RoundFloatsToBFloat16(weight, n * k, static_cast<float*>(target));
     case WeightForm::kBlockedFloat32: return ReorderToBlocked(weight, n, k, target);

@@ -309,20 +309,12 @@ const TileSet<float, PanelElement>& FloatInputTiles() {
 void MultiplyBFloat16Pairs(const float* a, const uint16_t* panels, const float* bias_data, int64_t m, int64_t n,
                            int64_t k, float* c, const ops::GemmOptions& options) {
   static constexpr auto kPairs = PairTiles(std::make_integer_sequence<int, kWideRows>());
-  const int64_t pairs = DepthPairs(k);
-  thread_local std::vector<uint16_t> row;
+  const int64_t pairs = BFloat16Pairs(k);
   thread_local std::vector<uint16_t> packed;  // at most 64 rows: tens of KB per thread
-  row.resize(static_cast<size_t>(pairs * 2));
   packed.resize(static_cast<size_t>(m * pairs * 2));
-  row.back() = 0;  // an odd k's padding
   const int64_t tile_rows = TileRows(m, kPairs.most_rows);
   for (int64_t first = 0; first < m; first += tile_rows) {
-    const int64_t rows = std::min(tile_rows, m - first);
-    uint16_t* tile = packed.data() + first * pairs * 2;
-    for (int64_t r = 0; r < rows; ++r) {
-      FloatsToBFloat16(a + (first + r) * k, k, row.data());
-      for (int64_t q = 0; q < pairs; ++q) std::memcpy(tile + (q * rows + r) * 2, row.data() + q * 2, 2 * sizeof(uint16_t));
-    }
+    PackBFloat16RowPairs(a + first * k, k, std::min(tile_rows, m - first), k, packed.data() + first * pairs * 2);
   }
   MultiplyPanels(kPairs, packed.data(), panels, bias_data, m, n, pairs, c, options);
 }
