@@ -3,16 +3,12 @@
 #include "tokenizer/added_token_matcher.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "tokenizer/utf8.h"
+#include "tokenizer/word_character.h"
 
 namespace stamen::tokenizer {
 namespace {
-
-bool IsWordCharacter(char32_t c) {
-  return c == '_' || (c < 0x80 ? std::isalnum(static_cast<int>(c)) != 0 : !utf8::IsWhitespace(c));
-}
 
 char32_t LastCharacter(std::string_view text, size_t end) {
   size_t start = end - 1;

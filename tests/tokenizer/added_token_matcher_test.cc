@@ -126,6 +126,37 @@ TEST_F(AddedTokenMatcherTest, SingleWordAppliesToTheLongestMatch) {
   EXPECT_EQ(Split("x<ab><ab>"), "x<ab>|[<ab>]");  // ">" is no word character
 }
 
+// single_word's neighbours are word characters by Hugging Face's \w (word_character.h):
+// letters, marks, decimal digits of every script, connector punctuation and the joiners, but
+// not dashes, quotes, "▁", CJK punctuation or emoji. Each expectation is what Hugging Face
+// tokenizers 0.23.3 splits out of the same text (word_character_test checks every code point,
+// bpe_exactness_test the ids).
+TEST_F(AddedTokenMatcherTest, SingleWordNeighboursAreUnicodeWordCharacters) {
+  Use({Token("<ab>", /*single_word=*/true)});
+  EXPECT_EQ(Split("\u2014<ab>\u2014"), "\u2014|[<ab>]|\u2014");                  // em dash
+  EXPECT_EQ(Split("\u201C<ab>\u201D"), "\u201C|[<ab>]|\u201D");                  // curly quotes
+  EXPECT_EQ(Split("\u2581<ab>\u2581"), "\u2581|[<ab>]|\u2581");                  // SentencePiece's space
+  EXPECT_EQ(Split("\u3002<ab>\u3001"), "\u3002|[<ab>]|\u3001");                  // CJK punctuation
+  EXPECT_EQ(Split("\U0001F600<ab>\U0001F600"), "\U0001F600|[<ab>]|\U0001F600");  // emoji
+  EXPECT_EQ(Split("\U0001F44D\U0001F3FD<ab>"), "\U0001F44D\U0001F3FD|[<ab>]");    // skin tone (Sk)
+  EXPECT_EQ(Split("\u200B<ab>\u2060"), "\u200B|[<ab>]|\u2060");                  // zero width space, word joiner
+  EXPECT_EQ(Split("\u4E2D<ab>"), "\u4E2D<ab>");                                   // CJK ideograph
+  EXPECT_EQ(Split("<ab>\u4E2D"), "<ab>\u4E2D");
+  EXPECT_EQ(Split("e\u0301<ab>"), "e\u0301<ab>");                                 // combining mark before
+  EXPECT_EQ(Split("<ab>\u0301"), "<ab>\u0301");                                   // and after
+  EXPECT_EQ(Split("\u0663<ab>"), "\u0663<ab>");                                   // Arabic-Indic digit
+  EXPECT_EQ(Split("<ab>\u0661"), "<ab>\u0661");
+  EXPECT_EQ(Split("_<ab>"), "_<ab>");                                              // connector punctuation
+  EXPECT_EQ(Split("<ab>\uFF3F"), "<ab>\uFF3F");
+  EXPECT_EQ(Split("\u200D<ab>"), "\u200D<ab>");                                   // zero width joiner
+  EXPECT_EQ(Split("<ab>\u200C"), "<ab>\u200C");                                   // zero width non-joiner
+  EXPECT_EQ(Split("<ab>"), "[<ab>]");                                              // text start and end
+  EXPECT_EQ(Split("\u00B2<ab>\u00BD"), "\u00B2|[<ab>]|\u00BD");                  // No digits are not Nd
+  // The range's own ends count as text ends, whatever lies outside them, as Hugging Face's
+  // find_matches sees only the piece of text it is given.
+  EXPECT_EQ(Split("x<ab>y", 1, 5), "[<ab>]");
+}
+
 TEST_F(AddedTokenMatcherTest, StripRulesExtendTheLongestMatch) {
   Use({Token("<a", false, true, false), Token("<ab>", false, true, true)});
   EXPECT_EQ(Split("x  <ab>  y"), "x|[  <ab>  ]|y");

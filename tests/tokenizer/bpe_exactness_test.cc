@@ -551,8 +551,10 @@ TEST_F(BpeExactnessTest, GemmaLikeFixtureMatches) {
 
 // The gemma-like fixture with added tokens that overlap (prefixes of one another, sharing
 // bytes with Gemma's), raw and normalized, first without flags and then with single_word,
-// lstrip and rstrip: the added-token trie's leftmost-longest matches on texts that make them
-// adjacent, cut them off and end with them, and on the "<"-heavy benchmark inputs.
+// lstrip and rstrip, then all single_word: the added-token trie's leftmost-longest matches on
+// texts that make them adjacent, cut them off and end with them, put them next to characters
+// of every class of Hugging Face's \w and of none (word_character.h), and on the "<"-heavy
+// benchmark inputs.
 TEST_F(BpeExactnessTest, GemmaLikeOverlappingAddedTokensMatch) {
   const std::string path = std::string(STAMEN_TOKENIZER_TEST_DATA_DIR) + "/gemma-like-bpe/tokenizer.json";
   const std::string fixture = ReadFileOrFail(path);
@@ -573,10 +575,12 @@ TEST_F(BpeExactnessTest, GemmaLikeOverlappingAddedTokensMatch) {
       {"single_word, lstrip, rstrip",
        {{"<a", false, kLeftStrip}, {"<ab>", false, kSingleWord}, {"<abc>", false, kBothStrips}, {"<td>"},
         {"</td>", false, kBothStrips}, {"ab cd", true, kBothStrips}, {"ab c", true, kLeftStrip}}},
+      // Normalized tokens see "▁" for each space: no word character to \w, so "ab cd" between
+      // spaces is still a single word.
+      {"single_word, raw and normalized",
+       {{"<ab>", false, kSingleWord}, {"<a", false, kSingleWord}, {"ab cd", true, kSingleWord},
+        {"ab c", true, kSingleWord}, {"</td>"}}},
   };
-  // Not single_word on a normalized token: its neighbour "▁" is a word character to stamen
-  // (any non-ASCII character but a space is) and not to Hugging Face's \w, a known difference
-  // of the single_word rule, not of the matching.
   std::vector<Line> lines = {
       {"x<ab>y <abc> <abd> <<a< <abc<ab> <a<ab><abc>", "overlapping tokens"},
       {"<td><td></td></td><ab><a<td>", "adjacent tokens"},
@@ -585,6 +589,20 @@ TEST_F(BpeExactnessTest, GemmaLikeOverlappingAddedTokensMatch) {
       {"ab cd ab c abcd ab  cd xab cdx ab cde", "normalized tokens"},
       {"ends with <abc>", "token at the end"},
       {"ends with <ab", "token cut off at the end"},
+      // Neighbours of single_word tokens that are no word characters to Hugging Face's \w but
+      // were to stamen's first rule (any non-ASCII character but whitespace), and ones that are.
+      {"\u2014<ab>\u2014 \u201C<ab>\u201D \u2018<ab>\u2019 \u00AB<ab>\u00BB", "single_word next to dashes and quotes"},
+      {"\u2581<ab>\u2581 \u3002<ab>\u3001 \u4E2D<ab> <ab>\u4E2D \uFF08<ab>\uFF09", "single_word next to \u2581 and CJK"},
+      {"e\u0301<ab> <ab>\u0301 a\u0308<ab>b <ab>\u20DD", "single_word next to combining marks"},
+      {"\u0663<ab> <ab>\u0661\u0662 \u0966<ab> \u00B2<ab>\u00BD", "single_word next to digits of other scripts"},
+      {"_<ab> <ab>_ \uFF3F<ab> \u203F<ab>\u2040", "single_word next to connector punctuation"},
+      {"\U0001F600<ab>\U0001F600 \U0001F44D\U0001F3FD<ab> <ab>\u2764\uFE0F <ab>\uFE0F", "single_word next to emoji"},
+      {"\u200D<ab> <ab>\u200C \u200B<ab>\u2060 \u00A0<ab>\u3000", "single_word next to joiners and spaces"},
+      {"<ab>", "single_word token alone"},
+      {"<ab>\u2014starts", "single_word token at the start"},
+      {"ends\u201C<ab>", "single_word token at the end"},
+      {"ab cd\u2014ab cd \u201Cab cd\u201D \u4E2Dab cd \u0663ab c\u0301 ab c", "normalized single_word tokens"},
+      {"\u24B6<ab>\u2160 \u3007<ab>\U0001F130 \U000105C0<ab>\U00010940", "single_word next to Other_Alphabetic, Nl, Unicode 16 and 17 letters"},
   };
   for (Line& line : GemmaEdgeCases()) lines.push_back(std::move(line));
   for (Line& line : AngleBracketLines()) lines.push_back(std::move(line));
