@@ -310,7 +310,7 @@ void MultiplyBFloat16Pairs(const float* a, const uint16_t* panels, const float* 
                            int64_t k, float* c, const ops::GemmOptions& options) {
   static constexpr auto kPairs = PairTiles(std::make_integer_sequence<int, kWideRows>());
   const int64_t pairs = BFloat16Pairs(k);
-  thread_local std::vector<uint16_t> packed;  // at most 64 rows: tens of KB per thread
+  thread_local std::vector<uint16_t> packed;  // at most 160 rows: at most a few hundred KB per thread
   packed.resize(static_cast<size_t>(m * pairs * 2));
   const int64_t tile_rows = TileRows(m, kPairs.most_rows);
   for (int64_t first = 0; first < m; first += tile_rows) {
@@ -319,9 +319,18 @@ void MultiplyBFloat16Pairs(const float* a, const uint16_t* panels, const float* 
   MultiplyPanels(kPairs, packed.data(), panels, bias_data, m, n, pairs, c, options);
 }
 
+// Whether this thread's products take the AVX512-BF16 pair tiles.
+bool TakesPairTiles() {
+  const CpuPath& path = DetectCpuPath();
+  return CurrentMatrixPrecision() == MatrixPrecision::kBFloat16 && path.avx512 && path.bfloat16_instructions;
+}
+
 }  // namespace
 
-int64_t SmallGemmMaxRows() { return DetectCpuPath().avx512 ? kSmallGemmMaxRowsAvx512 : kSmallGemmMaxRowsAvx2; }
+int64_t SmallGemmMaxRows() {
+  if (TakesPairTiles()) return kSmallGemmMaxRowsBFloat16Pairs;
+  return DetectCpuPath().avx512 ? kSmallGemmMaxRowsAvx512 : kSmallGemmMaxRowsAvx2;
+}
 
 bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
                const ops::GemmOptions& options) {
@@ -336,8 +345,7 @@ bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Te
     MultiplyPanels(FloatInputTiles<float>(), a, static_cast<const float*>(panels), bias_data, m, n, k, c, options);
     return true;
   }
-  const CpuPath& path = DetectCpuPath();
-  if (path.avx512 && path.bfloat16_instructions) {
+  if (TakesPairTiles()) {
     const void* panels = FindPreparedWeight(weight, WeightForm::kPanelsBFloat16Pairs);
     if (panels == nullptr) return false;
     MultiplyBFloat16Pairs(a, static_cast<const uint16_t*>(panels), bias_data, m, n, k, c, options);

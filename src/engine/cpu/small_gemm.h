@@ -28,7 +28,12 @@ namespace stamen::engine::cpu {
 // bf16"), and lose to it from ~192.
 constexpr int64_t kSmallGemmMaxRowsAvx2 = 24;
 constexpr int64_t kSmallGemmMaxRowsAvx512 = 64;
-// The cut of this machine's kernels.
+// In bf16 with AVX512-BF16 the pair tiles beat oneDNN's bf16 matmul with a runtime row count
+// (gemm:jit, which packs both operands per call) up to ~160 rows: MiniLM's 96-, 128- and
+// 160-token steps ran 1.3–1.6× faster through them, 192 rows about level, 256 and 512 slower
+// (AMD Zen 4, 2 threads; docs/BENCHMARKS.md, "bf16 on AMD Zen 4").
+constexpr int64_t kSmallGemmMaxRowsBFloat16Pairs = 160;
+// The cut of this machine's kernels in the calling thread's matrix precision.
 int64_t SmallGemmMaxRows();
 // Computes output = act(input · weightᵀ + bias) (or adds it to output) with packed weights,
 // and returns true; returns false, computing nothing, when this call is not for it (more
