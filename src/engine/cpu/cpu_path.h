@@ -45,7 +45,9 @@ std::string DescribeCpuPath();
 // What a CPU engine computes its matrix products in when the user does not say (--dtype):
 // bf16 where it is faster than fp32 on this CPU (bfloat16_faster), else fp32.
 //   - AMD Zen 4 and Zen 5 run AVX512-BF16's dot products at the FMA's rate with two products
-//     per lane: oneDNN's bf16 matmul measured 1.97–2.02× its fp32 one on Zen 5 (issue 21).
+//     per lane: oneDNN's bf16 matmul measured 1.97–2.02× its fp32 one on Zen 5 (issue 21), and
+//     ~2× on Zen 4, where vdpbf16ps and vfmadd231ps both issue one zmm per cycle
+//     (docs/BENCHMARKS.md, "bf16 on AMD Zen 4").
 //   - Intel Xeons with AVX512-BF16 but no AMX exposed (Cooper Lake; Sapphire and Emerald Rapids
 //     in VMs that hide AMX) run it at half that rate: bf16 measured 0.55–0.6× fp32 on an
 //     Emerald Rapids VM (docs/BENCHMARKS.md, "On AVX-512 and in bf16"), so fp32 stays the default.
