@@ -2,11 +2,9 @@
 // them (UAX #29 GB1-GB13 with GB9c, Unicode 17.0.0); the ASCII fast path is in grapheme.h.
 #include "tokenizer/grapheme.h"
 
-#include <algorithm>
-#include <array>
 #include <cstdint>
-#include <iterator>
 
+#include "tokenizer/code_point_ranges.h"
 #include "tokenizer/utf8.h"
 
 namespace stamen::tokenizer {
@@ -48,23 +46,7 @@ struct GraphemeRange {
 constexpr char32_t kHangulSyllableFirst = 0xAC00;
 constexpr char32_t kHangulTrailingCount = 28;  // T count of Unicode ch. 3.12
 
-constexpr size_t kRangeCount = std::size(kGraphemeRanges);
-constexpr int kBlockBits = 8;
-constexpr size_t kBlockCount = (0x10FFFF >> kBlockBits) + 1;
-
-// kFirstRangeOfBlock[b] is the first range that ends at or after the start of block b, so a
-// lookup only searches the few ranges of its own block (none for most of CJK, for example)
-// instead of all of them.
-constexpr auto kFirstRangeOfBlock = [] {
-  std::array<uint16_t, kBlockCount + 1> first_range{};
-  size_t range = 0;
-  for (size_t block = 0; block <= kBlockCount; ++block) {
-    while (range < kRangeCount && kGraphemeRanges[range].last < (block << kBlockBits)) ++range;
-    first_range[block] = static_cast<uint16_t>(range);
-  }
-  return first_range;
-}();
-static_assert(kRangeCount < UINT16_MAX);
+constexpr CodePointRanges kGraphemeIndex(kGraphemeRanges);
 
 GraphemeProperty PropertyOf(char32_t code_point) {
   // ASCII, common next to non-ASCII text too, holds only controls and Other.
@@ -73,17 +55,8 @@ GraphemeProperty PropertyOf(char32_t code_point) {
     if (code_point == '\r') return kCR;
     return code_point == '\n' ? kLF : kControl;
   }
-  const size_t block = code_point >> kBlockBits;
-  // Ranges before this block's first end too early; ranges after the next block's first
-  // start too late. The candidate is the last range in between that starts at or before it.
-  const GraphemeRange* const begin = kGraphemeRanges + kFirstRangeOfBlock[block];
-  const GraphemeRange* const end =
-      kGraphemeRanges + std::min<size_t>(kFirstRangeOfBlock[block + 1] + 1, kRangeCount);
-  const GraphemeRange* range = std::upper_bound(
-      begin, end, code_point, [](char32_t c, const GraphemeRange& r) { return c < r.first; });
-  if (range == begin) return kOther;
-  --range;
-  if (code_point > range->last) return kOther;
+  const GraphemeRange* range = kGraphemeIndex.Find(code_point);
+  if (range == nullptr) return kOther;
   if (range->property != kHangulSyllable) return range->property;
   return (code_point - kHangulSyllableFirst) % kHangulTrailingCount == 0 ? kLV : kLVT;
 }
