@@ -99,5 +99,12 @@ TEST(ThreadPoolTest, ThreadsShareTheTasks) {
   EXPECT_LT(on_caller, 8);
 }
 
+TEST(ThreadPoolTest, MoreThreadsThanThePoolHoldsRunOnItsMost) {
+  // A machine with more hardware threads than the pool's 256 task ranges (a 2-socket EPYC has
+  // 384): the loop runs on 256 threads, and every task still runs once. Last in this file: it
+  // leaves 255 sleeping workers behind.
+  EXPECT_TRUE(EachTaskRunsOnce(1000, 300));
+}
+
 }  // namespace
 }  // namespace stamen::engine::cpu

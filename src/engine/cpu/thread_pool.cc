@@ -34,7 +34,8 @@ constexpr auto kSpin = std::chrono::microseconds(100);
 // Spins of the caller waiting for the workers' last tasks before it yields its core, in case
 // the worker it waits for is descheduled and waiting for that very core.
 constexpr int kSpinsBeforeYield = 4096;
-// More workers than this are never started, whatever thread count a caller asks for.
+// More workers than this are never started, whatever thread count a caller asks for: a loop
+// runs on at most kMostWorkers + 1 threads (one task range each, ThreadPool::ranges_).
 constexpr int kMostWorkers = 255;
 
 // Set on the pool's workers, and on a caller while it runs tasks: ParallelFor from there runs
@@ -49,12 +50,12 @@ class ThreadPool {
     return *pool;
   }
 
-  // Runs the loop on this thread and up to threads − 1 workers; false (nothing run) when
-  // another thread's loop holds the pool.
+  // Runs the loop on this thread and threads − 1 workers (threads ≤ kMostWorkers + 1); false
+  // (nothing run) when another thread's loop holds the pool.
   bool TryRun(int64_t count, int threads, internal::TaskFunction task, const void* body) {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
-    StartWorkers(std::min(threads - 1, kMostWorkers));
+    StartWorkers(threads - 1);
     Publish(count, threads - 1, task, body);
     inside_pool = true;
     RunTasks(0, task, body, threads);
@@ -191,7 +192,9 @@ int LoopThreads() { return omp_get_max_threads(); }
 namespace internal {
 
 void RunParallel(int64_t count, int threads, TaskFunction task, const void* body) {
-  const int64_t used = std::min<int64_t>(threads, count);
+  // More threads than the pool has task ranges for would write past them (a machine with more
+  // than 256 hardware threads): such a loop runs on the pool's most.
+  const int64_t used = std::min<int64_t>({threads, count, int64_t{kMostWorkers} + 1});
   // Task numbers live in 32 bits of a range (ThreadPool::Range).
   if (used <= 1 || count > INT32_MAX || inside_pool || omp_in_parallel() || !ThreadPool::Get().TryRun(count, static_cast<int>(used), task, body)) {
     for (int64_t i = 0; i < count; ++i) task(body, i);
