@@ -290,8 +290,7 @@ void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const InputE
                                    c + row * n + first, n, columns, epilogue);
     }
   };
-  const int64_t k = row_elements;
-  ParallelFor(task_count, multiply_task, m * n * k >= (1 << 18) ? LoopThreads() : 1);
+  ParallelFor(task_count, multiply_task, m * n * row_elements >= (1 << 18) ? LoopThreads() : 1);
 }
 
 // The kernel of this machine for panels of PanelElement over fp32 input (the AVX2 or the
