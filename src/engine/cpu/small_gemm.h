@@ -23,10 +23,14 @@
 namespace stamen::engine::cpu {
 
 // Up to this many rows the packed kernel runs; above it oneDNN is faster. With the AVX2 tiles
-// the cut is 24 rows (Zen 3, MiniLM shapes: docs/BENCHMARKS.md, "Short inputs, batch 1"); the
+// the cut is 48 rows: MiniLM's 32- and 48-token steps ran 1.21× and 1.12× faster through them
+// than through oneDNN's AVX2 sgemm, 64 rows and more about level (a Zen 4 held to AVX2; 24
+// rows was the cut chosen from single GEMMs on Zen 3 under OpenMP, before the thread pool:
+// docs/BENCHMARKS.md, "Short inputs, batch 1"). At 48 rows the largest product's input and one
+// panel (48 × 1536 and 1536 × 16 floats, 384 KB) still fit a Zen 3 core's 512 KB L2. The
 // AVX-512 tiles beat oneDNN's AVX-512 sgemm up to 64 rows (Emerald Rapids: "On AVX-512 and in
 // bf16"), and lose to it from ~192.
-constexpr int64_t kSmallGemmMaxRowsAvx2 = 24;
+constexpr int64_t kSmallGemmMaxRowsAvx2 = 48;
 constexpr int64_t kSmallGemmMaxRowsAvx512 = 64;
 // In bf16 with AVX512-BF16 the pair tiles beat oneDNN's bf16 matmul with a runtime row count
 // (gemm:jit, which packs both operands per call) up to ~160 rows: MiniLM's 96-, 128- and
