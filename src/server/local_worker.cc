@@ -12,7 +12,7 @@ namespace stamen::server {
 namespace {
 
 // Steps run before the worker takes requests: one under the small-m GEMM's cut and one over it
-// (over every cut: 24, 64 and, in bf16 with AVX512-BF16, 160 rows), so that no request pays the
+// (over every cut: 48, 64 and, in bf16 with AVX512-BF16, 160 rows), so that no request pays the
 // one-time costs of the CPU engine (weights packed into panels or copied to bf16 on their first
 // use, oneDNN's kernels generated per shape, the weight file's pages read from disk). For
 // EmbeddingGemma these are most of a second.
