@@ -296,7 +296,7 @@ void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const InputE
     // thread's next task, as ranges hand them out: thread_pool.h) into L2, a share at the start
     // of each later tile. From 4 tiles (19 rows), MiniLM's 32- and 48-token steps ran 7–11%
     // faster on a Zen 4 held to AVX2; at 16 rows (3 tiles) it changed nothing, and the AVX-512
-    // tiles (fp32 and bf16 pairs) ran 0–6% slower with it (docs/BENCHMARKS.md).
+    // tiles (fp32 and bf16 pairs) ran 0–16% slower with it (docs/BENCHMARKS.md).
     const int64_t row_tiles = (m + tile_rows - 1) / tile_rows;
     const int64_t next_panels = std::min(set.most_panels, panel_count - panel - task_panels);
     const char* next = reinterpret_cast<const char*>(panels + (panel + task_panels) * panel_elements);
