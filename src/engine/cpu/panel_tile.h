@@ -9,6 +9,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace stamen::engine::cpu {
@@ -35,13 +36,16 @@ constexpr int64_t BFloat16PanelSlot(int64_t column) { return kBFloat16PanelSlots
 }
 
 // The row loops must be unrolled for the sums to live in registers; GCC does not unroll them
-// at -O2 without being told.
+// at -O2 without being told. The first `prefetch_lines` steps each also fetch one cache line
+// from `prefetch` into L2 (the small-m GEMM's next panels, small_gemm.cc): one per step, so
+// the fetches overlap the FMAs instead of queueing in front of them.
 template <int kRows, typename PanelElement>
 [[gnu::always_inline]] inline void MultiplyPanel(const float* rows, int64_t stride, const PanelElement* panel,
-                                                 int64_t depth, __m256 (&low)[kRows], __m256 (&high)[kRows]) {
+                                                 int64_t depth, __m256 (&low)[kRows], __m256 (&high)[kRows],
+                                                 const char* prefetch = nullptr, int64_t prefetch_lines = 0) {
 #pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r) low[r] = high[r] = _mm256_setzero_ps();
-  for (int64_t t = 0; t < depth; ++t) {
+  const auto step = [&](int64_t t) [[gnu::always_inline]] {
     __m256 first, second;
     LoadPanelStep(panel + t * kPanelColumns, first, second);
 #pragma GCC unroll 6
@@ -50,7 +54,13 @@ template <int kRows, typename PanelElement>
       low[r] = _mm256_fmadd_ps(value, first, low[r]);
       high[r] = _mm256_fmadd_ps(value, second, high[r]);
     }
+  };
+  int64_t t = 0;
+  for (const int64_t fetching = std::min(prefetch_lines, depth); t < fetching; ++t) {
+    _mm_prefetch(prefetch + t * 64, _MM_HINT_T1);
+    step(t);
   }
+  for (; t < depth; ++t) step(t);
 }
 
 }  // namespace stamen::engine::cpu

@@ -41,6 +41,13 @@ constexpr int kNarrowRows = 6;                   // AVX2 tile rows: 15 of the 16
 constexpr int kWideRows = 8;                     // AVX-512 tile rows and panels: 24 sums + 3 panel steps
 constexpr int kWidePanels = 3;                   // + 1 broadcast of the 32 zmm registers
 
+// Cache lines of the thread's next panels for a tile to fetch into L2 while it computes
+// (MultiplyPanels); only the AVX2 tiles take them.
+struct Prefetch {
+  const char* lines = nullptr;
+  int64_t count = 0;
+};
+
 struct Epilogue {
   const float* bias = nullptr;  // the tile's first column's, or null
   ops::Activation activation = ops::Activation::kIdentity;
@@ -78,9 +85,9 @@ template <int kWidth>
 
 template <int kRows, typename PanelElement>
 void NarrowTile(const float* input, const PanelElement* panel, int64_t k, float* output, int64_t ldc, int64_t columns,
-                const Epilogue& epilogue) {
+                const Epilogue& epilogue, const Prefetch& prefetch) {
   __m256 low[kRows], high[kRows];
-  MultiplyPanel<kRows>(input, k, panel, k, low, high);
+  MultiplyPanel<kRows>(input, k, panel, k, low, high, prefetch.lines, prefetch.count);
   alignas(32) float bias[kPanelWidth];
   LoadBias(epilogue, columns, bias);
 #pragma GCC unroll 6
@@ -153,7 +160,7 @@ template <int kRows, int kPanels>
 
 template <int kRows, int kPanels, typename PanelElement>
 [[STAMEN_AVX512_TARGET]] void WideTile(const float* input, const PanelElement* panel, int64_t k, float* output, int64_t ldc,
-                                int64_t columns, const Epilogue& epilogue) {
+                                int64_t columns, const Epilogue& epilogue, const Prefetch&) {
   __m512 sums[kPanels][kRows];
 #pragma GCC unroll 3
   for (int p = 0; p < kPanels; ++p) {
@@ -190,7 +197,7 @@ template <int kRows, int kPanels, typename PanelElement>
 
 template <int kRows, int kPanels>
 [[STAMEN_AVX512_BF16_TARGET]] void PairTile(const uint16_t* input, const uint16_t* panel, int64_t pairs, float* output,
-                                     int64_t ldc, int64_t columns, const Epilogue& epilogue) {
+                                     int64_t ldc, int64_t columns, const Epilogue& epilogue, const Prefetch&) {
   __m512 sums[kPanels][kRows];
 #pragma GCC unroll 3
   for (int p = 0; p < kPanels; ++p) {
@@ -220,7 +227,7 @@ template <int kRows, int kPanels>
 
 template <typename InputElement, typename PanelElement>
 using TileFunction = void (*)(const InputElement*, const PanelElement*, int64_t, float*, int64_t, int64_t,
-                              const Epilogue&);
+                              const Epilogue&, const Prefetch&);
 
 // One kernel's tiles: tiles[panels][rows] for 1 to most_panels panels and 1 to most_rows rows;
 // each step of a tile's depth loop takes step_elements elements of an input row and of a
@@ -235,9 +242,9 @@ struct TileSet {
   bool prefetches_next_panels = false;
 };
 
-// From this many tiles of rows per task on, tiles with prefetches_next_panels fetch the
-// thread's next panels while they work (MultiplyPanels).
-constexpr int64_t kPrefetchFromRowTiles = 4;
+// From this many tiles of rows per task on (7 rows for the AVX2 tiles), tiles with
+// prefetches_next_panels fetch the thread's next panels while they work (MultiplyPanels).
+constexpr int64_t kPrefetchFromRowTiles = 2;
 
 template <typename PanelElement, int... kRows>
 constexpr auto NarrowTiles(std::integer_sequence<int, kRows...>) {
@@ -293,10 +300,12 @@ void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const InputE
     // The first tile of rows streams the task's panels from memory, the later ones find them
     // in L1 or L2 and leave the memory idle. Where a weight does not stay in the L3 between
     // steps (MiniLM's 42 MB in fp32), the AVX2 tiles fetch the next task's panels (the
-    // thread's next task, as ranges hand them out: thread_pool.h) into L2, a share at the start
-    // of each later tile. From 4 tiles (19 rows), MiniLM's 32- and 48-token steps ran 7–11%
-    // faster on a Zen 4 held to AVX2; at 16 rows (3 tiles) it changed nothing, and the AVX-512
-    // tiles (fp32 and bf16 pairs) ran 0–16% slower with it (docs/BENCHMARKS.md).
+    // thread's next task, as ranges hand them out: thread_pool.h) into L2 while they work:
+    // each later tile takes a share, one line per depth step, so that the fetches overlap its
+    // FMAs. Issued as one burst before each tile they changed nothing at 16 rows; spread over
+    // the steps, MiniLM's 16-token step ran 3.2–3.5 ms → 2.3–3.3 ms on a Zen 4 held to AVX2
+    // (docs/BENCHMARKS.md). The AVX-512 tiles (fp32 and bf16 pairs) ran 0–16% slower with
+    // the burst and take none.
     const int64_t row_tiles = (m + tile_rows - 1) / tile_rows;
     const int64_t next_panels = std::min(set.most_panels, panel_count - panel - task_panels);
     const char* next = reinterpret_cast<const char*>(panels + (panel + task_panels) * panel_elements);
@@ -305,12 +314,13 @@ void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const InputE
                                    : 0;
     for (int64_t row = 0, tile = 0; row < m; row += tile_rows, ++tile) {
       const int64_t rows = std::min(tile_rows, m - row);
+      Prefetch prefetch;
       if (next_lines > 0 && tile > 0) {
         const int64_t begin = next_lines * (tile - 1) / (row_tiles - 1), end = next_lines * tile / (row_tiles - 1);
-        for (int64_t line = begin; line < end; ++line) _mm_prefetch(next + line * 64, _MM_HINT_T1);
+        prefetch = {.lines = next + begin * 64, .count = end - begin};
       }
       set.tiles[task_panels][rows](a + row * row_elements, panels + panel * panel_elements, depth,
-                                   c + row * n + first, n, columns, epilogue);
+                                   c + row * n + first, n, columns, epilogue, prefetch);
     }
   };
   ParallelFor(task_count, multiply_task, m * n * row_elements >= (1 << 18) ? LoopThreads() : 1);
