@@ -42,11 +42,24 @@ constexpr int kWideRows = 8;                     // AVX-512 tile rows and panels
 constexpr int kWidePanels = 3;                   // + 1 broadcast of the 32 zmm registers
 
 // Cache lines of the thread's next panels for a tile to fetch into L2 while it computes
-// (MultiplyPanels); only the AVX2 tiles take them.
+// (MultiplyPanels).
 struct Prefetch {
   const char* lines = nullptr;
   int64_t count = 0;
 };
+
+// The wide tiles load kLines panel lines per depth step and fetch as many: the steps that
+// fetch, and one step's fetches. The last step may fetch up to kLines - 1 lines past
+// `count`, which is harmless: a prefetch never faults.
+template <int kLines>
+[[gnu::always_inline]] inline int64_t PrefetchSteps(const Prefetch& prefetch, int64_t depth) {
+  return std::min(depth, (prefetch.count + kLines - 1) / kLines);
+}
+template <int kLines>
+[[gnu::always_inline]] inline void PrefetchStep(const Prefetch& prefetch, int64_t step) {
+#pragma GCC unroll 3
+  for (int line = 0; line < kLines; ++line) _mm_prefetch(prefetch.lines + (step * kLines + line) * 64, _MM_HINT_T1);
+}
 
 struct Epilogue {
   const float* bias = nullptr;  // the tile's first column's, or null
@@ -160,14 +173,16 @@ template <int kRows, int kPanels>
 
 template <int kRows, int kPanels, typename PanelElement>
 [[STAMEN_AVX512_TARGET]] void WideTile(const float* input, const PanelElement* panel, int64_t k, float* output, int64_t ldc,
-                                int64_t columns, const Epilogue& epilogue, const Prefetch&) {
+                                int64_t columns, const Epilogue& epilogue, const Prefetch& prefetch) {
   __m512 sums[kPanels][kRows];
 #pragma GCC unroll 3
   for (int p = 0; p < kPanels; ++p) {
 #pragma GCC unroll 12
     for (int r = 0; r < kRows; ++r) sums[p][r] = _mm512_setzero_ps();
   }
+  const int64_t fetching = PrefetchSteps<kPanels>(prefetch, k);
   for (int64_t t = 0; t < k; ++t) {
+    if (t < fetching) PrefetchStep<kPanels>(prefetch, t);
     __m512 steps[kPanels];
 #pragma GCC unroll 3
     for (int p = 0; p < kPanels; ++p) steps[p] = LoadWideStep(panel + (p * k + t) * kPanelWidth);
@@ -197,14 +212,16 @@ template <int kRows, int kPanels, typename PanelElement>
 
 template <int kRows, int kPanels>
 [[STAMEN_AVX512_BF16_TARGET]] void PairTile(const uint16_t* input, const uint16_t* panel, int64_t pairs, float* output,
-                                     int64_t ldc, int64_t columns, const Epilogue& epilogue, const Prefetch&) {
+                                     int64_t ldc, int64_t columns, const Epilogue& epilogue, const Prefetch& prefetch) {
   __m512 sums[kPanels][kRows];
 #pragma GCC unroll 3
   for (int p = 0; p < kPanels; ++p) {
 #pragma GCC unroll 12
     for (int r = 0; r < kRows; ++r) sums[p][r] = _mm512_setzero_ps();
   }
+  const int64_t fetching = PrefetchSteps<kPanels>(prefetch, pairs);
   for (int64_t q = 0; q < pairs; ++q) {
+    if (q < fetching) PrefetchStep<kPanels>(prefetch, q);
     __m512bh steps[kPanels];
 #pragma GCC unroll 3
     for (int p = 0; p < kPanels; ++p) {
@@ -231,7 +248,7 @@ using TileFunction = void (*)(const InputElement*, const PanelElement*, int64_t,
 
 // One kernel's tiles: tiles[panels][rows] for 1 to most_panels panels and 1 to most_rows rows;
 // each step of a tile's depth loop takes step_elements elements of an input row and of a
-// panel column (2 for the pair panels). prefetches_next_panels: see MultiplyPanels.
+// panel column (2 for the pair panels).
 template <typename InputElement, typename PanelElement>
 struct TileSet {
   using Row = std::array<TileFunction<InputElement, PanelElement>, kWideRows + 1>;
@@ -239,18 +256,16 @@ struct TileSet {
   int64_t most_panels;
   int64_t step_elements;
   std::array<Row, kWidePanels + 1> tiles;
-  bool prefetches_next_panels = false;
 };
 
-// From this many tiles of rows per task on (7 rows for the AVX2 tiles), tiles with
-// prefetches_next_panels fetch the thread's next panels while they work (MultiplyPanels).
+// From this many tiles of rows per task on (7 rows for the AVX2 tiles, 9 for the AVX-512
+// ones), the tiles fetch the thread's next panels while they work (MultiplyPanels).
 constexpr int64_t kPrefetchFromRowTiles = 2;
 
 template <typename PanelElement, int... kRows>
 constexpr auto NarrowTiles(std::integer_sequence<int, kRows...>) {
   using Set = TileSet<float, PanelElement>;
-  return Set{kNarrowRows, 1, 1, {typename Set::Row{}, typename Set::Row{nullptr, NarrowTile<kRows + 1, PanelElement>...}},
-             true};
+  return Set{kNarrowRows, 1, 1, {typename Set::Row{}, typename Set::Row{nullptr, NarrowTile<kRows + 1, PanelElement>...}}};
 }
 template <typename PanelElement, int... kRows>
 constexpr auto WideTiles(std::integer_sequence<int, kRows...>) {
@@ -299,17 +314,17 @@ void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const InputE
     const int64_t columns = std::min(task_panels * kPanelWidth, n - first);
     // The first tile of rows streams the task's panels from memory, the later ones find them
     // in L1 or L2 and leave the memory idle. Where a weight does not stay in the L3 between
-    // steps (MiniLM's 42 MB in fp32), the AVX2 tiles fetch the next task's panels (the
-    // thread's next task, as ranges hand them out: thread_pool.h) into L2 while they work:
-    // each later tile takes a share, one line per depth step, so that the fetches overlap its
-    // FMAs. Issued as one burst before each tile they changed nothing at 16 rows; spread over
-    // the steps, MiniLM's 16-token step ran 3.2–3.5 ms → 2.3–3.3 ms on a Zen 4 held to AVX2
-    // (docs/BENCHMARKS.md). The AVX-512 tiles (fp32 and bf16 pairs) ran 0–16% slower with
-    // the burst and take none.
+    // steps (MiniLM's 42 MB in fp32), the tiles fetch the next task's panels (the thread's
+    // next task, as ranges hand them out: thread_pool.h) into L2 while they work: each later
+    // tile takes a share, as many lines per depth step as it loads, so that the fetches
+    // overlap its FMAs. Issued as one burst before each tile they changed nothing at 16 rows
+    // (the AVX-512 tiles ran 0–16% slower); spread over the steps, MiniLM's 16-token step ran
+    // 3.2–3.5 ms → 2.3–3.3 ms on a Zen 4 held to AVX2, and 2.35 → 2.14 ms (fp32) and
+    // 1.58 → 1.36 ms (bf16) with its AVX-512 tiles (docs/BENCHMARKS.md).
     const int64_t row_tiles = (m + tile_rows - 1) / tile_rows;
     const int64_t next_panels = std::min(set.most_panels, panel_count - panel - task_panels);
     const char* next = reinterpret_cast<const char*>(panels + (panel + task_panels) * panel_elements);
-    const int64_t next_lines = set.prefetches_next_panels && row_tiles >= kPrefetchFromRowTiles && next_panels > 0
+    const int64_t next_lines = row_tiles >= kPrefetchFromRowTiles && next_panels > 0
                                    ? next_panels * panel_elements * static_cast<int64_t>(sizeof(PanelElement)) / 64
                                    : 0;
     for (int64_t row = 0, tile = 0; row < m; row += tile_rows, ++tile) {
