@@ -43,6 +43,41 @@ def timed(run, seconds):
     return statistics.median(times), len(times)
 
 
+def load_pooled(model, attention):
+    return Pooled(transformers.AutoModel.from_pretrained(model, attn_implementation=attention).eval())
+
+
+def load_torch(model):
+    """PyTorch as sentence-transformers runs it (transformers' default attention, SDPA, or
+    eager for the families without an SDPA path, such as MPNet)."""
+    try:
+        return load_pooled(model, "sdpa")
+    except ValueError:
+        return load_pooled(model, "eager")
+
+
+def onnx_session(model, ids, threads):
+    """ONNX Runtime on the model exported at the shape of `ids`. One graph per shape: the
+    traced export bakes shapes into the attention mask it builds (a graph exported at one shape
+    gave cosine 0.96 at another), and a fixed shape is ONNX Runtime's best case anyway. The
+    export traces the eager attention, which torch.onnx handles at every shape, from a fresh
+    copy: tracing changed the traced module's later eager outputs (cosine 0.93 against a copy
+    never traced)."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "model.onnx"
+        torch.onnx.export(load_pooled(model, "eager"), (ids,), str(path), input_names=["input_ids"],
+                          output_names=["embeddings"], dynamo=False)
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def shapes(lengths, batches):
+    return [(int(length), int(batch)) for length in lengths.split(",") for batch in batches.split(",")]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
@@ -55,54 +90,27 @@ def main():
 
     torch.set_num_threads(args.threads)
     config = transformers.AutoConfig.from_pretrained(args.model)
-
-    def load(attention):
-        return Pooled(transformers.AutoModel.from_pretrained(args.model, attn_implementation=attention).eval())
-
-    # PyTorch as sentence-transformers runs it (transformers' default attention, SDPA, or
-    # eager for the families without an SDPA path, such as MPNet); the ONNX export traces the
-    # eager attention, which torch.onnx handles at every shape.
-    try:
-        module = load("sdpa")
-    except ValueError:
-        module = load("eager")
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-
-    def export(ids):
-        # One graph per shape: the traced export bakes shapes into the attention mask it builds
-        # (a graph exported at one shape gave cosine 0.96 at another), and a fixed shape is
-        # ONNX Runtime's best case anyway. Exported from a fresh copy: tracing changed the
-        # traced module's later eager outputs (cosine 0.93 against a copy never traced).
-        with tempfile.TemporaryDirectory() as folder:
-            path = pathlib.Path(folder) / "model.onnx"
-            torch.onnx.export(load("eager"), (ids,), str(path), input_names=["input_ids"], output_names=["embeddings"],
-                              dynamo=False)
-            return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
+    module = load_torch(args.model)
     generator = torch.Generator().manual_seed(7)
     runs = []
-    for length in [int(x) for x in args.lengths.split(",")]:
-        for batch in [int(x) for x in args.batches.split(",")]:
-            ids = torch.randint(5, config.vocab_size, (batch, length), generator=generator)
-            with torch.inference_mode():
-                torch_median, torch_steps = timed(lambda: module(ids), args.seconds)
-                expected = module(ids).numpy()
-            session = export(ids)
-            feed = {"input_ids": ids.numpy()}
-            ort_median, ort_steps = timed(lambda: session.run(None, feed), args.seconds)
-            got = session.run(None, feed)[0]
-            cosine = float(np.min(np.sum(got * expected, axis=1)))
-            runs.append({"length": length, "batch": batch,
-                         "torch_median_ms": torch_median * 1e3, "torch_tokens_per_second": batch * length / torch_median,
-                         "onnxruntime_median_ms": ort_median * 1e3, "onnxruntime_tokens_per_second": batch * length / ort_median,
-                         "onnxruntime_vs_torch_min_cosine": cosine, "steps": [torch_steps, ort_steps]})
-            if not args.json:
-                r = runs[-1]
-                print(f"seq {length:5d} batch {batch:3d}: torch {r['torch_tokens_per_second']:10.1f} tokens/s  "
-                      f"onnxruntime {r['onnxruntime_tokens_per_second']:10.1f} tokens/s  (cosine {cosine:.6f})")
+    for length, batch in shapes(args.lengths, args.batches):
+        ids = torch.randint(5, config.vocab_size, (batch, length), generator=generator)
+        with torch.inference_mode():
+            torch_median, torch_steps = timed(lambda: module(ids), args.seconds)
+            expected = module(ids).numpy()
+        session = onnx_session(args.model, ids, args.threads)
+        feed = {"input_ids": ids.numpy()}
+        ort_median, ort_steps = timed(lambda: session.run(None, feed), args.seconds)
+        got = session.run(None, feed)[0]
+        cosine = float(np.min(np.sum(got * expected, axis=1)))
+        runs.append({"length": length, "batch": batch,
+                     "torch_median_ms": torch_median * 1e3, "torch_tokens_per_second": batch * length / torch_median,
+                     "onnxruntime_median_ms": ort_median * 1e3, "onnxruntime_tokens_per_second": batch * length / ort_median,
+                     "onnxruntime_vs_torch_min_cosine": cosine, "steps": [torch_steps, ort_steps]})
+        if not args.json:
+            r = runs[-1]
+            print(f"seq {length:5d} batch {batch:3d}: torch {r['torch_tokens_per_second']:10.1f} tokens/s  "
+                  f"onnxruntime {r['onnxruntime_tokens_per_second']:10.1f} tokens/s  (cosine {cosine:.6f})")
     if args.json:
         print(json.dumps({"model": args.model, "threads": args.threads, "torch": torch.__version__,
                           "onnxruntime": onnxruntime.__version__, "runs": runs}))

@@ -1,6 +1,7 @@
 // Elementwise and gated activations on the CPU: eight lanes at a time (vector_activation.h),
 // the scalar libm form for the tail of a row. Plain activations are usually fused into the
 // gemm; the gated ones (GeGLU, SwiGLU) run here over the whole intermediate.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/cpu/kernels.h"
@@ -22,15 +23,33 @@ float Apply(ops::Activation activation, float x) {
   return x;
 }
 
+template <__m256 (*kFunction)(__m256)>
+void ActivateEach(const float* in, float* out, int64_t count) {
+  for (int64_t i = 0; i < count; i += 8) _mm256_storeu_ps(out + i, kFunction(_mm256_loadu_ps(in + i)));
+}
+
 }  // namespace
+
+void ActivateVectors(ops::Activation activation, const float* in, float* out, int64_t count) {
+  switch (activation) {
+    case ops::Activation::kIdentity:
+      if (in != out) std::copy(in, in + count, out);
+      return;
+    case ops::Activation::kGeluErf: return ActivateEach<GeluErfEight>(in, out, count);
+    case ops::Activation::kGeluTanh: return ActivateEach<GeluTanhEight>(in, out, count);
+    case ops::Activation::kRelu: return ActivateEach<ReluEight>(in, out, count);
+    case ops::Activation::kSilu: return ActivateEach<SiluEight>(in, out, count);
+    case ops::Activation::kTanh: return ActivateEach<TanhEight>(in, out, count);
+  }
+}
 
 Status Activate(ops::Activation activation, const Tensor& input, Tensor& output) {
   const float* in = input.data<float>();
   float* out = output.data<float>();
   const int64_t count = input.NumElements();
-  int64_t i = 0;
-  for (; i + 8 <= count; i += 8) _mm256_storeu_ps(out + i, ActivateEight(activation, _mm256_loadu_ps(in + i)));
-  for (; i < count; ++i) out[i] = Apply(activation, in[i]);
+  const int64_t vectors = count / 8 * 8;
+  ActivateVectors(activation, in, out, vectors);
+  for (int64_t i = vectors; i < count; ++i) out[i] = Apply(activation, in[i]);
   return Status();
 }
 

@@ -67,22 +67,17 @@ struct Epilogue {
   bool accumulate = false;
 };
 
-// One row of an AVX2 tile: its sums (kWidth of them, aligned) plus the bias, activated, or
-// added to what `target` holds; the first `columns` are stored.
+// One row of an AVX2 tile, its sums with the bias added and activated: added to what
+// `target` holds, or stored; the first `columns` only.
 template <int kWidth>
-[[gnu::always_inline]] inline void FinishRow(float* sums, const float* bias, int64_t columns, const Epilogue& epilogue,
-                                             float* target) {
+[[gnu::always_inline]] inline void FinishRow(const float* values, int64_t columns, bool accumulate, float* target) {
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 #pragma GCC unroll 4
   for (int c = 0; c < kWidth; c += 8) {
     // Masked, so that a partial last panel touches only its own columns (none past them).
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(columns - c)), lanes);
-    __m256 value = _mm256_add_ps(_mm256_load_ps(sums + c), _mm256_load_ps(bias + c));
-    if (epilogue.accumulate) {
-      value = _mm256_add_ps(_mm256_maskload_ps(target + c, mask), value);
-    } else {
-      value = ActivateEight(epilogue.activation, value);
-    }
+    __m256 value = _mm256_load_ps(values + c);
+    if (accumulate) value = _mm256_add_ps(_mm256_maskload_ps(target + c, mask), value);
     _mm256_maskstore_ps(target + c, mask, value);
   }
 }
@@ -103,13 +98,20 @@ void NarrowTile(const float* input, const PanelElement* panel, int64_t k, float*
   MultiplyPanel<kRows>(input, k, panel, k, low, high, prefetch.lines, prefetch.count);
   alignas(32) float bias[kPanelWidth];
   LoadBias(epilogue, columns, bias);
+  const __m256 bias_low = _mm256_load_ps(bias), bias_high = _mm256_load_ps(bias + 8);
+  // The whole tile's sums as one block, activated in one call, so that its rows' activations
+  // overlap (an activation takes no part in accumulating into the output).
+  alignas(32) float values[kRows][kPanelWidth];
 #pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r) {
-    alignas(32) float sums[kPanelWidth];
-    _mm256_store_ps(sums, low[r]);
-    _mm256_store_ps(sums + 8, high[r]);
-    FinishRow<kPanelWidth>(sums, bias, columns, epilogue, output + r * ldc);
+    _mm256_store_ps(values[r], _mm256_add_ps(low[r], bias_low));
+    _mm256_store_ps(values[r] + 8, _mm256_add_ps(high[r], bias_high));
   }
+  if (!epilogue.accumulate && epilogue.activation != ops::Activation::kIdentity) {
+    ActivateVectors(epilogue.activation, values[0], values[0], kRows * kPanelWidth);
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r) FinishRow<kPanelWidth>(values[r], columns, epilogue.accumulate, output + r * ldc);
 }
 
 // ---- AVX-512: rows [0, kRows) times kPanels (1 to 3) adjacent panels.
@@ -133,24 +135,11 @@ template <typename PanelElement>
   return sums;
 }
 
-// Sixteen columns of one output row: the sums plus the bias, activated, or added to what the
-// target holds; only the `mask`ed columns are read and written. In registers throughout: a
-// copy through memory per row cost a tenth of a 16-token step.
-[[STAMEN_AVX512_TARGET, gnu::always_inline]] inline void FinishWideColumns(__m512 value, __m512 bias, __mmask16 mask,
-                                                                          const Epilogue& epilogue, float* target) {
-  value = _mm512_add_ps(value, bias);
-  if (epilogue.accumulate) {
-    value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, target), value);
-  } else if (epilogue.activation != ops::Activation::kIdentity) {
-    const __m256 low = ActivateEight(epilogue.activation, _mm512_castps512_ps256(value));
-    const __m256 high = ActivateEight(epilogue.activation, _mm512_extractf32x8_ps(value, 1));
-    value = _mm512_insertf32x8(_mm512_castps256_ps512(low), high, 1);
-  }
-  _mm512_mask_storeu_ps(target, mask, value);
-}
-
 // A wide tile's sums (in column order) through the epilogue into rows [0, kRows) of the
-// output: each panel's columns, a mask for the last, partial one.
+// output: each panel's columns, a mask for the last, partial one. Without an activation the
+// sums stay in registers (a copy through memory per row cost a tenth of a 16-token step);
+// with one, the tile's block of sums is activated in one call, so that its vectors'
+// activations overlap.
 template <int kRows, int kPanels>
 [[STAMEN_AVX512_TARGET, gnu::always_inline]] inline void FinishWideTile(__m512 (&sums)[kPanels][kRows], float* output,
                                                                        int64_t ldc, int64_t columns,
@@ -162,11 +151,31 @@ template <int kRows, int kPanels>
     masks[p] = static_cast<__mmask16>((1u << in_panel) - 1);
     bias[p] = epilogue.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(masks[p], epilogue.bias + p * kPanelWidth);
   }
+  if (!epilogue.accumulate && epilogue.activation != ops::Activation::kIdentity) {
+    alignas(64) float values[kRows][kPanels][kPanelWidth];
+#pragma GCC unroll 12
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 3
+      for (int p = 0; p < kPanels; ++p) _mm512_store_ps(values[r][p], _mm512_add_ps(sums[p][r], bias[p]));
+    }
+    ActivateVectors(epilogue.activation, values[0][0], values[0][0], kRows * kPanels * kPanelWidth);
+#pragma GCC unroll 12
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 3
+      for (int p = 0; p < kPanels; ++p) {
+        _mm512_mask_storeu_ps(output + r * ldc + p * kPanelWidth, masks[p], _mm512_load_ps(values[r][p]));
+      }
+    }
+    return;
+  }
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 3
     for (int p = 0; p < kPanels; ++p) {
-      FinishWideColumns(sums[p][r], bias[p], masks[p], epilogue, output + r * ldc + p * kPanelWidth);
+      float* target = output + r * ldc + p * kPanelWidth;
+      __m512 value = _mm512_add_ps(sums[p][r], bias[p]);
+      if (epilogue.accumulate) value = _mm512_add_ps(_mm512_maskz_loadu_ps(masks[p], target), value);
+      _mm512_mask_storeu_ps(target, masks[p], value);
     }
   }
 }
