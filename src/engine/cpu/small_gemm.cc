@@ -366,7 +366,7 @@ void MultiplyBFloat16Pairs(const float* a, const uint16_t* panels, const float* 
                            int64_t k, float* c, const ops::GemmOptions& options) {
   static constexpr auto kPairs = PairTiles(std::make_integer_sequence<int, kWideRows>());
   const int64_t pairs = BFloat16Pairs(k);
-  thread_local std::vector<uint16_t> packed;  // at most 160 rows: at most a few hundred KB per thread
+  thread_local std::vector<uint16_t> packed;  // at most 256 rows: under 1 MB per thread
   packed.resize(static_cast<size_t>(m * pairs * 2));
   const int64_t tile_rows = TileRows(m, kPairs.most_rows);
   for (int64_t first = 0; first < m; first += tile_rows) {

@@ -22,21 +22,22 @@
 
 namespace stamen::engine::cpu {
 
-// Up to this many rows the packed kernel runs; above it oneDNN is faster. With the AVX2 tiles
-// the cut is 48 rows: MiniLM's 32- and 48-token steps ran 1.21× and 1.12× faster through them
-// than through oneDNN's AVX2 sgemm, 64 rows and more about level (a Zen 4 held to AVX2; 24
-// rows was the cut chosen from single GEMMs on Zen 3 under OpenMP, before the thread pool:
-// docs/BENCHMARKS.md, "Short inputs, batch 1"). At 48 rows the largest product's input and one
-// panel (48 × 1536 and 1536 × 16 floats, 384 KB) still fit a Zen 3 core's 512 KB L2. The
-// AVX-512 tiles beat oneDNN's AVX-512 sgemm up to 64 rows (Emerald Rapids: "On AVX-512 and in
-// bf16"), and lose to it from ~192.
-constexpr int64_t kSmallGemmMaxRowsAvx2 = 48;
-constexpr int64_t kSmallGemmMaxRowsAvx512 = 64;
-// In bf16 with AVX512-BF16 the pair tiles beat oneDNN's bf16 matmul with a runtime row count
-// (gemm:jit, which packs both operands per call) up to ~160 rows: MiniLM's 96-, 128- and
-// 160-token steps ran 1.3–1.6× faster through them, 192 rows about level, 256 and 512 slower
-// (AMD Zen 4, 2 threads; docs/BENCHMARKS.md, "bf16 on AMD Zen 4").
-constexpr int64_t kSmallGemmMaxRowsBFloat16Pairs = 160;
+// Up to this many rows the packed kernel runs; above it oneDNN is faster. Measured on the
+// engine, real all-MiniLM-L6-v2 steps, 2 threads, the cut moved by a temporary switch, on a Zen 4
+// (natively and held to AVX2 on both sides) after the tiles took the interleaved prefetch
+// (docs/BENCHMARKS.md, "The cuts raised"):
+// - AVX2: the tiles beat oneDNN's AVX2 sgemm (which repacks the weight on every call) up to
+//   512 rows (64 rows 7.5 against 9.5–12.7 ms, 128 rows 15.3 against 17.0, 512 rows 72–78
+//   against 76–87), are level at 1024 and lose from 2048.
+// - AVX-512 fp32: ahead of oneDNN's AVX-512 sgemm to 192 rows (128 rows 14.5–14.8 against
+//   15.5–17.1 ms), level at 256 and 512. The cut stays at 128 because an Emerald Rapids run,
+//   taken before the prefetch, had oneDNN ahead from ~192 rows.
+// - bf16 with AVX512-BF16: the pair tiles beat oneDNN's bf16 matmul with a runtime row count
+//   (gemm:jit, which packs both operands per call) up to 256 rows (192 rows 14.2–15.4 against
+//   15.5–17.5 ms), level at 512.
+constexpr int64_t kSmallGemmMaxRowsAvx2 = 512;
+constexpr int64_t kSmallGemmMaxRowsAvx512 = 128;
+constexpr int64_t kSmallGemmMaxRowsBFloat16Pairs = 256;
 // The cut of this machine's kernels in the calling thread's matrix precision.
 int64_t SmallGemmMaxRows();
 // Computes output = act(input · weightᵀ + bias) (or adds it to output) with packed weights,
