@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "engine/cpu/cpu_path.h"
@@ -11,24 +12,35 @@
 namespace stamen::server {
 namespace {
 
-// Steps run before the worker takes requests: one under the small-m GEMM's cut and one over it
-// (over every cut: 48, 64 and, in bf16 with AVX512-BF16, 160 rows), so that no request pays the
-// one-time costs of the CPU engine (weights packed into panels or copied to bf16 on their first
-// use, oneDNN's kernels generated per shape, the weight file's pages read from disk). For
-// EmbeddingGemma these are most of a second.
-constexpr int64_t kWarmUpLengths[] = {8, 168};
+// Steps run before the worker takes requests, so that no request pays the one-time costs of
+// the CPU engine (weights packed into panels or copied to bf16 on their first use, oneDNN's
+// kernels generated per shape, the weight file's pages read from disk; for EmbeddingGemma
+// most of a second). One of 8 tokens, under every small-m GEMM cut, and one as large as the
+// scheduler's steps get, up to 544 tokens: over every cut a step can cross (128 rows with the
+// AVX-512 fp32 tiles, 256 with the bf16 pair tiles, 512 with the AVX2 ones), in sequences of
+// at most the model's length.
+constexpr int64_t kWarmUpTokens[] = {8, 544};
 
-Status WarmUp(engine::Engine& engine, int64_t max_sequence_length) {
+// The tokens of each warm-up step, at most max_batch_tokens.
+std::array<int64_t, 2> WarmUpTokens(int64_t max_batch_tokens) {
+  const int64_t most = std::max<int64_t>(max_batch_tokens, 1);
+  return {std::min(kWarmUpTokens[0], most), std::min(kWarmUpTokens[1], most)};
+}
+
+Status WarmUp(engine::Engine& engine, int64_t max_sequence_length, const std::array<int64_t, 2>& step_tokens) {
   engine::StepOptions step;
   if (engine.config().head == engine::ModelHead::kSequenceClassification) {
     step.output = engine::StepOutput::kScores;
   } else if (!engine.default_pooling()) {
     step.pooling = engine::ops::PoolingMode::kMean;
   }
-  for (const int64_t wanted : kWarmUpLengths) {
-    const int32_t length = static_cast<int32_t>(std::clamp<int64_t>(wanted, 1, std::max<int64_t>(max_sequence_length, 1)));
-    const std::vector<int32_t> ids(length, 0);  // id 0 is in every vocabulary
-    const std::vector<int32_t> cu_seqlens = {0, length};
+  const int64_t longest = std::max<int64_t>(max_sequence_length, 1);
+  for (const int64_t tokens : step_tokens) {
+    const std::vector<int32_t> ids(static_cast<size_t>(tokens), 0);  // id 0 is in every vocabulary
+    std::vector<int32_t> cu_seqlens = {0};
+    for (int64_t start = 0; start < tokens; start += longest) {
+      cu_seqlens.push_back(static_cast<int32_t>(std::min(tokens, start + longest)));
+    }
     StatusOr<engine::LazyResult> result = engine.Step({ids, cu_seqlens, {}}, step);
     if (!result.ok()) return result.status();
     STAMEN_RETURN_IF_ERROR(result->Wait());
@@ -95,9 +107,10 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   // for the CPU engine, the one measured.
   if (!on_gpu) {
     const auto warm_up_start = Clock::now();
-    const Status warmed = WarmUp(*worker->engine_, limits.max_sequence_length);
+    const std::array<int64_t, 2> step_tokens = WarmUpTokens(scheduler_options.max_batch_tokens);
+    const Status warmed = WarmUp(*worker->engine_, limits.max_sequence_length, step_tokens);
     if (!warmed.ok()) return Status::Error("warm-up step failed: " + warmed.message());
-    spdlog::info("worker: warmed up ({} and {} token steps) in {:.2f} s", kWarmUpLengths[0], kWarmUpLengths[1],
+    spdlog::info("worker: warmed up ({} and {} token steps) in {:.2f} s", step_tokens[0], step_tokens[1],
                  std::chrono::duration<double>(Clock::now() - warm_up_start).count());
   }
   info.set_max_batch_tokens(static_cast<uint64_t>(scheduler_options.max_batch_tokens));
