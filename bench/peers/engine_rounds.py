@@ -77,10 +77,10 @@ def main():
           f"ONNX Runtime float32; {args.rounds} rounds of {args.seconds} s per shape and side")
     print("| seq × batch | stamen ms per round | ONNX Runtime ms per round | stamen ÷ ORT per round | median |")
     print("|---|---|---|---|---|")
+    listed = lambda values: ", ".join(f"{v:.2f}" for v in values)
     for r in results:
-        listed = lambda values, digits: ", ".join(f"{v:.{digits}f}" for v in values)
-        print(f"| {r['length']} × {r['batch']} | {listed(r['stamen_ms'], 2)} | {listed(r['onnxruntime_ms'], 2)} | "
-              f"{listed(r['ratios'], 2)} | **{r['median_ratio']:.2f}** |")
+        print(f"| {r['length']} × {r['batch']} | {listed(r['stamen_ms'])} | {listed(r['onnxruntime_ms'])} | "
+              f"{listed(r['ratios'])} | **{r['median_ratio']:.2f}** |")
 
 
 if __name__ == "__main__":

@@ -62,6 +62,9 @@ template <int kLines>
 }
 
 struct Epilogue {
+  // Whether the sums go through an activation (never when they are added to the output).
+  bool Activates() const { return !accumulate && activation != ops::Activation::kIdentity; }
+
   const float* bias = nullptr;  // the tile's first column's, or null
   ops::Activation activation = ops::Activation::kIdentity;
   bool accumulate = false;
@@ -100,14 +103,14 @@ void NarrowTile(const float* input, const PanelElement* panel, int64_t k, float*
   LoadBias(epilogue, columns, bias);
   const __m256 bias_low = _mm256_load_ps(bias), bias_high = _mm256_load_ps(bias + 8);
   // The whole tile's sums as one block, activated in one call, so that its rows' activations
-  // overlap (an activation takes no part in accumulating into the output).
+  // overlap.
   alignas(32) float values[kRows][kPanelWidth];
 #pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r) {
     _mm256_store_ps(values[r], _mm256_add_ps(low[r], bias_low));
     _mm256_store_ps(values[r] + 8, _mm256_add_ps(high[r], bias_high));
   }
-  if (!epilogue.accumulate && epilogue.activation != ops::Activation::kIdentity) {
+  if (epilogue.Activates()) {
     ActivateVectors(epilogue.activation, values[0], values[0], kRows * kPanelWidth);
   }
 #pragma GCC unroll 6
@@ -151,7 +154,7 @@ template <int kRows, int kPanels>
     masks[p] = static_cast<__mmask16>((1u << in_panel) - 1);
     bias[p] = epilogue.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(masks[p], epilogue.bias + p * kPanelWidth);
   }
-  if (!epilogue.accumulate && epilogue.activation != ops::Activation::kIdentity) {
+  if (epilogue.Activates()) {
     alignas(64) float values[kRows][kPanels][kPanelWidth];
 #pragma GCC unroll 12
     for (int r = 0; r < kRows; ++r) {
