@@ -410,10 +410,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
           PackKeys(reached + disentangled->query_column + head * d, columns, row_count, d, position_queries);
           for (int64_t key = 0; key < length; key += kQueryTile) {
             const int64_t rows = std::min(kQueryTile, length - key);
-            for (int64_t r = 0; r < rows; ++r) {
-              const float* key_row = sequence + (key + r) * row_size + key_offset;
-              for (int64_t t = 0; t < d; ++t) queries[r * d + t] = key_row[t] * scale;
-            }
+            for (int64_t r = 0; r < rows; ++r) ScaledCopy(scale, sequence + (key + r) * row_size + key_offset, queries + r * d, d);
             std::fill(queries + rows * d, queries + kQueryTile * d, 0.0f);
             ScoreTile(queries, position_queries, d, row_panels, row_stride, key_position_scores + key * row_stride);
           }
@@ -427,10 +424,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
       }
       for (int64_t first = first_query; first < end_query; first += kQueryTile) {
         const int64_t rows = std::min(kQueryTile, end_query - first);
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* query = sequence + (first + r) * row_size + head * d;
-          for (int64_t t = 0; t < d; ++t) queries[r * d + t] = query[t] * scale;
-        }
+        for (int64_t r = 0; r < rows; ++r) ScaledCopy(scale, sequence + (first + r) * row_size + head * d, queries + r * d, d);
         std::fill(queries + rows * d, queries + kQueryTile * d, 0.0f);
         // Keys any query of the tile sees: from the first query's first key (scored from the
         // start of its panel) to the last query's last key.
