@@ -48,9 +48,11 @@ constexpr int64_t BFloat16Pairs(int64_t steps) { return (steps + 1) / 2; }
 // Rows [n, k] of a matrix (`stride` floats apart) as panels of 16 rows over pairs of k,
 // [panels][pairs(k)][16][2], rounded to bf16; rows past n (up to panels · 16) are zero.
 void PackBFloat16PairPanels(const float* rows, int64_t stride, int64_t n, int64_t k, int64_t panels, uint16_t* packed);
-// Rows [row_count, k] (`stride` floats apart) as one pair of every row side by side,
+// Rows [row_count ≤ 8, k] (`stride` floats apart) as one pair of every row side by side,
 // [pairs(k)][row_count][2], rounded to bf16: a kernel's tile of rows broadcasts one 32-bit
-// word per row and pair, at fixed offsets.
+// word per row and pair, at fixed offsets. Needs AVX512-BF16: it rounds with the instruction
+// (vcvtne2ps2bf16), which rounds to nearest even as FloatsToBFloat16 does but reads subnormal
+// inputs (below 1.2e-38) as zero.
 void PackBFloat16RowPairs(const float* rows, int64_t stride, int64_t row_count, int64_t k, uint16_t* packed);
 
 }  // namespace stamen::engine::cpu

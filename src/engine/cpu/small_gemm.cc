@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -309,10 +310,11 @@ int64_t TileRows(int64_t m, int64_t most_rows) {
   return (m + tiles_down - 1) / tiles_down;
 }
 
-// The product over all panels with one kernel's tiles: `a` is the input as the tiles want it,
-// m rows of depth · step_elements elements.
-template <typename InputElement, typename PanelElement>
-void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const InputElement* a, const PanelElement* panels,
+// The product over all panels with one kernel's tiles: `input()` gives the input as the
+// tiles want it, m rows of depth · step_elements elements, to the thread that calls it (each
+// task calls it once).
+template <typename InputElement, typename PanelElement, typename Input>
+void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const Input& input, const PanelElement* panels,
                     const float* bias_data, int64_t m, int64_t n, int64_t depth, float* c,
                     const ops::GemmOptions& options) {
   const int64_t panel_count = (n + kPanelWidth - 1) / kPanelWidth;
@@ -324,6 +326,7 @@ void MultiplyPanels(const TileSet<InputElement, PanelElement>& set, const InputE
   const int64_t task_count = (panel_count + set.most_panels - 1) / set.most_panels;
   const int64_t tile_rows = TileRows(m, set.most_rows);
   const auto multiply_task = [&](int64_t task) {
+    const InputElement* a = input();
     const int64_t panel = task * set.most_panels;
     const int64_t first = panel * kPanelWidth;
     const Epilogue epilogue{.bias = bias_data == nullptr ? nullptr : bias_data + first,
@@ -372,17 +375,33 @@ const TileSet<float, PanelElement>& FloatInputTiles() {
 // bf16 with AVX512-BF16: the input rounded to bf16 and packed per tile of rows as its depth
 // pairs, [pair][row][2] (an odd k's last pair padded with zero), so that a tile reads one
 // pair of all its rows from adjacent words at fixed offsets; times the pair panels.
+// Every thread that takes a task packs the whole input for itself, on its first task of the
+// product. Packed once by the caller for all, the copy's lines were read by the other threads'
+// tiles and had to be taken back from their caches when the next product rewrote them: the
+// packing then took 5% of MiniLM's 48-token step, all on the caller while the others waited.
 void MultiplyBFloat16Pairs(const float* a, const uint16_t* panels, const float* bias_data, int64_t m, int64_t n,
                            int64_t k, float* c, const ops::GemmOptions& options) {
   static constexpr auto kPairs = PairTiles(std::make_integer_sequence<int, kWideRows>());
+  static std::atomic<uint64_t> products{0};
+  struct PackedInput {
+    uint64_t product = 0;          // the product this copy is for
+    std::vector<uint16_t> pairs;  // at most 256 rows: under 1 MB per thread
+  };
+  const uint64_t product = ++products;
   const int64_t pairs = BFloat16Pairs(k);
-  thread_local std::vector<uint16_t> packed;  // at most 256 rows: under 1 MB per thread
-  packed.resize(static_cast<size_t>(m * pairs * 2));
   const int64_t tile_rows = TileRows(m, kPairs.most_rows);
-  for (int64_t first = 0; first < m; first += tile_rows) {
-    PackBFloat16RowPairs(a + first * k, k, std::min(tile_rows, m - first), k, packed.data() + first * pairs * 2);
-  }
-  MultiplyPanels(kPairs, packed.data(), panels, bias_data, m, n, pairs, c, options);
+  const auto packed_input = [&]() -> const uint16_t* {
+    thread_local PackedInput packed;
+    if (packed.product != product) {
+      packed.pairs.resize(static_cast<size_t>(m * pairs * 2));
+      for (int64_t first = 0; first < m; first += tile_rows) {
+        PackBFloat16RowPairs(a + first * k, k, std::min(tile_rows, m - first), k, packed.pairs.data() + first * pairs * 2);
+      }
+      packed.product = product;
+    }
+    return packed.pairs.data();
+  };
+  MultiplyPanels(kPairs, packed_input, panels, bias_data, m, n, pairs, c, options);
 }
 
 // Whether this thread's products take the AVX512-BF16 pair tiles.
@@ -408,7 +427,8 @@ bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Te
   if (CurrentMatrixPrecision() == MatrixPrecision::kFloat32) {
     const void* panels = FindPreparedWeight(weight, WeightForm::kPanelsFloat32);
     if (panels == nullptr) return false;
-    MultiplyPanels(FloatInputTiles<float>(), a, static_cast<const float*>(panels), bias_data, m, n, k, c, options);
+    MultiplyPanels(FloatInputTiles<float>(), [a] { return a; }, static_cast<const float*>(panels), bias_data, m, n, k, c,
+                   options);
     return true;
   }
   if (TakesPairTiles()) {
@@ -423,8 +443,10 @@ bool SmallGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Te
   thread_local std::vector<float> rounded;
   rounded.resize(static_cast<size_t>(m * k));
   RoundFloatsToBFloat16(a, m * k, rounded.data());
-  MultiplyPanels(FloatInputTiles<uint16_t>(), rounded.data(), static_cast<const uint16_t*>(panels), bias_data, m, n,
-                 k, c, options);
+  // The pointer taken here: named inside the lambda, `rounded` would be each worker's own.
+  const float* rounded_input = rounded.data();
+  MultiplyPanels(FloatInputTiles<uint16_t>(), [rounded_input] { return rounded_input; },
+                 static_cast<const uint16_t*>(panels), bias_data, m, n, k, c, options);
   return true;
 }
 
