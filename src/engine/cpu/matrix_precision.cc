@@ -86,11 +86,10 @@ void PackBFloat16PairPanels(const float* rows, int64_t stride, int64_t n, int64_
   }
 }
 
-// Eight rows' pairs, transposed in registers: per block of 16 pairs, each row's 32 floats
-// become 16 pair words in one vcvtne2ps2bf16, and an 8 × 16 transpose of those words (4 × 4
-// within 128-bit lanes, then two rounds of lane shuffles) leaves two pairs of all eight rows
-// in each zmm. The former loop (AVX2 rounding, then one 4-byte copy per pair and row) ran on
-// the calling thread while the other threads waited, and took 5% of MiniLM's 48-token step.
+// Up to eight rows' pairs, transposed in registers: per block of 16 pairs, each row's 32
+// floats become 16 pair words in one vcvtne2ps2bf16, and an 8 × 16 transpose of those words
+// (4 × 4 within 128-bit lanes, then two rounds of lane shuffles) leaves two pairs of all eight
+// rows in each zmm. It replaced AVX2 rounding followed by one 4-byte copy per pair and row.
 [[STAMEN_AVX512_BF16_TARGET]] void PackBFloat16RowPairs(const float* rows, int64_t stride, int64_t row_count, int64_t k,
                                                         uint16_t* packed) {
   constexpr int64_t kBlockPairs = 16;
