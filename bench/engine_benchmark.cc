@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include "engine/cpu/cpu_path.h"
+#include "engine/cpu/kernels.h"
 #include "engine/cpu/matrix_precision.h"
 #include "engine/engine.h"
 #include "engine/ops/attention.h"
@@ -157,15 +158,16 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
   std::mt19937 random(7);
   std::uniform_int_distribution<int32_t> id(5, static_cast<int32_t>(config.vocab_size) - 1);
   if (!options.json) {
-    std::printf("model %s (%s, %ld layers, hidden %ld), threads %d, %s, %s\n", options.model.c_str(),
+    std::printf("model %s (%s, %ld layers, hidden %ld), threads %d, %s, %s; GEMM: %s\n", options.model.c_str(),
                 config.architecture.c_str(), static_cast<long>(config.num_hidden_layers),
                 static_cast<long>(config.hidden_size), options.threads, std::string(engine.compute_dtype()).c_str(),
-                engine::cpu::DescribeCpuPath().c_str());
+                engine::cpu::DescribeCpuPath().c_str(),
+                engine::cpu::DescribeGemm(engine.compute_dtype() == "bfloat16").c_str());
   }
   const engine::cpu::CpuPath& cpu = engine::cpu::DetectCpuPath();
   std::string json = "{\"model\": \"" + options.model + "\", \"threads\": " + std::to_string(options.threads) +
                      ", \"dtype\": \"" + std::string(engine.compute_dtype()) + "\", \"cpu\": {\"kernels\": \"" +
-                     cpu.kernels + "\", \"gemm\": \"" + cpu.gemm + "\", \"features\": \"" + cpu.features +
+                     cpu.kernels + "\", \"gemm\": \"" + engine::cpu::DescribeGemm(engine.compute_dtype() == "bfloat16") + "\", \"onednn_isa\": \"" + cpu.onednn_isa + "\", \"features\": \"" + cpu.features +
                      "\", \"vendor\": \"" + cpu.vendor + "\", \"bfloat16_instructions\": " +
                      (cpu.bfloat16_instructions ? "true" : "false") + "}, \"runs\": [";
   bool first = true;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/cpu/cpu_path.h"
+#include "engine/cpu/kernels.h"
 #include "model_folder/model_options.h"
 
 namespace stamen::server {
@@ -100,7 +101,7 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   if (!on_gpu) {
     const engine::cpu::CpuPath& cpu = engine::cpu::DetectCpuPath();
     info.mutable_cpu()->set_kernels(cpu.kernels);
-    info.mutable_cpu()->set_gemm(cpu.gemm);
+    info.mutable_cpu()->set_gemm(engine::cpu::DescribeGemm(model.compute_dtype() == "bfloat16"));
     info.mutable_cpu()->set_features(cpu.features);
   }
   // On a GPU the graph runner has its own first-use costs (captures per bucket); warm-up is
@@ -135,7 +136,8 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
                scheduler_options.max_batch_sequences, scheduler_options.query_batch_tokens,
                scheduler_options.max_queued_tokens);
   spdlog::info("worker: {} {} on {}; {} step(s) in flight", info.backend(), info.dtype(),
-               on_gpu ? model.gpu_name() : engine::cpu::DescribeCpuPath(), scheduler_options.steps_in_flight);
+               on_gpu ? model.gpu_name() : engine::cpu::DescribeCpuPath() + "; GEMM: " + info.cpu().gemm(),
+               scheduler_options.steps_in_flight);
   return worker;
 }
 

@@ -198,7 +198,9 @@ TEST(GemmTest, BFloat16RoundingIsNearestEven) {
 // or not the CPU has bf16 instructions: each product of two bf16 values is exact in fp32, so
 // the result matches a double-precision reference over the rounded values to fp32 summation
 // error, and differs from the unrounded product by bf16's rounding.
-// An odd depth checks the padding of the last depth pair in the AVX512-BF16 kernel's panels.
+// An odd depth checks the padding of the last depth pair in the AVX512-BF16 kernel's panels;
+// depths that are no multiple of 32 the padding of the AMX tiles (amx_gemm.h), 2048 their input
+// rows padded off a 4 KiB stride, and 300 rows two of their 256-row blocks.
 class BFloat16GemmTest : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(BFloat16GemmTest, ProductsMultiplyRoundedValues) {
@@ -206,8 +208,8 @@ TEST_P(BFloat16GemmTest, ProductsMultiplyRoundedValues) {
   Tensor w = Random({n, k}, 41), b = Random({n}, 42, 0.5f);
   std::cout << "[ cpu      ] " << cpu::DescribeCpuPath() << "\n";
   const cpu::MatrixPrecisionScope bfloat16(cpu::MatrixPrecision::kBFloat16);
-  for (const int64_t m : {int64_t{1}, int64_t{7}, int64_t{17}, cpu::SmallGemmMaxRows(), cpu::SmallGemmMaxRows() + 1,
-                          int64_t{90}}) {
+  for (const int64_t m : {int64_t{1}, int64_t{7}, int64_t{17}, int64_t{33}, cpu::SmallGemmMaxRows(),
+                          cpu::SmallGemmMaxRows() + 1, int64_t{90}, int64_t{300}}) {
     Tensor x = Random({m, k}, static_cast<uint32_t>(100 + m), 0.7f);
     for (const bool accumulate : {false, true}) {
       Tensor y = Random({m, n}, 7), before = Zeros({m, n});
@@ -235,17 +237,22 @@ TEST_P(BFloat16GemmTest, ProductsMultiplyRoundedValues) {
       EXPECT_GT(largest_rounding_effect, 1e-4) << "m " << m << ": the inputs were not rounded to bf16";
     }
   }
-  // Short inputs took the bf16 dot-product kernel's pair panels where the CPU has it: asking
-  // for them again finds the copy instead of making one.
+  // Every row count took the AMX tiles where the CPU has them, and short inputs the bf16
+  // dot-product kernel's pair panels where it has only AVX512-BF16: asking for that copy again
+  // finds it instead of making one.
   const cpu::CpuPath& path = cpu::DetectCpuPath();
-  if (path.avx512 && path.bfloat16_instructions) {
+  if (path.amx) {
+    const size_t prepared = cpu::PreparedWeightBytes();
+    EXPECT_NE(cpu::FindPreparedWeight(w, cpu::WeightForm::kTilesBFloat16), nullptr);
+    EXPECT_EQ(cpu::PreparedWeightBytes(), prepared);
+  } else if (path.avx512 && path.bfloat16_instructions) {
     const size_t prepared = cpu::PreparedWeightBytes();
     EXPECT_NE(cpu::FindPreparedWeight(w, cpu::WeightForm::kPanelsBFloat16Pairs), nullptr);
     EXPECT_EQ(cpu::PreparedWeightBytes(), prepared);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Depths, BFloat16GemmTest, ::testing::Values(int64_t{72}, int64_t{71}));
+INSTANTIATE_TEST_SUITE_P(Depths, BFloat16GemmTest, ::testing::Values(int64_t{72}, int64_t{71}, int64_t{2048}));
 
 // A packed copy belongs to its weight's memory: a new weight (even at the same address, as
 // the allocator may hand back) is packed afresh, and a view without an owner stays with oneDNN.

@@ -60,7 +60,7 @@ Allocations AllocationsOfStep(Engine& engine, const std::vector<int32_t>& length
 // What a token count seen for the first time in the process may cost, oneDNN's kernels
 // included, by the instruction set oneDNN runs (see the top).
 uint64_t FirstSightBoundOfTheProcess() {
-  const bool avx512 = cpu::DetectCpuPath().gemm.rfind("avx512", 0) == 0;
+  const bool avx512 = cpu::DetectCpuPath().onednn_isa.rfind("avx512", 0) == 0;
   return avx512 ? 1024 * 1024u : 16 * 1024u;
 }
 

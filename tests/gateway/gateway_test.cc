@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "engine/cpu/cpu_path.h"
+#include "engine/cpu/kernels.h"
 #include "engine/engine.h"
 #include "model_folder/model_tokenizer.h"
 #include "engine/weight_store.h"
@@ -309,7 +310,7 @@ TEST_F(GatewayTest, InfoHealthAndMetrics) {
   EXPECT_EQ(std::string_view(info["model_dtype"].get_string().value()), "float32");
   EXPECT_EQ(std::string_view(info["backend"].get_string().value()), "cpu");
   EXPECT_EQ(std::string_view(info["cpu"]["kernels"].get_string().value()), engine::cpu::DetectCpuPath().kernels);
-  EXPECT_EQ(std::string_view(info["cpu"]["gemm"].get_string().value()), engine::cpu::DetectCpuPath().gemm);
+  EXPECT_EQ(std::string_view(info["cpu"]["gemm"].get_string().value()), engine::cpu::DescribeGemm(false));
   EXPECT_EQ(std::string_view(info["version"].get_string().value()), STAMEN_VERSION);
   Post(served_->port(), "/v1/embeddings", R"({"input": "count me"})");
   answer = Http(served_->port(), "GET", "/metrics");

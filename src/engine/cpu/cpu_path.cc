@@ -7,6 +7,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "engine/cpu/amx_gemm.h"
+
 namespace stamen::engine::cpu {
 namespace {
 
@@ -42,6 +44,12 @@ std::string VectorFeatures() {
   add(__builtin_cpu_supports("avx512vl"), "avx512vl");
   add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
   add(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0) {
+    add((edx >> 24) & 1, "amx-tile");
+    add((edx >> 22) & 1, "amx-bf16");
+    add((edx >> 25) & 1, "amx-int8");
+  }
   return features;
 }
 
@@ -58,19 +66,19 @@ std::string Vendor() {
 CpuPath Detect() {
   CpuPath path;
   const char* held = std::getenv("STAMEN_CPU_KERNELS");
+  const std::string hold = held == nullptr ? "" : held;
   path.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                !(held != nullptr && std::string(held) == "avx2");
-  path.kernels = path.avx512 ? "avx512" : "avx2-fma";
+                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && hold != "avx2";
   const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
-  path.gemm = OneDnnIsaName(isa);
+  path.onednn_isa = OneDnnIsaName(isa);
   path.features = VectorFeatures();
   path.vendor = Vendor();
   path.bfloat16_instructions = __builtin_cpu_supports("avx512bf16") &&
                                (isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx);
+  path.amx = path.avx512 && path.bfloat16_instructions && hold != "avx512" && RequestAmxTiles();
+  path.kernels = path.amx ? "avx512-amx" : path.avx512 ? "avx512" : "avx2-fma";
   // See DefaultsToBFloat16 for the measurements behind this.
-  path.bfloat16_faster = path.bfloat16_instructions &&
-                         (path.vendor == "AuthenticAMD" || isa == dnnl::cpu_isa::avx512_core_amx);
+  path.bfloat16_faster = path.bfloat16_instructions && (path.vendor == "AuthenticAMD" || path.amx);
   return path;
 }
 
@@ -83,10 +91,11 @@ const CpuPath& DetectCpuPath() {
 
 std::string DescribeCpuPath() {
   const CpuPath& path = DetectCpuPath();
-  const char* bfloat16 = path.bfloat16_faster        ? "bf16 native, faster than fp32"
+  const char* bfloat16 = path.amx                     ? "bf16 on AMX tiles, faster than fp32"
+                         : path.bfloat16_faster        ? "bf16 native, faster than fp32"
                          : path.bfloat16_instructions ? "bf16 native, slower than fp32"
                                                       : "bf16 emulated in fp32";
-  return "kernels " + path.kernels + ", GEMM oneDNN " + path.gemm + ", " + bfloat16 + " (" + path.vendor + ": " +
+  return "kernels " + path.kernels + ", oneDNN ISA " + path.onednn_isa + ", " + bfloat16 + " (" + path.vendor + ": " +
          path.features + ")";
 }
 

@@ -1,9 +1,11 @@
 // Which code the CPU engine runs on this machine, picked at run time. One binary serves every
 // x86-64 machine of the x86-64-v3 level (AVX2 + FMA): our own kernels are built for that level,
 // with AVX-512 variants of the hot ones (the small-m GEMM's tiles) compiled beside them for
-// the CPUs that have AVX-512 F/BW/DQ/VL; oneDNN chooses its GEMM kernels by the CPU it finds
-// (AVX2 sgemm, or JIT-built AVX-512 brgemm kernels where the CPU has AVX-512). `/info`, the workers' start log and
-// `stamen bench engine --json` say which path was taken, so that every figure names it.
+// the CPUs that have AVX-512 F/BW/DQ/VL, and AMX tile kernels (amx_gemm.h) for bf16 on the CPUs
+// that have AMX; oneDNN chooses its GEMM kernels by the CPU it finds (AVX2 sgemm, or JIT-built
+// AVX-512 brgemm kernels where the CPU has AVX-512). `/info`, the workers' start log and
+// `stamen bench engine --json` say which GEMM path runs (DescribeGemm in kernels.h), so that every
+// figure names it.
 #pragma once
 
 #include <string>
@@ -22,11 +24,17 @@
 namespace stamen::engine::cpu {
 
 struct CpuPath {
-  // Instruction set of stamen's own kernels: "avx512" or "avx2-fma". STAMEN_CPU_KERNELS=avx2
-  // in the environment holds an AVX-512 machine to the AVX2 kernels (tests run both there).
+  // Instruction set of stamen's own kernels: "avx512-amx", "avx512" or "avx2-fma".
+  // STAMEN_CPU_KERNELS in the environment holds a machine to a lower set: "avx512" keeps an AMX
+  // machine off its tiles, "avx2" an AVX-512 machine to the AVX2 kernels (tests run each there).
   std::string kernels;
-  bool avx512 = false;   // kernels == "avx512"
-  std::string gemm;      // oneDNN's effective instruction set, e.g. "avx2", "avx512_core_bf16"
+  bool avx512 = false;   // kernels "avx512" or "avx512-amx"
+  // bf16 products on AMX tiles (amx_gemm.h): the CPU has AMX-BF16, Linux granted the tile
+  // state, and no STAMEN_CPU_KERNELS holds it back.
+  bool amx = false;
+  // oneDNN's effective instruction set, e.g. "avx2", "avx512_core_amx": the best its kernels
+  // could use, not what a product runs (DescribeGemm in kernels.h says that).
+  std::string onednn_isa;
   std::string features;  // the vector features this CPU has among those that matter here
   std::string vendor;    // "AuthenticAMD", "GenuineIntel", …
   // oneDNN multiplies bf16 with the CPU's bf16 instructions (AVX512-BF16); without them a
@@ -39,7 +47,8 @@ struct CpuPath {
 // Read once per process (oneDNN's answer is fixed after its first use).
 const CpuPath& DetectCpuPath();
 
-// "kernels avx2-fma, GEMM oneDNN avx512_core_bf16 (avx2 fma avx512f …)" for logs.
+// "kernels avx512, oneDNN ISA avx512_core_bf16, bf16 native … (GenuineIntel: avx2 fma avx512f …)"
+// for logs.
 std::string DescribeCpuPath();
 
 // What a CPU engine computes its matrix products in when the user does not say (--dtype):

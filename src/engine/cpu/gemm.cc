@@ -24,6 +24,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "engine/cpu/amx_gemm.h"
 #include "engine/cpu/blocked_weights.h"
 #include "engine/cpu/cpu_path.h"
 #include "engine/cpu/kernels.h"
@@ -60,6 +61,7 @@ dnnl::algorithm EltwiseAlgorithm(ops::Activation activation) {
 struct Matmul {
   dnnl::matmul primitive;
   dnnl::memory::desc scratchpad;  // zero bytes: none
+  std::string implementation;     // oneDNN's name of the kernel it runs, e.g. "gemm:jit"
 };
 
 class MatmulCache {
@@ -100,14 +102,15 @@ class MatmulCache {
                                      : dnnl::matmul::desc(source, weights, destination);
     if (fixed_rows == 0) {
       const dnnl::matmul::primitive_desc primitive(descriptor, attributes, engine_);
-      return &*primitives_.emplace(key, Matmul{dnnl::matmul(primitive), {}}).first->second;
+      return &*primitives_.emplace(key, Matmul{dnnl::matmul(primitive), {}, primitive.impl_info_str()}).first->second;
     }
     attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     std::optional<Matmul> fixed;
     try {
       const dnnl::matmul::primitive_desc primitive(descriptor, attributes, engine_);
-      if (std::string(primitive.impl_info_str()).rfind("brg", 0) == 0) {
-        fixed.emplace(Matmul{dnnl::matmul(primitive), primitive.scratchpad_desc()});
+      const std::string implementation = primitive.impl_info_str();
+      if (implementation.rfind("brg", 0) == 0) {
+        fixed.emplace(Matmul{dnnl::matmul(primitive), primitive.scratchpad_desc(), implementation});
       }
     } catch (const dnnl::error&) {
     }
@@ -241,13 +244,45 @@ bool TakesFixedRows(int64_t rows) {
          CurrentMatrixPrecision() == MatrixPrecision::kFloat32;
 }
 
+// Whether this thread's products take the AMX tiles (every row count, in bf16).
+bool TakesAmxTiles() { return CurrentMatrixPrecision() == MatrixPrecision::kBFloat16 && DetectCpuPath().amx; }
+
 }  // namespace
+
+std::string DescribeGemm(bool bfloat16) {
+  const CpuPath& path = DetectCpuPath();
+  MatrixPrecisionScope scope(bfloat16 ? MatrixPrecision::kBFloat16 : MatrixPrecision::kFloat32);
+  if (TakesAmxTiles()) return "stamen AMX tiles (tdpbf16ps), every row count";
+  const std::string cut = std::to_string(SmallGemmMaxRows());
+  std::string small = !bfloat16                          ? (path.avx512 ? "stamen AVX-512 tiles" : "stamen AVX2 tiles")
+                      : path.avx512 && path.bfloat16_instructions ? "stamen AVX512-BF16 pair tiles"
+                                                                  : "stamen tiles over bf16-rounded panels";
+  // oneDNN's kernels as it names them, asked of primitives of MiniLM's shape.
+  const auto implementation = [](const Key& key) -> std::string {
+    try {
+      const Matmul* matmul = MatmulCache::Get().Find(key);
+      return matmul == nullptr ? "" : matmul->implementation;
+    } catch (const dnnl::error&) {
+      return "";
+    }
+  };
+  const bool onednn_bfloat16 = bfloat16 && path.bfloat16_instructions;
+  const std::string runtime = implementation(Key{384, 384, false, false, ops::Activation::kIdentity, onednn_bfloat16, 0});
+  std::string description = small + " up to " + cut + " rows";
+  if (!bfloat16 && path.avx512) {
+    const std::string fixed = implementation(Key{384, 384, false, false, ops::Activation::kIdentity, false, kFixedRowsStep});
+    if (!fixed.empty()) description += ", oneDNN " + fixed + " (fixed rows) to " + std::to_string(kFixedRowsLimit);
+  }
+  return description + ", oneDNN " + (runtime.empty() ? "matmul" : runtime) + (onednn_bfloat16 ? " bf16" : "") +
+         (bfloat16 && !onednn_bfloat16 ? " fp32 over bf16-rounded weights" : "") + " above";
+}
 
 Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
             const ops::GemmOptions& options) {
   const int64_t m = input.dim(0);
   const int64_t n = weight.dim(0);
   if (m == 0 || n == 0) return Status();
+  if (TakesAmxTiles() && AmxGemm(input, weight, bias, output, options)) return Status();
   if (SmallGemm(input, weight, bias, output, options)) return Status();  // short inputs: packed weights
   ParkWorkers();  // oneDNN's OpenMP threads get the cores
   const void* blocked = TakesFixedRows(m) ? FindPreparedWeight(weight, WeightForm::kBlockedFloat32) : nullptr;

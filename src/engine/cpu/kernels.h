@@ -3,6 +3,8 @@
 // the CUDA backend's, so one dispatch (ops/dispatch.h) serves both; most cannot fail.
 #pragma once
 
+#include <string>
+
 #include "engine/ops/activation.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/gemm.h"
@@ -17,6 +19,10 @@ Status Zero(Tensor& tensor);
 // Fails only if oneDNN does (an unsupported shape or out of memory).
 Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
             const ops::GemmOptions& options);
+// The kernels Gemm runs on this machine in fp32 or bf16, by row count, as `/info` and the logs
+// report them: e.g. "stamen AVX-512 tiles up to 128 rows, oneDNN brg:avx512_core (fixed rows) to
+// 512, oneDNN gemm:jit above".
+std::string DescribeGemm(bool bfloat16);
 Status Activate(ops::Activation activation, const Tensor& input, Tensor& output);
 Status GatedActivation(ops::Activation activation, const Tensor& gate_up, Tensor& output);
 Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,

@@ -73,9 +73,9 @@ void RoundFloatsToBFloat16(const float* values, int64_t count, float* target) {
   for (; i < count; ++i) target[i] = RoundToBFloat16(values[i]);
 }
 
-void PackBFloat16PairPanels(const float* rows, int64_t stride, int64_t n, int64_t k, int64_t panels, uint16_t* packed) {
+void PackBFloat16PairPanels(const float* rows, int64_t stride, int64_t n, int64_t k, int64_t pairs, int64_t panels,
+                            uint16_t* packed) {
   constexpr int64_t kPanelRows = 16;
-  const int64_t pairs = BFloat16Pairs(k);
   std::fill(packed, packed + panels * pairs * kPanelRows * 2, uint16_t{0});
   thread_local std::vector<uint16_t> row;
   row.resize(static_cast<size_t>(k));

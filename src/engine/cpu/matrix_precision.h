@@ -45,9 +45,11 @@ float RoundToBFloat16(float value);
 // vdpbf16ps multiplies each fp32 lane's two adjacent bf16 values, so both operands hold two
 // adjacent steps of the sum ("a pair") side by side; an odd count's last pair is padded with zero.
 constexpr int64_t BFloat16Pairs(int64_t steps) { return (steps + 1) / 2; }
-// Rows [n, k] of a matrix (`stride` floats apart) as panels of 16 rows over pairs of k,
-// [panels][pairs(k)][16][2], rounded to bf16; rows past n (up to panels · 16) are zero.
-void PackBFloat16PairPanels(const float* rows, int64_t stride, int64_t n, int64_t k, int64_t panels, uint16_t* packed);
+// Rows [n, k] of a matrix (`stride` floats apart) as panels of 16 rows over `pairs` ≥ pairs(k)
+// pairs of k, [panels][pairs][16][2], rounded to bf16; rows past n (up to panels · 16) and
+// pairs past k are zero.
+void PackBFloat16PairPanels(const float* rows, int64_t stride, int64_t n, int64_t k, int64_t pairs, int64_t panels,
+                            uint16_t* packed);
 // Rows [row_count ≤ 8, k] (`stride` floats apart) as one pair of every row side by side,
 // [pairs(k)][row_count][2], rounded to bf16: a kernel's tile of rows broadcasts one 32-bit
 // word per row and pair, at fixed offsets. Needs AVX512-BF16: it rounds with the instruction

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/cpu/amx_gemm.h"
 #include "engine/cpu/blocked_weights.h"
 #include "engine/cpu/matrix_precision.h"
 #include "engine/cpu/panel_tile.h"
@@ -51,6 +52,7 @@ size_t FormBytes(WeightForm form, int64_t n, int64_t k) {
     case WeightForm::kPanelsBFloat16: return static_cast<size_t>(panels * kPanelColumns * k) * sizeof(uint16_t);
     case WeightForm::kPanelsBFloat16Pairs:
       return static_cast<size_t>(panels * kPanelColumns * BFloat16Pairs(k) * 2) * sizeof(uint16_t);
+    case WeightForm::kTilesBFloat16: return static_cast<size_t>(panels * kPanelColumns * TilePairs(k) * 2) * sizeof(uint16_t);
     case WeightForm::kRowsBFloat16: return static_cast<size_t>(n * k) * sizeof(uint16_t);
     case WeightForm::kRowsRoundedFloat32: return static_cast<size_t>(n * k) * sizeof(float);
     case WeightForm::kBlockedFloat32: return BlockedWeightBytes(n, k);
@@ -88,7 +90,10 @@ void Prepare(WeightForm form, const float* weight, int64_t n, int64_t k, void* t
     case WeightForm::kPanelsFloat32: return Pack(weight, n, k, static_cast<float*>(target));
     case WeightForm::kPanelsBFloat16: return Pack(weight, n, k, static_cast<uint16_t*>(target));
     case WeightForm::kPanelsBFloat16Pairs:
-      return PackBFloat16PairPanels(weight, k, n, k, (n + kPanelColumns - 1) / kPanelColumns,
+      return PackBFloat16PairPanels(weight, k, n, k, BFloat16Pairs(k), (n + kPanelColumns - 1) / kPanelColumns,
+                                    static_cast<uint16_t*>(target));
+    case WeightForm::kTilesBFloat16:
+      return PackBFloat16PairPanels(weight, k, n, k, TilePairs(k), (n + kPanelColumns - 1) / kPanelColumns,
                                     static_cast<uint16_t*>(target));
     case WeightForm::kRowsBFloat16: return FloatsToBFloat16(weight, n * k, static_cast<uint16_t*>(target));
     case WeightForm::kRowsRoundedFloat32: return RoundFloatsToBFloat16(weight, n * k, static_cast<float*>(target));

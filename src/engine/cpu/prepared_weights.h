@@ -24,6 +24,9 @@ enum class WeightForm : uint8_t {
   // zero-padded (an odd k's last pair too): AVX512-BF16's dot product multiplies each fp32
   // lane's two adjacent bf16 values, so column c's two weights of a pair sit side by side.
   kPanelsBFloat16Pairs,
+  // The pair panels with each panel's pairs padded to whole AMX tiles,
+  // [ceil(n / 16)][TilePairs(k)][16][2] bf16 (amx_gemm.h): 16 pairs of a panel are one tile.
+  kTilesBFloat16,
   // The weight [n, k] as bf16 bit patterns, for oneDNN's bf16 matmul.
   kRowsBFloat16,
   // The weight [n, k] rounded to bf16 and kept as fp32: bf16 on a CPU without bf16 compute.

@@ -1,0 +1,244 @@
+// The AMX bf16 GEMM (see amx_gemm.h). Eight tile registers: four 16 × 16 fp32 sums (two tiles
+// of rows × two panels of 16 columns), two input tiles and two weight tiles, so each depth step
+// of 32 loads four tiles for four tdpbf16ps. The sums go through a 4 KiB buffer of the thread
+// to the epilogue (bias, activation, accumulation), which writes only the rows and columns
+// that exist.
+#include "engine/cpu/amx_gemm.h"
+
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cpuid.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "engine/cpu/matrix_precision.h"
+#include "engine/cpu/prepared_weights.h"
+#include "engine/cpu/thread_pool.h"
+#include "engine/cpu/vector_activation.h"
+
+// GCC 12's false alarms on its own AVX-512 intrinsics once inlined (see small_gemm.cc).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define STAMEN_AMX_TARGET gnu::target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")
+
+namespace stamen::engine::cpu {
+namespace {
+
+constexpr int64_t kPanelWidth = 16;          // output columns per weight tile
+constexpr int64_t kTileBytes = 64;           // bytes per tile row
+constexpr int64_t kRowBlockTiles = 16;       // tiles of rows per task: 256 rows
+constexpr int64_t kTilePairBytes = kTileRows * kTileBytes;  // one weight tile, 1 KiB
+
+// The tile configuration every product uses: all eight tiles 16 rows × 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+constexpr TileConfig MakeTileConfig() {
+  TileConfig config;
+  for (int tile = 0; tile < 8; ++tile) {
+    config.bytes_per_row[tile] = kTileBytes;
+    config.rows[tile] = kTileRows;
+  }
+  return config;
+}
+
+// A constant in memory: GCC 12's _tile_loadconfig tells the compiler that it reads 8 bytes of
+// its operand, so the stores that fill a configuration on the stack were dropped as dead.
+constexpr TileConfig kTileConfig = MakeTileConfig();
+
+[[STAMEN_AMX_TARGET]] void LoadTileConfig() { _tile_loadconfig(&kTileConfig); }
+
+// Rows [first, first + rows) of the input rounded to bf16 into `packed` (lda elements apart),
+// zero past k and in the rows up to the next whole tile.
+[[STAMEN_AMX_TARGET]] void PackRows(const float* input, int64_t k, int64_t first, int64_t rows, int64_t tile_rows,
+                                    int64_t lda, uint16_t* packed) {
+  const int64_t depth = lda / kTileDepth * kTileDepth;
+  for (int64_t r = first; r < first + tile_rows; ++r) {
+    uint16_t* target = packed + r * lda;
+    if (r >= first + rows) {
+      std::memset(target, 0, depth * sizeof(uint16_t));
+      continue;
+    }
+    const float* row = input + r * k;
+    for (int64_t t = 0; t < depth; t += kTileDepth) {
+      const int64_t left = k - t;
+      const __mmask16 low = static_cast<__mmask16>(left >= 16 ? 0xFFFF : left <= 0 ? 0 : (1u << left) - 1);
+      const __mmask16 high =
+          static_cast<__mmask16>(left >= 32 ? 0xFFFF : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+      const __m512 first_half = _mm512_maskz_loadu_ps(low, row + t);
+      const __m512 second_half = _mm512_maskz_loadu_ps(high, row + t + 16);
+      _mm512_storeu_si512(target + t, (__m512i)_mm512_cvtne2ps_pbh(second_half, first_half));
+    }
+  }
+}
+
+// The sums of kRowTiles × kPanels tiles over `depth_tiles` steps into `sums`
+// ([kRowTiles · 16][kPanels · 16] floats).
+template <int kRowTiles, int kPanels>
+[[STAMEN_AMX_TARGET]] void MultiplyTiles(const uint16_t* input, int64_t lda, const uint16_t* panel,
+                                         int64_t panel_elements, int64_t depth_tiles, float* sums) {
+  _tile_zero(0);
+  if constexpr (kPanels == 2) _tile_zero(1);
+  if constexpr (kRowTiles == 2) _tile_zero(2);
+  if constexpr (kRowTiles == 2 && kPanels == 2) _tile_zero(3);
+  const int64_t input_stride = lda * sizeof(uint16_t);
+  for (int64_t t = 0; t < depth_tiles; ++t) {
+    const uint16_t* weight = panel + t * kTilePairBytes / sizeof(uint16_t);
+    _tile_loadd(4, input + t * kTileDepth, input_stride);
+    _tile_loadd(6, weight, kTileBytes);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (kPanels == 2) {
+      _tile_loadd(7, weight + panel_elements, kTileBytes);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (kRowTiles == 2) {
+      _tile_loadd(5, input + kTileRows * lda + t * kTileDepth, input_stride);
+      _tile_dpbf16ps(2, 5, 6);
+      if constexpr (kPanels == 2) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  constexpr int64_t kSumsStride = kPanels * kPanelWidth * sizeof(float);
+  _tile_stored(0, sums, kSumsStride);
+  if constexpr (kPanels == 2) _tile_stored(1, sums + kPanelWidth, kSumsStride);
+  if constexpr (kRowTiles == 2) _tile_stored(2, sums + kTileRows * kPanels * kPanelWidth, kSumsStride);
+  if constexpr (kRowTiles == 2 && kPanels == 2) _tile_stored(3, sums + kTileRows * kPanels * kPanelWidth + kPanelWidth, kSumsStride);
+}
+
+using TileProduct = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, int64_t, float*);
+// kProducts[row tiles − 1][panels − 1]
+constexpr TileProduct kProducts[2][2] = {{MultiplyTiles<1, 1>, MultiplyTiles<1, 2>},
+                                         {MultiplyTiles<2, 1>, MultiplyTiles<2, 2>}};
+
+struct Epilogue {
+  const float* bias;  // the block's first column's, or null
+  ops::Activation activation;
+  bool accumulate;
+};
+
+// `rows` rows of sums (`width` floats apart) plus bias, activated, stored or added into the
+// output's first `columns` columns.
+[[STAMEN_AMX_TARGET]] void Finish(float* sums, int64_t rows, int64_t width, int64_t columns, const Epilogue& epilogue,
+                                  float* output, int64_t ldc) {
+  const bool activates = !epilogue.accumulate && epilogue.activation != ops::Activation::kIdentity;
+  for (int64_t c = 0; c < width; c += 16) {
+    const int64_t in_vector = std::clamp<int64_t>(columns - c, 0, 16);
+    const __mmask16 mask = static_cast<__mmask16>((1u << in_vector) - 1);
+    const __m512 bias = epilogue.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, epilogue.bias + c);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* sum = sums + r * width + c;
+      _mm512_storeu_ps(sum, _mm512_add_ps(_mm512_loadu_ps(sum), bias));
+    }
+  }
+  if (activates) ActivateVectors(epilogue.activation, sums, sums, rows * width);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < width; c += 16) {
+      const int64_t in_vector = std::clamp<int64_t>(columns - c, 0, 16);
+      if (in_vector == 0) break;
+      const __mmask16 mask = static_cast<__mmask16>((1u << in_vector) - 1);
+      float* target = output + r * ldc + c;
+      __m512 value = _mm512_loadu_ps(sums + r * width + c);
+      if (epilogue.accumulate) value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, target), value);
+      _mm512_mask_storeu_ps(target, mask, value);
+    }
+  }
+}
+
+// The tile copy's row stride in elements: k in whole tiles, plus one tile row where a stride
+// of a multiple of 4 KiB would put all 16 rows of a tile into one set of the L1 cache.
+int64_t InputStride(int64_t k) {
+  int64_t lda = (k + kTileDepth - 1) / kTileDepth * kTileDepth;
+  if (lda * static_cast<int64_t>(sizeof(uint16_t)) % 4096 == 0) lda += kTileDepth;
+  return lda;
+}
+
+void Multiply(const float* input, const uint16_t* panels, const float* bias, int64_t m, int64_t n, int64_t k,
+              float* output, const ops::GemmOptions& options) {
+  static std::atomic<uint64_t> products{0};
+  const uint64_t product = ++products;
+  const int64_t lda = InputStride(k);
+  const int64_t row_tiles = (m + kTileRows - 1) / kTileRows;
+  const int64_t depth_tiles = TilePairs(k) / kTileRows;
+  const int64_t panel_elements = TilePairs(k) * kPanelWidth * 2;
+  const int64_t panel_count = (n + kPanelWidth - 1) / kPanelWidth;
+  const int threads = m * n * k >= (1 << 18) ? LoopThreads() : 1;
+
+  // The input as tiles of rows, packed by tiles of rows across the threads. 64-byte aligned:
+  // a tile row is then one cache line.
+  thread_local std::vector<uint16_t> buffer;
+  const size_t elements = static_cast<size_t>(row_tiles * kTileRows * lda + kTileDepth);
+  if (buffer.size() < elements) buffer.resize(elements);
+  uint16_t* packed = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
+  ParallelFor(
+      row_tiles,
+      [&](int64_t tile) {
+        const int64_t first = tile * kTileRows;
+        PackRows(input, k, first, std::min(kTileRows, m - first), kTileRows, lda, packed);
+      },
+      row_tiles >= 4 ? threads : 1);
+
+  // Tasks: a block of up to 256 rows × two panels (32 columns), the blocks of rows outermost,
+  // so that a thread's run of tasks reuses its block of the input from L2 while the panels
+  // stream by (for a short input, one block: every panel is read once).
+  const int64_t row_blocks = (row_tiles + kRowBlockTiles - 1) / kRowBlockTiles;
+  const int64_t column_groups = (panel_count + 1) / 2;
+  const auto task = [&](int64_t index) {
+    thread_local uint64_t configured_for = 0;
+    if (configured_for != product) {
+      LoadTileConfig();
+      configured_for = product;
+    }
+    alignas(64) float sums[2 * kTileRows * 2 * kPanelWidth];
+    const int64_t block = index / column_groups;
+    const int64_t panel = index % column_groups * 2;
+    const int64_t task_panels = std::min<int64_t>(2, panel_count - panel);
+    const int64_t first_column = panel * kPanelWidth;
+    const int64_t columns = std::min(task_panels * kPanelWidth, n - first_column);
+    const Epilogue epilogue{bias == nullptr ? nullptr : bias + first_column, options.activation, options.accumulate};
+    const int64_t end_tile = std::min(row_tiles, (block + 1) * kRowBlockTiles);
+    for (int64_t tile = block * kRowBlockTiles; tile < end_tile; tile += 2) {
+      const int64_t tiles = std::min<int64_t>(2, end_tile - tile);
+      const int64_t first_row = tile * kTileRows;
+      kProducts[tiles - 1][task_panels - 1](packed + first_row * lda, lda, panels + panel * panel_elements,
+                                            panel_elements, depth_tiles, sums);
+      Finish(sums, std::min(tiles * kTileRows, m - first_row), task_panels * kPanelWidth, columns, epilogue,
+             output + first_row * n + first_column, n);
+    }
+  };
+  ParallelFor(row_blocks * column_groups, task, threads);
+}
+
+}  // namespace
+
+bool RequestAmxTiles() {
+  static const bool granted = [] {
+    unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    const bool amx_bf16 = (edx >> 22) & 1, amx_tile = (edx >> 24) & 1;
+    if (!amx_bf16 || !amx_tile || !__builtin_cpu_supports("avx512bf16")) return false;
+    constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+    constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+  }();
+  return granted;
+}
+
+bool AmxGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
+             const ops::GemmOptions& options) {
+  const void* panels = FindPreparedWeight(weight, WeightForm::kTilesBFloat16);
+  if (panels == nullptr) return false;
+  Multiply(input.data<float>(), static_cast<const uint16_t*>(panels), bias.empty() ? nullptr : bias.data<float>(),
+           input.dim(0), weight.dim(0), input.dim(1), output.data<float>(), options);
+  return true;
+}
+
+}  // namespace stamen::engine::cpu
