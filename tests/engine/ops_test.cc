@@ -516,6 +516,41 @@ TEST_P(AttentionTest, RaggedGroupedQueryMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(CausalAndBidirectional, AttentionTest, ::testing::Bool());
 
+// In bf16 on a CPU with AMX, bidirectional attention runs on tiles (amx_attention.h): queries,
+// keys, values and the softmax numerators in bf16, sums in fp32. With every input already a
+// bf16 value and a scale of 1/4 (exact in bf16), only the numerators' rounding separates the
+// result from the double-precision reference: at most 2⁻⁹ of each weight, so 4e-3 of the
+// largest value. Head sizes of whole and partial 16-column panels, sequences that end inside a
+// 16-key panel and a 32-query block, one of 300 keys, grouped heads.
+TEST(AttentionTest, BFloat16OnAmxTilesMatchesReference) {
+  if (!cpu::DetectCpuPath().amx) GTEST_SKIP() << "no AMX on this CPU: " << cpu::DescribeCpuPath();
+  for (const int64_t head_dim : {24, 32, 64}) {
+    const ops::QkvLayout layout{4, 2, head_dim};
+    const std::vector<int32_t> bounds = {0, 1, 7, 24, 41, 341};
+    const int64_t tokens = bounds.back();
+    Tensor qkv = Random({tokens, layout.row_size()}, 18, 1.5f), out = Zeros({tokens, 4 * head_dim});
+    float largest = 0.0f;
+    for (int64_t i = 0; i < qkv.NumElements(); ++i) {
+      float& value = qkv.data<float>()[i];
+      value = cpu::RoundToBFloat16(value);
+      largest = std::max(largest, std::abs(value));
+    }
+    const ops::AttentionOptions options{.scale = 0.25f};
+    {
+      const cpu::MatrixPrecisionScope bfloat16(cpu::MatrixPrecision::kBFloat16);
+      ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, options, out).ok());
+    }
+    const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, options);
+    double largest_error = 0.0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_NEAR(out.data<float>()[i], expected[i], 4e-3 * largest) << "head_dim " << head_dim << " at " << i;
+      largest_error = std::max(largest_error, std::abs(out.data<float>()[i] - expected[i]));
+    }
+    // The weights were rounded: the tiles ran, not the fp32 kernels.
+    EXPECT_GT(largest_error, 1e-5) << "head_dim " << head_dim;
+  }
+}
+
 // The vector paths: head sizes of whole 16- and 8-float column tiles (and a ragged 40 = 16 + 16
 // + 8; on AVX-512, 64 and 48 for the tiles of four and one zmm per row), sequences that end inside a 6-query tile and inside a 16-key panel, and one long
 // enough for many panels; bidirectional and causal, grouped heads.

@@ -82,11 +82,9 @@ constexpr TileConfig kTileConfig = MakeTileConfig();
   }
 }
 
-// The sums of kRowTiles × kPanels tiles over `depth_tiles` steps into `sums`
-// ([kRowTiles · 16][kPanels · 16] floats).
 template <int kRowTiles, int kPanels>
 [[STAMEN_AMX_TARGET]] void MultiplyTiles(const uint16_t* input, int64_t lda, const uint16_t* panel,
-                                         int64_t panel_elements, int64_t depth_tiles, float* sums) {
+                                         int64_t panel_elements, int64_t depth_tiles, float* sums, int64_t ldc) {
   _tile_zero(0);
   if constexpr (kPanels == 2) _tile_zero(1);
   if constexpr (kRowTiles == 2) _tile_zero(2);
@@ -107,14 +105,14 @@ template <int kRowTiles, int kPanels>
       if constexpr (kPanels == 2) _tile_dpbf16ps(3, 5, 7);
     }
   }
-  constexpr int64_t kSumsStride = kPanels * kPanelWidth * sizeof(float);
-  _tile_stored(0, sums, kSumsStride);
-  if constexpr (kPanels == 2) _tile_stored(1, sums + kPanelWidth, kSumsStride);
-  if constexpr (kRowTiles == 2) _tile_stored(2, sums + kTileRows * kPanels * kPanelWidth, kSumsStride);
-  if constexpr (kRowTiles == 2 && kPanels == 2) _tile_stored(3, sums + kTileRows * kPanels * kPanelWidth + kPanelWidth, kSumsStride);
+  const int64_t sums_stride = ldc * sizeof(float);
+  _tile_stored(0, sums, sums_stride);
+  if constexpr (kPanels == 2) _tile_stored(1, sums + kPanelWidth, sums_stride);
+  if constexpr (kRowTiles == 2) _tile_stored(2, sums + kTileRows * ldc, sums_stride);
+  if constexpr (kRowTiles == 2 && kPanels == 2) _tile_stored(3, sums + kTileRows * ldc + kPanelWidth, sums_stride);
 }
 
-using TileProduct = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, int64_t, float*);
+using TileProduct = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, int64_t, float*, int64_t);
 // kProducts[row tiles − 1][panels − 1]
 constexpr TileProduct kProducts[2][2] = {{MultiplyTiles<1, 1>, MultiplyTiles<1, 2>},
                                          {MultiplyTiles<2, 1>, MultiplyTiles<2, 2>}};
@@ -209,7 +207,7 @@ void Multiply(const float* input, const uint16_t* panels, const float* bias, int
       const int64_t tiles = std::min<int64_t>(2, end_tile - tile);
       const int64_t first_row = tile * kTileRows;
       kProducts[tiles - 1][task_panels - 1](packed + first_row * lda, lda, panels + panel * panel_elements,
-                                            panel_elements, depth_tiles, sums);
+                                            panel_elements, depth_tiles, sums, task_panels * kPanelWidth);
       Finish(sums, std::min(tiles * kTileRows, m - first_row), task_panels * kPanelWidth, columns, epilogue,
              output + first_row * n + first_column, n);
     }
@@ -218,6 +216,13 @@ void Multiply(const float* input, const uint16_t* panels, const float* bias, int
 }
 
 }  // namespace
+
+void LoadAmxTileConfig() { LoadTileConfig(); }
+
+void MultiplyAmxTiles(int64_t row_tiles, int64_t panels, const uint16_t* input, int64_t lda, const uint16_t* panel,
+                      int64_t panel_elements, int64_t depth_tiles, float* sums, int64_t ldc) {
+  kProducts[row_tiles - 1][panels - 1](input, lda, panel, panel_elements, depth_tiles, sums, ldc);
+}
 
 bool RequestAmxTiles() {
   static const bool granted = [] {

@@ -41,4 +41,15 @@ bool RequestAmxTiles();
 bool AmxGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
              const ops::GemmOptions& options);
 
+// The tile product under AmxGemm, shared with the attention (amx_attention.cc):
+//   sums[r, c] = Σ_t input[r, t] · panel column c at depth t
+// for row_tiles (1 or 2) × 16 rows of `input` (bf16, rows `lda` elements apart, depth_tiles · 32
+// deep) and `panels` (1 or 2) pair panels of 16 columns (`panel_elements` apart, each
+// [depth_tiles · 16 pairs][16][2]), into fp32 `sums`, rows `ldc` floats apart. The calling thread
+// must have loaded the tile configuration (LoadAmxTileConfig) since it last ran other tile code.
+void MultiplyAmxTiles(int64_t row_tiles, int64_t panels, const uint16_t* input, int64_t lda, const uint16_t* panel,
+                      int64_t panel_elements, int64_t depth_tiles, float* sums, int64_t ldc);
+// Every tile 16 rows × 64 bytes, for the calling thread.
+void LoadAmxTileConfig();
+
 }  // namespace stamen::engine::cpu
