@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/cpu/amx_gemm.h"
+#include "engine/cpu/avx512_math.h"
 #include "engine/cpu/matrix_precision.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/cpu/vector_math.h"
@@ -88,24 +89,6 @@ void PackQueries(const float* queries, int64_t row_size, int64_t rows, int64_t d
 }
 
 #define STAMEN_AMX_ATTENTION_TARGET gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")
-
-// e^x in 16 lanes for x ≤ 0 (a softmax's shifted scores): x = n·ln 2 + r, e^r by the degree-7
-// polynomial of vector_math.h's Exp, 2^n applied by vscalefps.
-[[STAMEN_AMX_ATTENTION_TARGET, gnu::always_inline]] inline __m512 ExpSixteen(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
-}
 
 // One row's softmax numerators e^(score − max) over `count` scores, rounded to bf16 into
 // `weights` (zero up to `padded`); returns the sum of the unrounded numerators.
