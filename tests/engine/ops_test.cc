@@ -254,6 +254,29 @@ TEST_P(BFloat16GemmTest, ProductsMultiplyRoundedValues) {
 
 INSTANTIATE_TEST_SUITE_P(Depths, BFloat16GemmTest, ::testing::Values(int64_t{72}, int64_t{71}, int64_t{2048}));
 
+// An output of 32 MiB or more leaves the AMX GEMM through non-temporal stores (whole aligned
+// vectors; a partial last panel through masked ones): the same sums, checked on every 37th row.
+TEST(GemmTest, LargeBFloat16OutputsMatchReference) {
+  if (!cpu::DetectCpuPath().amx) GTEST_SKIP() << "no AMX on this CPU: " << cpu::DescribeCpuPath();
+  const int64_t m = 8200, k = 40, n = 1030;
+  Tensor x = Random({m, k}, 51, 0.7f), w = Random({n, k}, 52), b = Random({n}, 53, 0.5f), y = Zeros({m, n});
+  const cpu::MatrixPrecisionScope bfloat16(cpu::MatrixPrecision::kBFloat16);
+  ASSERT_TRUE(ops::Gemm(x, w, b, y, {.activation = ops::Activation::kGeluErf}).ok());
+  for (int64_t i = 0; i < m; i += 37) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = b.data<float>()[j], magnitude = std::abs(sum);
+      for (int64_t p = 0; p < k; ++p) {
+        const double term = double{cpu::RoundToBFloat16(x.data<float>()[i * k + p])} *
+                            cpu::RoundToBFloat16(w.data<float>()[j * k + p]);
+        sum += term;
+        magnitude += std::abs(term);
+      }
+      ASSERT_NEAR(y.data<float>()[i * n + j], Activated(ops::Activation::kGeluErf, sum), 1e-6 * (1.0 + magnitude))
+          << "row " << i << " column " << j;
+    }
+  }
+}
+
 // A packed copy belongs to its weight's memory: a new weight (even at the same address, as
 // the allocator may hand back) is packed afresh, and a view without an owner stays with oneDNN.
 TEST(GemmTest, PackedWeightsFollowTheirWeightsMemory) {

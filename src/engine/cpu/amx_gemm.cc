@@ -34,6 +34,7 @@ constexpr int64_t kPanelWidth = 16;          // output columns per weight tile
 constexpr int64_t kTileBytes = 64;           // bytes per tile row
 constexpr int64_t kRowBlockTiles = 16;       // tiles of rows per task: 256 rows
 constexpr int64_t kTilePairBytes = kTileRows * kTileBytes;  // one weight tile, 1 KiB
+constexpr int64_t kStreamedOutputBytes = int64_t{32} << 20;
 
 // The tile configuration every product uses: all eight tiles 16 rows × 64 bytes.
 struct alignas(64) TileConfig {
@@ -122,6 +123,7 @@ struct Epilogue {
   const float* bias;  // the block's first column's, or null
   ops::Activation activation;
   bool accumulate;
+  bool streams;  // whole, aligned vectors written past the caches (Multiply says when)
 };
 
 // `rows` rows of sums (`width` floats apart) plus bias, activated, stored or added into the
@@ -141,7 +143,11 @@ struct Epilogue {
         __m512 value = _mm512_add_ps(_mm512_load_ps(sums + r * width + c), bias);
         if (activates) value = GeluErfSixteen(value);
         if (epilogue.accumulate) value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, target), value);
-        _mm512_mask_storeu_ps(target, mask, value);
+        if (epilogue.streams && in_vector == 16 && reinterpret_cast<uintptr_t>(target) % 64 == 0) {
+          _mm512_stream_ps(target, value);
+        } else {
+          _mm512_mask_storeu_ps(target, mask, value);
+        }
       }
     }
     return;
@@ -207,6 +213,9 @@ void Multiply(const float* input, const uint16_t* panels, const float* bias, int
   // stream by (for a short input, one block: every panel is read once).
   const int64_t row_blocks = (row_tiles + kRowBlockTiles - 1) / kRowBlockTiles;
   const int64_t column_groups = (panel_count + 1) / 2;
+  // An output past this size would not stay in the cache for the next layer to read: its lines
+  // are written without being read first (non-temporal stores), half the memory traffic.
+  const bool streams = !options.accumulate && m * n * static_cast<int64_t>(sizeof(float)) >= kStreamedOutputBytes;
   const auto task = [&](int64_t index) {
     thread_local uint64_t configured_for = 0;
     if (configured_for != product) {
@@ -219,7 +228,8 @@ void Multiply(const float* input, const uint16_t* panels, const float* bias, int
     const int64_t task_panels = std::min<int64_t>(2, panel_count - panel);
     const int64_t first_column = panel * kPanelWidth;
     const int64_t columns = std::min(task_panels * kPanelWidth, n - first_column);
-    const Epilogue epilogue{bias == nullptr ? nullptr : bias + first_column, options.activation, options.accumulate};
+    const Epilogue epilogue{bias == nullptr ? nullptr : bias + first_column, options.activation, options.accumulate,
+                          streams};
     const int64_t end_tile = std::min(row_tiles, (block + 1) * kRowBlockTiles);
     for (int64_t tile = block * kRowBlockTiles; tile < end_tile; tile += 2) {
       const int64_t tiles = std::min<int64_t>(2, end_tile - tile);
@@ -229,6 +239,8 @@ void Multiply(const float* input, const uint16_t* panels, const float* bias, int
       Finish(sums, std::min(tiles * kTileRows, m - first_row), task_panels * kPanelWidth, columns, epilogue,
              output + first_row * n + first_column, n);
     }
+    // Non-temporal stores are weakly ordered: make them visible before the loop's end is.
+    if (streams) _mm_sfence();
   };
   ParallelFor(row_blocks * column_groups, task, threads);
 }
