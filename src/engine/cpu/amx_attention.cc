@@ -29,6 +29,8 @@
 namespace stamen::engine::cpu {
 namespace {
 
+#define STAMEN_AMX_ATTENTION_TARGET gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")
+
 constexpr int64_t kPanel = 16;       // keys or dimensions per pair panel
 constexpr int64_t kBlockRows = 32;   // queries per block: two tiles of rows
 // Heads are worth splitting between threads from this many elements of the fused QKV, as in
@@ -53,9 +55,8 @@ struct Scratch {
 // Values [length, d] (rows `row_size` apart) as pair panels of 16 dimensions over pairs of
 // keys, `pairs` deep (keys past the sequence's end zero): lane c of pair i holds the bf16 values
 // of keys 2i and 2i + 1 in dimension c, low half first.
-[[gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")]] void PackValues(const float* values, int64_t row_size,
-                                                                            int64_t length, int64_t d, int64_t pairs,
-                                                                            uint16_t* packed) {
+[[STAMEN_AMX_ATTENTION_TARGET]] void PackValues(const float* values, int64_t row_size, int64_t length, int64_t d,
+                                                int64_t pairs, uint16_t* packed) {
   const int64_t panels = (d + kPanel - 1) / kPanel;
   for (int64_t panel = 0; panel < panels; ++panel) {
     const int64_t columns = std::min(kPanel, d - panel * kPanel);
@@ -77,18 +78,17 @@ struct Scratch {
 
 // `rows` queries (rows `row_size` apart) times `scale`, rounded to bf16 into kBlockRows rows of
 // `depth` elements (zero past d and past the last query).
-void PackQueries(const float* queries, int64_t row_size, int64_t rows, int64_t d, float scale, int64_t depth,
-                 uint16_t* packed) {
-  thread_local std::vector<float> scaled;
-  if (static_cast<int64_t>(scaled.size()) < d) scaled.resize(d);
-  std::memset(packed, 0, kBlockRows * depth * sizeof(uint16_t));
-  for (int64_t r = 0; r < rows; ++r) {
-    ScaledCopy(scale, queries + r * row_size, scaled.data(), d);
-    FloatsToBFloat16(scaled.data(), d, packed + r * depth);
+[[STAMEN_AMX_ATTENTION_TARGET]] void PackQueries(const float* queries, int64_t row_size, int64_t rows, int64_t d,
+                                                 float scale, int64_t depth, uint16_t* packed) {
+  const __m512 factor = _mm512_set1_ps(scale);
+  for (int64_t r = 0; r < kBlockRows; ++r) {
+    for (int64_t c = 0; c < depth; c += 16) {
+      const __mmask16 mask = static_cast<__mmask16>(r >= rows || c >= d ? 0 : d - c >= 16 ? 0xFFFF : (1u << (d - c)) - 1);
+      const __m512 values = _mm512_mul_ps(factor, _mm512_maskz_loadu_ps(mask, queries + r * row_size + c));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + r * depth + c), (__m256i)_mm512_cvtneps_pbh(values));
+    }
   }
 }
-
-#define STAMEN_AMX_ATTENTION_TARGET gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")
 
 // One row's softmax numerators e^(score − max) over `count` scores, rounded to bf16 into
 // `weights` (zero up to `padded`); returns the sum of the unrounded numerators.
