@@ -183,23 +183,96 @@ int64_t InputStride(int64_t k) {
   return lda;
 }
 
+// One product's operands and shape, as its tasks read them.
+struct Product {
+  const float* input;
+  const uint16_t* panels;
+  const float* bias;
+  int64_t m, n, k;
+  float* output;
+  ops::GemmOptions options;
+  uint64_t id;           // this product's number: a thread loads the tile configuration once per product
+  int64_t lda;           // InputStride(k)
+  int64_t depth_tiles;   // TilePairs(k) / 16
+  int64_t panel_elements;
+  int64_t panel_count;
+  // An output past kStreamedOutputBytes would not stay in the cache for the next layer to read:
+  // its lines are written without being read first (non-temporal stores), half the traffic.
+  bool streams;
+};
+
+// 64-byte aligned room for `elements` in a buffer of the calling thread: a tile row is then one
+// cache line.
+uint16_t* PackingBuffer(int64_t elements) {
+  thread_local std::vector<uint16_t> buffer;
+  if (buffer.size() < static_cast<size_t>(elements + kTileDepth)) buffer.resize(elements + kTileDepth);
+  return reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
+}
+
+void ConfigureTiles(uint64_t product) {
+  thread_local uint64_t configured_for = 0;
+  if (configured_for != product) {
+    LoadTileConfig();
+    configured_for = product;
+  }
+}
+
+// Rows [first_row, first_row + rows) (packed from `packed` on, as tiles of rows) times the column
+// groups [first_group, end_group) of two panels each, into the output.
+void MultiplyBlock(const Product& product, const uint16_t* packed, int64_t first_row, int64_t rows,
+                   int64_t first_group, int64_t end_group) {
+  alignas(64) float sums[2 * kTileRows * 2 * kPanelWidth];
+  for (int64_t group = first_group; group < end_group; ++group) {
+    const int64_t panel = group * 2;
+    const int64_t task_panels = std::min<int64_t>(2, product.panel_count - panel);
+    const int64_t first_column = panel * kPanelWidth;
+    const int64_t columns = std::min(task_panels * kPanelWidth, product.n - first_column);
+    const Epilogue epilogue{product.bias == nullptr ? nullptr : product.bias + first_column,
+                            product.options.activation, product.options.accumulate, product.streams};
+    for (int64_t row = 0; row < rows; row += 2 * kTileRows) {
+      const int64_t tiles = std::min<int64_t>(2, (rows - row + kTileRows - 1) / kTileRows);
+      kProducts[tiles - 1][task_panels - 1](packed + row * product.lda, product.lda,
+                                            product.panels + panel * product.panel_elements, product.panel_elements,
+                                            product.depth_tiles, sums, task_panels * kPanelWidth);
+      Finish(sums, std::min(tiles * kTileRows, rows - row), task_panels * kPanelWidth, columns, epilogue,
+             product.output + (first_row + row) * product.n + first_column, product.n);
+    }
+  }
+  // Non-temporal stores are weakly ordered: make them visible before the loop's end is.
+  if (product.streams) _mm_sfence();
+}
+
 void Multiply(const float* input, const uint16_t* panels, const float* bias, int64_t m, int64_t n, int64_t k,
               float* output, const ops::GemmOptions& options) {
   static std::atomic<uint64_t> products{0};
-  const uint64_t product = ++products;
-  const int64_t lda = InputStride(k);
-  const int64_t row_tiles = (m + kTileRows - 1) / kTileRows;
-  const int64_t depth_tiles = TilePairs(k) / kTileRows;
-  const int64_t panel_elements = TilePairs(k) * kPanelWidth * 2;
   const int64_t panel_count = (n + kPanelWidth - 1) / kPanelWidth;
+  const Product product{input, panels, bias, m, n, k, output, options, ++products, InputStride(k),
+                        TilePairs(k) / kTileRows, TilePairs(k) * kPanelWidth * 2, panel_count,
+                        !options.accumulate && m * n * static_cast<int64_t>(sizeof(float)) >= kStreamedOutputBytes};
+  const int64_t lda = product.lda;
+  const int64_t row_tiles = (m + kTileRows - 1) / kTileRows;
+  const int64_t block_rows = kRowBlockTiles * kTileRows;
+  const int64_t row_blocks = (m + block_rows - 1) / block_rows;
+  const int64_t column_groups = (panel_count + 1) / 2;
   const int threads = m * n * k >= (1 << 18) ? LoopThreads() : 1;
 
-  // The input as tiles of rows, packed by tiles of rows across the threads. 64-byte aligned:
-  // a tile row is then one cache line.
-  thread_local std::vector<uint16_t> buffer;
-  const size_t elements = static_cast<size_t>(row_tiles * kTileRows * lda + kTileDepth);
-  if (buffer.size() < elements) buffer.resize(elements);
-  uint16_t* packed = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
+  if (row_blocks >= 4 * threads) {
+    // A long input: a task per block of 256 rows, which its thread rounds into a buffer of its
+    // own (it stays in L2) and multiplies by every panel. Packed in one pass before the
+    // products, the bf16 copy went to memory and came back (MiniLM's 512 × 32 step: 10% of it).
+    ParallelFor(row_blocks, [&](int64_t block) {
+      ConfigureTiles(product.id);
+      const int64_t first = block * block_rows, rows = std::min(block_rows, m - first);
+      uint16_t* packed = PackingBuffer(block_rows * lda);
+      PackRows(input + first * k, k, 0, rows, (rows + kTileRows - 1) / kTileRows * kTileRows, lda, packed);
+      MultiplyBlock(product, packed, first, rows, 0, column_groups);
+    }, threads);
+    return;
+  }
+  // A short input: packed once, by tiles of rows across the threads, then a task per block of
+  // rows × two panels, the blocks outermost (for up to 256 rows, one block: every panel is read
+  // once, as the threads split the panels).
+  uint16_t* packed = PackingBuffer(row_tiles * kTileRows * lda);
   ParallelFor(
       row_tiles,
       [&](int64_t tile) {
@@ -207,42 +280,12 @@ void Multiply(const float* input, const uint16_t* panels, const float* bias, int
         PackRows(input, k, first, std::min(kTileRows, m - first), kTileRows, lda, packed);
       },
       row_tiles >= 4 ? threads : 1);
-
-  // Tasks: a block of up to 256 rows × two panels (32 columns), the blocks of rows outermost,
-  // so that a thread's run of tasks reuses its block of the input from L2 while the panels
-  // stream by (for a short input, one block: every panel is read once).
-  const int64_t row_blocks = (row_tiles + kRowBlockTiles - 1) / kRowBlockTiles;
-  const int64_t column_groups = (panel_count + 1) / 2;
-  // An output past this size would not stay in the cache for the next layer to read: its lines
-  // are written without being read first (non-temporal stores), half the memory traffic.
-  const bool streams = !options.accumulate && m * n * static_cast<int64_t>(sizeof(float)) >= kStreamedOutputBytes;
-  const auto task = [&](int64_t index) {
-    thread_local uint64_t configured_for = 0;
-    if (configured_for != product) {
-      LoadTileConfig();
-      configured_for = product;
-    }
-    alignas(64) float sums[2 * kTileRows * 2 * kPanelWidth];
-    const int64_t block = index / column_groups;
-    const int64_t panel = index % column_groups * 2;
-    const int64_t task_panels = std::min<int64_t>(2, panel_count - panel);
-    const int64_t first_column = panel * kPanelWidth;
-    const int64_t columns = std::min(task_panels * kPanelWidth, n - first_column);
-    const Epilogue epilogue{bias == nullptr ? nullptr : bias + first_column, options.activation, options.accumulate,
-                          streams};
-    const int64_t end_tile = std::min(row_tiles, (block + 1) * kRowBlockTiles);
-    for (int64_t tile = block * kRowBlockTiles; tile < end_tile; tile += 2) {
-      const int64_t tiles = std::min<int64_t>(2, end_tile - tile);
-      const int64_t first_row = tile * kTileRows;
-      kProducts[tiles - 1][task_panels - 1](packed + first_row * lda, lda, panels + panel * panel_elements,
-                                            panel_elements, depth_tiles, sums, task_panels * kPanelWidth);
-      Finish(sums, std::min(tiles * kTileRows, m - first_row), task_panels * kPanelWidth, columns, epilogue,
-             output + first_row * n + first_column, n);
-    }
-    // Non-temporal stores are weakly ordered: make them visible before the loop's end is.
-    if (streams) _mm_sfence();
-  };
-  ParallelFor(row_blocks * column_groups, task, threads);
+  ParallelFor(row_blocks * column_groups, [&](int64_t index) {
+    ConfigureTiles(product.id);
+    const int64_t block = index / column_groups, group = index % column_groups;
+    const int64_t first = block * block_rows;
+    MultiplyBlock(product, packed + first * lda, first, std::min(block_rows, m - first), group, group + 1);
+  }, threads);
 }
 
 }  // namespace
