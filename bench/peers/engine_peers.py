@@ -56,22 +56,43 @@ def load_torch(model):
         return load_pooled(model, "eager")
 
 
-def onnx_session(model, ids, threads):
-    """ONNX Runtime on the model exported at the shape of `ids`. One graph per shape: the
-    traced export bakes shapes into the attention mask it builds (a graph exported at one shape
-    gave cosine 0.96 at another), and a fixed shape is ONNX Runtime's best case anyway. The
-    export traces the eager attention, which torch.onnx handles at every shape, from a fresh
-    copy: tracing changed the traced module's later eager outputs (cosine 0.93 against a copy
-    never traced)."""
+def export_onnx(model, ids, path):
+    """The model exported to ONNX at the shape of `ids`. One graph per shape: the traced export
+    bakes shapes into the attention mask it builds (a graph exported at one shape gave cosine
+    0.96 at another), and a fixed shape is the runtimes' best case anyway. The export traces the
+    eager attention, which torch.onnx handles at every shape, from a fresh copy: tracing changed
+    the traced module's later eager outputs (cosine 0.93 against a copy never traced)."""
+    torch.onnx.export(load_pooled(model, "eager"), (ids,), str(path), input_names=["input_ids"],
+                      output_names=["embeddings"], dynamo=False)
+
+
+def onnx_runtime_session(path, threads):
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def onnx_session(model, ids, threads):
+    """ONNX Runtime on the model exported at the shape of `ids` (export_onnx)."""
     with tempfile.TemporaryDirectory() as folder:
         path = pathlib.Path(folder) / "model.onnx"
-        torch.onnx.export(load_pooled(model, "eager"), (ids,), str(path), input_names=["input_ids"],
-                          output_names=["embeddings"], dynamo=False)
-        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        export_onnx(model, ids, path)
+        return onnx_runtime_session(path, threads)
+
+
+def openvino_request(path, threads, precision):
+    """OpenVINO's CPU plugin on the same ONNX graph, computing in `precision` ("bf16", its
+    default where the CPU has AMX or AVX512-BF16, or "f32"), with `threads` threads and the
+    latency hint (one stream): an infer request to call with {"input_ids": ids}, and the
+    precision the plugin reports it runs."""
+    import openvino  # only the engine rounds need it (requirements/bench-engine.txt)
+
+    core = openvino.Core()
+    compiled = core.compile_model(core.read_model(str(path)), "CPU", {
+        "INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
+    return compiled.create_infer_request(), compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
 
 
 def shapes(lengths, batches):

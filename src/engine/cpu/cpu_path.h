@@ -61,7 +61,7 @@ std::string DescribeCpuPath();
 //     in VMs that hide AMX) run it at half that rate: bf16 measured 0.55–0.6× fp32 on an
 //     Emerald Rapids VM (docs/BENCHMARKS.md, "On AVX-512 and in bf16"), so fp32 stays the default.
 //   - Xeons with AMX (CpuPath::amx) multiply bf16 on tiles (amx_gemm.h): MiniLM's bf16 steps ran
-//     2.1–2.7× faster than fp32 at 16 to 512 tokens and at batch 32 (docs/BENCHMARKS.md, "Intel
+//     2.3–3.6× faster than fp32 at 16 to 512 tokens, batch 1 and 32 (docs/BENCHMARKS.md, "Intel
 //     Xeon with AMX"). Without the tiles (refused by the kernel, or held off) the rule above holds.
 // bf16's accuracy is checked per family by bench/dtype_gate.sh (DefaultComputeType in
 // engine.h applies it).
