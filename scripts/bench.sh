@@ -115,7 +115,7 @@ embedding_suites stamen-gateway-2-workers "http://127.0.0.1:$port"
 stop_all
 
 # 3. The peers, one at a time, on the same folder, text in (they take no token ids).
-peer_names=(sentence-transformers onnxruntime infinity infinity-optimum)
+peer_names=(sentence-transformers onnxruntime openvino infinity infinity-optimum)
 if $peers; then
   for peer in "${peer_names[@]}"; do
     port=$((base_port + 10))

@@ -3,7 +3,7 @@
 peer of `stamen serve` for `stamen bench serve`: the same folder, the same routes, one
 inference at a time (a lock, like one worker), requests parsed and answered concurrently.
 
-    .venv-heavy/bin/python bench/peers/serve_peer.py --backend torch|onnxruntime \
+    .venv-heavy/bin/python bench/peers/serve_peer.py --backend torch|onnxruntime|openvino \
         --model DIR --port P [--threads N] [--batch-size 32] [--host 127.0.0.1]
 
 Backends:
@@ -15,6 +15,8 @@ Backends:
                a child process so that the server never imports torch), tokenised with the
                folder's tokenizer.json through `tokenizers`, run by ONNX Runtime on the CPU,
                then mean pooling over the attention mask and L2 normalisation in numpy.
+  openvino     the same graph, tokenizer and pooling, run by OpenVINO's CPU plugin in its default
+               precision (bf16 where the CPU has AMX or AVX512-BF16), latency hint.
 
 Both truncate to the folder's max_seq_length (sentence_bert_config.json; 256 for the original
 all-MiniLM-L6-v2, 512 for build/bench-models/all-MiniLM-L6-v2-512) and batch a request's
@@ -235,20 +237,14 @@ class OnnxRuntimeBackend:
     """ONNX Runtime, CPU: tokenizers + one dynamic-shape graph + numpy mean pooling."""
 
     def __init__(self, model_dir, threads, batch_size, cache_dir, max_length, pooling):
-        import onnxruntime
         import tokenizers
         if pooling != "mean":
-            raise SystemExit(f"serve_peer: the onnxruntime backend does mean pooling only, the folder says {pooling}")
+            raise SystemExit(f"serve_peer: the ONNX backends do mean pooling only, the folder says {pooling}")
         path = onnx_cache_path(model_dir, cache_dir)
         if not path.exists():
             # In a child process so that this server never loads torch.
             subprocess.run([sys.executable, __file__, "--export-onnx", str(model_dir), str(path)], check=True)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.run, self.dimension, runtime_versions = self.open_graph(path, threads)
         self.onnx_path = path
         self.tokenizer = tokenizers.Tokenizer.from_file(str(pathlib.Path(model_dir) / "tokenizer.json"))
         self.tokenizer.no_padding()
@@ -257,9 +253,20 @@ class OnnxRuntimeBackend:
         self.pad_id = 0 if pad is None else pad
         self.max_length = max_length
         self.batch_size = batch_size
-        self.versions = {"onnxruntime": onnxruntime.__version__, "tokenizers": tokenizers.__version__,
-                         "numpy": np.__version__}
-        self.dimension = self.session.get_outputs()[0].shape[-1]
+        self.versions = {**runtime_versions, "tokenizers": tokenizers.__version__, "numpy": np.__version__}
+
+    @staticmethod
+    def open_graph(path, threads):
+        """(a function from the feed to the last hidden state, its width, versions) for the graph."""
+        import onnxruntime
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return (lambda feed: session.run(None, feed)[0]), session.get_outputs()[0].shape[-1], {
+            "onnxruntime": onnxruntime.__version__}
 
     def tokenize(self, texts):
         return [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]
@@ -274,12 +281,33 @@ class OnnxRuntimeBackend:
             for row, i in enumerate(chunk):
                 ids[row, :len(sequences[i])] = sequences[i]
                 mask[row, :len(sequences[i])] = 1
-            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            hidden = self.run({"input_ids": ids, "attention_mask": mask})
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             out[chunk] = pooled
         return out
+
+
+class OpenVinoBackend(OnnxRuntimeBackend):
+    """OpenVINO's CPU plugin on the same dynamic-shape graph, in its default precision (bf16 where
+    the CPU has AMX or AVX512-BF16, what an Intel user gets), one stream (the latency hint)."""
+
+    @staticmethod
+    def open_graph(path, threads):
+        import openvino
+        core = openvino.Core()
+        compiled = core.compile_model(core.read_model(str(path)), "CPU", {
+            "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
+        request = compiled.create_infer_request()
+        precision = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
+
+        def run(feed):
+            request.infer(feed)
+            return request.get_output_tensor(0).data.copy()
+
+        width = compiled.output(0).get_partial_shape()[-1].get_length()
+        return run, width, {"openvino": f"{openvino.__version__} ({precision})"}
 
 
 class Service:
@@ -407,7 +435,7 @@ def main():
         export_onnx(sys.argv[2], sys.argv[3])
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=["torch", "onnxruntime"], required=True)
+    parser.add_argument("--backend", choices=["torch", "onnxruntime", "openvino"], required=True)
     parser.add_argument("--model", required=True, help="a sentence-transformers model folder")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
@@ -424,14 +452,15 @@ def main():
     if args.backend == "torch":
         backend = TorchBackend(model_dir, args.threads, args.batch_size)
     else:
-        backend = OnnxRuntimeBackend(model_dir, args.threads, args.batch_size, args.onnx_cache, max_length, pooling)
+        backend_class = OpenVinoBackend if args.backend == "openvino" else OnnxRuntimeBackend
+        backend = backend_class(model_dir, args.threads, args.batch_size, args.onnx_cache, max_length, pooling)
     model_name = args.served_model_name or model_dir.resolve().name
     service = Service(backend, args.backend, model_name, config.get("vocab_size", 1 << 31))
     # Warm-up: the first call pays for lazy initialisation.
     service.embed({"input": ["warm up"]})
     server = Server((args.host, args.port), make_handler(service, args.access_log))
     versions = " ".join(f"{k} {v}" for k, v in backend.versions.items())
-    extra = f" onnx {backend.onnx_path}" if args.backend == "onnxruntime" else ""
+    extra = f" onnx {backend.onnx_path}" if args.backend != "torch" else ""
     print(f"serve_peer: ready backend {args.backend} model {model_dir} max_length {backend.max_length} "
           f"pooling {pooling} threads {args.threads} batch_size {args.batch_size} python {platform.python_version()} "
           f"{versions}{extra} load {time.perf_counter() - started:.1f}s on http://{args.host}:{args.port}",

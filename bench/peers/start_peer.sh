@@ -15,6 +15,7 @@
 #                          MODEL_DIR made of symlinks plus model.onnx) and serves that folder
 #   sentence-transformers  bench/peers/serve_peer.py --backend torch (.venv-heavy)
 #   onnxruntime            bench/peers/serve_peer.py --backend onnxruntime (.venv-heavy)
+#   openvino               bench/peers/serve_peer.py --backend openvino (.venv-heavy)
 #
 # Every peer serves POST /v1/embeddings (Infinity: only that one, with its --url-prefix /v1;
 # serve_peer.py: /embeddings too) and GET /health, on 127.0.0.1.
@@ -89,15 +90,15 @@ case "$name" in
              --no-vector-disk-cache --dtype float32 --url-prefix /v1 --host "$host" --port "$port"
              --log-level "${PEER_LOG_LEVEL:-warning}" "${extra[@]}")
     ;;
-  sentence-transformers | onnxruntime)
+  sentence-transformers | onnxruntime | openvino)
     [[ -x .venv-heavy/bin/python ]] || { echo "start_peer: .venv-heavy is missing (tools/setup_heavy_venv.sh)" >&2; exit 2; }
     backend=torch
-    [[ $name == onnxruntime ]] && backend=onnxruntime
+    [[ $name == onnxruntime || $name == openvino ]] && backend=$name
     command=(.venv-heavy/bin/python bench/peers/serve_peer.py --backend "$backend" --model "$model"
              --host "$host" --port "$port" --threads "$threads" --batch-size "$batch")
     ;;
   *)
-    echo "start_peer: unknown peer '$name' (infinity, infinity-optimum, sentence-transformers, onnxruntime)" >&2
+    echo "start_peer: unknown peer '$name' (infinity, infinity-optimum, sentence-transformers, onnxruntime, openvino)" >&2
     exit 2
     ;;
 esac
