@@ -75,7 +75,9 @@ int64_t LayersAtMost(const WeightStore& weights) {
 // the loader allocate for each before the first missing tensor is noticed.
 Status CheckLayerCount(const ModelConfig& config, const WeightStore& weights) {
   const int64_t present = LayersAtMost(weights);
-  if (config.num_hidden_layers <= present) return Status();
+  // No layer at all: the loader's first missing tensor says more (config.json already refused
+  // an absurd count).
+  if (present == 0 || config.num_hidden_layers <= present) return Status();
   const std::string_view key = FamilyConfigOf(config.family).shape_keys.num_hidden_layers;
   return Status::Error("config.json: key '" + std::string(key) + "' is " + std::to_string(config.num_hidden_layers) +
                        ", but the weights hold the tensors of at most " + std::to_string(present) + " layers");
