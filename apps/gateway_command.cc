@@ -144,6 +144,9 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   command->add_option("--max-token-states", g.max_token_states,
                       "Most floats one /embed_all answer carries, every token's vector (413 beyond)")
       ->capture_default_str();
+  command->add_option("--max-tokenize-tokens", g.max_tokenize_tokens,
+                      "Most tokens one /tokenize answer lists (413 beyond)")
+      ->capture_default_str();
   command->add_option("--max-client-batch-size", g.max_client_batch_size, "Most inputs in one request (413 beyond)")
       ->envname("MAX_CLIENT_BATCH_SIZE")
       ->capture_default_str();

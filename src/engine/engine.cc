@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <new>
+#include <stdexcept>
 
 #include <omp.h>
 
@@ -103,6 +105,20 @@ DeviceStats Engine::device_stats() const {
 }
 
 StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& model_dir, const EngineOptions& options) {
+  // The config's sizes are checked against the weights before the model is built; what still
+  // runs out of memory (a model too large for this machine) must not abort the process that
+  // asked, which may be serving other models.
+  try {
+    return LoadOrThrow(model_dir, options);
+  } catch (const std::bad_alloc&) {
+    return Status::Error(model_dir + ": out of memory while loading the model: check config.json's sizes "
+                         "(num_hidden_layers, hidden_size, intermediate_size, vocab_size) against the weights");
+  } catch (const std::length_error& error) {
+    return Status::Error(model_dir + ": a size in config.json is too large to allocate (" + error.what() + ")");
+  }
+}
+
+StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& model_dir, const EngineOptions& options) {
   std::unique_ptr<Engine> engine(new Engine());
   if (options.num_threads < 0) return Status::Error("num_threads must not be negative");
   engine->num_threads_ = options.num_threads;

@@ -160,7 +160,8 @@ std::optional<DataType> ParseComputeType(std::string_view name);
 class Engine {
  public:
   // Loads config.json, the sentence-transformers files and the safetensors weights of
-  // `model_dir`. Errors name the file, key or tensor at fault.
+  // `model_dir`. Errors name the file, key or tensor at fault; running out of memory while
+  // loading is an error too, never an exception.
   static StatusOr<std::unique_ptr<Engine>> Load(const std::string& model_dir, const EngineOptions& options = {});
   ~Engine();
 
@@ -194,6 +195,8 @@ class Engine {
 
  private:
   Engine();
+  // Load, which may throw std::bad_alloc (or std::length_error) where memory runs out.
+  static StatusOr<std::unique_ptr<Engine>> LoadOrThrow(const std::string& model_dir, const EngineOptions& options);
   Status ValidateBatch(const Batch& batch, const StepOptions& options, ops::PoolingMode* pooling) const;
   Status ValidateSpans(const Batch& batch, std::span<const int32_t> spans) const;
 

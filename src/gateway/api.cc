@@ -279,6 +279,10 @@ std::variant<RerankCall, ApiError> ParseRerankCall(std::string_view body, bool c
     if (auto error = ReadBool(fields, "return_documents", &call.return_documents)) return *error;
     if (auto error = ReadString(fields, "model", &call.model)) return *error;
   } else {
+    // Not in TEI's RerankRequest: kept as /v1/rerank keeps it (the best n), so that a bad value
+    // is refused on both routes, not silently ignored on one; 422, as TEI answers a field of
+    // the wrong type.
+    if (auto error = ReadPositive(fields, "top_n", &call.top_n)) return ApiError{422, error->message, error->type};
     if (auto error = ReadBool(fields, "raw_scores", &call.raw_scores)) return *error;
     if (auto error = ReadBool(fields, "return_text", &call.return_documents)) return *error;
   }
@@ -304,6 +308,11 @@ std::variant<TokenizeCall, ApiError> ParseTokenizeCall(std::string_view body) {
   }
   if (auto error = ReadBool(fields, "add_special_tokens", &call.add_special_tokens)) return *error;
   if (auto error = ReadString(fields, "prompt_name", &call.prompt_name)) return *error;
+  // TEI's /tokenize has no max_length and never truncates; neither does stamen. A positive one
+  // (what transformers' tokenizers take) changes nothing; any other is refused, 422 as TEI
+  // answers a field of the wrong type, rather than ignored.
+  std::optional<int64_t> max_length;
+  if (auto error = ReadPositive(fields, "max_length", &max_length)) return ApiError{422, error->message, error->type};
   return call;
 }
 

@@ -89,7 +89,7 @@ struct RerankCall {
   Truncation truncation_direction = Truncation::kRight;
   bool raw_scores = false;        // TEI: logits instead of sigmoid scores
   bool return_documents = false;  // TEI return_text / Cohere return_documents
-  std::optional<int64_t> top_n;   // Cohere: keep the best n
+  std::optional<int64_t> top_n;   // keep the best n (Cohere; TEI /rerank too, stamen's own)
   std::optional<int64_t> max_tokens_per_document;  // Cohere v2 max_tokens_per_doc: documents cut to this many tokens
   std::string model;
   std::optional<server::Priority> priority;

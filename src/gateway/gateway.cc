@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -34,6 +35,19 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
     difference |= x ^ y;
   }
   return difference == 0;
+}
+
+// The credentials of an `Authorization: Bearer <token>` header, or empty. The scheme's name is
+// case-insensitive (RFC 9110, 11.1), so "bearer" and "BEARER" are taken too.
+std::string_view BearerToken(std::string_view authorization) {
+  constexpr std::string_view kScheme = "bearer ";
+  if (authorization.size() < kScheme.size()) return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return {};
+  }
+  std::string_view token = authorization.substr(kScheme.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  return token;
 }
 
 double Milliseconds(Clock::duration duration) { return std::chrono::duration<double, std::milli>(duration).count(); }
@@ -209,6 +223,9 @@ std::vector<Route> Gateway::Routes() {
     return [this, shape](const http::Request& request, Reply reply) { Rerank(request, shape, std::move(reply)); };
   };
   auto health = [this](const http::Request&, Reply reply) { Health(std::move(reply)); };
+  // Liveness: the process runs and its HTTP server answers, whatever the workers' state, so
+  // that an orchestrator restarts only a stuck process, never one waiting for its workers.
+  auto live = [](const http::Request&, Reply reply) { reply(JsonResponse(200, R"({"status":"ok"})")); };
   auto info = [this](const http::Request&, Reply reply) { reply(JsonResponse(200, InfoBody())); };
   auto metrics = [this](const http::Request&, Reply reply) {
     http::Response response = JsonResponse(200, registry_.Render());
@@ -244,6 +261,7 @@ std::vector<Route> Gateway::Routes() {
       {"/", "GET", kTei, false, true, health},
       {"/ping", "GET", kTei, false, true, health},  // SageMaker's health check
       {"/health", "GET", kTei, false, true, health},
+      {"/live", "GET", kTei, false, true, live},
       {"/info", "GET", kTei, false, false, info},
       {"/metrics", "GET", kTei, false, false, metrics},
       // The API's description (openapi.json; TEI serves it at /api-doc/openapi.json) and its
@@ -316,8 +334,7 @@ void Gateway::Handle(http::Request request, http::Respond respond, std::optional
   }, family);
 
   if (!options_.api_key.empty() && !(route && route->open)) {
-    const std::string expected = "Bearer " + options_.api_key;
-    if (!ConstantTimeEquals(request.Header("authorization"), expected)) {
+    if (!ConstantTimeEquals(BearerToken(request.Header("authorization")), options_.api_key)) {
       http::Response response = ErrorResponse(
           {401, "missing or wrong API key (send Authorization: Bearer <key>)", "authentication_error"}, family);
       response.headers.emplace_back("www-authenticate", "Bearer");
@@ -723,10 +740,37 @@ void Gateway::Tokenize(const http::Request& request, Reply respond) {
   if (auto* error = std::get_if<ApiError>(&prompt)) return respond.Error(*error);
   pool_->Post([this, call, prompt = std::get<std::string>(prompt), respond](size_t thread) {
     engine::ModelTokenizer& tokenizer = *tokenizers_[thread];
+    // Each token is ~60 bytes of JSON and ~50 bytes while listed with its text, so the answer
+    // is bounded by --max-tokenize-tokens before an input's tokens are listed. A text gives at
+    // most one token per byte and a few special tokens: only an input that could pass the
+    // bound is counted first, as bare ids (4 bytes each). Encode always adds the template's
+    // special tokens (those of an empty text); an answer without them lists that many fewer.
+    constexpr int64_t kSpecialTokensAtMost = 8;
+    const int64_t most = options_.max_tokenize_tokens;
+    int64_t total = 0;
+    std::optional<int64_t> template_tokens;
+    std::vector<int32_t> ids;
     std::string body = "[";
     for (size_t i = 0; i < call->inputs.size(); ++i) {
+      const std::string text = prompt + call->inputs[i];
+      if (total + static_cast<int64_t>(text.size()) + kSpecialTokensAtMost > most) {
+        if (!template_tokens) {
+          ids.clear();
+          if (!call->add_special_tokens) tokenizer.Encode("", 0, &ids);
+          template_tokens = static_cast<int64_t>(ids.size());
+        }
+        ids.clear();
+        tokenizer.Encode(text, 0, &ids);
+        const int64_t answered = total + static_cast<int64_t>(ids.size()) - *template_tokens;
+        if (answered > most) {
+          return respond.Error({413, "/tokenize would answer at least " + std::to_string(answered) +
+                                         " tokens (with input " + std::to_string(i) + "), more than --max-tokenize-tokens " +
+                                         std::to_string(most) + ": send fewer or shorter inputs"});
+        }
+      }
+      const auto tokens = tokenizer.Tokenize(text, call->add_special_tokens);
+      total += static_cast<int64_t>(tokens.size());
       body += i ? ",[" : "[";
-      const auto tokens = tokenizer.Tokenize(prompt + call->inputs[i], call->add_special_tokens);
       for (size_t k = 0; k < tokens.size(); ++k) {
         const auto& token = tokens[k];
         body += k ? ",{\"id\":" : "{\"id\":";

@@ -38,6 +38,9 @@ struct GatewayOptions {
   // The most floats one /embed_all answer carries (every token's vector; about 12 bytes each as
   // JSON), so that a request within the payload limit cannot make the server build gigabytes.
   int64_t max_token_states = int64_t{16} << 20;  // 64 MB computed, about 200 MB of JSON
+  // The most tokens one /tokenize answer lists (about 60 bytes of JSON each), so that a body
+  // within the payload limit (a few bytes a token) cannot make an answer tens of times larger.
+  int64_t max_tokenize_tokens = int64_t{1} << 20;  // about 64 MB of JSON
   bool auto_truncate = false;               // truncate over-long inputs unless a request says no
   std::string default_prompt;               // text prepended when a request names no prompt
   std::string default_prompt_name;          // a prompt of the model's config, same use

@@ -57,6 +57,29 @@ void ClientWatch::Disarm() {
 
 namespace {
 
+// The most bytes of a request's head: its request line and header fields (Beast's header
+// limit), and, in a chunked body, each chunk-size line with its extensions and the trailer
+// after the last chunk. Beast bounds only the header itself; a chunk line or a trailer it
+// reads until it ends, keeping every byte in the read buffer. So the buffer is bounded too: it
+// may hold a whole header plus what one read brings after it, and a chunk line or a trailer
+// that fills it fails the read (buffer_overflow) long before the body limit or the handler,
+// whose API key check would otherwise come only after the whole trailer was read.
+constexpr size_t kHeaderLimit = 64 * 1024;
+constexpr size_t kReadBufferLimit = 2 * kHeaderLimit;
+
+// Accept errors that mean the process (or the system) is out of a resource: accepting again at
+// once fails again at once, since the pending connection stays in the backlog, so the accept
+// loop waits this long between tries instead of spinning.
+constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
+// While accepts fail, one log line per this interval, with how many failed in it.
+constexpr std::chrono::seconds kAcceptFailureLogInterval{1};
+
+bool IsOutOfResources(const beast::error_code& error) {
+  return error == boost::system::errc::too_many_files_open ||            // EMFILE: the process's limit
+         error == boost::system::errc::too_many_files_open_in_system ||  // ENFILE: the system's
+         error == boost::system::errc::no_buffer_space || error == boost::system::errc::not_enough_memory;
+}
+
 // The API's error shape ({"error": {"message", "type", "code"}}); fixed ASCII messages only.
 std::string ErrorBody(int status, std::string_view message, std::string_view type) {
   std::string body = "{\"error\":{\"message\":\"";
@@ -81,6 +104,11 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
   // On its own strand: the accept loop and Stop()'s close never run at the same time.
   tcp::acceptor acceptor{asio::make_strand(io)};
+  // On the acceptor's strand: the wait before accepting again when accepts fail for want of
+  // file descriptors, and the failures counted since the last log line about them.
+  asio::steady_timer accept_retry{acceptor.get_executor()};
+  int64_t accept_failures_unlogged = 0;
+  std::chrono::steady_clock::time_point accept_failure_logged_at{};
   std::vector<std::thread> threads;
   std::atomic<int64_t> active_requests{0};
   std::mutex connections_mutex;
@@ -88,6 +116,9 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   bool stopped = false;
 
   void Accept();
+  // Counts an accept that failed for want of resources, logs at most once per interval, and
+  // accepts again after kAcceptRetryDelay.
+  void RetryAcceptLater(const beast::error_code& error);
 };
 
 // One client connection: read a request, hand it to the handler, write its answer, repeat
@@ -95,7 +126,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, std::shared_ptr<Server::State> server)
-      : stream_(std::move(socket)), server_(std::move(server)) {}
+      : stream_(std::move(socket)), server_(std::move(server)), buffer_(kReadBufferLimit) {}
 
   void Begin() { ReadHeader(); }
 
@@ -111,7 +142,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ReadHeader() {
     parser_.emplace();
     parser_->body_limit(server_->options.body_limit);
-    parser_->header_limit(64 * 1024);
+    parser_->header_limit(kHeaderLimit);
+    head_request_ = false;
     stream_.expires_after(server_->options.idle_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
                              [self = shared_from_this()](beast::error_code error, size_t) { self->OnHeader(error); });
@@ -144,6 +176,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (error == bhttp::error::body_limit) {
       return WriteError(413, "payload too large: the body exceeds the payload limit", "invalid_request_error");
     }
+    if (error == bhttp::error::header_limit || error == bhttp::error::buffer_overflow) {
+      return WriteError(431, "request header fields too large: the header, a chunk extension or the trailer exceeds 64 KB",
+                        "invalid_request_error");
+    }
     if (error == bhttp::error::end_of_stream || error == asio::error::eof || error == beast::error::timeout ||
         error == asio::error::operation_aborted || error == asio::error::connection_reset) {
       return Shutdown();
@@ -156,6 +192,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.expires_never();  // the handler may take as long as the work does
     bhttp::request<bhttp::string_body> message = parser_->release();
     keep_alive_ = message.keep_alive();
+    head_request_ = message.method() == bhttp::verb::head;
     Request request;
     request.method = std::string(message.method_string());
     const std::string_view target(message.target().data(), message.target().size());
@@ -182,9 +219,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // While the handler works, a read on the socket notices a client that hangs up. Bytes that
   // arrive instead (a pipelined next request) are kept for the next read.
   void WatchForDisconnect() {
+    // A buffer already full of pipelined requests leaves no room to read into (prepare would
+    // throw): that client is plainly there, and is not watched.
+    const size_t room = std::min<size_t>(4096, buffer_.max_size() - buffer_.size());
+    if (room == 0) return;
     watching_ = true;
     stream_.socket().async_read_some(
-        buffer_.prepare(4096), [self = shared_from_this()](beast::error_code error, size_t bytes) {
+        buffer_.prepare(room), [self = shared_from_this()](beast::error_code error, size_t bytes) {
           self->watching_ = false;
           self->buffer_.commit(bytes);
           if (error && error != asio::error::operation_aborted) self->client_->MarkGone();
@@ -230,6 +271,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     message->body() = std::move(response.body);
     message->keep_alive(keep_alive_);
     message->prepare_payload();
+    // A HEAD answer has the headers a GET would get, its Content-Length included, and no body
+    // (RFC 9110, 9.3.2): a client reads none, so body bytes would corrupt its next answer.
+    if (head_request_) message->body().clear();
     stream_.expires_after(server_->options.idle_timeout);
     bhttp::async_write(stream_, *message, [self = shared_from_this(), message, counted](beast::error_code error, size_t) {
       if (counted) --self->server_->active_requests;
@@ -259,6 +303,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::shared_ptr<ClientWatch> client_;
   bool keep_alive_ = true;
+  bool head_request_ = false;  // the request being answered is a HEAD
   bool watching_ = false;
   bool read_after_watch_ = false;
 };
@@ -268,6 +313,7 @@ void Server::State::Accept() {
     if (!acceptor.is_open()) return;  // stopping: Stop() closed the acceptor
     if (error) {
       if (error == asio::error::operation_aborted) return;
+      if (IsOutOfResources(error)) return RetryAcceptLater(error);
       spdlog::warn("http: accept failed: {}", error.message());
     } else {
       socket.set_option(tcp::no_delay(true));
@@ -280,6 +326,22 @@ void Server::State::Accept() {
       }
       connection->Begin();
     }
+    Accept();
+  });
+}
+
+void Server::State::RetryAcceptLater(const beast::error_code& error) {
+  ++accept_failures_unlogged;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - accept_failure_logged_at >= kAcceptFailureLogInterval) {
+    spdlog::warn("http: accept failed {} times since the last such line: {}; accepting again every {} ms until it succeeds",
+                 accept_failures_unlogged, error.message(), kAcceptRetryDelay.count());
+    accept_failures_unlogged = 0;
+    accept_failure_logged_at = now;
+  }
+  accept_retry.expires_after(kAcceptRetryDelay);
+  accept_retry.async_wait([this](beast::error_code wait_error) {
+    if (wait_error || !acceptor.is_open()) return;  // stopping
     Accept();
   });
 }
@@ -318,6 +380,7 @@ void Server::Stop(std::chrono::milliseconds drain) {
   asio::post(state_->acceptor.get_executor(), [state = state_.get()] {
     beast::error_code ignored;
     state->acceptor.close(ignored);
+    state->accept_retry.cancel();
   });
   const auto give_up = std::chrono::steady_clock::now() + drain;
   while (state_->active_requests.load() > 0 && std::chrono::steady_clock::now() < give_up) {

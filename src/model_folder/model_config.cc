@@ -76,6 +76,14 @@ Status ReadShapes(const JsonObject& root, const ShapeKeys& keys, ModelConfig* co
   };
   STAMEN_RETURN_IF_ERROR(positive(keys.hidden_size, config->hidden_size));
   STAMEN_RETURN_IF_ERROR(positive(keys.num_hidden_layers, config->num_hidden_layers));
+  // Some families list each layer's attention kind here, before the weights are opened (where
+  // the count is checked against the layers present): a count past any real model's must not
+  // make that list first.
+  constexpr int64_t kMostLayers = 100'000;
+  if (config->num_hidden_layers > kMostLayers) {
+    return root.Error(keys.num_hidden_layers, "is " + std::to_string(config->num_hidden_layers) + ", more than " +
+                                                  std::to_string(kMostLayers) + " layers");
+  }
   STAMEN_RETURN_IF_ERROR(positive(keys.num_attention_heads, config->num_attention_heads));
   STAMEN_RETURN_IF_ERROR(positive(keys.intermediate_size, config->intermediate_size));
   STAMEN_RETURN_IF_ERROR(positive("vocab_size", config->vocab_size));

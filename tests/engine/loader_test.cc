@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include "engine/engine.h"
 #include "engine/safetensors.h"
 #include "engine/tensor.h"
 #include "engine/weight_store.h"
@@ -223,6 +227,39 @@ TEST(WeightStoreTest, EmptyFolderNamesWhatIsMissing) {
   auto store = WeightStore::OpenDirectory(dir.path());
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("no model.safetensors"), std::string::npos);
+}
+
+// The golden tiny BERT (2 layers) with config.json's num_hidden_layers set to `layers`.
+std::string TinyBertWithLayers(const TempDir& dir, int64_t layers) {
+  const std::string golden = std::string(STAMEN_SHARED_DIR) + "/models/golden/tiny-bert";
+  std::filesystem::copy_file(golden + "/model.safetensors", dir.File("model.safetensors"));
+  std::stringstream config;
+  config << std::ifstream(golden + "/config.json").rdbuf();
+  std::string text = config.str();
+  const std::string key = "\"num_hidden_layers\": 2";
+  const size_t at = text.find(key);
+  EXPECT_NE(at, std::string::npos) << text;
+  text.replace(at, key.size(), "\"num_hidden_layers\": " + std::to_string(layers));
+  WriteFile(dir.File("config.json"), text);
+  return dir.path();
+}
+
+// A layer count the weights cannot hold is refused, naming the key, before the model is built:
+// 2e9 layers once aborted loading with an uncaught std::bad_alloc, 1e6 allocated 3.5 GB first.
+TEST(EngineLoadTest, LayerCountsBeyondTheWeightsAreRefusedBeforeAllocation) {
+  for (const int64_t layers : {int64_t{2'000'000'000}, int64_t{1'000'000}, int64_t{50'000}, int64_t{3}}) {
+    TempDir dir;
+    auto engine = Engine::Load(TinyBertWithLayers(dir, layers), {.num_threads = 1});
+    ASSERT_FALSE(engine.ok()) << layers;
+    const std::string message = engine.status().message();
+    EXPECT_NE(message.find("key 'num_hidden_layers' is " + std::to_string(layers)), std::string::npos) << message;
+    if (layers <= 100'000) {
+      EXPECT_NE(message.find("the weights hold the tensors of at most 2 layers"), std::string::npos) << message;
+    }
+  }
+  TempDir dir;
+  auto engine = Engine::Load(TinyBertWithLayers(dir, 2), {.num_threads = 1});
+  EXPECT_TRUE(engine.ok()) << engine.status().message();
 }
 
 }  // namespace

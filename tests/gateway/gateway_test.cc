@@ -326,7 +326,7 @@ void ExpectErrorShapeOf(const std::string& path, const testing::HttpAnswer& answ
 }
 
 TEST_F(GatewayTest, TeiHealthRoutesAndRootEmbed) {
-  for (const std::string path : {"/", "/ping", "/health"}) {
+  for (const std::string path : {"/", "/ping", "/health", "/live"}) {
     const auto answer = Http(served_->port(), "GET", path);
     EXPECT_EQ(answer.status, 200) << path;
     EXPECT_EQ(answer.body, R"({"status":"ok"})") << path;
@@ -523,6 +523,28 @@ TEST(GatewayLimitsTest, EmbedAllAnswersAreBounded) {
   EXPECT_NE(refused.body.find("14 token vectors of 384 floats"), std::string::npos) << refused.body;
 }
 
+// A /tokenize answer listing more than --max-tokenize-tokens tokens is a 413 in TEI's shape
+// (a 13 MB body once got a 470 MB answer).
+TEST(GatewayLimitsTest, TokenizeAnswersAreBounded) {
+  GatewayOptions options;
+  options.max_tokenize_tokens = 10;
+  Served served(Embedder(), options);
+  EXPECT_EQ(Post(served.port(), "/tokenize", R"({"inputs": "a b c"})").status, 200);  // 5 tokens
+  auto refused = Post(served.port(), "/tokenize", R"({"inputs": ["a b c d e", "f g h i j"]})");  // 7 + 7
+  EXPECT_EQ(refused.status, 413);
+  EXPECT_NE(refused.body.find("/tokenize would answer at least 14 tokens (with input 1), more than "
+                              "--max-tokenize-tokens 10"), std::string::npos) << refused.body;
+  ExpectErrorShape("/tokenize", 413, refused.body);
+  // One long input alone: refused before its tokens are listed.
+  std::string long_input(4000, 'a');
+  for (int i = 0; i < 20; ++i) long_input += " a";
+  refused = Post(served.port(), "/tokenize", R"({"inputs": ")" + long_input + R"("})");
+  EXPECT_EQ(refused.status, 413) << refused.body;
+  // Without special tokens, ten fit.
+  EXPECT_EQ(Post(served.port(), "/tokenize", R"({"inputs": "a b c d e f g h i j", "add_special_tokens": false})").status,
+            200);
+}
+
 TEST_F(GatewayTest, EmbedAllGivesEveryTokensHiddenState) {
   const auto answer = Post(served_->port(), "/embed_all", R"({"inputs": ["Hello world", "The cat sat"]})");
   ASSERT_EQ(answer.status, 200) << answer.body;
@@ -663,6 +685,10 @@ TEST_F(GatewayTest, EveryErrorClassHasItsStatusAndMessage) {
       {"/v1/embeddings", R"({"input": ")" + std::string(70 * 1024, 'a') + R"("})", 413, "payload too large"},
       {"/rerank", R"({"query": "q", "texts": ["a"]})", 400, "is an embedding model, not a reranker"},
       {"/tokenize", R"({"inputs": [[1, 2]]})", 400, "'inputs' must be a string or an array of strings"},
+      // Fields TEI has not: refused (422, as TEI refuses a field of the wrong type), never ignored.
+      {"/tokenize", R"({"inputs": "a", "max_length": -1})", 422, "'max_length' must be a positive integer"},
+      {"/rerank", R"({"query": "q", "texts": ["a"], "top_n": -1})", 422, "'top_n' must be a positive integer"},
+      {"/v1/rerank", R"({"query": "q", "documents": ["a"], "top_n": -1})", 400, "'top_n' must be a positive integer"},
       {"/nowhere", "{}", 404, "no route POST /nowhere"},
       // TEI's other routes, in TEI's error shape.
       {"/embed", R"({"inputs": ")" + std::string(70 * 1024, 'a') + R"("})", 413, "payload too large"},
@@ -736,6 +762,16 @@ TEST(GatewayLimitsTest, ApiKeyGuardsEveryRouteButHealth) {
   EXPECT_NE(answer.body.find("API key"), std::string::npos);
   EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", "Bearer wrong"}}).status, 401);
   EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", "Bearer s3cret"}}).status, 200);
+  // The scheme's name is case-insensitive (RFC 9110); the key is not.
+  for (const std::string scheme : {"bearer", "BEARER", "BeArEr"}) {
+    EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", scheme + " s3cret"}}).status,
+              200) << scheme;
+  }
+  EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", "bearer S3CRET"}}).status, 401);
+  EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", "Basic s3cret"}}).status, 401);
+  EXPECT_EQ(Post(served.port(), "/v1/embeddings", R"({"input": "a"})", {{"Authorization", "Bearer"}}).status, 401);
+  // Liveness needs no key either.
+  EXPECT_EQ(Http(served.port(), "GET", "/live").status, 200);
   // Health probes (Kubernetes, SageMaker) send no key.
   EXPECT_EQ(Http(served.port(), "GET", "/").status, 200);
   EXPECT_EQ(Http(served.port(), "GET", "/ping").status, 200);

@@ -130,6 +130,13 @@ TEST_F(ModelRouterTest, HealthSaysWhichModelCannotServe) {
   EXPECT_EQ(Http(router_->port(), "GET", "/models/org/mini/health").status, 200);
   answer = Http(router_->port(), "GET", "/models/down/health");
   EXPECT_EQ(answer.status, 503);
+  // Liveness is the process's, not the workers': 200 without the API key while "down" has no
+  // worker, on the server and under that model's path alike.
+  for (const std::string path : {"/live", "/models/down/live"}) {
+    answer = Http(router_->port(), "GET", path);
+    EXPECT_EQ(answer.status, 200) << path;
+    EXPECT_EQ(answer.body, R"({"status":"ok"})") << path;
+  }
   // A model without a healthy worker fails alone.
   answer = Embed("/v1/embeddings", R"({"input": "hello", "model": "down"})");
   EXPECT_EQ(answer.status, 503) << answer.body;

@@ -1,0 +1,271 @@
+// The HTTP server over raw loopback sockets, so that a test can send what no HTTP client
+// library would: trailers and chunk extensions megabytes long, pipelined HEAD requests, and
+// connections that wait in the backlog while the process has no file descriptor left.
+#include "http/http_server.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace stamen::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A server whose handler answers 200 "hello world" and counts the requests it was handed.
+class TestServer {
+ public:
+  TestServer() {
+    ServerOptions options;
+    options.body_limit = 16 * 1024 * 1024;
+    auto server = Server::Start(options, [this](Request, Respond respond) {
+      ++handled_;
+      Response response;
+      response.body = "hello world";
+      respond(std::move(response));
+    });
+    EXPECT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(server.value());
+  }
+  ~TestServer() { server_->Stop(std::chrono::milliseconds(0)); }
+  uint16_t port() const { return server_->port(); }
+  int handled() const { return handled_.load(); }
+
+ private:
+  std::atomic<int> handled_{0};
+  std::unique_ptr<Server> server_;
+};
+
+// A TCP socket (not connected yet) whose sends and receives give up after 5 s, with a small
+// send buffer so that a peer that stops reading stops the sender soon.
+int NewSocket() {
+  const int socket_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const timeval timeout{5, 0};
+  setsockopt(socket_fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  setsockopt(socket_fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  const int send_buffer = 64 * 1024;
+  setsockopt(socket_fd, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof(send_buffer));
+  return socket_fd;
+}
+
+bool Connect(int socket_fd, uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return ::connect(socket_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+}
+
+// Sends all of `bytes`; false when the connection fails first.
+bool SendAll(int socket_fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t sent = ::send(socket_fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (sent <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(sent));
+  }
+  return true;
+}
+
+// Everything the peer sends until it closes the connection (or 5 s pass without a byte).
+std::string ReceiveAll(int socket_fd) {
+  std::string received;
+  char block[4096];
+  ssize_t count;
+  while ((count = ::recv(socket_fd, block, sizeof(block), 0)) > 0) received.append(block, static_cast<size_t>(count));
+  return received;
+}
+
+long MaxResidentKilobytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+struct Refusal {
+  size_t bytes_sent = 0;
+  std::string answer;
+  double seconds = 0;
+};
+
+// Sends `head`, then `filler` repeated up to `total` bytes, then `tail`, stopping when the
+// server stops reading (it refused the request and closed the connection); then reads the
+// answer, if any came back before the connection was reset.
+Refusal SendOversizedPart(uint16_t port, const std::string& head, const std::string& filler, size_t total,
+                          const std::string& tail) {
+  Refusal refusal;
+  const Clock::time_point start = Clock::now();
+  const int socket_fd = NewSocket();
+  EXPECT_TRUE(Connect(socket_fd, port));
+  std::string block;
+  while (!filler.empty() && block.size() < 64 * 1024) block += filler;
+  bool open = SendAll(socket_fd, head);
+  refusal.bytes_sent = head.size();
+  while (open && refusal.bytes_sent < total) {
+    open = SendAll(socket_fd, block);
+    if (open) refusal.bytes_sent += block.size();
+  }
+  if (open) SendAll(socket_fd, tail);
+  refusal.answer = ReceiveAll(socket_fd);
+  ::close(socket_fd);
+  refusal.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return refusal;
+}
+
+constexpr size_t kOversized = 32 * 1024 * 1024;
+
+// A chunked body's trailer (after the last chunk) counts against the 64 KB header limit: 32 MB
+// of trailer lines are refused once the read buffer is full, before the handler (and so the
+// API key check) sees the request, and the server's memory does not grow with them.
+TEST(HttpServerTest, ChunkedTrailerBeyondTheHeaderLimitIsRefused) {
+  TestServer server;
+  const long resident_before = MaxResidentKilobytes();
+  const Refusal refusal = SendOversizedPart(
+      server.port(), "POST /health HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n",
+      "X-Padding: " + std::string(1000, 'a') + "\r\n", kOversized, "\r\n");
+  EXPECT_EQ(server.handled(), 0) << "the handler was given the request";
+  EXPECT_LT(refusal.bytes_sent, kOversized) << "the server read the whole trailer";
+  if (!refusal.answer.empty()) EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 431") << refusal.answer;
+  EXPECT_LT(refusal.seconds, 5.0);
+  EXPECT_LT(MaxResidentKilobytes() - resident_before, 16 * 1024) << "kilobytes";
+  // Another client is served as before.
+  const Refusal fine = SendOversizedPart(server.port(), "GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n",
+                                         "", 0, "");
+  EXPECT_EQ(fine.answer.substr(0, 12), "HTTP/1.1 200") << fine.answer;
+}
+
+// So does a chunk-size line's extension: a 32 MB one is refused while it is read.
+TEST(HttpServerTest, ChunkExtensionBeyondTheHeaderLimitIsRefused) {
+  TestServer server;
+  const long resident_before = MaxResidentKilobytes();
+  const Refusal refusal = SendOversizedPart(
+      server.port(), "POST /health HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n5;name=", "a", kOversized,
+      "\r\nhello\r\n0\r\n\r\n");
+  EXPECT_EQ(server.handled(), 0) << "the handler was given the request";
+  EXPECT_LT(refusal.bytes_sent, kOversized) << "the server read the whole extension";
+  if (!refusal.answer.empty()) EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 431") << refusal.answer;
+  EXPECT_LT(refusal.seconds, 5.0);
+  EXPECT_LT(MaxResidentKilobytes() - resident_before, 16 * 1024) << "kilobytes";
+}
+
+// Small trailers and extensions are still fine.
+TEST(HttpServerTest, SmallTrailersAndExtensionsAreRead) {
+  TestServer server;
+  const Refusal answer = SendOversizedPart(
+      server.port(),
+      "POST /x HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+      "5;name=value\r\nhello\r\n0\r\nX-Checksum: 1234\r\n\r\n",
+      "", 0, "");
+  EXPECT_EQ(answer.answer.substr(0, 12), "HTTP/1.1 200") << answer.answer;
+  EXPECT_EQ(server.handled(), 1);
+}
+
+// A HEAD answer has the GET answer's headers, Content-Length included, and no body: the next
+// answer on the connection follows its blank line at once.
+TEST(HttpServerTest, HeadAnswersCarryNoBody) {
+  TestServer server;
+  const Refusal answers = SendOversizedPart(
+      server.port(),
+      "HEAD /x HTTP/1.1\r\nHost: test\r\n\r\nGET /x HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n", "", 0, "");
+  const std::string& text = answers.answer;
+  ASSERT_EQ(text.substr(0, 12), "HTTP/1.1 200") << text;
+  const size_t head_end = text.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << text;
+  EXPECT_NE(text.substr(0, head_end).find("Content-Length: 11"), std::string::npos) << text;
+  EXPECT_EQ(text.substr(head_end + 4, 12), "HTTP/1.1 200") << text;
+  EXPECT_EQ(text.find("hello world"), text.rfind("hello world")) << "one body, the GET's: " << text;
+  EXPECT_EQ(text.substr(text.size() - 11), "hello world") << text;
+}
+
+// Keeps the log lines that mention failed accepts (a count, and the last few), as the server
+// writes them through spdlog's default logger.
+class AcceptLogSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  int count() {
+    std::lock_guard lock(mutex_);
+    return count_;
+  }
+  std::string last() {
+    std::lock_guard lock(mutex_);
+    return last_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    const std::string text(message.payload.data(), message.payload.size());
+    if (text.find("accept failed") == std::string::npos) return;
+    ++count_;
+    last_ = text;
+  }
+  void flush_() override {}
+
+ private:
+  int count_ = 0;
+  std::string last_;
+};
+
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// With no file descriptor left (RLIMIT_NOFILE at the lowest free one), connections wait in the
+// backlog and every accept fails with EMFILE. The server must wait between tries and log once
+// per interval, not spin and log each failure; and once descriptors are free it serves the
+// waiting connections.
+TEST(HttpServerTest, AcceptBacksOffWhileFileDescriptorsRunOut) {
+  auto sink = std::make_shared<AcceptLogSink>();
+  const auto previous_logger = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("accept_test", sink));
+  {
+    TestServer server;
+    std::vector<int> clients;
+    for (int i = 0; i < 4; ++i) clients.push_back(NewSocket());
+    rlimit limit{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+    const int lowest_free = ::open("/dev/null", O_RDONLY);
+    ASSERT_GE(lowest_free, 0);
+    ::close(lowest_free);
+    rlimit exhausted = limit;
+    exhausted.rlim_cur = static_cast<rlim_t>(lowest_free);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &exhausted), 0);
+    const double cpu_before = ProcessCpuSeconds();
+    bool connected = true;
+    for (int client : clients) connected = Connect(client, server.port()) && connected;  // the backlog takes them
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const double cpu_seconds = ProcessCpuSeconds() - cpu_before;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0);
+    EXPECT_TRUE(connected);
+    EXPECT_GE(sink->count(), 1);
+    EXPECT_LE(sink->count(), 3) << "the accept loop logs each failure: " << sink->last();
+    EXPECT_NE(sink->last().find("times since the last such line"), std::string::npos) << sink->last();
+    EXPECT_LT(cpu_seconds, 0.5) << "the accept loop spins";
+    // Descriptors are free again: each waiting connection is accepted and served.
+    for (int client : clients) {
+      ASSERT_TRUE(SendAll(client, "GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"));
+      const std::string answer = ReceiveAll(client);
+      EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 200") << answer;
+      ::close(client);
+    }
+    EXPECT_EQ(server.handled(), 4);
+  }
+  spdlog::set_default_logger(previous_logger);
+}
+
+}  // namespace
+}  // namespace stamen::http
