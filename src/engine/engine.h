@@ -189,6 +189,9 @@ class Engine {
   // What the matrix products compute in, as TEI's /info names it: "float32" or "bfloat16".
   std::string_view compute_dtype() const { return compute_dtype_ == DataType::kBF16 ? "bfloat16" : "float32"; }
   DeviceStats device_stats() const;
+  // Ok while the engine can compute; on CUDA, an error once the GPU hit a sticky fault (an
+  // illegal address, a trap: every later step would fail), which a worker reports as not ready.
+  Status health() const;
   // The GPU on CUDA, e.g. "NVIDIA H200 (sm_90, 139.8 GiB)"; empty on the CPU.
   const std::string& gpu_name() const { return gpu_name_; }
 
