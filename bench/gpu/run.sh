@@ -142,6 +142,16 @@ if [[ -n "$BUNDLE" ]]; then
   fi
 fi
 if [[ -n "$BUNDLE_DIR" ]]; then
+  # A lean bundle (pack.sh --lean) leaves tests/engine/data to this checkout.
+  if [[ ! -d "$BUNDLE_DIR/tests/data/source/tests/engine/data" ]]; then
+    export STAMEN_SOURCE_DIR="$ROOT" STAMEN_ENGINE_TEST_DATA="$ROOT/tests/engine/data"
+  fi
+  # cuBLASLt is not in the bundle (540 MB): the CUDA toolkit's (RUNPATH), else a wheel's
+  # (PyTorch's nvidia-cublas), named here ahead of the bundle's stub.
+  if $GPU && ! ldconfig -p 2> /dev/null | grep -q libcublasLt.so.13 && [[ ! -e /usr/local/cuda/lib64/libcublasLt.so.13 ]]; then
+    wheel=$(find / -xdev -name 'libcublasLt.so.13' -path '*nvidia*' 2> /dev/null | head -1)
+    [[ -n "$wheel" ]] && export LD_LIBRARY_PATH="$(dirname "$wheel")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
   STAMEN="$BUNDLE_DIR/bin/stamen"
   MAKE_MODEL="$BUNDLE_DIR/bin/stamen_make_model"
   CUDA_BENCH="$BUNDLE_DIR/bin/stamen_cuda_bench"
@@ -156,6 +166,9 @@ else
 fi
 [[ -x "$MAKE_MODEL" ]] || MAKE_MODEL="$STAMEN"   # `stamen make-model` does the same
 "$STAMEN" --help > "$LOGS/stamen_help.log" 2>&1 || { note "stamen --help FAILED (see stamen_help.log)"; FAILED=1; }
+if $GPU; then
+  note "cublasLt: $(ldd "$CUDA_BENCH" 2> /dev/null | awk '/libcublasLt/ { print $3 }')$([[ -n "${LD_LIBRARY_PATH:-}" ]] && echo " (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)")"
+fi
 
 # 1. The device.
 if $GPU; then
