@@ -179,7 +179,7 @@ else
 fi
 
 # 2. The CUDA tests, judged from the XML.
-limit=$(step_limit 150)
+limit=$(step_limit 120)
 if ! have_test cuda_backend_test; then
   note "cuda tests: not in this bundle or build"
 elif (( limit == 0 )); then
@@ -241,7 +241,9 @@ else
   note "models: $made of $wanted made under /tmp ($(( $(date +%s) - t )) s)"
   (( made == wanted )) || FAILED=1
 fi
-if $GPU; then BENCH_MODELS=(qwen3-0.6b xlmr-base) EMBEDDER="$MODELS/xlmr-base" RERANKER="$MODELS/reranker-base"
+# On a GPU the engine benchmark runs on the Qwen3-0.6B shape only (the targets' model); the
+# serving suites take the XLM-R-base embedder and reranker.
+if $GPU; then BENCH_MODELS=(qwen3-0.6b) EMBEDDER="$MODELS/xlmr-base" RERANKER="$MODELS/reranker-base"
 else BENCH_MODELS=(tiny-minilm) EMBEDDER="$MODELS/tiny-minilm" RERANKER="$MODELS/tiny-reranker"; fi
 
 # 4. Engine benchmarks: gemm, graphs and graph statistics first; steps of at most 51,200 tokens
@@ -318,6 +320,6 @@ if $GPU; then
   p50=$(grep '"batch1@512"' "$Q" 2> /dev/null | sed -E 's/.*"p50_ms":([0-9.]+).*/\1/')
   speedup=$(grep '"suite":"graphs"' "$Q" 2> /dev/null | sed -E 's/.*"speedup":([0-9.]+).*/\1/')
   note "target qwen3-0.6b batch1@512 p50 <= 2 ms: ${p50:-n/a} ms"
-  note "target graph replay vs eager @128 >= 2x: ${speedup:-n/a}x"
+  note "target graph replay vs eager @128 >= 2x: $([[ -n "$speedup" ]] && echo "${speedup}x" || echo n/a)"
 fi
 finish
