@@ -8,11 +8,15 @@
 //   graphs      batch 1 @128: graph replay vs eager (graphs disabled) p50 → speed-up
 //   gemm        bf16 cuBLASLt gemm 8192×4096×4096 → TFLOP/s (the reference for throughput)
 // The high-concurrency suite goes through the gateway and the network hop and is not here.
+// The gemm, graph and graph-statistics lines come first (cheap, and what a short GPU session
+// needs most), then latency, scoring and throughput, each line flushed as it is made.
 //
-// Usage: stamen_cuda_bench MODEL_DIR [--quick]
+// Usage: stamen_cuda_bench MODEL_DIR [--quick] [--max-tokens N]
+//   --max-tokens N: leave out every case whose step has more than N tokens (default: none)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -73,13 +77,35 @@ std::vector<double> Time(Engine& engine, const Input& input, const StepOptions& 
   return ms;
 }
 
+void PrintGraphStats(const Engine& engine) {
+  const DeviceStats stats = engine.device_stats();
+  std::printf("{\"suite\":\"graph_stats\",\"captures\":%lld,\"replays\":%lld,\"eager_runs\":%lld,\"capture_failures\":%lld,"
+              "\"graphs\":%lld,\"graph_bytes\":%zu,\"capture_seconds\":%.4f,\"inflection_tokens\":%lld}\n",
+              static_cast<long long>(stats.graph_captures), static_cast<long long>(stats.graph_replays),
+              static_cast<long long>(stats.eager_runs), static_cast<long long>(stats.capture_failures),
+              static_cast<long long>(stats.graphs), stats.graph_bytes, stats.capture_seconds,
+              static_cast<long long>(stats.inflection_tokens));
+  std::fflush(stdout);
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: stamen_cuda_bench MODEL_DIR [--quick]\n");
+    std::fprintf(stderr, "usage: stamen_cuda_bench MODEL_DIR [--quick] [--max-tokens N]\n");
     return 2;
   }
   const std::string folder = argv[1];
-  const bool quick = argc > 2 && std::strcmp(argv[2], "--quick") == 0;
+  bool quick = false;
+  int64_t max_tokens = int64_t{1} << 40;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--max-tokens") == 0 && i + 1 < argc) {
+      max_tokens = std::atoll(argv[++i]);
+    } else {
+      std::fprintf(stderr, "stamen_cuda_bench: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
   const int runs = quick ? 20 : 200;
   auto loaded = Engine::Load(folder, {.device = Device::kCuda});
   if (!loaded.ok()) {
@@ -93,16 +119,30 @@ int Main(int argc, char** argv) {
   const StepOptions options = scores ? StepOptions{.output = StepOutput::kScores}
                                      : StepOptions{.pooling = engine.default_pooling().value_or(ops::PoolingMode::kMean)};
 
-  for (int64_t length : {128, 512, 4096}) {
-    if (length > longest - 2) continue;
-    PrintPercentiles("latency", "batch1@" + std::to_string(length),
-                     Time(engine, MakeInput(1, length, vocab, 1), options, 5, runs));
+#if STAMEN_WITH_CUDA
+  {
+    auto context = cuda::Context::Create(0);
+    if (context.ok()) {
+      cuda::ScopedContext scope(context->get());
+      const int64_t m = 8192, n = 4096, k = 4096;
+      auto x = Tensor::Allocate(DataType::kBF16, {m, k}, Device::kCuda);
+      auto w = Tensor::Allocate(DataType::kBF16, {n, k}, Device::kCuda);
+      auto y = Tensor::Allocate(DataType::kBF16, {m, n}, Device::kCuda);
+      if (x.ok() && w.ok() && y.ok()) {
+        for (int i = 0; i < 3; ++i) (void)ops::Gemm(*x, *w, Tensor(), *y);
+        (void)(*context)->Synchronize();
+        const int iterations = 20;
+        const auto begin = Clock::now();
+        for (int i = 0; i < iterations; ++i) (void)ops::Gemm(*x, *w, Tensor(), *y);
+        (void)(*context)->Synchronize();
+        const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+        std::printf("{\"suite\":\"gemm\",\"case\":\"bf16 %lldx%lldx%lld\",\"tflops\":%.1f}\n", static_cast<long long>(m),
+                    static_cast<long long>(n), static_cast<long long>(k), 2.0 * m * n * k * iterations / seconds / 1e12);
+        std::fflush(stdout);
+      }
+    }
   }
-  for (int64_t pairs : {5, 25, 50}) {
-    if (512 > longest - 2) continue;
-    PrintPercentiles("scoring", std::to_string(pairs) + "x512",
-                     Time(engine, MakeInput(pairs, 512, vocab, 2), options, 5, runs / 2));
-  }
+#endif
   {
     CudaGraphOptions no_graphs;
     no_graphs.enabled = false;
@@ -115,10 +155,22 @@ int Main(int argc, char** argv) {
       std::sort(without.begin(), without.end());
       std::printf("{\"suite\":\"graphs\",\"case\":\"batch1@128\",\"replay_p50_ms\":%.4f,\"eager_p50_ms\":%.4f,\"speedup\":%.3f}\n",
                   with[with.size() / 2], without[without.size() / 2], without[without.size() / 2] / with[with.size() / 2]);
+      std::fflush(stdout);
     }
   }
+  PrintGraphStats(engine);
+  for (int64_t length : {128, 512, 4096}) {
+    if (length > longest - 2 || length > max_tokens) continue;
+    PrintPercentiles("latency", "batch1@" + std::to_string(length),
+                     Time(engine, MakeInput(1, length, vocab, 1), options, 5, runs));
+  }
+  for (int64_t pairs : {5, 25, 50}) {
+    if (512 > longest - 2 || 512 * pairs > max_tokens) continue;
+    PrintPercentiles("scoring", std::to_string(pairs) + "x512",
+                     Time(engine, MakeInput(pairs, 512, vocab, 2), options, 5, runs / 2));
+  }
   for (int64_t length : {512, 1024, 4096}) {
-    if (length > longest - 2) continue;
+    if (length > longest - 2 || 100 * length > max_tokens) continue;
     const int clients = 4;
     const int requests = quick ? 3 : 10;
     std::vector<std::unique_ptr<Engine>> engines;
@@ -143,36 +195,7 @@ int Main(int argc, char** argv) {
                 static_cast<long long>(length), embeddings / seconds, embeddings * length / seconds);
     std::fflush(stdout);
   }
-#if STAMEN_WITH_CUDA
-  {
-    auto context = cuda::Context::Create(0);
-    if (context.ok()) {
-      cuda::ScopedContext scope(context->get());
-      const int64_t m = 8192, n = 4096, k = 4096;
-      auto x = Tensor::Allocate(DataType::kBF16, {m, k}, Device::kCuda);
-      auto w = Tensor::Allocate(DataType::kBF16, {n, k}, Device::kCuda);
-      auto y = Tensor::Allocate(DataType::kBF16, {m, n}, Device::kCuda);
-      if (x.ok() && w.ok() && y.ok()) {
-        for (int i = 0; i < 3; ++i) (void)ops::Gemm(*x, *w, Tensor(), *y);
-        (void)(*context)->Synchronize();
-        const int iterations = 20;
-        const auto begin = Clock::now();
-        for (int i = 0; i < iterations; ++i) (void)ops::Gemm(*x, *w, Tensor(), *y);
-        (void)(*context)->Synchronize();
-        const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
-        std::printf("{\"suite\":\"gemm\",\"case\":\"bf16 %lldx%lldx%lld\",\"tflops\":%.1f}\n", static_cast<long long>(m),
-                    static_cast<long long>(n), static_cast<long long>(k), 2.0 * m * n * k * iterations / seconds / 1e12);
-      }
-    }
-  }
-#endif
-  const DeviceStats stats = engine.device_stats();
-  std::printf("{\"suite\":\"graph_stats\",\"captures\":%lld,\"replays\":%lld,\"eager_runs\":%lld,\"capture_failures\":%lld,"
-              "\"graphs\":%lld,\"graph_bytes\":%zu,\"capture_seconds\":%.4f,\"inflection_tokens\":%lld}\n",
-              static_cast<long long>(stats.graph_captures), static_cast<long long>(stats.graph_replays),
-              static_cast<long long>(stats.eager_runs), static_cast<long long>(stats.capture_failures),
-              static_cast<long long>(stats.graphs), stats.graph_bytes, stats.capture_seconds,
-              static_cast<long long>(stats.inflection_tokens));
+  PrintGraphStats(engine);
   return 0;
 }
 

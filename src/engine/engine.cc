@@ -97,6 +97,13 @@ std::optional<DataType> ParseComputeType(std::string_view name) {
 Engine::Engine() = default;
 Engine::~Engine() = default;
 
+Status Engine::health() const {
+#if STAMEN_WITH_CUDA
+  if (runner_ != nullptr) return runner_->fault();
+#endif
+  return Status();
+}
+
 DeviceStats Engine::device_stats() const {
 #if STAMEN_WITH_CUDA
   if (runner_ != nullptr) return runner_->stats();

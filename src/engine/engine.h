@@ -36,9 +36,10 @@ struct CudaGraphOptions {
   int64_t bucket = 64;               // token bucket up to large_bucket_from tokens
   int64_t large_bucket = 256;        // token bucket above it
   int64_t large_bucket_from = 1024;
-  // Steps with more tokens than this run eagerly (the inflection point: beyond it the GPU
-  // is busy longer than the CPU takes to launch the kernels, so graphs buy nothing). The
-  // engine lowers it when it measures an eager step whose GPU time exceeds its launch time.
+  // Steps with more tokens than this run eagerly (the inflection point: beyond it a replay is
+  // no faster than the eager pass). With measure_inflection, the engine times both at the same
+  // configuration and lowers the limit below the fewest tokens at which the graph lost
+  // (never below 256; a later win raises it again, up to this value).
   int64_t max_tokens = 8192;
   bool measure_inflection = true;
   int64_t max_sequences = 512;
@@ -81,7 +82,7 @@ struct DeviceStats {
   int64_t graph_evictions = 0;
   size_t graph_bytes = 0;         // accounted against memory_cap_bytes
   double capture_seconds = 0.0;   // total time spent capturing and instantiating
-  int64_t inflection_tokens = 0;  // current graph limit (max_tokens, or lower once measured)
+  int64_t inflection_tokens = 0;  // current graph limit (max_tokens, or lower once a graph lost)
   size_t memory_used_bytes = 0;   // on the whole device (cudaMemGetInfo), as nvidia-smi counts it
 };
 
@@ -190,6 +191,9 @@ class Engine {
   // What the matrix products compute in, as TEI's /info names it: "float32" or "bfloat16".
   std::string_view compute_dtype() const { return compute_dtype_ == DataType::kBF16 ? "bfloat16" : "float32"; }
   DeviceStats device_stats() const;
+  // Ok while the engine can compute; on CUDA, an error once the GPU hit a sticky fault (an
+  // illegal address, a trap: every later step would fail), which a worker reports as not ready.
+  Status health() const;
   // The GPU on CUDA, e.g. "NVIDIA H200 (sm_90, 139.8 GiB)"; empty on the CPU.
   const std::string& gpu_name() const { return gpu_name_; }
 

@@ -12,6 +12,9 @@ void InProcessBackend::Submit(std::shared_ptr<server::WorkRequest> work) {
 
 Status InProcessBackend::CheckHealth(std::chrono::milliseconds) {
   if (worker_.scheduler().draining()) return Status::Error(StatusCode::kUnavailable, "the worker is draining");
+  if (Status health = worker_.health(); !health.ok()) {
+    return Status::Error(StatusCode::kUnavailable, "the worker is not ready: " + health.message());
+  }
   return Status();
 }
 

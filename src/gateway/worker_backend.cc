@@ -152,6 +152,9 @@ Status GrpcBackend::CheckHealth(std::chrono::milliseconds timeout) {
   v1::HealthResponse response;
   const grpc::Status status = stub_->Health(&context, {}, &response);
   if (!status.ok()) return FromGrpc(status, address_);
+  if (response.state() == v1::HealthResponse::NOT_SERVING) {
+    return Status::Error(StatusCode::kUnavailable, "worker " + address_ + " is not ready (its engine failed)");
+  }
   if (response.state() != v1::HealthResponse::SERVING) {
     return Status::Error(StatusCode::kUnavailable, "worker " + address_ + " is draining");
   }

@@ -107,7 +107,13 @@ grpc::ServerUnaryReactor* InferenceService::Info(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* InferenceService::Health(grpc::CallbackServerContext* context, const v1::HealthRequest*,
                                                    v1::HealthResponse* response) {
   Scheduler& scheduler = worker_.scheduler();
-  response->set_state(scheduler.draining() ? v1::HealthResponse::DRAINING : v1::HealthResponse::SERVING);
+  if (scheduler.draining()) {
+    response->set_state(v1::HealthResponse::DRAINING);
+  } else if (!worker_.health().ok()) {
+    response->set_state(v1::HealthResponse::NOT_SERVING);
+  } else {
+    response->set_state(v1::HealthResponse::SERVING);
+  }
   const Scheduler::QueueDepth depth = scheduler.queue_depth();
   response->set_queued_sequences(static_cast<uint64_t>(depth.sequences));
   response->set_queued_tokens(static_cast<uint64_t>(depth.tokens));

@@ -42,6 +42,9 @@ class LocalWorker {
 
   Scheduler& scheduler() { return *scheduler_; }
   const engine::Engine& engine() const { return *engine_; }
+  // Ok while the engine can compute (engine::Engine::health); Health and the in-process
+  // gateway report the worker not ready otherwise.
+  Status health() const { return engine_->health(); }
   // Model and limits, as the Info call reports them.
   const v1::InfoResponse& info() const { return info_; }
 

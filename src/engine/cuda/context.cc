@@ -1,6 +1,7 @@
 // CUDA context, pinned buffer pool, device memory and copies.
 #include "engine/cuda/context.h"
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -16,8 +17,46 @@ constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
 
 }  // namespace
 
+namespace {
+
+// The first sticky error of this process (0: none). Such an error corrupts the CUDA context of
+// the process: every later call fails with it, so the engine stops pretending to be ready.
+std::atomic<int> sticky_error{0};
+
+}  // namespace
+
+bool IsStickyError(cudaError_t error) {
+  switch (error) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status StickyFault() {
+  const int error = sticky_error.load(std::memory_order_acquire);
+  if (error == 0) return Status();
+  const auto code = static_cast<cudaError_t>(error);
+  return Status::Error(std::string("the GPU hit an unrecoverable error (") + cudaGetErrorName(code) + ": " +
+                       cudaGetErrorString(code) + "); this process can no longer use it and must be restarted");
+}
+
 Status CheckCuda(cudaError_t error, std::string_view what) {
   if (error == cudaSuccess) return Status();
+  if (IsStickyError(error)) {
+    int none = 0;
+    sticky_error.compare_exchange_strong(none, static_cast<int>(error), std::memory_order_acq_rel);
+  }
   return Status::Error("CUDA error in " + std::string(what) + ": " + cudaGetErrorName(error) + " (" +
                        cudaGetErrorString(error) + ")");
 }
@@ -68,6 +107,15 @@ StatusOr<std::shared_ptr<PinnedBlock>> PinnedPool::Acquire(size_t bytes) {
       state_->free.erase(state_->free.begin() + static_cast<std::ptrdiff_t>(best));
     }
   }
+  if (block != nullptr) {
+    // A block comes back when its last owner lets go, which may be before its copy finished (a
+    // result dropped without Wait): the new owner must not write or read it until then.
+    const Status done = CheckCuda(cudaEventSynchronize(block->ready), "waiting for a reused pinned buffer");
+    if (!done.ok()) {
+      FreeBlock(block);
+      return done;
+    }
+  }
   if (block == nullptr) {
     // Round up to a power of two (at least 64 KiB) so nearby sizes share blocks.
     size_t capacity = size_t{64} << 10;
@@ -108,9 +156,12 @@ StatusOr<std::unique_ptr<Context>> Context::Create(int device) {
   std::unique_ptr<Context> context(new Context());
   context->device_ = device;
   STAMEN_RETURN_IF_ERROR(CheckCuda(cudaSetDevice(device), "cudaSetDevice"));
-  // A blocking stream: the legacy default stream (cudaMemset of a new allocation) orders
-  // with it, so fresh buffers are zero before the stream uses them.
-  STAMEN_RETURN_IF_ERROR(CheckCuda(cudaStreamCreateWithFlags(&context->stream_, cudaStreamDefault), "cudaStreamCreate"));
+  // A non-blocking stream: it never waits on the legacy default stream, nor does the legacy
+  // stream wait on it, so another engine's (another model's) work or allocation on this GPU
+  // cannot break a capture in progress here. Nothing of ours uses the legacy stream while a
+  // context is current: AllocateDevice zeroes new memory on this stream (cudaMemsetAsync).
+  STAMEN_RETURN_IF_ERROR(
+      CheckCuda(cudaStreamCreateWithFlags(&context->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
   if (cublasLtCreate(&context->blas_) != CUBLAS_STATUS_SUCCESS) return Status::Error("cublasLtCreate failed");
   context->blas_workspace_bytes_ = kBlasWorkspaceBytes;
   STAMEN_RETURN_IF_ERROR(
@@ -190,10 +241,19 @@ StatusOr<std::shared_ptr<void>> AllocateDevice(size_t bytes) {
     return Status::Error("out of device memory allocating " + std::to_string(bytes) + " bytes: " +
                          cudaGetErrorString(error));
   }
-  // Legacy-stream memset: ordered before later work on the (blocking) engine streams.
-  if (Status status = CheckCuda(cudaMemset(memory, 0, padded), "cudaMemset"); !status.ok()) {
+  // Zeroed on the current context's stream, so it is ordered before every later use there (the
+  // stream is non-blocking: a legacy-stream memset would not be). Without a context, on the
+  // legacy stream, waited for.
+  Status zeroed;
+  if (current_context != nullptr) {
+    zeroed = CheckCuda(cudaMemsetAsync(memory, 0, padded, current_context->stream()), "cudaMemsetAsync");
+  } else {
+    zeroed = CheckCuda(cudaMemset(memory, 0, padded), "cudaMemset");
+    if (zeroed.ok()) zeroed = CheckCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  }
+  if (!zeroed.ok()) {
     cudaFree(memory);
-    return status;
+    return zeroed;
   }
   return std::shared_ptr<void>(memory, [](void* p) { cudaFree(p); });
 }

@@ -1,4 +1,4 @@
-// A CUDA context as one engine owns it: the device, one compute stream, the cuBLASLt handle
+// A CUDA context as one engine owns it: the device, one non-blocking compute stream, the cuBLASLt handle
 // and workspace, cached gemm plans and a pool of pinned host buffers for results. Ops on cuda
 // tensors enqueue on the stream of the context made current on the calling thread by a
 // ScopedContext (the engine does this around Load and Step; tests do it themselves).
@@ -21,6 +21,12 @@ namespace stamen::engine::cuda {
 Status CheckCuda(cudaError_t error, std::string_view what);
 // The error of the last kernel launch (cudaGetLastError), naming `kernel`.
 Status CheckLaunch(std::string_view kernel);
+// True for the errors that leave the process's CUDA context unusable (an illegal address, a
+// failed launch, a trap): every later call fails with the same error. CheckCuda remembers the
+// first one it sees.
+bool IsStickyError(cudaError_t error);
+// The first sticky error CheckCuda saw in this process, as an error; ok while there is none.
+Status StickyFault();
 
 // A page-locked host buffer with an event recorded after the copy that fills it.
 struct PinnedBlock {
@@ -30,8 +36,9 @@ struct PinnedBlock {
 };
 
 // Reuses pinned buffers: a block goes back to the pool when its last owner (a LazyResult)
-// lets go, so steady-state steps never call cudaMallocHost. Thread-safe: results may be
-// released on another thread than the one stepping.
+// lets go, so steady-state steps never call cudaMallocHost. A reused block is handed out only
+// after its `ready` event completed (its owner may have let go before the copy into it ended).
+// Thread-safe: results may be released on another thread than the one stepping.
 class PinnedPool {
  public:
   PinnedPool();

@@ -25,7 +25,11 @@ class Runner {
   StatusOr<LazyResult> Step(Model& model, const ModelConfig& config, DenseModules& dense, const Batch& batch,
                             const StepOptions& options, ops::PoolingMode pooling);
 
+  // Thread-safe: a copy of the counters as the last step left them, and the device memory now.
   DeviceStats stats() const;
+  // An error once the process's CUDA context hit a sticky fault (an illegal address, a trap):
+  // every step fails from then on, and the worker must stop reporting itself ready.
+  Status fault() const;
 
  private:
   Runner();

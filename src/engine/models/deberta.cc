@@ -202,7 +202,7 @@ StatusOr<Tensor> DebertaModel::Forward(const ModelInput& input) {
 
 StatusOr<Tensor> DebertaModel::Classify(const ModelInput& input, const Tensor& hidden) {
   if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-  return layers::Classify(weights_.head, config_, input, hidden, workspace_);
+  return layers::Classify(weights_.head, config_, input, hidden, head_workspace_);
 }
 
 StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,

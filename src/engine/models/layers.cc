@@ -165,7 +165,7 @@ StatusOr<Tensor> PostNormEncoderModel::Forward(const ModelInput& input) {
 
 StatusOr<Tensor> PostNormEncoderModel::Classify(const ModelInput& input, const Tensor& hidden) {
   if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-  return layers::Classify(weights_.head, config_, input, hidden, workspace_);
+  return layers::Classify(weights_.head, config_, input, hidden, head_workspace_);
 }
 
 Status PostNormEncoderModel::SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output) {
@@ -176,9 +176,9 @@ Status PostNormEncoderModel::SpladeVectors(const ModelInput& input, const Tensor
   const MaskedLmHeadSettings head{
       .activation = own_activation ? config_.hidden_act : ops::Activation::kGeluErf,
       .norm_eps = static_cast<float>(config_.norm_eps)};
-  // The hidden state is the workspace's first slot (Forward); the head takes the slots after it.
+  // On the heads' scratch: its vocabulary-wide logits never grow Forward's workspace.
   return layers::SpladeVectors(weights_.masked_lm, head, weights_.embeddings.word, input, hidden,
-                               Slots(workspace_, /*first=*/1), output);
+                               Slots(head_workspace_), output);
 }
 
 Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings& attention,
@@ -274,8 +274,8 @@ StatusOr<Tensor> PreNormDecoderModel::Forward(const ModelInput& input) {
 
 StatusOr<Tensor> PreNormDecoderModel::Classify(const ModelInput& input, const Tensor& hidden) {
   if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-  // Forward's hidden state is the workspace's first slot; the head takes the ones after it.
-  Slots slots(workspace_, /*first=*/1);
+  // On the heads' scratch, apart from Forward's workspace (model.h).
+  Slots slots(head_workspace_);
   const int64_t sequences = input.cu_seqlens.dim(0) - 1;
   const DataType type = hidden.dtype();
   Tensor last = slots.Get(DataType::kF32, {sequences, hidden.dim(1)});
@@ -327,7 +327,7 @@ void VisitUnreadPooler(TensorVisitor& visit, ClassifierWeights& head, const std:
 StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ModelConfig& config, const ModelInput& input,
                           const Tensor& hidden, Workspace& workspace) {
   const Tensor& cu_seqlens = input.cu_seqlens;
-  Slots slots(workspace, /*first=*/1);
+  Slots slots(workspace);
   const int64_t sequences = cu_seqlens.dim(0) - 1;
   const int64_t width = hidden.dim(1);
   const DataType type = hidden.dtype();

@@ -104,10 +104,10 @@ void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::s
 // MPNetModel), so make-model writes it; embeddings never read it.
 void VisitUnreadPooler(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense, int64_t hidden_size);
 
-// Logits [S, num_labels] of Forward's `hidden` in its dtype, a view into the workspace: the
-// head pools by config.classifier_pooling, activates by config.classifier_activation and norms
-// with config.norm_eps. Every family's Forward takes its hidden state as the workspace's first
-// slot; the head takes the slots after it.
+// Logits [S, num_labels] of Forward's `hidden` in its dtype, a view into `workspace` (the
+// model's head_workspace_, never Forward's: model.h): the head pools by
+// config.classifier_pooling, activates by config.classifier_activation and norms with
+// config.norm_eps.
 StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ModelConfig& config, const ModelInput& input,
                           const Tensor& hidden, Workspace& workspace);
 

@@ -15,7 +15,8 @@ StatusOr<Tensor> Workspace::Get(size_t slot, DataType type, const Shape& shape) 
   if (buffer.empty() || buffer.NumBytes() < needed) {
     // Grow by half again so a slowly rising token count reallocates O(log) times.
     const int64_t bytes = static_cast<int64_t>(std::max(needed, buffer.NumBytes() * 3 / 2));
-    // Drop the old buffer first so device memory is not held twice.
+    // Drop the slot's hold on the old buffer first, so device memory is not held twice
+    // unless a view still uses it (a view owns its buffer: see below).
     buffer = Tensor();
     auto grown = Tensor::Allocate(DataType::kI32, Shape{(bytes + 3) / 4}, device_);
     if (!grown.ok()) return grown.status();
@@ -23,7 +24,9 @@ StatusOr<Tensor> Workspace::Get(size_t slot, DataType type, const Shape& shape) 
     ++generation_;
   }
   // Reinterpret the byte buffer at the requested type: every dtype divides 64-byte alignment.
-  Tensor typed = Tensor::Wrap(buffer.raw_data(), type, shape, buffer.device(), nullptr);
+  // The view shares the buffer's ownership: a view held past a growth of its slot (a CUDA
+  // graph's captured output, a pending step's input) reads the old memory, never freed memory.
+  Tensor typed = Tensor::Wrap(buffer.raw_data(), type, shape, buffer.device(), buffer.keep_alive());
   return typed;
 }
 

@@ -31,13 +31,14 @@ struct Placement {
 struct ModelInput {
   Tensor token_ids;                      // I32 [T]
   Tensor token_type_ids;                 // I32 [T], or empty for all zeros
-  Tensor cu_seqlens;                     // I32 [S + 1], no empty sequence
+  Tensor cu_seqlens;                     // I32 [S + 1]; empty sequences only at the end (a
+                                         // CUDA graph's sequence bucket), never inside
   std::span<const int32_t> cu_seqlens_host;  // the same boundaries, readable on the host
 };
 
 // Activation buffers that grow to the largest step seen and are then reused, so steady-state
-// steps allocate nothing. Each slot is one buffer; a view is valid until the slot is asked
-// for again with a larger size.
+// steps allocate nothing. Each slot is one buffer; a view shares ownership of its buffer, so
+// it stays valid (the old memory, no longer the slot's) after the slot grows.
 class Workspace {
  public:
   explicit Workspace(Device device = Device::kCpu) : device_(device) {}
@@ -55,7 +56,8 @@ class Workspace {
 
 class Model {
  public:
-  explicit Model(const Placement& placement) : placement_(placement), workspace_(placement.device) {}
+  explicit Model(const Placement& placement)
+      : placement_(placement), workspace_(placement.device), head_workspace_(placement.device) {}
   virtual ~Model() = default;
   // The last hidden state [T, hidden] (after the final norm for decoders) in the placement's
   // dtype; a view into the model's workspace, valid until the next call. Enqueues device work
@@ -72,11 +74,16 @@ class Model {
   virtual int64_t max_sequence_length() const = 0;
 
   const Placement& placement() const { return placement_; }
+  // Forward's workspace only: a CUDA graph of Forward stays valid while it is unchanged. The
+  // output heads (Classify, SpladeVectors) run eagerly after the graph on head_workspace_, so
+  // a step with more sequences or a vocabulary-wide head never invalidates the graphs.
   uint64_t workspace_generation() const { return workspace_.generation(); }
+  uint64_t head_workspace_generation() const { return head_workspace_.generation(); }
 
  protected:
   Placement placement_;
-  Workspace workspace_;
+  Workspace workspace_;       // Forward's activations
+  Workspace head_workspace_;  // the output heads' scratch
 };
 
 // Weight loading helpers shared by the families.

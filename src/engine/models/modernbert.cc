@@ -86,7 +86,7 @@ class ModernBertModel final : public FamilyModel<ModernBertWeights> {
   StatusOr<Tensor> Forward(const ModelInput& input) override;
   StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override {
     if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-    return layers::Classify(weights_.head, config_, input, hidden, workspace_);
+    return layers::Classify(weights_.head, config_, input, hidden, head_workspace_);
   }
   int64_t max_sequence_length() const override { return config_.max_position_embeddings; }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs attention.cu's kernel on the host (attention_emulation.cc, cuda_shim.h): for a machine
 # without a GPU, a check of the kernel's logic, not of the hardware. About 3 minutes on 2 cores
-# (one thread per CUDA thread). Not part of ctest. Usage: tests/cuda/host_emulation/run.sh
+# (one thread per CUDA thread). Not part of ctest. Usage: tests/cuda/host_emulation/run.sh [SUBSTRING]
+# (only the cases whose name holds SUBSTRING, e.g. "empty after": trailing empty sequences)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -27,4 +28,4 @@ with open(sys.argv[2], 'w') as out:
               '}  // namespace emulated\n}  // namespace stamen::engine::cuda\n')
 PY
 g++ -std=c++20 -O2 -pthread -I"$root/src" -I"$here" -I"$work" -o "$work/attention_emulation" "$here/attention_emulation.cc"
-"$work/attention_emulation"
+"$work/attention_emulation" "$@"
