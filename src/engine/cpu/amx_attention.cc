@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/cpu/amx_gemm.h"
+#include "engine/cpu/attention_items.h"
 #include "engine/cpu/avx512_math.h"
 #include "engine/cpu/matrix_precision.h"
 #include "engine/cpu/thread_pool.h"
@@ -139,19 +140,10 @@ void AmxAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLay
   const int64_t sequences = cu_seqlens.dim(0) - 1;
   const int64_t pairs = sequences * layout.num_kv_heads;
   const int threads = qkv.dim(0) * row_size > kParallelElements ? LoopThreads() : 1;
-  // Items as in attention.cc: (sequence, key/value head, block of queries), the queries split
-  // only when there are too few pairs to go round the threads (each block packs the keys and
-  // values again).
-  const int64_t query_blocks = pairs < 2 * threads ? (2 * threads + pairs - 1) / pairs : 1;
+  const int64_t query_blocks = QueryBlocks(pairs, threads, true);
   const auto attend = [&](int64_t item) {
-    const int64_t s = item / query_blocks / layout.num_kv_heads;
-    const int64_t kv_head = item / query_blocks % layout.num_kv_heads;
-    const int64_t block = item % query_blocks;
-    const int64_t begin = bounds[s];
-    const int64_t length = bounds[s + 1] - begin;
-    const int64_t blocks = (length + kBlockRows - 1) / kBlockRows;
-    const int64_t first_query = blocks * block / query_blocks * kBlockRows;
-    const int64_t end_query = std::min(length, blocks * (block + 1) / query_blocks * kBlockRows);
+    const auto [s, kv_head, begin, length, first_query, end_query] =
+        ItemOf(item, query_blocks, layout.num_kv_heads, bounds, kBlockRows);
     if (first_query >= end_query) return;
     LoadAmxTileConfig();
     thread_local Scratch scratch;

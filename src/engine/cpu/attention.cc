@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/cpu/amx_attention.h"
+#include "engine/cpu/attention_items.h"
 #include "engine/cpu/cpu_path.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/matrix_precision.h"
@@ -291,28 +292,18 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   const int32_t* bounds = cu_seqlens.data<int32_t>();
   const float* data = qkv.data<float>();
 
-  // One work item per (sequence, key/value head, block of queries): items are independent, so
-  // threads split them. The queries are split into blocks only when there are too few
-  // (sequence, key/value head) pairs to go round the threads: EmbeddingGemma has one key/value
-  // head, so at batch 1 its attention ran on one thread. Each block packs the keys and values
-  // again (O(length · d) against its O(block · length · d) products). Not with DeBERTa's
-  // position-to-content scores, which each item computes for all of its keys.
+  // One work item per (sequence, key/value head, block of queries): attention_items.h. The
+  // queries are not split with DeBERTa's position-to-content scores, which each item computes
+  // for all of its keys.
   const int threads = qkv.dim(0) * row_size > kParallelElements ? LoopThreads() : 1;
   const int64_t sequences = cu_seqlens.dim(0) - 1;
   const int64_t pairs = sequences * layout.num_kv_heads;
-  const bool splits_queries = (disentangled == nullptr || disentangled->query_column < 0) && pairs < 2 * threads;
-  const int64_t query_blocks = splits_queries ? (2 * threads + pairs - 1) / pairs : 1;
+  const int64_t query_blocks =
+      QueryBlocks(pairs, threads, disentangled == nullptr || disentangled->query_column < 0);
   const int64_t items = pairs * query_blocks;
   const auto attend = [&](int64_t item) {
-    const int64_t s = item / query_blocks / layout.num_kv_heads;
-    const int64_t kv_head = item / query_blocks % layout.num_kv_heads;
-    const int64_t block = item % query_blocks;
-    const int64_t begin = bounds[s];
-    const int64_t length = bounds[s + 1] - begin;
-    // This block's queries, in whole query tiles: [first_query, end_query).
-    const int64_t tiles = (length + kQueryTile - 1) / kQueryTile;
-    const int64_t first_query = tiles * block / query_blocks * kQueryTile;
-    const int64_t end_query = std::min(length, tiles * (block + 1) / query_blocks * kQueryTile);
+    const auto [s, kv_head, begin, length, first_query, end_query] =
+        ItemOf(item, query_blocks, layout.num_kv_heads, bounds, kQueryTile);
     if (first_query >= end_query) return;
     const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;
     const int64_t stride = panels * kKeyPanel;
