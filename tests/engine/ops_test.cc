@@ -254,6 +254,33 @@ TEST_P(BFloat16GemmTest, ProductsMultiplyRoundedValues) {
 
 INSTANTIATE_TEST_SUITE_P(Depths, BFloat16GemmTest, ::testing::Values(int64_t{72}, int64_t{71}, int64_t{2048}));
 
+// Every activation through the AMX GEMM's epilogue (GELU on sixteen lanes, the others on two
+// halves of eight), with a bias and a partial last panel.
+TEST(GemmTest, EveryActivationOnAmxTiles) {
+  if (!cpu::DetectCpuPath().amx) GTEST_SKIP() << "no AMX on this CPU: " << cpu::DescribeCpuPath();
+  const int64_t m = 20, k = 40, n = 45;
+  Tensor x = Random({m, k}, 61, 0.7f), w = Random({n, k}, 62), b = Random({n}, 63, 0.5f);
+  const cpu::MatrixPrecisionScope bfloat16(cpu::MatrixPrecision::kBFloat16);
+  for (const ops::Activation activation : {ops::Activation::kGeluErf, ops::Activation::kGeluTanh, ops::Activation::kRelu,
+                                           ops::Activation::kSilu, ops::Activation::kTanh}) {
+    Tensor y = Zeros({m, n});
+    ASSERT_TRUE(ops::Gemm(x, w, b, y, {.activation = activation}).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = b.data<float>()[j], magnitude = std::abs(sum);
+        for (int64_t p = 0; p < k; ++p) {
+          const double term = double{cpu::RoundToBFloat16(x.data<float>()[i * k + p])} *
+                              cpu::RoundToBFloat16(w.data<float>()[j * k + p]);
+          sum += term;
+          magnitude += std::abs(term);
+        }
+        ASSERT_NEAR(y.data<float>()[i * n + j], Activated(activation, sum), 1e-6 * (1.0 + magnitude))
+            << "activation " << static_cast<int>(activation) << " row " << i << " column " << j;
+      }
+    }
+  }
+}
+
 // An output of 32 MiB or more leaves the AMX GEMM through non-temporal stores (whole aligned
 // vectors; a partial last panel through masked ones): the same sums, checked on every 37th row.
 TEST(GemmTest, LargeBFloat16OutputsMatchReference) {

@@ -126,51 +126,35 @@ struct Epilogue {
   bool streams;  // whole, aligned vectors written past the caches (Multiply says when)
 };
 
+// One vector of sums activated: GELU (BERT's) on sixteen lanes; the rarer activations on two
+// halves of eight (vector_activation.h), the same function per lane.
+[[STAMEN_AMX_TARGET, gnu::always_inline]] inline __m512 Activate(ops::Activation activation, __m512 value) {
+  if (activation == ops::Activation::kGeluErf) return GeluErfSixteen(value);
+  const __m256 low = ActivateEight(activation, _mm512_castps512_ps256(value));
+  const __m256 high = ActivateEight(activation, _mm512_extractf32x8_ps(value, 1));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(low), high, 1);
+}
+
 // `rows` rows of sums (`width` floats apart) plus bias, activated, stored or added into the
-// output's first `columns` columns. Without an activation or with GELU (BERT's), in one pass
-// over the sums; other activations through ActivateVectors (eight lanes) between two passes.
-[[STAMEN_AMX_TARGET]] void Finish(float* sums, int64_t rows, int64_t width, int64_t columns, const Epilogue& epilogue,
-                                  float* output, int64_t ldc) {
+// output's first `columns` columns, in one pass over the sums.
+[[STAMEN_AMX_TARGET]] void Finish(const float* sums, int64_t rows, int64_t width, int64_t columns,
+                                  const Epilogue& epilogue, float* output, int64_t ldc) {
   const bool activates = !epilogue.accumulate && epilogue.activation != ops::Activation::kIdentity;
-  if (!activates || epilogue.activation == ops::Activation::kGeluErf) {
-    for (int64_t c = 0; c < width; c += 16) {
-      const int64_t in_vector = std::clamp<int64_t>(columns - c, 0, 16);
-      if (in_vector == 0) break;
-      const __mmask16 mask = static_cast<__mmask16>((1u << in_vector) - 1);
-      const __m512 bias = epilogue.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, epilogue.bias + c);
-      for (int64_t r = 0; r < rows; ++r) {
-        float* target = output + r * ldc + c;
-        __m512 value = _mm512_add_ps(_mm512_load_ps(sums + r * width + c), bias);
-        if (activates) value = GeluErfSixteen(value);
-        if (epilogue.accumulate) value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, target), value);
-        if (epilogue.streams && in_vector == 16 && reinterpret_cast<uintptr_t>(target) % 64 == 0) {
-          _mm512_stream_ps(target, value);
-        } else {
-          _mm512_mask_storeu_ps(target, mask, value);
-        }
-      }
-    }
-    return;
-  }
   for (int64_t c = 0; c < width; c += 16) {
     const int64_t in_vector = std::clamp<int64_t>(columns - c, 0, 16);
+    if (in_vector == 0) break;
     const __mmask16 mask = static_cast<__mmask16>((1u << in_vector) - 1);
     const __m512 bias = epilogue.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, epilogue.bias + c);
     for (int64_t r = 0; r < rows; ++r) {
-      float* sum = sums + r * width + c;
-      _mm512_storeu_ps(sum, _mm512_add_ps(_mm512_loadu_ps(sum), bias));
-    }
-  }
-  if (activates) ActivateVectors(epilogue.activation, sums, sums, rows * width);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < width; c += 16) {
-      const int64_t in_vector = std::clamp<int64_t>(columns - c, 0, 16);
-      if (in_vector == 0) break;
-      const __mmask16 mask = static_cast<__mmask16>((1u << in_vector) - 1);
       float* target = output + r * ldc + c;
-      __m512 value = _mm512_loadu_ps(sums + r * width + c);
+      __m512 value = _mm512_add_ps(_mm512_load_ps(sums + r * width + c), bias);
+      if (activates) value = Activate(epilogue.activation, value);
       if (epilogue.accumulate) value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, target), value);
-      _mm512_mask_storeu_ps(target, mask, value);
+      if (epilogue.streams && in_vector == 16 && reinterpret_cast<uintptr_t>(target) % 64 == 0) {
+        _mm512_stream_ps(target, value);
+      } else {
+        _mm512_mask_storeu_ps(target, mask, value);
+      }
     }
   }
 }
@@ -183,12 +167,11 @@ int64_t InputStride(int64_t k) {
   return lda;
 }
 
-// One product's operands and shape, as its tasks read them.
+// What MultiplyBlock reads of one product.
 struct Product {
-  const float* input;
   const uint16_t* panels;
   const float* bias;
-  int64_t m, n, k;
+  int64_t n;
   float* output;
   ops::GemmOptions options;
   uint64_t id;           // this product's number: a thread loads the tile configuration once per product
@@ -246,7 +229,7 @@ void Multiply(const float* input, const uint16_t* panels, const float* bias, int
               float* output, const ops::GemmOptions& options) {
   static std::atomic<uint64_t> products{0};
   const int64_t panel_count = (n + kPanelWidth - 1) / kPanelWidth;
-  const Product product{input, panels, bias, m, n, k, output, options, ++products, InputStride(k),
+  const Product product{panels, bias, n, output, options, ++products, InputStride(k),
                         TilePairs(k) / kTileRows, TilePairs(k) * kPanelWidth * 2, panel_count,
                         !options.accumulate && m * n * static_cast<int64_t>(sizeof(float)) >= kStreamedOutputBytes};
   const int64_t lda = product.lda;

@@ -234,6 +234,38 @@ void WeightedSum(const float* p, int64_t p_stride, const float* values, int64_t 
   }
 }
 
+// scores[0, n) ← exp(scores − max), returning their sum.
+float SoftmaxNumerators(float* scores, int64_t n) {
+  float maximum = -INFINITY;
+  int64_t j = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 maxima = _mm256_set1_ps(-INFINITY);
+  for (; j + 8 <= n; j += 8) maxima = _mm256_max_ps(maxima, _mm256_loadu_ps(scores + j));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, maxima);
+  for (float lane : lanes) maximum = std::max(maximum, lane);
+#endif
+  for (; j < n; ++j) maximum = std::max(maximum, scores[j]);
+  j = 0;
+  float sum = 0.0f;
+#if defined(__AVX2__) && defined(__FMA__)
+  const __m256 shift = _mm256_set1_ps(maximum);
+  __m256 total = _mm256_setzero_ps();
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(scores + j), shift));
+    _mm256_storeu_ps(scores + j, e);
+    total = _mm256_add_ps(total, e);
+  }
+  _mm256_store_ps(lanes, total);
+  for (float lane : lanes) sum += lane;
+#endif
+  for (; j < n; ++j) {
+    scores[j] = std::exp(scores[j] - maximum);
+    sum += scores[j];
+  }
+  return sum;
+}
+
 // Packs keys [length, d] (rows `row_size` apart) into zero-padded panels of kKeyPanel keys.
 void PackKeys(const float* keys, int64_t row_size, int64_t length, int64_t d, float* packed) {
   const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;

@@ -3,8 +3,6 @@
 // sequential sum by rounding only.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -125,37 +123,5 @@ inline __m256 Exp(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
 }
 #endif
-
-// scores[0, n) ← exp(scores − max), returning their sum.
-inline float SoftmaxNumerators(float* scores, int64_t n) {
-  float maximum = -INFINITY;
-  int64_t j = 0;
-#if defined(__AVX2__) && defined(__FMA__)
-  __m256 maxima = _mm256_set1_ps(-INFINITY);
-  for (; j + 8 <= n; j += 8) maxima = _mm256_max_ps(maxima, _mm256_loadu_ps(scores + j));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, maxima);
-  for (float lane : lanes) maximum = std::max(maximum, lane);
-#endif
-  for (; j < n; ++j) maximum = std::max(maximum, scores[j]);
-  j = 0;
-  float sum = 0.0f;
-#if defined(__AVX2__) && defined(__FMA__)
-  const __m256 shift = _mm256_set1_ps(maximum);
-  __m256 total = _mm256_setzero_ps();
-  for (; j + 8 <= n; j += 8) {
-    const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(scores + j), shift));
-    _mm256_storeu_ps(scores + j, e);
-    total = _mm256_add_ps(total, e);
-  }
-  _mm256_store_ps(lanes, total);
-  for (float lane : lanes) sum += lane;
-#endif
-  for (; j < n; ++j) {
-    scores[j] = std::exp(scores[j] - maximum);
-    sum += scores[j];
-  }
-  return sum;
-}
 
 }  // namespace stamen::engine::cpu
