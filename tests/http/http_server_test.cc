@@ -139,7 +139,9 @@ TEST(HttpServerTest, ChunkedTrailerBeyondTheHeaderLimitIsRefused) {
       "X-Padding: " + std::string(1000, 'a') + "\r\n", kOversized, "\r\n");
   EXPECT_EQ(server.handled(), 0) << "the handler was given the request";
   EXPECT_LT(refusal.bytes_sent, kOversized) << "the server read the whole trailer";
-  if (!refusal.answer.empty()) EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 431") << refusal.answer;
+  if (!refusal.answer.empty()) {
+    EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 431") << refusal.answer;
+  }
   EXPECT_LT(refusal.seconds, 5.0);
   EXPECT_LT(MaxResidentKilobytes() - resident_before, 16 * 1024) << "kilobytes";
   // Another client is served as before.
@@ -157,7 +159,9 @@ TEST(HttpServerTest, ChunkExtensionBeyondTheHeaderLimitIsRefused) {
       "\r\nhello\r\n0\r\n\r\n");
   EXPECT_EQ(server.handled(), 0) << "the handler was given the request";
   EXPECT_LT(refusal.bytes_sent, kOversized) << "the server read the whole extension";
-  if (!refusal.answer.empty()) EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 431") << refusal.answer;
+  if (!refusal.answer.empty()) {
+    EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 431") << refusal.answer;
+  }
   EXPECT_LT(refusal.seconds, 5.0);
   EXPECT_LT(MaxResidentKilobytes() - resident_before, 16 * 1024) << "kilobytes";
 }
