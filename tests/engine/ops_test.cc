@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/cpu/amx_gemm.h"
 #include "engine/cpu/cpu_path.h"
 #include "engine/cpu/matrix_precision.h"
 #include "engine/cpu/blocked_weights.h"
@@ -276,6 +277,32 @@ TEST(GemmTest, EveryActivationOnAmxTiles) {
         }
         ASSERT_NEAR(y.data<float>()[i * n + j], Activated(activation, sum), 1e-6 * (1.0 + magnitude))
             << "activation " << static_cast<int>(activation) << " row " << i << " column " << j;
+      }
+    }
+  }
+}
+
+// The fused feed-forward on AMX tiles (the intermediate rounded to bf16 in each thread's cache)
+// gives the two AMX products' result bit for bit: a partial last row block and tile, a width that
+// ends in a single partial panel, a depth that is not a whole tile, written and accumulated.
+TEST(GemmTest, FusedFeedForwardOnAmxTilesEqualsTwoProducts) {
+  if (!cpu::DetectCpuPath().amx) GTEST_SKIP() << "no AMX on this CPU: " << cpu::DescribeCpuPath();
+  const int64_t m = 1000, k = 40, width = 1000, n = 45;
+  Tensor x = Random({m, k}, 71, 0.7f), up = Random({width, k}, 72), up_bias = Random({width}, 73, 0.5f);
+  Tensor down = Random({n, width}, 74, 0.1f), down_bias = Random({n}, 75, 0.5f);
+  const cpu::MatrixPrecisionScope bfloat16(cpu::MatrixPrecision::kBFloat16);
+  for (const ops::Activation activation : {ops::Activation::kGeluErf, ops::Activation::kSilu}) {
+    for (const bool accumulate : {false, true}) {
+      Tensor intermediate = Zeros({m, width}), expected = Random({m, n}, 76), fused = Zeros({m, n});
+      std::copy_n(expected.data<float>(), m * n, fused.data<float>());
+      ASSERT_TRUE(ops::Gemm(x, up, up_bias, intermediate, {.activation = activation}).ok());
+      ASSERT_TRUE(ops::Gemm(intermediate, down, down_bias, expected, {.accumulate = accumulate}).ok());
+      ASSERT_TRUE(cpu::AmxFeedForward(x, up, up_bias, activation, down, down_bias, fused, accumulate))
+          << "the fused path was not taken";
+      for (int64_t i = 0; i < m * n; ++i) {
+        ASSERT_EQ(fused.data<float>()[i], expected.data<float>()[i])
+            << "activation " << static_cast<int>(activation) << " accumulate " << accumulate << " row " << i / n
+            << " column " << i % n;
       }
     }
   }

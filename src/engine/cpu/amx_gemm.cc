@@ -159,6 +159,37 @@ struct Epilogue {
   }
 }
 
+// `rows` rows of sums (`width` floats apart: 16 or 32 columns) plus bias, activated and rounded
+// to bf16 into 32 columns of a tile copy (`output`, rows `lda` elements apart) that the next
+// product reads as its input: the columns past `columns` become zeros, as PackRows writes
+// them. The rounding is PackRows' (round to nearest even), so the next product reads what it
+// would have read from an fp32 output packed afterwards.
+[[STAMEN_AMX_TARGET]] void FinishToTiles(const float* sums, int64_t rows, int64_t width, int64_t columns,
+                                         const float* bias_columns, ops::Activation activation, uint16_t* output,
+                                         int64_t lda) {
+  const int64_t low_columns = std::clamp<int64_t>(columns, 0, 16);
+  const int64_t high_columns = std::clamp<int64_t>(columns - 16, 0, 16);
+  const __mmask16 low_mask = static_cast<__mmask16>((1u << low_columns) - 1);
+  const __mmask16 high_mask = static_cast<__mmask16>((1u << high_columns) - 1);
+  const bool has_high = width > 16;
+  const __m512 low_bias =
+      bias_columns == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(low_mask, bias_columns);
+  const __m512 high_bias =
+      bias_columns == nullptr || !has_high ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(high_mask, bias_columns + 16);
+  const bool activates = activation != ops::Activation::kIdentity;
+  for (int64_t r = 0; r < rows; ++r) {
+    __m512 low = _mm512_add_ps(_mm512_load_ps(sums + r * width), low_bias);
+    __m512 high = has_high ? _mm512_add_ps(_mm512_load_ps(sums + r * width + 16), high_bias) : _mm512_setzero_ps();
+    if (activates) {
+      low = Activate(activation, low);
+      high = Activate(activation, high);
+    }
+    low = _mm512_maskz_mov_ps(low_mask, low);
+    high = _mm512_maskz_mov_ps(high_mask, high);
+    _mm512_store_si512(output + r * lda, (__m512i)_mm512_cvtne2ps_pbh(high, low));
+  }
+}
+
 // The tile copy's row stride in elements: k in whole tiles, plus one tile row where a stride
 // of a multiple of 4 KiB would put all 16 rows of a tile into one set of the L1 cache.
 int64_t InputStride(int64_t k) {
@@ -186,8 +217,10 @@ struct Product {
 
 // 64-byte aligned room for `elements` in a buffer of the calling thread: a tile row is then one
 // cache line.
-uint16_t* PackingBuffer(int64_t elements) {
-  thread_local std::vector<uint16_t> buffer;
+// `slot` 0 holds a product's input, slot 1 the intermediate of a fused feed-forward.
+uint16_t* PackingBuffer(int64_t elements, int slot = 0) {
+  thread_local std::vector<uint16_t> buffers[2];
+  std::vector<uint16_t>& buffer = buffers[slot];
   if (buffer.size() < static_cast<size_t>(elements + kTileDepth)) buffer.resize(elements + kTileDepth);
   return reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
 }
@@ -225,13 +258,46 @@ void MultiplyBlock(const Product& product, const uint16_t* packed, int64_t first
   if (product.streams) _mm_sfence();
 }
 
+// Rows [first, first + rows) of a fused feed-forward, their input packed in `packed`: the up
+// product's activated output, rounded to bf16, goes straight into `intermediate`, the tile copy
+// the down product then reads, without a round trip through memory in fp32.
+void MultiplyFeedForwardBlock(const Product& up, const Product& down, const uint16_t* packed, int64_t first,
+                              int64_t rows, uint16_t* intermediate) {
+  alignas(64) float sums[2 * kTileRows * 2 * kPanelWidth];
+  const int64_t up_groups = (up.panel_count + 1) / 2;
+  for (int64_t group = 0; group < up_groups; ++group) {
+    const int64_t panel = group * 2;
+    const int64_t task_panels = std::min<int64_t>(2, up.panel_count - panel);
+    const int64_t first_column = panel * kPanelWidth;
+    const int64_t columns = std::min(task_panels * kPanelWidth, up.n - first_column);
+    for (int64_t row = 0; row < rows; row += 2 * kTileRows) {
+      const int64_t tiles = std::min<int64_t>(2, (rows - row + kTileRows - 1) / kTileRows);
+      kProducts[tiles - 1][task_panels - 1](packed + row * up.lda, up.lda, up.panels + panel * up.panel_elements,
+                                            up.panel_elements, up.depth_tiles, sums, task_panels * kPanelWidth);
+      FinishToTiles(sums, std::min(tiles * kTileRows, rows - row), task_panels * kPanelWidth, columns,
+                    up.bias == nullptr ? nullptr : up.bias + first_column, up.options.activation,
+                    intermediate + row * down.lda + first_column, down.lda);
+    }
+  }
+  MultiplyBlock(down, intermediate, first, rows, 0, (down.panel_count + 1) / 2);
+}
+
+uint64_t NextProductId() {
+  static std::atomic<uint64_t> products{0};
+  return ++products;
+}
+
+Product MakeProduct(const uint16_t* panels, const float* bias, int64_t m, int64_t n, int64_t k, float* output,
+                    const ops::GemmOptions& options, uint64_t id) {
+  return Product{panels, bias, n, output, options, id, InputStride(k), TilePairs(k) / kTileRows,
+                 TilePairs(k) * kPanelWidth * 2, (n + kPanelWidth - 1) / kPanelWidth,
+                 !options.accumulate && m * n * static_cast<int64_t>(sizeof(float)) >= kStreamedOutputBytes};
+}
+
 void Multiply(const float* input, const uint16_t* panels, const float* bias, int64_t m, int64_t n, int64_t k,
               float* output, const ops::GemmOptions& options) {
-  static std::atomic<uint64_t> products{0};
-  const int64_t panel_count = (n + kPanelWidth - 1) / kPanelWidth;
-  const Product product{panels, bias, n, output, options, ++products, InputStride(k),
-                        TilePairs(k) / kTileRows, TilePairs(k) * kPanelWidth * 2, panel_count,
-                        !options.accumulate && m * n * static_cast<int64_t>(sizeof(float)) >= kStreamedOutputBytes};
+  const Product product = MakeProduct(panels, bias, m, n, k, output, options, NextProductId());
+  const int64_t panel_count = product.panel_count;
   const int64_t lda = product.lda;
   const int64_t row_tiles = (m + kTileRows - 1) / kTileRows;
   const int64_t block_rows = kRowBlockTiles * kTileRows;
@@ -299,6 +365,35 @@ bool AmxGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tens
   if (panels == nullptr) return false;
   Multiply(input.data<float>(), static_cast<const uint16_t*>(panels), bias.empty() ? nullptr : bias.data<float>(),
            input.dim(0), weight.dim(0), input.dim(1), output.data<float>(), options);
+  return true;
+}
+
+bool AmxFeedForward(const Tensor& input, const Tensor& up_weight, const Tensor& up_bias, ops::Activation activation,
+                    const Tensor& down_weight, const Tensor& down_bias, Tensor& output, bool accumulate) {
+  const auto* up_panels = static_cast<const uint16_t*>(FindPreparedWeight(up_weight, WeightForm::kTilesBFloat16));
+  const auto* down_panels = static_cast<const uint16_t*>(FindPreparedWeight(down_weight, WeightForm::kTilesBFloat16));
+  if (up_panels == nullptr || down_panels == nullptr) return false;
+  const int64_t m = input.dim(0), k = input.dim(1), width = up_weight.dim(0), n = down_weight.dim(0);
+  // Blocks of 256 rows, as a long input's (128 and 64 measured the same at MiniLM's 512 × 32),
+  // at least one per thread: fewer rows go through the two products, the panels split across
+  // the threads, where each thread reads only part of the weights.
+  const int threads = LoopThreads();
+  const int64_t block_rows = kRowBlockTiles * kTileRows;
+  const int64_t row_blocks = (m + block_rows - 1) / block_rows;
+  if (row_blocks < threads) return false;
+  const uint64_t id = NextProductId();
+  const Product up = MakeProduct(up_panels, up_bias.empty() ? nullptr : up_bias.data<float>(), m, width, k, nullptr,
+                                 {.activation = activation}, id);
+  const Product down = MakeProduct(down_panels, down_bias.empty() ? nullptr : down_bias.data<float>(), m, n, width,
+                                   output.data<float>(), {.accumulate = accumulate}, id);
+  const float* rows_in = input.data<float>();
+  ParallelFor(row_blocks, [&](int64_t block) {
+    ConfigureTiles(id);
+    const int64_t first = block * block_rows, rows = std::min(block_rows, m - first);
+    uint16_t* packed = PackingBuffer(block_rows * up.lda);
+    PackRows(rows_in + first * k, k, 0, rows, (rows + kTileRows - 1) / kTileRows * kTileRows, up.lda, packed);
+    MultiplyFeedForwardBlock(up, down, packed, first, rows, PackingBuffer(block_rows * down.lda, 1));
+  }, threads);
   return true;
 }
 

@@ -41,6 +41,14 @@ bool RequestAmxTiles();
 bool AmxGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
              const ops::GemmOptions& options);
 
+// down(act(up(input))) (added to output when `accumulate`), in bf16 on AMX tiles, and true: a
+// thread takes a block of rows through both products, the up product's activated output
+// rounded to bf16 into its own buffer, which the down product reads from the cache. The result
+// is AmxGemm's for the two products, bit for bit. False, computing nothing, when a weight has
+// no tile copy or the input is too short to give every thread blocks of its own.
+bool AmxFeedForward(const Tensor& input, const Tensor& up_weight, const Tensor& up_bias, ops::Activation activation,
+                    const Tensor& down_weight, const Tensor& down_bias, Tensor& output, bool accumulate);
+
 // The tile product under AmxGemm, shared with the attention (amx_attention.cc):
 //   sums[r, c] = Σ_t input[r, t] · panel column c at depth t
 // for row_tiles (1 or 2) × 16 rows of `input` (bf16, rows `lda` elements apart, depth_tiles · 32

@@ -301,4 +301,15 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
   return OneDnnGemm(rest_input, PrepareOperands(rest_input, weight), bias, rest, options, n, nullptr);
 }
 
+Status FeedForwardGemms(const Tensor& input, const Tensor& up_weight, const Tensor& up_bias,
+                        ops::Activation activation, const Tensor& down_weight, const Tensor& down_bias,
+                        Tensor& intermediate, Tensor& output, bool accumulate) {
+  if (input.dim(0) > 0 && TakesAmxTiles() &&
+      AmxFeedForward(input, up_weight, up_bias, activation, down_weight, down_bias, output, accumulate)) {
+    return Status();
+  }
+  STAMEN_RETURN_IF_ERROR(Gemm(input, up_weight, up_bias, intermediate, {.activation = activation}));
+  return Gemm(intermediate, down_weight, down_bias, output, {.accumulate = accumulate});
+}
+
 }  // namespace stamen::engine::cpu

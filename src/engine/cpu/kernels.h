@@ -19,6 +19,10 @@ Status Zero(Tensor& tensor);
 // Fails only if oneDNN does (an unsupported shape or out of memory).
 Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
             const ops::GemmOptions& options);
+// Both dense layers of a feed-forward block (ops::FeedForwardGemms).
+Status FeedForwardGemms(const Tensor& input, const Tensor& up_weight, const Tensor& up_bias,
+                        ops::Activation activation, const Tensor& down_weight, const Tensor& down_bias,
+                        Tensor& intermediate, Tensor& output, bool accumulate);
 // The kernels Gemm runs on this machine in fp32 or bf16, by row count, as `/info` and the logs
 // report them: e.g. "stamen AVX-512 tiles up to 128 rows, oneDNN brg:avx512_core (fixed rows) to
 // 512, oneDNN gemm:jit above".

@@ -84,9 +84,8 @@ Status FeedForward(const FeedForwardWeights& weights, const FeedForwardSettings&
   if (!settings.gated) {
     Tensor intermediate = slots.Get(type, {tokens, width});
     STAMEN_RETURN_IF_ERROR(slots.status());
-    STAMEN_RETURN_IF_ERROR(
-        ops::Gemm(input, weights.up_weight, weights.up_bias, intermediate, {.activation = settings.activation}));
-    return ops::Gemm(intermediate, weights.down_weight, weights.down_bias, output, {.accumulate = accumulate});
+    return ops::FeedForwardGemms(input, weights.up_weight, weights.up_bias, settings.activation, weights.down_weight,
+                                 weights.down_bias, intermediate, output, accumulate);
   }
   Tensor gate_up = slots.Get(type, {tokens, 2 * width});
   Tensor activated = slots.Get(type, {tokens, width});

@@ -6,8 +6,10 @@
 
 namespace stamen::engine::ops {
 
-Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
-            const GemmOptions& options) {
+namespace {
+
+Status CheckGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& output,
+                 const GemmOptions& options) {
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("gemm", "input", input, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("gemm", "weight", weight, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("gemm", "output", output, 2));
@@ -23,11 +25,36 @@ Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tenso
     return Status::Error("gemm: accumulate and an activation cannot be combined");
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("gemm", {&input, &weight, &output}));
-  STAMEN_RETURN_IF_ERROR(internal::ExpectComputeType("gemm", input.device(), {&input, &weight, &bias, &output}));
+  return internal::ExpectComputeType("gemm", input.device(), {&input, &weight, &bias, &output});
+}
+
+}  // namespace
+
+Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
+            const GemmOptions& options) {
+  STAMEN_RETURN_IF_ERROR(CheckGemm(input, weight, bias, output, options));
   return internal::Dispatch(
       "gemm", input.device(),
       [&] { return cpu::Gemm(input, weight, bias, output, options); },
       STAMEN_CUDA_KERNEL([&] { return cuda::Gemm(input, weight, bias, output, options); }));
+}
+
+Status FeedForwardGemms(const Tensor& input, const Tensor& up_weight, const Tensor& up_bias, Activation activation,
+                        const Tensor& down_weight, const Tensor& down_bias, Tensor& intermediate, Tensor& output,
+                        bool accumulate) {
+  const GemmOptions up{.activation = activation}, down{.accumulate = accumulate};
+  STAMEN_RETURN_IF_ERROR(CheckGemm(input, up_weight, up_bias, intermediate, up));
+  STAMEN_RETURN_IF_ERROR(CheckGemm(intermediate, down_weight, down_bias, output, down));
+  return internal::Dispatch(
+      "gemm", input.device(),
+      [&] {
+        return cpu::FeedForwardGemms(input, up_weight, up_bias, activation, down_weight, down_bias, intermediate,
+                                     output, accumulate);
+      },
+      STAMEN_CUDA_KERNEL([&] {
+        STAMEN_RETURN_IF_ERROR(cuda::Gemm(input, up_weight, up_bias, intermediate, up));
+        return cuda::Gemm(intermediate, down_weight, down_bias, output, down);
+      }));
 }
 
 }  // namespace stamen::engine::ops

@@ -19,4 +19,12 @@ struct GemmOptions {
 Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
             const GemmOptions& options = {});
 
+// output = down(act(up(input))) (added to output when `accumulate`): the two dense layers of a
+// feed-forward block, through `intermediate` [m, up rows]. Where the CPU multiplies on AMX tiles
+// and the input is long, each thread keeps its rows' intermediate in its cache, in bf16 (the
+// results are the same), and `intermediate` is left untouched.
+Status FeedForwardGemms(const Tensor& input, const Tensor& up_weight, const Tensor& up_bias, Activation activation,
+                        const Tensor& down_weight, const Tensor& down_bias, Tensor& intermediate, Tensor& output,
+                        bool accumulate);
+
 }  // namespace stamen::engine::ops
