@@ -31,7 +31,11 @@ namespace fs = std::filesystem;
 
 // kQwen3Reranker: Qwen3ForCausalLM with tied embeddings and no sentence-transformers files, which
 // stamen runs as a yes/no reranker (engine/yes_no_reranker.h), as Qwen/Qwen3-Reranker-0.6B ships.
-enum class Family { kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker, kMpnet, kModernBert, kGemma3 };
+enum class Family {
+  kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker, kMpnet, kModernBert, kGemma3,
+  // Issue 48: bidirectional Llama / Qwen3 encoders.
+  kEuroBert, kPplxQwen3, kLlamaBidirectional,
+};
 
 struct Like {
   const char* name;
@@ -61,6 +65,18 @@ constexpr Like kLikes[] = {
     // Dense 768→3072→768, Normalize; its query/document prompts); BERT's tokenizer stands in
     // for Gemma's 262k one (33 MB, not shipped).
     {"embeddinggemma-300m", Family::kGemma3, 768, 24, 3, 1, 256, 1152, 2048, 262144, 0, "mean", 2048, "bert-base-uncased"},
+    // Issue 48. EuroBERT/EuroBERT-210m as the hub ships it (EuroBertForMaskedLM, no
+    // sentence-transformers files: mean pooling, the bidirectional default); BERT's tokenizer
+    // stands in for its Llama 3 one (ids < 30,522 fit its 128,256).
+    {"EuroBERT-210m", Family::kEuroBert, 768, 12, 12, 12, 64, 3072, 8192, 128256, 0, nullptr, 0, "bert-base-uncased"},
+    // perplexity-ai/pplx-embed-v1-0.6b and -4b (Qwen3-0.6B's and Qwen3-4B's shapes, bidirectional,
+    // mean pooling, int8 vectors); Qwen's tokenizer.
+    {"pplx-embed-v1-0.6b", Family::kPplxQwen3, 1024, 28, 16, 8, 128, 3072, 32768, 151936, 0, "mean", 32768, "qwen2"},
+    {"pplx-embed-v1-4b", Family::kPplxQwen3, 2560, 36, 32, 8, 128, 9728, 32768, 151936, 0, "mean", 32768, "qwen2"},
+    // nvidia/llama-nemotron-embed-1b-v2 (Llama 3.2 1B's shapes with Llama 3's RoPE scaling,
+    // bidirectional, mean pooling, tied embeddings); BERT's tokenizer stands in for Llama 3's.
+    {"llama-nemotron-embed-1b-v2", Family::kLlamaBidirectional, 2048, 16, 32, 8, 64, 8192, 131072, 128256, 0, "mean",
+     8192, "bert-base-uncased"},
 };
 
 // EmbeddingGemma's Dense modules after pooling: in → out features, no bias, identity.
@@ -138,6 +154,17 @@ std::string LabelsJson(int64_t labels) {
   return "  \"id2label\": {" + id2label + "},\n  \"label2id\": {" + label2id + "},\n";
 }
 
+// The shape keys of a Llama-style config.json (the issue 48 encoders), silu and fp32, ending
+// the object: its last line has no comma.
+std::string DecoderShapesJson(const Like& like, int64_t layers, int64_t vocab) {
+  return "  \"head_dim\": " + std::to_string(like.head_dim) + ",\n  \"hidden_act\": \"silu\",\n  \"hidden_size\": " +
+         std::to_string(like.hidden) + ",\n  \"intermediate_size\": " + std::to_string(like.intermediate) +
+         ",\n  \"max_position_embeddings\": " + std::to_string(like.max_positions) + ",\n  \"num_attention_heads\": " +
+         std::to_string(like.heads) + ",\n  \"num_hidden_layers\": " + std::to_string(layers) +
+         ",\n  \"num_key_value_heads\": " + std::to_string(like.kv_heads) + ",\n  \"torch_dtype\": \"float32\",\n"
+         "  \"vocab_size\": " + std::to_string(vocab) + "\n";
+}
+
 std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t labels) {
   const std::string n = std::to_string(layers), v = std::to_string(vocab);
   const std::string h = std::to_string(like.hidden), heads = std::to_string(like.heads);
@@ -208,6 +235,31 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"rope_scaling\": null,\n  \"rope_theta\": 1000000.0,\n  \"sliding_window\": 512,\n"
              "  \"torch_dtype\": \"float32\",\n  \"use_bidirectional_attention\": true,\n  \"vocab_size\": " + v + "\n}\n";
     }
+    // Issue 48: the hub's config.json of each, auto_map included; the shapes as DecoderShapesJson writes them.
+    case Family::kEuroBert:
+      return "{\n  \"architectures\": [\"EuroBertForMaskedLM\"],\n  \"attention_bias\": false,\n"
+             "  \"auto_map\": {\"AutoConfig\": \"configuration_eurobert.EuroBertConfig\", "
+             "\"AutoModel\": \"modeling_eurobert.EuroBertModel\", \"AutoModelForMaskedLM\": \"modeling_eurobert.EuroBertForMaskedLM\"},\n"
+             "  \"bos_token_id\": 128000,\n  \"eos_token_id\": 128001,\n  \"mask_token_id\": 128002,\n  \"mlp_bias\": false,\n"
+             "  \"model_type\": \"eurobert\",\n  \"pad_token_id\": 128001,\n  \"rms_norm_eps\": 1e-05,\n"
+             "  \"rope_scaling\": null,\n  \"rope_theta\": 250000,\n  \"tie_word_embeddings\": false,\n" +
+             DecoderShapesJson(like, layers, vocab) + "}\n";
+    case Family::kPplxQwen3:
+      return "{\n  \"architectures\": [\"PPLXQwen3Model\"],\n  \"attention_bias\": false,\n"
+             "  \"auto_map\": {\"AutoConfig\": \"configuration.PPLXQwen3Config\", \"AutoModel\": \"modeling.PPLXQwen3Model\"},\n"
+             "  \"bos_token_id\": 151643,\n  \"eos_token_id\": 151643,\n  \"model_type\": \"bidirectional_pplx_qwen3\",\n"
+             "  \"rms_norm_eps\": 1e-06,\n  \"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"default\"},\n"
+             "  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n  \"use_bidirectional_attention\": true,\n"
+             "  \"use_cache\": false,\n  \"use_sliding_window\": false,\n" + DecoderShapesJson(like, layers, vocab) + "}\n";
+    case Family::kLlamaBidirectional:
+      return "{\n  \"architectures\": [\"LlamaBidirectionalModel\"],\n  \"attention_bias\": false,\n"
+             "  \"auto_map\": {\"AutoConfig\": \"llama_bidirectional_model.LlamaBidirectionalConfig\", "
+             "\"AutoModel\": \"llama_bidirectional_model.LlamaBidirectionalModel\"},\n"
+             "  \"bos_token_id\": 128000,\n  \"eos_token_id\": 128001,\n  \"mlp_bias\": false,\n"
+             "  \"model_type\": \"llama_bidirec\",\n  \"pooling\": \"avg\",\n  \"rms_norm_eps\": 1e-05,\n"
+             "  \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0, "
+             "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"},\n  \"rope_theta\": 500000.0,\n"
+             "  \"temperature\": 1.0,\n  \"tie_word_embeddings\": true,\n" + DecoderShapesJson(like, layers, vocab) + "}\n";
     case Family::kXlmRoberta:
     case Family::kXlmRobertaClassifier: {
       const bool classifier = like.family == Family::kXlmRobertaClassifier;
@@ -469,7 +521,8 @@ void AddMakeModelCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
   command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
-                      "ms-marco-MiniLM-L6-v2, mpnet-base, modernbert-base or embeddinggemma-300m")
+                      "ms-marco-MiniLM-L6-v2, mpnet-base, modernbert-base, embeddinggemma-300m, EuroBERT-210m, "
+                      "pplx-embed-v1-0.6b, pplx-embed-v1-4b or llama-nemotron-embed-1b-v2")
       ->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
   command->add_option("--out", options->out, "Folder to write")->required();

@@ -276,6 +276,73 @@ def bert(head=None):
                 old_norm_names=head == "splade")
 
 
+# ---------------------------------------------------------------- issue 48: bidirectional Llama / Qwen3 encoders
+
+def eurobert(native=False):
+    """EuroBERT: Llama blocks attending bidirectionally (transformers' own EuroBertModel). The hub
+    layout (EuroBERT/EuroBERT-210m): EuroBertForMaskedLM (backbone under model., untied lm_head),
+    rope_theta beside an auto_map naming modeling_eurobert, no rope_parameters; goldens are its
+    backbone's. The native layout: EuroBertModel as save_pretrained writes it (rope_parameters),
+    here with attention_bias on (biases on q/k/v and o_proj) and stored in BF16."""
+    config = transformers.EuroBertConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=512, rms_norm_eps=1e-5, hidden_act="silu",
+        rope_parameters={"rope_type": "default", "rope_theta": 250000.0}, attention_bias=native, mlp_bias=False,
+        tie_word_embeddings=False, pad_token_id=1, bos_token_id=0, eos_token_id=1, mask_token_id=2,
+        attn_implementation="eager")
+    if native:
+        return dict(cls=transformers.EuroBertModel, config=config, seed=481, ids=(0, 1), pad=1,
+                    storage=torch.bfloat16)
+    hub = dict(architectures=["EuroBertForMaskedLM"], rope_theta=250000.0,
+               auto_map={"AutoConfig": "configuration_eurobert.EuroBertConfig",
+                         "AutoModel": "modeling_eurobert.EuroBertModel",
+                         "AutoModelForMaskedLM": "modeling_eurobert.EuroBertForMaskedLM",
+                         "AutoModelForPreTraining": "modeling_eurobert.EuroBertPreTrainedModel"})
+    return dict(cls=transformers.EuroBertForMaskedLM, config=config, seed=482, ids=(0, 1), pad=1, embedder=True,
+                legacy_config=hub, drop_config_keys=["rope_parameters"])
+
+
+def pplx_embed():
+    """pplx-embed-v1 (model_type bidirectional_pplx_qwen3): its remote PPLXQwen3Model is Qwen3Model
+    with every layer's is_causal off. Reference: transformers' Qwen3Model, eager attention, with
+    modeling_qwen3.create_causal_mask replaced by one that returns None (every key of the sequence
+    allowed; checked per layer in report.json), written with the hub's config keys. Besides the
+    usual tensors: `scaled_tanh_mean_i` = 127·tanh(mean) and `int8_mean_i` = round(127·tanh(mean))
+    (torch.round, half to even), the vector TEI's pplx1.rs serves."""
+    config = transformers.Qwen3Config(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rope_theta=1_000_000.0,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, use_cache=False, attn_implementation="eager")
+    hub = dict(model_type="bidirectional_pplx_qwen3", architectures=["PPLXQwen3Model"],
+               use_bidirectional_attention=True,
+               auto_map={"AutoConfig": "configuration.PPLXQwen3Config", "AutoModel": "modeling.PPLXQwen3Model"})
+    return dict(cls=transformers.Qwen3Model, config=config, seed=483, ids="random", perturb="qwen3",
+                bidirectional=True, legacy_config=hub, reload=transformers.Qwen3Model, tanh_int8=True)
+
+
+def llama_bidirectional():
+    """llama-nemotron-embed (model_type llama_bidirec): the remote LlamaBidirectionalModel is LlamaModel
+    with the causal mask off. Reference: transformers' LlamaModel, eager attention,
+    modeling_llama.create_causal_mask returning None. Llama 3's RoPE scaling with
+    original_max_position_embeddings 64, so that with head_dim 16 and theta 500000 one frequency is kept,
+    one interpolated and the others divided by the factor. Hub config keys: rope_theta and
+    rope_scaling (no rope_parameters), pooling "avg", auto_map."""
+    scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 64}
+    config = transformers.LlamaConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rms_norm_eps=1e-5,
+        rope_parameters={"rope_theta": 500_000.0, **scaling}, attention_bias=False, mlp_bias=False,
+        tie_word_embeddings=False, attn_implementation="eager")
+    hub = dict(model_type="llama_bidirec", architectures=["LlamaBidirectionalModel"], pooling="avg", temperature=1.0,
+               rope_theta=500_000.0, rope_scaling=scaling,
+               auto_map={"AutoConfig": "llama_bidirectional_model.LlamaBidirectionalConfig",
+                         "AutoModel": "llama_bidirectional_model.LlamaBidirectionalModel"})
+    return dict(cls=transformers.LlamaModel, config=config, seed=484, ids="random", perturb="qwen3",
+                bidirectional=True, legacy_config=hub, drop_config_keys=["rope_parameters"],
+                reload=transformers.LlamaModel)
+
+
 def mpnet_classifier():
     spec = mpnet()
     spec["config"].num_labels = 2
@@ -317,6 +384,11 @@ FAMILIES = {
     "modernbert-bf16": lambda: dict(modernbert(), storage=torch.bfloat16),
     "qwen3-f16": lambda: dict(qwen3(), storage=torch.float16),
     "gemma3-bf16": lambda: dict(gemma3(), storage=torch.bfloat16),
+    # Issue 48: bidirectional Llama / Qwen3 encoders.
+    "eurobert": eurobert,
+    "eurobert-bf16": lambda: eurobert(native=True),
+    "pplx-embed": pplx_embed,
+    "llama-bidirectional": llama_bidirectional,
 }
 
 
@@ -518,10 +590,33 @@ def splade_of(logits):
     return torch.log1p(torch.relu(logits[0])).max(dim=0, keepdim=True).values
 
 
+class NoCausalMask:
+    """For a bidirectional spec: the modeling module's create_causal_mask returns None, so eager
+    attention adds no mask and every query sees every key of its (unpadded) sequence."""
+
+    def __init__(self, spec):
+        self.module = sys.modules[spec["cls"].__module__] if spec.get("bidirectional") else None
+
+    def __enter__(self):
+        if self.module is not None:
+            self.original = self.module.create_causal_mask
+            self.module.create_causal_mask = lambda *args, **kwargs: None
+        return self
+
+    def __exit__(self, *exc):
+        if self.module is not None:
+            self.module.create_causal_mask = self.original
+
+
 def make(family, out):
+    spec = FAMILIES[family]()
+    with NoCausalMask(spec):
+        make_spec(family, out, spec)
+
+
+def make_spec(family, out, spec):
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    spec = FAMILIES[family]()
     torch.manual_seed(spec["seed"])
     config = spec["config"]
     model = spec["cls"](config).eval()
@@ -555,6 +650,8 @@ def make(family, out):
         path = out / "config.json"
         saved = json.loads(path.read_text())
         saved.update(spec["legacy_config"])
+        for key in spec.get("drop_config_keys", []):
+            saved.pop(key, None)
         path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
 
     tokens = None
@@ -580,6 +677,12 @@ def make(family, out):
         if spec.get("extra_poolings"):
             for name, value in extra_poolings(hidden).items():
                 golden[f"{name}_{i}"] = value
+        if spec.get("embedder"):
+            logits = None  # a masked-LM checkpoint used as an embedder: its head is not served
+        if spec.get("tanh_int8"):
+            scaled = 127 * torch.tanh(hidden.mean(0, keepdim=True))
+            golden[f"scaled_tanh_mean_{i}"] = scaled.float()
+            golden[f"int8_mean_{i}"] = torch.round(scaled).float()
         if spec.get("splade"):
             golden[f"splade_{i}"] = splade_of(logits).float()
         elif logits is not None:
@@ -612,6 +715,8 @@ def make(family, out):
         auto = transformers.AutoModelForMaskedLM
     if family == "mpnet-masked-lm-prefixed":
         reloaded = transformers.MPNetForMaskedLM.from_pretrained(out, attn_implementation="eager").mpnet
+    elif spec.get("reload") is not None:  # remote-code model_type: the transformers class it restates
+        reloaded = spec["reload"].from_pretrained(out, attn_implementation="eager")
     else:
         reloaded = auto.from_pretrained(out, attn_implementation="eager")
     reloaded = reloaded.double().eval()
@@ -619,6 +724,8 @@ def make(family, out):
     worst = 0.0
     for i, ids in enumerate(rows):
         hidden, logits = run(reloaded, ids)
+        if spec.get("embedder"):
+            logits = None
         worst = max(worst, float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max()))
         if spec.get("splade"):
             worst = max(worst, float((splade_of(logits).float() - golden[f"splade_{i}"]).abs().max()))
@@ -668,6 +775,8 @@ def family_checks(family, spec, model, rows, golden, checks):
         }
     if family.startswith("deberta"):
         deberta_checks(model, base, longest, golden, checks)
+    if spec.get("bidirectional") or family.startswith("eurobert"):
+        bidirectional_checks(spec, model, base, rows, golden, checks)
     if spec.get("windowed"):
         module = sys.modules[type(base).__module__]
         with AttentionRecorder(module) as recorder, torch.no_grad():
@@ -695,6 +804,35 @@ def family_checks(family, spec, model, rows, golden, checks):
         if family.startswith("modernbert"):
             checks["config.sliding_window (local_attention // 2)"] = config.sliding_window
             checks["attn_norm_of_layer_0"] = type(base.layers[0].attn_norm).__name__
+
+
+def bidirectional_checks(spec, model, base, rows, golden, checks):
+    """The masks each layer's eager attention got at length 130 (none, or all zeros: bidirectional),
+    how far a causal run would be from the goldens (so a causal engine fails), and the RoPE
+    frequencies transformers used."""
+    module = sys.modules[type(base).__module__]
+    longest = rows[5]
+    with AttentionRecorder(module) as recorder, torch.no_grad():
+        base(input_ids=longest[None])
+    summary = mask_summary(recorder.calls, len(longest))
+    for entry, call in zip(summary, recorder.calls):
+        if call["mask"] is not None:
+            entry["mask_all_zero"] = bool((call["mask"] == 0).all())
+    checks["attention_calls_at_length_130"] = summary
+    causal = torch.triu(torch.full((len(longest), len(longest)), float("-inf"), dtype=torch.float64), diagonal=1)
+    # The mask builder the model calls (patched to None for the remote-code encoders, EuroBERT's own
+    # bidirectional one), made to return a causal mask for one run.
+    builder = "create_causal_mask" if spec.get("bidirectional") else "create_bidirectional_mask"
+    original = getattr(module, builder)
+    setattr(module, builder, lambda *args, **kwargs: causal[None, None])
+    try:
+        with torch.no_grad():
+            hidden = base(input_ids=longest[None]).last_hidden_state[0]
+    finally:
+        setattr(module, builder, original)
+    checks["max_abs_diff_if_causal_len_130"] = float((hidden.float() - golden["last_hidden_state_5"]).abs().max())
+    checks["rope_inv_freq"] = base.rotary_emb.inv_freq.tolist()
+    checks["rope_parameters"] = dict(model.config.rope_parameters)
 
 
 TOKENIZER_CORPUS = [

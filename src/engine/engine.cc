@@ -305,7 +305,7 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   if (!hidden.ok()) return hidden.status();
   // The values outlive the step (callers read them after the next Step), so each step
   // allocates its own.
-  auto values = ComputeStepValues(*model_, input, *hidden, options, pooling, *dense_,
+  auto values = ComputeStepValues(*model_, config_, input, *hidden, options, pooling, *dense_,
                                   [](const Shape& shape) { return Tensor::Allocate(DataType::kF32, shape); });
   if (!values.ok()) return values.status();
   LazyResult result;

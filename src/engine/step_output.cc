@@ -107,7 +107,7 @@ StatusOr<SpanTokens> GatherSpans(const Tensor& hidden, std::span<const int32_t> 
 
 }  // namespace
 
-StatusOr<Tensor> ComputeStepValues(Model& model, const ModelInput& input, const Tensor& hidden,
+StatusOr<Tensor> ComputeStepValues(Model& model, const ModelConfig& config, const ModelInput& input, const Tensor& hidden,
                                    const StepOptions& options, ops::PoolingMode pooling, DenseModules& dense,
                                    const StepValuesBuffer& buffer) {
   const int64_t tokens = input.cu_seqlens_host.back();
@@ -154,6 +154,9 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelInput& input, const 
       } else {
         STAMEN_RETURN_IF_ERROR(RunDenseModules(pooled_hidden, pooled_offsets, pooling, dense, *values));
       }
+      // pplx-embed-v1 serves its int8 vectors (round(127·tanh(x))); normalising them after, when
+      // asked, is what TEI does too (its int8 scale is then lost).
+      if (config.pooled_tanh_int8) STAMEN_RETURN_IF_ERROR(ops::ScaledTanhRound(*values, 127.0f));
       if (options.normalize) STAMEN_RETURN_IF_ERROR(ops::L2Normalize(*values, *values));
       return values;
     }

@@ -40,6 +40,10 @@ struct FamilyConfig {
   ShapeKeys shape_keys = {};
   // The family's own keys (activation, norms, positions), after the common shapes are read.
   Status (*read_settings)(const JsonObject& root, ModelConfig* config);
+  // The remote-code classes (auto_map's "module.Class", by class name) this family implements:
+  // a folder whose auto_map names any other class for its config or the model class it is
+  // loaded through is refused (ReadModelConfig), never run as the model_type's base family.
+  std::span<const std::string_view> remote_code_classes = {};
 };
 
 // Every family stamen reads, in the order error messages list their architectures.

@@ -15,6 +15,10 @@ extern const FamilyConfig kLlamaFamilyConfig;
 extern const FamilyConfig kMistralFamilyConfig;
 extern const FamilyConfig kGemma3FamilyConfig;
 extern const FamilyConfig kDebertaFamilyConfig;
+// Issue 48: bidirectional Llama / Qwen3-style encoders.
+extern const FamilyConfig kEuroBertFamilyConfig;
+extern const FamilyConfig kPplxQwen3FamilyConfig;
+extern const FamilyConfig kLlamaBidirectionalFamilyConfig;
 
 namespace {
 
@@ -30,6 +34,10 @@ const FamilyConfig* const kFamilyConfigs[] = {
     &kMistralFamilyConfig,
     &kGemma3FamilyConfig,
     &kDebertaFamilyConfig,
+    // Issue 48: bidirectional Llama / Qwen3-style encoders.
+    &kEuroBertFamilyConfig,
+    &kPplxQwen3FamilyConfig,
+    &kLlamaBidirectionalFamilyConfig,
 };
 
 }  // namespace

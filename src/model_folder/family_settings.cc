@@ -12,20 +12,52 @@ Status ReadActivation(const JsonObject& root, std::string_view key, std::string_
   return Status();
 }
 
+namespace {
+
+// One RoPE parameter object: rope_type ("type" in older configs) "default", or "llama3" with
+// its four keys, which transformers requires.
+Status ReadRopeType(const JsonObject& rope, ModelConfig* config) {
+  std::string rope_type = "default";
+  STAMEN_RETURN_IF_ERROR(rope.Optional("type", &rope_type));
+  STAMEN_RETURN_IF_ERROR(rope.Optional("rope_type", &rope_type));
+  if (rope_type == "default") return Status();
+  if (rope_type != "llama3") {
+    return rope.Error("rope_type", "'" + rope_type + "' is not supported (plain RoPE or llama3)");
+  }
+  double factor = 0, low = 0, high = 0, original = 0;
+  STAMEN_RETURN_IF_ERROR(rope.Required("factor", &factor));
+  STAMEN_RETURN_IF_ERROR(rope.Required("low_freq_factor", &low));
+  STAMEN_RETURN_IF_ERROR(rope.Required("high_freq_factor", &high));
+  STAMEN_RETURN_IF_ERROR(rope.Required("original_max_position_embeddings", &original));
+  if (!(factor > 0)) return rope.Error("factor", "must be positive");
+  if (!(low > 0) || !(high > low)) return rope.Error("high_freq_factor", "must exceed low_freq_factor, which must be positive");
+  if (!(original > 0)) return rope.Error("original_max_position_embeddings", "must be positive");
+  config->rope_scaling = {.factor = static_cast<float>(factor),
+                          .low_freq_factor = static_cast<float>(low),
+                          .high_freq_factor = static_cast<float>(high),
+                          .original_max_position_embeddings = static_cast<float>(original)};
+  return Status();
+}
+
+}  // namespace
+
 Status ReadRope(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(root.Optional("rope_theta", &config->rope_theta));
-  // transformers ≥ 5 writes {"rope_parameters": {"rope_theta": …, "rope_type": "default"}}.
+  // transformers ≥ 5 writes {"rope_parameters": {"rope_theta": …, "rope_type": …, scaling keys}};
+  // older configs rope_theta beside {"rope_scaling": {"rope_type": …, scaling keys}} or null.
   JsonObject rope = root;
   bool has_rope_parameters = false;
   STAMEN_RETURN_IF_ERROR(root.OptionalObject("rope_parameters", &rope, &has_rope_parameters));
   if (has_rope_parameters) {
     STAMEN_RETURN_IF_ERROR(rope.Optional("rope_theta", &config->rope_theta));
-    std::string rope_type = "default";
-    STAMEN_RETURN_IF_ERROR(rope.Optional("rope_type", &rope_type));
-    if (rope_type != "default") return rope.Error("rope_type", "'" + rope_type + "' is not supported (only plain RoPE)");
+    STAMEN_RETURN_IF_ERROR(ReadRopeType(rope, config));
+  } else if (root.Has("rope_scaling")) {
+    JsonObject scaling = root;
+    bool has_scaling = false;
+    STAMEN_RETURN_IF_ERROR(root.OptionalObject("rope_scaling", &scaling, &has_scaling));
+    if (has_scaling) STAMEN_RETURN_IF_ERROR(ReadRopeType(scaling, config));
   }
   if (!(config->rope_theta > 0)) return root.Error("rope_theta", "must be positive");
-  if (root.Has("rope_scaling")) return root.Error("rope_scaling", "is not supported (only plain RoPE)");
   if (config->head_dim % 2 != 0) return root.Error("head_dim", "must be even for RoPE");
   return Status();
 }

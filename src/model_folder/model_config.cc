@@ -11,6 +11,46 @@
 namespace stamen::engine {
 namespace {
 
+// The auto_map entries that decide what a folder runs under transformers' trust_remote_code:
+// its config class, and the model class it is loaded through for the head stamen runs.
+std::string_view AutoModelKey(ModelHead head) {
+  switch (head) {
+    case ModelHead::kSequenceClassification:
+      return "AutoModelForSequenceClassification";
+    case ModelHead::kMaskedLm:
+      return "AutoModelForMaskedLM";
+    case ModelHead::kNone:
+      break;
+  }
+  return "AutoModel";
+}
+
+// Refuses a folder whose auto_map names remote code the family does not implement (by class
+// name: "repo--module.Class" and "module.Class" both name Class): such a folder computes what
+// that code says (jina-embeddings-v2's JinaBERT says model_type "bert"), not what its
+// model_type's base family would.
+Status CheckRemoteCode(const JsonObject& root, const FamilyConfig& family, ModelHead head) {
+  JsonObject auto_map = root;
+  bool has_auto_map = false;
+  STAMEN_RETURN_IF_ERROR(root.OptionalObject("auto_map", &auto_map, &has_auto_map));
+  if (!has_auto_map) return Status();
+  for (const std::string_view key : {std::string_view("AutoConfig"), AutoModelKey(head)}) {
+    std::string target;
+    STAMEN_RETURN_IF_ERROR(auto_map.Optional(key, &target));
+    if (target.empty()) continue;
+    const size_t dot = target.rfind('.');
+    const std::string_view name = dot == std::string::npos ? std::string_view(target) : std::string_view(target).substr(dot + 1);
+    bool implemented = false;
+    for (const std::string_view known : family.remote_code_classes) implemented = implemented || known == name;
+    if (!implemented) {
+      return auto_map.Error(key, "names remote code class '" + std::string(name) + "' ('" + target +
+                                     "'), which stamen does not implement; the folder is not run as its model_type "
+                                     "or architecture would be without it");
+    }
+  }
+  return Status();
+}
+
 Status ReadArchitecture(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(root.Optional("model_type", &config->model_type));
   simdjson::dom::array architectures;
@@ -44,7 +84,7 @@ Status ReadArchitecture(const JsonObject& root, ModelConfig* config) {
   config->family = family->family;
   config->head = architecture->head;
   config->decoder = family->decoder;
-  return Status();
+  return CheckRemoteCode(root, *family, config->head);
 }
 
 Status ReadLabels(const JsonObject& root, ModelConfig* config) {

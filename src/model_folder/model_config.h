@@ -15,7 +15,11 @@ namespace stamen::engine {
 
 // Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
 // definition in the registry (models/family.h), which says what else it reads and loads.
-enum class ModelFamily { kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3, kDeberta };
+enum class ModelFamily {
+  kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3, kDeberta,
+  // Bidirectional Llama / Qwen3-style encoders (issue 48).
+  kEuroBert, kPplxQwen3, kLlamaBidirectional,
+};
 // kMaskedLm: the masked-language-model head (…ForMaskedLM), used for SPLADE sparse vectors.
 enum class ModelHead { kNone, kSequenceClassification, kMaskedLm };
 
@@ -55,6 +59,7 @@ struct ModelConfig {
   bool gated_feed_forward = false;  // act(x·W_gateᵀ) ⊙ x·W_upᵀ instead of act(x·W_iᵀ)
   bool attention_bias = false;  // decoders: biases on the q/k/v projections (encoders always have them)
   double rope_theta = 10000.0;
+  ops::RopeScaling rope_scaling;  // Llama 3's rescaled frequencies (rope_type "llama3"), or none
   double attention_scale = 0.0;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
   // Decoders attend causally unless config.json says "is_causal": false (bidirectional
   // fine-tunes); encoders are always bidirectional.
@@ -81,6 +86,9 @@ struct ModelConfig {
   ops::PoolingMode classifier_pooling = ops::PoolingMode::kCls;
   ops::Activation classifier_activation = ops::Activation::kTanh;
   bool classifier_bias = true;
+  // pplx-embed-v1: every pooled vector is served as round(127·tanh(x)) (its remote code's int8
+  // embedding, TEI's pplx1.rs), before any normalisation, which would undo it.
+  bool pooled_tanh_int8 = false;
   // Decoders: the output projection is the token embedding table (no lm_head.weight).
   bool tie_word_embeddings = false;
   // A yes/no LLM reranker (Qwen3-Reranker): a *ForCausalLM whose score is

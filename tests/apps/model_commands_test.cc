@@ -521,6 +521,10 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       {"mpnet-base", "configs/all-MiniLM-L6-v2", 768, "MPNetModel"},
       {"modernbert-base", "configs/all-MiniLM-L6-v2", 768, "ModernBertModel"},
       {"embeddinggemma-300m", "configs/all-MiniLM-L6-v2", 768, "Gemma3TextModel"},  // after its Dense 768→3072→768
+      // Issue 48: bidirectional Llama / Qwen3 encoders.
+      {"EuroBERT-210m", "configs/all-MiniLM-L6-v2", 768, "EuroBertForMaskedLM"},
+      {"pplx-embed-v1-0.6b", "qwen2-bpe", 1024, "PPLXQwen3Model"},
+      {"llama-nemotron-embed-1b-v2", "configs/all-MiniLM-L6-v2", 2048, "LlamaBidirectionalModel"},
   };
   for (const Like& like : likes) {
     // One layer and a small vocabulary keep the folders small; token ids stay below 1000. The

@@ -197,6 +197,26 @@ TEST_F(CudaKernelTest, RotaryEmbedding) {
   EXPECT_CLOSE(qkv, ToHost(device), "apply_rope");
 }
 
+// Llama 3's rescaled frequencies (llama-nemotron-embed) and pplx-embed's int8 vectors: the same
+// numbers on the GPU as on the CPU (the CPU's are checked against transformers by the goldens).
+TEST_F(CudaKernelTest, ScaledRopeAndTanhRound) {
+  const Tensor positions = Ints({0, 1, 2, 3, 100, 8191, 8192, 20000});
+  const int64_t d = 64;
+  const ops::RopeScaling llama3{.factor = 32.0f, .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
+                                .original_max_position_embeddings = 8192.0f};
+  Tensor expected_table = *Tensor::Allocate(DataType::kF32, {8, d});
+  ASSERT_TRUE(ops::RopeTable(positions, 500000.0, expected_table, llama3).ok());
+  Tensor table = Empty(DataType::kF32, {8, d}, Device::kCuda);
+  ASSERT_TRUE(ops::RopeTable(ToDevice(positions), 500000.0, table, llama3).ok());
+  EXPECT_CLOSE(expected_table, ToHost(table), "rope_table llama3");
+  Tensor values = Random({3, 70}, rng_);
+  for (int64_t i = 0; i < values.NumElements(); ++i) values.data<float>()[i] *= 3.0f;
+  Tensor device = ToDevice(values, DataType::kF32);  // pooled vectors are F32 on every device
+  ASSERT_TRUE(ops::ScaledTanhRound(values, 127.0f).ok());
+  ASSERT_TRUE(ops::ScaledTanhRound(device, 127.0f).ok());
+  EXPECT_CLOSE(values, ToHost(device), "scaled_tanh_round");
+}
+
 TEST_F(CudaKernelTest, EmbeddingsAndPositions) {
   const Tensor table = Random({50, 96}, rng_);
   const Tensor extra = Random({3, 96}, rng_);

@@ -162,7 +162,10 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       "tiny-qwen3-reranker-tied", "tiny-deberta-v3", "tiny-deberta-v3-reranker",
                       "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier", "tiny-bert-classifier",
                       "tiny-bert-splade", "tiny-roberta-splade", "tiny-distilbert-splade", "tiny-modernbert-bf16",
-                      "tiny-qwen3-f16", "tiny-gemma3-bf16");
+                      "tiny-qwen3-f16", "tiny-gemma3-bf16",
+                      // Issue 48: bidirectional Llama / Qwen3 encoders (tiny-pplx-embed, whose pooled
+                      // vectors are its int8 ones: bidirectional_encoders_test.cc).
+                      "tiny-eurobert", "tiny-eurobert-bf16", "tiny-llama-bidirectional");
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, kGoldenModels, FolderTestName);
 

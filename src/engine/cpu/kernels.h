@@ -9,6 +9,7 @@
 #include "engine/ops/attention.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/pooling.h"
+#include "model_folder/kinds.h"
 #include "engine/status.h"
 #include "engine/tensor.h"
 
@@ -34,7 +35,7 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
 Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate);
 Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
                     float eps);
-Status RopeTable(const Tensor& positions, double base, Tensor& table);
+Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling);
 Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
 // Fails on an id outside the table.
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale);
@@ -44,5 +45,6 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
 Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
 Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_token, Tensor& output);
 Status L2Normalize(const Tensor& input, Tensor& output);
+Status ScaledTanhRound(Tensor& values, float scale);
 
 }  // namespace stamen::engine::cpu

@@ -96,4 +96,11 @@ Status L2Normalize(const Tensor& input, Tensor& output) {
   return Status();
 }
 
+Status ScaledTanhRound(Tensor& values, float scale) {
+  float* value = values.data<float>();
+  // nearbyint rounds half to even in the default rounding mode, as torch.round.
+  for (int64_t i = 0; i < values.NumElements(); ++i) value[i] = std::nearbyint(scale * std::tanh(value[i]));
+  return Status();
+}
+
 }  // namespace stamen::engine::cpu

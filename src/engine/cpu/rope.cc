@@ -3,18 +3,18 @@
 #include <cmath>
 
 #include "engine/cpu/kernels.h"
+#include "engine/ops/rope_frequency.h"
 
 namespace stamen::engine::cpu {
 
-Status RopeTable(const Tensor& positions, double base, Tensor& table) {
+Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling) {
   const int64_t d = table.dim(1);
   const int64_t half = d / 2;
   for (int64_t t = 0; t < table.dim(0); ++t) {
     const float position = static_cast<float>(positions.data<int32_t>()[t]);
     float* row = table.data<float>() + t * d;
     for (int64_t i = 0; i < half; ++i) {
-      const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
-      const float inverse_frequency = 1.0f / std::pow(static_cast<float>(base), exponent);
+      const float inverse_frequency = ops::RopeInverseFrequency(i, d, static_cast<float>(base), scaling);
       const float angle = position * inverse_frequency;
       row[i] = static_cast<float>(std::cos(static_cast<double>(angle)));
       row[half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));

@@ -6,6 +6,7 @@
 
 #include "engine/cuda/common.cuh"
 #include "engine/cuda/kernels.h"
+#include "engine/ops/rope_frequency.h"
 
 namespace stamen::engine::cuda {
 namespace {
@@ -123,14 +124,14 @@ __global__ void RmsNormHeadsKernel(bf16* qkv, int64_t row_size, int num_heads, i
 
 // Same fp32 arithmetic as the CPU table (and transformers): inverse frequency and angle in
 // fp32, cos/sin of the fp32 angle in double.
-__global__ void RopeTableKernel(const int32_t* positions, float base, float* table, int64_t tokens, int d) {
+__global__ void RopeTableKernel(const int32_t* positions, float base, ops::RopeScaling scaling, float* table,
+                                int64_t tokens, int d) {
   const int half = d / 2;
   const int64_t count = tokens * half;
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count; k += int64_t{gridDim.x} * blockDim.x) {
     const int64_t t = k / half;
     const int i = static_cast<int>(k - t * half);
-    const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
-    const float inverse_frequency = 1.0f / powf(base, exponent);
+    const float inverse_frequency = ops::RopeInverseFrequency(i, d, base, scaling);
     const float angle = static_cast<float>(positions[t]) * inverse_frequency;
     table[t * d + i] = static_cast<float>(cos(static_cast<double>(angle)));
     table[t * d + half + i] = static_cast<float>(sin(static_cast<double>(angle)));
@@ -257,6 +258,11 @@ __global__ void L2NormalizeKernel(const float* input, float* output, int64_t n) 
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) output[blockIdx.x * n + i] = row[i] * scale;
 }
 
+__global__ void ScaledTanhRoundKernel(float* values, int64_t count, float scale) {
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count; k += int64_t{gridDim.x} * blockDim.x) {
+    values[k] = rintf(scale * tanhf(values[k]));  // rintf: half to even, as torch.round
+  }
+}
 
 // ---- reference gemm: 16×16 output tiles, fp32 accumulation ----
 
@@ -389,13 +395,13 @@ Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& que
   return CheckLaunch("rms_norm_heads");
 }
 
-Status RopeTable(const Tensor& positions, double base, Tensor& table) {
+Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling) {
   auto context = RequireContext("rope_table");
   if (!context.ok()) return context.status();
   const int64_t count = table.dim(0) * (table.dim(1) / 2);
   if (count == 0) return Status();
   RopeTableKernel<<<BlocksFor(count, kThreads), kThreads, 0, (*context)->stream()>>>(
-      positions.data<int32_t>(), static_cast<float>(base), table.data<float>(), table.dim(0),
+      positions.data<int32_t>(), static_cast<float>(base), scaling, table.data<float>(), table.dim(0),
       static_cast<int>(table.dim(1)));
   return CheckLaunch("rope_table");
 }
@@ -459,6 +465,16 @@ Status L2Normalize(const Tensor& input, Tensor& output) {
   L2NormalizeKernel<<<static_cast<unsigned int>(input.dim(0)), RowThreads(input.dim(1)), 0, (*context)->stream()>>>(
       input.data<float>(), output.data<float>(), input.dim(1));
   return CheckLaunch("l2_normalize");
+}
+
+Status ScaledTanhRound(Tensor& values, float scale) {
+  auto context = RequireContext("scaled_tanh_round");
+  if (!context.ok()) return context.status();
+  const int64_t count = values.NumElements();
+  if (count == 0) return Status();
+  ScaledTanhRoundKernel<<<BlocksFor(count, kThreads), kThreads, 0, (*context)->stream()>>>(values.data<float>(), count,
+                                                                                           scale);
+  return CheckLaunch("scaled_tanh_round");
 }
 
 Status ReferenceGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,

@@ -12,6 +12,7 @@
 #include "engine/ops/attention.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/pooling.h"
+#include "model_folder/kinds.h"
 #include "engine/status.h"
 #include "engine/tensor.h"
 
@@ -29,7 +30,7 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
 Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate);
 Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
                     float eps);
-Status RopeTable(const Tensor& positions, double base, Tensor& table);
+Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling);
 Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
 // Ids are clamped into the table (the engine has checked them on the host).
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale);
@@ -40,6 +41,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
 Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
 Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_token, Tensor& output);
 Status L2Normalize(const Tensor& input, Tensor& output);
+Status ScaledTanhRound(Tensor& values, float scale);
 
 // The reference gemm (a plain tiled kernel, fp32 accumulation): the fallback when cuBLASLt
 // offers no algorithm for a shape, and a cross-check for the cuBLASLt path in tests.

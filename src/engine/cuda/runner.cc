@@ -437,7 +437,7 @@ StatusOr<LazyResult> Runner::Step(Model& model, const ModelConfig& config, Dense
   ModelInput output_input = input;
   output_input.cu_seqlens = input.cu_seqlens.View({sequences + 1});
   output_input.cu_seqlens_host = batch.cu_seqlens;
-  auto output = ComputeStepValues(model, output_input, *hidden, options, pooling, dense,
+  auto output = ComputeStepValues(model, config, output_input, *hidden, options, pooling, dense,
                                   [&impl](const Shape& shape) { return impl.outputs.Get(0, DataType::kF32, shape); });
   if (!output.ok()) return output.status();
   const size_t bytes = output->NumBytes();

@@ -303,7 +303,7 @@ StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config
   STAMEN_RETURN_IF_ERROR(slots.status());
   // Lengths were checked by the engine.
   STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, positions));
-  if (any_full) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config.rope_theta, rope.full));
+  if (any_full) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config.rope_theta, rope.full, config.rope_scaling));
   if (any_sliding) STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config.local_rope_theta, rope.sliding));
   STAMEN_RETURN_IF_ERROR(ops::Gather(embeddings, input.token_ids, hidden, /*accumulate=*/false, embedding_scale));
   return hidden;

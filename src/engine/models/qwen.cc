@@ -1,4 +1,5 @@
-// Qwen2, Qwen3, Llama and Mistral decoders as embedding models, and as scorers through
+// Qwen2, Qwen3, Llama and Mistral decoders (and pplx-embed-v1, llama-nemotron-embed and EuroBERT,
+// bidirectional encoders with their blocks) as embedding models, and as scorers through
 // *ForSequenceClassification's `score` head on the last token (pre-RMSNorm transformer,
 // rotary positions, grouped-query attention, SwiGLU feed-forward, no KV cache: each step sees
 // whole sequences). Llama and Mistral are Qwen2 without the q/k/v biases (unless Llama's
@@ -24,17 +25,23 @@ TensorSpec NormSpec(const std::string& name, int64_t size) { return {name, {size
 // The tensor schema, as save_pretrained names it.
 void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::PreNormDecoderWeights& weights,
                   TensorVisitor& visit) {
+  // EuroBERT's attention_bias puts a bias on o_proj too (EuroBertAttention).
   const layers::PreNormDecoderSchema schema{.feed_forward_norm = "post_attention_layernorm",
                                             .norm = NormSpec,
-                                            .head_norms = config.family == ModelFamily::kQwen3};
+                                            .head_norms = config.family == ModelFamily::kQwen3 ||
+                                                          config.family == ModelFamily::kPplxQwen3,
+                                            .output_bias = config.family == ModelFamily::kEuroBert && config.attention_bias};
   layers::VisitPreNormDecoder(visit, weights, prefix, schema, config);
   // *ForSequenceClassification keeps its head beside the backbone ("model."), as `score`.
   if (config.head == ModelHead::kSequenceClassification && config.yes_no_token_ids.empty()) {
     visit.Tensor(weights.score, {"score.weight", {config.num_labels, config.hidden_size}});
   }
-  // A causal LM's untied output projection: written by make-model, never loaded whole (a yes/no
-  // reranker reads two of its rows, LoadDecoder).
-  if (config.architecture.ends_with("ForCausalLM") && !config.tie_word_embeddings) {
+  // A causal LM's untied output projection (or EuroBertForMaskedLM's prediction head, as the hub
+  // ships EuroBERT): written by make-model, never loaded whole (a yes/no reranker reads two of
+  // its rows, LoadDecoder).
+  const bool language_model_head =
+      config.architecture.ends_with("ForCausalLM") || config.architecture == "EuroBertForMaskedLM";
+  if (language_model_head && !config.tie_word_embeddings) {
     visit.Tensor(weights.score, {"lm_head.weight", {config.vocab_size, config.hidden_size}, TensorInit::kNormal,
                                  TensorPresence::kUnread});
   }
@@ -85,5 +92,11 @@ extern const FamilyDefinition kQwen2Family = DecoderFamily(ModelFamily::kQwen2);
 extern const FamilyDefinition kQwen3Family = DecoderFamily(ModelFamily::kQwen3);
 extern const FamilyDefinition kLlamaFamily = DecoderFamily(ModelFamily::kLlama);
 extern const FamilyDefinition kMistralFamily = DecoderFamily(ModelFamily::kMistral);
+// Bidirectional encoders with Qwen3's and Llama's tensors (pplx-embed-v1, llama-nemotron-embed);
+// the attention is bidirectional by their config (model_folder/families/qwen.cc).
+extern const FamilyDefinition kPplxQwen3Family = DecoderFamily(ModelFamily::kPplxQwen3);
+extern const FamilyDefinition kLlamaBidirectionalFamily = DecoderFamily(ModelFamily::kLlamaBidirectional);
+// EuroBERT: Llama's blocks, never causal (model_folder/families/eurobert.cc).
+extern const FamilyDefinition kEuroBertFamily = DecoderFamily(ModelFamily::kEuroBert);
 
 }  // namespace stamen::engine

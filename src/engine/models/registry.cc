@@ -20,6 +20,10 @@ extern const FamilyDefinition kLlamaFamily;
 extern const FamilyDefinition kMistralFamily;
 extern const FamilyDefinition kGemma3Family;
 extern const FamilyDefinition kDebertaFamily;
+// Issue 48: bidirectional Llama / Qwen3-style encoders.
+extern const FamilyDefinition kEuroBertFamily;
+extern const FamilyDefinition kPplxQwen3Family;
+extern const FamilyDefinition kLlamaBidirectionalFamily;
 
 namespace {
 
@@ -35,6 +39,10 @@ const FamilyDefinition* const kFamilies[] = {
     &kMistralFamily,
     &kGemma3Family,
     &kDebertaFamily,
+    // Issue 48: bidirectional Llama / Qwen3-style encoders.
+    &kEuroBertFamily,
+    &kPplxQwen3Family,
+    &kLlamaBidirectionalFamily,
 };
 
 }  // namespace

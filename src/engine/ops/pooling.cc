@@ -52,4 +52,12 @@ Status L2Normalize(const Tensor& input, Tensor& output) {
       STAMEN_CUDA_KERNEL([&] { return cuda::L2Normalize(input, output); }));
 }
 
+Status ScaledTanhRound(Tensor& values, float scale) {
+  if (values.dtype() != DataType::kF32) return Status::Error("scaled_tanh_round: expected F32, got " + values.Describe());
+  return internal::Dispatch(
+      "scaled_tanh_round", values.device(),
+      [&] { return cpu::ScaledTanhRound(values, scale); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::ScaledTanhRound(values, scale); }));
+}
+
 }  // namespace stamen::engine::ops

@@ -27,4 +27,8 @@ Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_
 // [rows, n]; `output` may be `input`.
 Status L2Normalize(const Tensor& input, Tensor& output);
 
+// values = round(scale · tanh(values)) elementwise, rounding half to even as torch.round does;
+// F32 of any shape, in place. pplx-embed-v1's int8 embeddings (scale 127).
+Status ScaledTanhRound(Tensor& values, float scale);
+
 }  // namespace stamen::engine::ops

@@ -6,16 +6,20 @@
 
 namespace stamen::engine::ops {
 
-Status RopeTable(const Tensor& positions, double base, Tensor& table) {
+Status RopeTable(const Tensor& positions, double base, Tensor& table, const RopeScaling& scaling) {
   STAMEN_RETURN_IF_ERROR(internal::Expect("rope_table", "positions", positions, DataType::kI32, 1));
   STAMEN_RETURN_IF_ERROR(internal::Expect("rope_table", "table", table, DataType::kF32, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("rope_table", "table", table, 0, positions.dim(0)));
   if (table.dim(1) % 2 != 0 || !(base > 0)) return Status::Error("rope_table: odd head_dim or base <= 0");
+  if (scaling.factor > 0 && !(scaling.high_freq_factor > scaling.low_freq_factor && scaling.low_freq_factor > 0 &&
+                              scaling.original_max_position_embeddings > 0)) {
+    return Status::Error("rope_table: llama3 scaling needs 0 < low_freq_factor < high_freq_factor and a positive original length");
+  }
   STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("rope_table", {&positions, &table}));
   return internal::Dispatch(
       "rope_table", table.device(),
-      [&] { return cpu::RopeTable(positions, base, table); },
-      STAMEN_CUDA_KERNEL([&] { return cuda::RopeTable(positions, base, table); }));
+      [&] { return cpu::RopeTable(positions, base, table, scaling); },
+      STAMEN_CUDA_KERNEL([&] { return cuda::RopeTable(positions, base, table, scaling); }));
 }
 
 Status ApplyRope(Tensor& qkv, const QkvLayout& layout, const Tensor& table) {

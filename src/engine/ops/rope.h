@@ -3,14 +3,16 @@
 #pragma once
 
 #include "engine/ops/attention.h"
+#include "model_folder/kinds.h"
 #include "engine/status.h"
 #include "engine/tensor.h"
 
 namespace stamen::engine::ops {
 
 // table F32 [T, head_dim] on every device (angles stay fp32): cos of each angle in columns [0, d/2), sin in [d/2, d), for
-// positions I32 [T]. Computed once per step and shared by every layer.
-Status RopeTable(const Tensor& positions, double base, Tensor& table);
+// positions I32 [T], the frequencies rescaled as `scaling` says (ops/rope_frequency.h). Computed
+// once per step and shared by every layer.
+Status RopeTable(const Tensor& positions, double base, Tensor& table, const RopeScaling& scaling = {});
 
 // In place, rotates every query and key head of `qkv` (packed as `layout`) by its token's
 // row of `table`; value heads are untouched.

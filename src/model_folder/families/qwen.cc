@@ -1,4 +1,8 @@
-// What config.json says of the Qwen2, Qwen3, Llama and Mistral decoders (engine/models/qwen.cc runs them).
+// What config.json says of the Qwen2, Qwen3, Llama and Mistral decoders, and of two
+// bidirectional encoders built from them (engine/models/qwen.cc runs them all):
+// pplx-embed-v1 (model_type bidirectional_pplx_qwen3: Qwen3 attending bidirectionally, its
+// pooled vectors served as round(127·tanh(x))) and llama-nemotron-embed (llama_bidirec: Llama,
+// usually with Llama 3's RoPE scaling, attending bidirectionally, mean-pooled).
 #include "model_folder/family_config.h"
 
 namespace stamen::engine {
@@ -32,6 +36,31 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   return Status();
 }
 
+// pplx-embed-v1: its remote PPLXQwen3Model is transformers' Qwen3Model with every layer's
+// is_causal off (the config says use_bidirectional_attention: true); TEI's pplx1.rs serves
+// round(127·tanh(mean)).
+Status ReadPplxSettings(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(ReadSettings(root, config));
+  bool bidirectional = true;
+  STAMEN_RETURN_IF_ERROR(root.Optional("use_bidirectional_attention", &bidirectional));
+  if (!bidirectional) return root.Error("use_bidirectional_attention", "must be true (pplx-embed attends bidirectionally)");
+  config->causal = false;
+  config->pooled_tanh_int8 = true;
+  return Status();
+}
+
+// llama-nemotron-embed: the remote LlamaBidirectionalModel is LlamaModel with the causal mask
+// off; config.json's "pooling" says how its pipeline pools ("avg": the mean, stamen's default
+// for a bidirectional decoder).
+Status ReadLlamaBidirectionalSettings(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(ReadSettings(root, config));
+  config->causal = false;
+  std::string pooling = "avg";
+  STAMEN_RETURN_IF_ERROR(root.Optional("pooling", &pooling));
+  if (pooling != "avg") return root.Error("pooling", "is '" + pooling + "'; only 'avg' (mean pooling) is supported");
+  return Status();
+}
+
 constexpr ArchitectureDefinition kQwen2Architectures[] = {
     {"Qwen2Model", ModelHead::kNone, "", "qwen2"},
     {"Qwen2ForCausalLM", ModelHead::kNone, "model.", ""},  // embedding use ignores lm_head
@@ -56,6 +85,18 @@ constexpr ArchitectureDefinition kQwen3Architectures[] = {
     {"Qwen3ForSequenceClassification", ModelHead::kSequenceClassification, "model.", ""},
 };
 
+constexpr ArchitectureDefinition kPplxQwen3Architectures[] = {
+    {"PPLXQwen3Model", ModelHead::kNone, "", "bidirectional_pplx_qwen3"},
+};
+// auto_map: configuration.PPLXQwen3Config, modeling.PPLXQwen3Model.
+constexpr std::string_view kPplxQwen3RemoteCode[] = {"PPLXQwen3Config", "PPLXQwen3Model"};
+
+constexpr ArchitectureDefinition kLlamaBidirectionalArchitectures[] = {
+    {"LlamaBidirectionalModel", ModelHead::kNone, "", "llama_bidirec"},
+};
+// auto_map: llama_bidirectional_model.LlamaBidirectionalConfig, .LlamaBidirectionalModel.
+constexpr std::string_view kLlamaBidirectionalRemoteCode[] = {"LlamaBidirectionalConfig", "LlamaBidirectionalModel"};
+
 }  // namespace
 
 // The four decoder families share their settings.
@@ -67,5 +108,17 @@ extern const FamilyConfig kQwen2FamilyConfig = DecoderFamily(ModelFamily::kQwen2
 extern const FamilyConfig kQwen3FamilyConfig = DecoderFamily(ModelFamily::kQwen3, kQwen3Architectures);
 extern const FamilyConfig kLlamaFamilyConfig = DecoderFamily(ModelFamily::kLlama, kLlamaArchitectures);
 extern const FamilyConfig kMistralFamilyConfig = DecoderFamily(ModelFamily::kMistral, kMistralArchitectures);
+
+// The bidirectional encoders built from Qwen3 and Llama.
+extern const FamilyConfig kPplxQwen3FamilyConfig{.family = ModelFamily::kPplxQwen3,
+                                                 .architectures = kPplxQwen3Architectures,
+                                                 .decoder = true,
+                                                 .read_settings = ReadPplxSettings,
+                                                 .remote_code_classes = kPplxQwen3RemoteCode};
+extern const FamilyConfig kLlamaBidirectionalFamilyConfig{.family = ModelFamily::kLlamaBidirectional,
+                                                          .architectures = kLlamaBidirectionalArchitectures,
+                                                          .decoder = true,
+                                                          .read_settings = ReadLlamaBidirectionalSettings,
+                                                          .remote_code_classes = kLlamaBidirectionalRemoteCode};
 
 }  // namespace stamen::engine

@@ -1,0 +1,45 @@
+// RoPE's inverse frequencies, written once for both backends: the CPU and the CUDA table
+// kernels call this same inline function (host and device), so a table is the same on either
+// device. Float32 arithmetic in transformers' order (modeling_rope_utils: the default
+// frequencies and _compute_llama3_parameters), so angles match its cos/sin to rounding.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "model_folder/kinds.h"
+
+#if defined(__CUDACC__)
+#define STAMEN_ROPE_HOST_DEVICE __host__ __device__
+#else
+#define STAMEN_ROPE_HOST_DEVICE
+#endif
+
+namespace stamen::engine::ops {
+
+// The inverse frequency of rotation pair i of a head of d dimensions: base^(−2i/d), and with
+// Llama 3's scaling (scaling.factor > 0):
+//   wavelength λ = 2π / f;  λ > original / low_freq_factor: f / factor;  λ < original / high_freq_factor: f;
+//   between: (1 − s)·f / factor + s·f,  s = (original / λ − low_freq_factor) / (high_freq_factor − low_freq_factor).
+STAMEN_ROPE_HOST_DEVICE inline float RopeInverseFrequency(int64_t i, int64_t d, float base, const RopeScaling& scaling) {
+  const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
+#if defined(__CUDA_ARCH__)
+  const float frequency = 1.0f / powf(base, exponent);
+#else
+  const float frequency = 1.0f / std::pow(base, exponent);
+#endif
+  if (!(scaling.factor > 0.0f)) return frequency;
+  // torch evaluates `scalar / tensor` as tensor.reciprocal() * scalar, and scalars meet float32
+  // tensors as float32; the wavelength bounds are Python doubles, compared as float32.
+  const double original = scaling.original_max_position_embeddings;
+  const float low_wavelength = static_cast<float>(original / scaling.low_freq_factor);
+  const float high_wavelength = static_cast<float>(original / scaling.high_freq_factor);
+  const float wavelength = (1.0f / frequency) * static_cast<float>(2.0 * 3.14159265358979323846);
+  if (wavelength > low_wavelength) return frequency / scaling.factor;
+  if (wavelength < high_wavelength) return frequency;
+  const float smooth = ((1.0f / wavelength) * static_cast<float>(original) - scaling.low_freq_factor) /
+                       static_cast<float>(static_cast<double>(scaling.high_freq_factor) - scaling.low_freq_factor);
+  return (1.0f - smooth) * frequency / scaling.factor + smooth * frequency;
+}
+
+}  // namespace stamen::engine::ops

@@ -1,0 +1,195 @@
+// Issue 48's bidirectional Llama / Qwen3 encoders (EuroBERT, pplx-embed-v1, llama-nemotron-embed)
+// beyond the shared golden checks (golden_test.cc): what their hub configs read as, pplx-embed's
+// served int8 vectors against transformers, and the refusal of folders whose auto_map names
+// remote code stamen does not implement, whichever reader the folder is handed to.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/weight_store.h"
+#include "model_folder/model_config.h"
+#include "test_files.h"
+
+namespace stamen::engine {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+
+const std::string kData = std::string(STAMEN_ENGINE_TEST_DATA) + "/";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// `folder`'s config.json with every `from` replaced by `to`, read back; "" when it parsed.
+std::string EditedConfigError(const std::string& folder, const std::string& from, const std::string& to) {
+  std::string json = ReadText(kData + folder + "/config.json");
+  const size_t at = json.find(from);
+  EXPECT_NE(at, std::string::npos) << folder << " has no " << from;
+  if (at == std::string::npos) return "(edit failed)";
+  json.replace(at, from.size(), to);
+  TempDir dir;
+  WriteFile(dir.File("config.json"), json);
+  auto config = ReadModelConfig(dir.File("config.json"));
+  return config.ok() ? "" : config.status().message();
+}
+
+TEST(BidirectionalEncodersTest, HubConfigsRead) {
+  auto eurobert = ReadModelConfig(kData + "tiny-eurobert/config.json");
+  ASSERT_TRUE(eurobert.ok()) << eurobert.status().message();
+  EXPECT_EQ(eurobert->family, ModelFamily::kEuroBert);
+  EXPECT_FALSE(eurobert->causal);
+  EXPECT_DOUBLE_EQ(eurobert->rope_theta, 250000.0);
+  auto native = ReadModelConfig(kData + "tiny-eurobert-bf16/config.json");
+  ASSERT_TRUE(native.ok()) << native.status().message();
+  EXPECT_EQ(native->architecture, "EuroBertModel");
+  EXPECT_TRUE(native->attention_bias);
+  EXPECT_DOUBLE_EQ(native->rope_theta, 250000.0);  // from rope_parameters
+
+  auto pplx = ReadModelConfig(kData + "tiny-pplx-embed/config.json");
+  ASSERT_TRUE(pplx.ok()) << pplx.status().message();
+  EXPECT_EQ(pplx->family, ModelFamily::kPplxQwen3);
+  EXPECT_FALSE(pplx->causal);
+  EXPECT_TRUE(pplx->pooled_tanh_int8);
+  EXPECT_NE(EditedConfigError("tiny-pplx-embed", R"("use_bidirectional_attention": true)",
+                              R"("use_bidirectional_attention": false)")
+                .find("'use_bidirectional_attention'"),
+            std::string::npos);
+
+  auto llama = ReadModelConfig(kData + "tiny-llama-bidirectional/config.json");
+  ASSERT_TRUE(llama.ok()) << llama.status().message();
+  EXPECT_EQ(llama->family, ModelFamily::kLlamaBidirectional);
+  EXPECT_FALSE(llama->causal);
+  EXPECT_FLOAT_EQ(llama->rope_scaling.factor, 8.0f);
+  EXPECT_FLOAT_EQ(llama->rope_scaling.original_max_position_embeddings, 64.0f);
+  EXPECT_NE(EditedConfigError("tiny-llama-bidirectional", R"("pooling": "avg")", R"("pooling": "cls")").find("'pooling'"),
+            std::string::npos);
+  EXPECT_NE(EditedConfigError("tiny-llama-bidirectional", R"("rope_type": "llama3")", R"("rope_type": "yarn")")
+                .find("'yarn' is not supported"),
+            std::string::npos);
+}
+
+// Each hub folder handed to its model_type's base family (the reader a stamen without this
+// family would use): refused by its auto_map, naming the class; and a class none implements
+// is refused even under the right architecture.
+TEST(BidirectionalEncodersTest, RemoteCodeOfAnotherFamilyIsRefused) {
+  struct WrongReader {
+    const char* folder;
+    const char* architecture;  // as the folder names it
+    const char* base;          // a family that does not implement its remote code
+    const char* remote_class;  // what the refusal names
+  };
+  for (const WrongReader& wrong : {WrongReader{"tiny-eurobert", "EuroBertForMaskedLM", "LlamaForCausalLM", "EuroBertConfig"},
+                                   WrongReader{"tiny-pplx-embed", "PPLXQwen3Model", "Qwen3Model", "PPLXQwen3Config"},
+                                   WrongReader{"tiny-pplx-embed", "PPLXQwen3Model", "LlamaBidirectionalModel", "PPLXQwen3Config"},
+                                   WrongReader{"tiny-llama-bidirectional", "LlamaBidirectionalModel", "LlamaModel",
+                                               "LlamaBidirectionalConfig"},
+                                   WrongReader{"tiny-llama-bidirectional", "LlamaBidirectionalModel", "EuroBertModel",
+                                               "LlamaBidirectionalConfig"}}) {
+    const std::string error = EditedConfigError(wrong.folder, wrong.architecture, wrong.base);
+    EXPECT_NE(error.find("'" + std::string(wrong.remote_class) + "'"), std::string::npos) << wrong.folder << ": " << error;
+    EXPECT_NE(error.find("does not implement"), std::string::npos) << error;
+  }
+  const std::string adapters = EditedConfigError("tiny-eurobert", "modeling_eurobert.EuroBertModel",
+                                                 "modeling_eurobert.EuroBertWithAdapters");
+  EXPECT_NE(adapters.find("'EuroBertWithAdapters'"), std::string::npos) << adapters;
+}
+
+// What the issue names: JinaBERT says model_type "bert", jina-embeddings-v3 "xlm-roberta" with
+// XLMRobertaModel; both name their remote code in auto_map and must never run as BERT / XLM-R.
+TEST(BidirectionalEncodersTest, BaseFamiliesRefuseForeignRemoteCode) {
+  const std::string shape =
+      R"("hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":16,"vocab_size":10,)"
+      R"("max_position_embeddings":16)";
+  struct Case {
+    std::string json, named;
+  };
+  const Case cases[] = {
+      {R"({"model_type":"bert","architectures":["BertModel"],"auto_map":{"AutoConfig":)"
+       R"("jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig","AutoModel":)"
+       R"("jinaai/jina-bert-implementation--modeling_bert.JinaBertModel"},)" + shape + "}",
+       "JinaBertConfig"},
+      {R"({"model_type":"xlm-roberta","architectures":["XLMRobertaModel"],"auto_map":{"AutoConfig":)"
+       R"("jinaai/xlm-roberta-flash-implementation--configuration_xlm_roberta.XLMRobertaFlashConfig",)"
+       R"("AutoModel":"jinaai/xlm-roberta-flash-implementation--modeling_lora.XLMRobertaLoRA"},)" + shape + "}",
+       "XLMRobertaFlashConfig"},
+      // A classifier is checked through the class it loads with, not AutoModel.
+      {R"({"architectures":["BertForSequenceClassification"],"auto_map":{"AutoModelForSequenceClassification":)"
+       R"("custom_head.BertWithCustomHead"},)" + shape + "}",
+       "BertWithCustomHead"},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    WriteFile(dir.File("config.json"), c.json);
+    auto config = ReadModelConfig(dir.File("config.json"));
+    ASSERT_FALSE(config.ok()) << c.named;
+    EXPECT_NE(config.status().message().find("'" + c.named + "'"), std::string::npos) << config.status().message();
+  }
+  // A tokenizer's auto_map entry is no model code.
+  TempDir dir;
+  WriteFile(dir.File("config.json"), R"({"architectures":["BertModel"],"auto_map":{"AutoTokenizer":["a.B", null]},)" +
+                                         shape + "}");
+  EXPECT_TRUE(ReadModelConfig(dir.File("config.json")).ok());
+}
+
+// pplx-embed-v1 serves round(127·tanh(mean)): every value an integer within 0.5 of the float64
+// 127·tanh(mean) (a rounding flip is allowed only there), and nearly all equal to its rounding.
+TEST(BidirectionalEncodersTest, PplxServesInt8MeanVectors) {
+  auto engine = Engine::Load(kData + "tiny-pplx-embed", {.num_threads = 1});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto golden = WeightStore::OpenFile(kData + "tiny-pplx-embed/golden.safetensors");
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  int64_t values = 0, equal = 0;
+  double worst_hidden = 0.0;
+  for (int i = 0; i < 6; ++i) {
+    const std::string index = std::to_string(i);
+    auto ids64 = golden->Load("input_ids_" + index, DataType::kI64);
+    ASSERT_TRUE(ids64.ok());
+    const std::vector<int32_t> ids(ids64->data<int64_t>(), ids64->data<int64_t>() + ids64->NumElements());
+    const std::vector<int32_t> bounds = {0, static_cast<int32_t>(ids.size())};
+    auto served = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean, .normalize = false});
+    ASSERT_TRUE(served.ok() && served->Wait().ok());
+    auto scaled = golden->Load("scaled_tanh_mean_" + index);
+    auto rounded = golden->Load("int8_mean_" + index);
+    ASSERT_TRUE(scaled.ok() && rounded.ok());
+    for (int64_t j = 0; j < scaled->NumElements(); ++j) {
+      const float value = served->values().data<float>()[j];
+      EXPECT_EQ(value, std::nearbyint(value)) << "sequence " << i << " value " << j;
+      EXPECT_LE(std::abs(value - scaled->data<float>()[j]), 0.5 + 1e-3) << "sequence " << i << " value " << j;
+      equal += value == rounded->data<float>()[j];
+      ++values;
+    }
+    auto tokens = (*engine)->Step({ids, bounds, {}}, {.output = StepOutput::kTokenEmbeddings});
+    ASSERT_TRUE(tokens.ok() && tokens->Wait().ok());
+    auto hidden = golden->Load("last_hidden_state_" + index);
+    ASSERT_TRUE(hidden.ok());
+    for (int64_t j = 0; j < hidden->NumElements(); ++j) {
+      worst_hidden = std::max(worst_hidden, double{std::abs(tokens->values().data<float>()[j] - hidden->data<float>()[j])});
+    }
+  }
+  EXPECT_GE(equal, values - 2) << "of " << values << " values";
+  EXPECT_LE(worst_hidden, 1e-4);
+  std::cout << "[ golden   ] tiny-pplx-embed: int8 vectors equal to transformers' in " << equal << " of " << values
+            << " values; last hidden state max abs error " << worst_hidden << "\n";
+  // Normalised when asked, as TEI does (the int8 scale is then gone): unit length.
+  const std::vector<int32_t> ids = {5, 17, 99}, bounds = {0, 3};
+  auto normalized = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean, .normalize = true});
+  ASSERT_TRUE(normalized.ok() && normalized->Wait().ok());
+  double norm = 0.0;
+  for (float v : normalized->Row(0)) norm += double{v} * v;
+  EXPECT_NEAR(norm, 1.0, 1e-5);
+}
+
+}  // namespace
+}  // namespace stamen::engine
