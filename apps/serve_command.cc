@@ -37,6 +37,14 @@ int RunServe(GatewayCommandOptions& options, const server::LocalWorkerOptions& w
   if (!ResolveHost(options, &error) || !ConfigureModels(options, &models, &error)) {
     return Fail("serve", error);
   }
+  // What the gateway would refuse (a pooling the model cannot do, say) is refused before any
+  // model is loaded.
+  for (const ServedModel& model : models) {
+    const gateway::GatewayOptions& gateway = model.options.gateway;
+    if (const Status checked = gateway::Gateway::CheckModel(gateway); !checked.ok()) {
+      return Fail("serve", (models.size() > 1 ? "model " + gateway.model_id + ": " : "") + checked.message());
+    }
+  }
   BlockTerminationSignals();
   metrics::Registry registry;
   // Several models: each worker's metrics labelled with its model, as the router labels the

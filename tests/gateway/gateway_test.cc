@@ -1426,5 +1426,22 @@ TEST(ServeCommandTest, ModelIdIsTheModel) {
   EXPECT_NE(text.str().find("name the served model with --served-model-name"), std::string::npos) << text.str();
 }
 
+// A pooling the model cannot do is refused at start, before the model is loaded, as `stamen
+// embed` refuses it (issue 45: serve started, then failed every request).
+TEST(ServeCommandTest, RefusesSpladeOnAModelWithoutAMaskedLmHead) {
+  const std::string log = server::testing::ScratchFolder() + "/splade-refused.log";
+  for (const std::string command : {"serve --threads 1", "gateway --workers 127.0.0.1:1"}) {
+    const std::string line = "'" + std::string(STAMEN_CLI) + "' " + command + " --model '" + Embedder() +
+                             "' --pooling splade --port 0 2> '" + log + "'";
+    const int status = std::system(line.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << command << ": " << status;
+    std::stringstream text;
+    text << std::ifstream(log).rdbuf();
+    EXPECT_NE(text.str().find("BertModel has no masked-LM head: splade pooling needs a …ForMaskedLM model"),
+              std::string::npos) << text.str();
+    EXPECT_EQ(text.str().find("warmed up"), std::string::npos) << command << ": the model was loaded first";
+  }
+}
+
 }  // namespace
 }  // namespace stamen::gateway
