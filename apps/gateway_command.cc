@@ -358,6 +358,9 @@ void AddGatewayCommand(CLI::App& app) {
 
 void SetUpGatewayCommand(CLI::App* command) {
   auto options = std::make_shared<GatewayCommandOptions>();
+  // The gateway tokenizes and describes the model; the workers load the weights. Every replica
+  // pulling them into its own emptyDir cost each one the whole model (issue 45).
+  options->hub.weights = false;
   AddGatewayOptions(command, *options);
   command->add_option("--workers", options->workers,
                       "Workers as host:port,...; a name resolving to several addresses (a Kubernetes headless "

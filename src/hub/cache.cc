@@ -162,12 +162,12 @@ Status RepoCache::LinkSnapshotFile(const std::string& commit, const std::string&
   return Status();
 }
 
-std::vector<std::string> MissingModelFiles(const std::string& dir) {
+std::vector<std::string> MissingModelFiles(const std::string& dir, bool weights) {
   std::vector<std::string> missing;
   std::error_code error;
   const auto present = [&](const std::string& name) { return fs::is_regular_file(dir + "/" + name, error); };
   if (!present("config.json")) missing.push_back("config.json");
-  if (present("model.safetensors")) return missing;
+  if (!weights || present("model.safetensors")) return missing;
   const std::string index_name = "model.safetensors.index.json";
   if (!present(index_name)) {
     missing.push_back("model.safetensors");

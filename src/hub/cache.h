@@ -64,8 +64,9 @@ class RepoCache {
   std::string dir_;
 };
 
-// What a model folder lacks to be loaded: "config.json" and the weights (model.safetensors,
-// or model.safetensors.index.json and every shard it names). Empty when complete.
-std::vector<std::string> MissingModelFiles(const std::string& dir);
+// What a model folder lacks to be loaded: "config.json" and, when `weights`, the weights
+// (model.safetensors, or model.safetensors.index.json and every shard it names). Empty when
+// complete.
+std::vector<std::string> MissingModelFiles(const std::string& dir, bool weights = true);
 
 }  // namespace stamen::hub

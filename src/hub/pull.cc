@@ -115,7 +115,7 @@ StatusOr<std::string> PullModel(const std::string& repo_id, const ResolveOptions
   auto info = client.GetRepoInfo(repo_id, options.revision);
   if (!info.ok()) return info.status();
   const std::string& commit = info->commit;
-  auto chosen = SelectModelFiles(info->files, repo_id);
+  auto chosen = SelectModelFiles(info->files, repo_id, options.weights);
   if (!chosen.ok()) return chosen.status();
   std::vector<RepoFile>& files = *chosen;
   for (RepoFile& file : files) {

@@ -20,7 +20,7 @@ StatusOr<std::string> ResolveModel(const std::string& model, const ResolveOption
   if (const auto commit = cache.ResolveRevision(options.revision)) {
     const std::string snapshot = cache.SnapshotDir(*commit);
     if (std::filesystem::is_directory(snapshot, error)) {
-      const std::vector<std::string> missing = MissingModelFiles(snapshot);
+      const std::vector<std::string> missing = MissingModelFiles(snapshot, options.weights);
       if (missing.empty()) return snapshot;
       for (const std::string& file : missing) partly += (partly.empty() ? "" : ", ") + file;
       partly = " (" + snapshot + " lacks " + partly + ")";

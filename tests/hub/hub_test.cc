@@ -187,6 +187,33 @@ TEST(FileSelection, ShardedWeights) {
                                              "tokenizer.json"}));
 }
 
+// What a gateway pulls: no weights, neither the model's nor a module's; a sharded model's index
+// (tensor names only) stays. A repository without safetensors is still refused.
+TEST(FileSelection, WithoutWeightsOnlyConfigsAndTokenizer) {
+  std::vector<RepoFile> files;
+  for (const char* path : {"config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json", "modules.json",
+                           "1_Pooling/config.json", "2_Dense/config.json", "2_Dense/model.safetensors"}) {
+    files.push_back({.path = path});
+  }
+  auto chosen = SelectModelFiles(files, "org/m", /*weights=*/false);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  std::vector<std::string> paths;
+  for (const RepoFile& file : *chosen) paths.push_back(file.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json",
+                                             "2_Dense/config.json"}));
+  files.clear();
+  for (const char* path : {"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                           "model-00002-of-00002.safetensors", "tokenizer.json"}) {
+    files.push_back({.path = path});
+  }
+  chosen = SelectModelFiles(files, "org/m", false);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  paths.clear();
+  for (const RepoFile& file : *chosen) paths.push_back(file.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"config.json", "model.safetensors.index.json", "tokenizer.json"}));
+  EXPECT_FALSE(SelectModelFiles({{.path = "config.json"}, {.path = "pytorch_model.bin"}}, "org/old", false).ok());
+}
+
 TEST(FileSelection, NoSafetensorsIsAnError) {
   const auto chosen = SelectModelFiles({{.path = "config.json"}, {.path = "pytorch_model.bin"}}, "org/old");
   ASSERT_FALSE(chosen.ok());
@@ -260,6 +287,29 @@ TEST_F(HubTest, FreshPullLaysOutTheCacheLikeHuggingfaceHub) {
   EXPECT_EQ(RequestsTo(requests, "/cdn/").size(), 1u);  // the LFS file followed its redirect
   for (const FakeRequest& request : requests) EXPECT_EQ(request.authorization, "") << request.target;
   EXPECT_TRUE(RequestsTo(requests, "/org/tiny/resolve/" + kCommit + "/pytorch_model.bin").empty());
+}
+
+// A gateway's pull (weights off) downloads no weights and finds its snapshot in the cache
+// after; a worker's resolve then downloads only the weights into the same snapshot.
+TEST_F(HubTest, WithoutWeightsPullsConfigsAndTokenizerOnly) {
+  ResolveOptions describe = options_;
+  describe.weights = false;
+  const auto snapshot = ResolveModel("org/tiny", describe);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().message();
+  EXPECT_EQ(*snapshot, Snapshot());
+  for (const char* path : {"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json"}) {
+    EXPECT_TRUE(fs::exists(Snapshot() + "/" + path)) << path;
+  }
+  EXPECT_FALSE(fs::exists(Snapshot() + "/model.safetensors"));
+  EXPECT_TRUE(RequestsTo(hub_.requests(), "/org/tiny/resolve/" + kCommit + "/model.safetensors").empty());
+  EXPECT_TRUE(RequestsTo(hub_.requests(), "/cdn/").empty());
+  hub_.ClearRequests();
+  ASSERT_TRUE(ResolveModel("org/tiny", describe).ok());
+  EXPECT_TRUE(hub_.requests().empty());  // complete for a gateway
+  ASSERT_TRUE(ResolveModel("org/tiny", options_).ok());
+  const auto requests = hub_.requests();
+  EXPECT_EQ(RequestsTo(requests, "/org/tiny/resolve/" + kCommit + "/").size(), 1u);  // the weights alone
+  EXPECT_EQ(ReadFile(Snapshot() + "/model.safetensors"), FileOf(repo_, "model.safetensors").content);
 }
 
 TEST_F(HubTest, CacheHitMakesNoRequest) {

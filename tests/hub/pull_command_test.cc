@@ -92,6 +92,28 @@ TEST_F(PullCommandTest, EmbedPullsAMissingModel) {
   EXPECT_TRUE(fs::exists(work_.File("cache") + "/models--org--tiny/refs/main"));
 }
 
+// `stamen gateway --model org/name` pulls what it reads (configs, tokenizer), never the weights
+// its workers load (issue 45: every gateway replica pulled model.safetensors).
+TEST_F(PullCommandTest, GatewayPullsNoWeights) {
+  const std::string log = work_.File("gateway.log");
+  const std::string line = "env -u HF_TOKEN -u HF_HUB_OFFLINE -u HF_HUB_CACHE " + environment_ + " '" + kCli +
+                           "' gateway --model org/tiny --workers 127.0.0.1:1 --port 0 --tokenization-workers 1 2> '" +
+                           log + "' & pid=$!; for i in $(seq 300); do grep -q ' on http://' '" + log +
+                           "' && break; sleep 0.1; done; kill $pid; wait $pid";
+  std::system(line.c_str());
+  const std::string text = ReadFile(log);
+  ASSERT_NE(text.find(" on http://"), std::string::npos) << text;
+  const std::string snapshot = work_.File("cache") + "/models--org--tiny/snapshots/" + kCommit;
+  for (const char* path : {"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json"}) {
+    EXPECT_TRUE(fs::exists(snapshot + "/" + path)) << path;
+  }
+  EXPECT_FALSE(fs::exists(snapshot + "/model.safetensors"));
+  for (const auto& request : hub_.requests()) {
+    EXPECT_EQ(request.target.find(".safetensors"), std::string::npos) << request.target;
+    EXPECT_FALSE(request.target.starts_with("/cdn/")) << request.target;
+  }
+}
+
 TEST_F(PullCommandTest, CacheOptionAndRevision) {
   const Result pulled = RunStamen(environment_, "pull org/tiny --revision " + kCommit + " --cache " + work_.File("other"), "");
   ASSERT_EQ(pulled.code, 0) << pulled.err;
