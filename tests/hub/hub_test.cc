@@ -17,6 +17,7 @@
 #include "hub/cache.h"
 #include "hub/file_selection.h"
 #include "hub/resolve_model.h"
+#include "hub/progress_log.h"
 #include "hub/sha256.h"
 #include "temp_dir.h"
 
@@ -224,6 +225,40 @@ TEST(FileSelection, NoSafetensorsIsAnError) {
   EXPECT_FALSE(ValidateRepoFilePath("a//b").ok());
   EXPECT_FALSE(ValidateRepoFilePath("/etc/passwd").ok());
   EXPECT_TRUE(ValidateRepoFilePath("1_Pooling/config.json").ok());
+}
+
+// A pull logged as lines: one per tenth of the bytes at most every interval, one after half a
+// minute of nothing new, none in between, and a last one.
+TEST(ProgressLog, LinesPerTenthAtMostEveryIntervalAndWhenStalled) {
+  using Clock = ProgressLog::Clock;
+  const Clock::time_point start{};
+  std::vector<std::string> lines;
+  ProgressLog log("pull: org/big", 1'000'000'000, [&](const std::string& line) { lines.push_back(line); },
+                  std::chrono::seconds(5), start);
+  const auto at = [&](double seconds) {
+    return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  };
+  log.Add(50'000'000, at(1));  // 5 %: nothing yet
+  log.Add(60'000'000, at(4));  // 11 %, but under 5 s since the start
+  EXPECT_TRUE(lines.empty());
+  log.Add(1'000'000, at(5));  // 11.1 % at 5 s
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "pull: org/big: 111.0 MB of 1.00 GB (11%), 22.2 MB/s, about 40 s left");
+  log.Add(50'000'000, at(20));  // 16 %: not a new tenth
+  EXPECT_EQ(lines.size(), 1u);
+  log.Add(40'000'000, at(21));  // 20.1 %
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("(20%)"), std::string::npos) << lines[1];
+  log.Add(1'000, at(50));  // stalled: under 30 s since the last line
+  EXPECT_EQ(lines.size(), 2u);
+  log.Add(1'000, at(51.5));  // 30.5 s since the last line
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[2].find("(20%)"), std::string::npos) << lines[2];
+  log.Add(799'998'000, at(60));
+  log.Finish(at(60));
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_NE(lines[3].find("(100%)"), std::string::npos) << lines[3];
+  EXPECT_EQ(lines[4], "pull: org/big: 1.00 GB downloaded in 60.0 s");
 }
 
 // --- against the fake hub ---

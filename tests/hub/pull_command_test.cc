@@ -67,7 +67,12 @@ TEST_F(PullCommandTest, PullThenEmbedByHubId) {
   ASSERT_EQ(pulled.code, 0) << pulled.err;
   const std::string snapshot = work_.File("cache") + "/models--org--tiny/snapshots/" + kCommit;
   EXPECT_EQ(pulled.out, snapshot + "\n");
-  EXPECT_EQ(pulled.err, "");  // no progress bars when stderr is not a terminal
+  // No progress bar when stderr is not a terminal: log lines, the first and the last.
+  EXPECT_EQ(pulled.err.find('\r'), std::string::npos) << pulled.err;
+  EXPECT_NE(pulled.err.find(" info pull: org/tiny (commit 89abcdef0123) into " + work_.File("cache")),
+            std::string::npos) << pulled.err;
+  EXPECT_NE(pulled.err.find(" info pull: org/tiny: "), std::string::npos) << pulled.err;
+  EXPECT_NE(pulled.err.find(" downloaded in "), std::string::npos) << pulled.err;
   EXPECT_TRUE(fs::is_symlink(snapshot + "/model.safetensors"));
   EXPECT_TRUE(fs::exists(snapshot + "/1_Pooling/config.json"));
   EXPECT_FALSE(fs::exists(snapshot + "/pytorch_model.bin"));
