@@ -288,6 +288,7 @@ std::vector<Route> Gateway::Routes() {
       {"/", "GET", kTei, false, true, health},
       {"/ping", "GET", kTei, false, true, health},  // SageMaker's health check
       {"/health", "GET", kTei, false, true, health},
+      {"/ready", "GET", kTei, false, true, health},  // the readiness probe's name for /health
       {"/live", "GET", kTei, false, true, live},
       {"/info", "GET", kTei, false, false, info},
       {"/metrics", "GET", kTei, false, false, metrics},

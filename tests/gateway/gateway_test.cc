@@ -326,7 +326,7 @@ void ExpectErrorShapeOf(const std::string& path, const testing::HttpAnswer& answ
 }
 
 TEST_F(GatewayTest, TeiHealthRoutesAndRootEmbed) {
-  for (const std::string path : {"/", "/ping", "/health", "/live"}) {
+  for (const std::string path : {"/", "/ping", "/health", "/ready", "/live"}) {
     const auto answer = Http(served_->port(), "GET", path);
     EXPECT_EQ(answer.status, 200) << path;
     EXPECT_EQ(answer.body, R"({"status":"ok"})") << path;
