@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "gateway/admission.h"
 #include "gateway/worker_backend.h"
 
 namespace stamen::gateway {
@@ -67,6 +68,10 @@ class Dispatcher {
   void Cancel(const std::shared_ptr<JobState>& job);
 
   bool AnyHealthy() const;
+  // The workers' rate until one is measured (the sum of their warm-up rates).
+  void SeedRate(double tokens_per_second) { admission_.SeedRate(tokens_per_second); }
+  // Seconds a client refused for load should wait before trying again (Retry-After).
+  int RetryAfterSeconds() const { return admission_.RetryAfterSeconds(); }
   std::vector<std::shared_ptr<WorkerSlot>> workers() const;
 
  private:
@@ -86,6 +91,12 @@ class Dispatcher {
   void Resolve();
   void MaintenanceThread();
   std::shared_ptr<WorkerSlot> NewSlot(std::shared_ptr<WorkerBackend> backend);
+  // Admits `job` (admission.h), or ends it at once with kResourceExhausted; false then.
+  bool Admit(const std::shared_ptr<JobState>& job);
+  // Releases the job's admission and calls its `done`.
+  void Finish(const std::shared_ptr<JobState>& job);
+  // The admitted tokens beyond which every worker is busy: a computing and a queued chunk each.
+  void UpdateSaturationLocked();
 
   DispatcherOptions options_;
   metrics::Registry& registry_;
@@ -93,6 +104,8 @@ class Dispatcher {
   metrics::Counter& retries_total_;
   metrics::Counter& unsent_sequences_total_;
   metrics::Gauge& healthy_workers_;
+  metrics::Counter& admission_refusals_total_;
+  AdmissionControl admission_;
 
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<WorkerSlot>> workers_;

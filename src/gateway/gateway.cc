@@ -181,6 +181,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
       return std::make_shared<GrpcBackend>(address, call_timeout);
     }));
   }
+  double warm_up_rate = 0;
   for (const auto& worker : g.dispatcher_->workers()) {
     auto info = worker->backend->FetchInfo(std::chrono::milliseconds(2000));
     if (!info.ok()) {
@@ -188,6 +189,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
       continue;
     }
     if (!g.worker_info_) g.worker_info_ = *info;
+    warm_up_rate += info->warm_up_tokens_per_second();
     // /info reports the gateway's version; say so when a worker runs another build.
     if (info->version() != kVersion) {
       spdlog::warn("gateway: worker {} runs stamen {}, the gateway {}", worker->backend->address(),
@@ -199,6 +201,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
                    g.model_id_, g.config_.architecture, g.dimensions_);
     }
   }
+  g.dispatcher_->SeedRate(warm_up_rate);
   g.dispatcher_->Start();
   g.pool_ = std::make_unique<TaskPool>(static_cast<size_t>(workers));
 
@@ -346,16 +349,23 @@ void Gateway::Handle(http::Request request, http::Respond respond, std::optional
   if (is_work && in_flight_.fetch_add(1) >= options_.max_concurrent_requests) {
     --in_flight_;
     CountResponse(label, 429);
-    respond(ErrorResponse({429, "overloaded: more than --max-concurrent-requests " +
-                                    std::to_string(options_.max_concurrent_requests) + " requests in flight",
-                           "overloaded"},
-                          family));
+    http::Response refused = ErrorResponse({429, "overloaded: more than --max-concurrent-requests " +
+                                                     std::to_string(options_.max_concurrent_requests) +
+                                                     " requests in flight",
+                                            "overloaded"},
+                                           family);
+    refused.headers.emplace_back("retry-after", std::to_string(dispatcher_->RetryAfterSeconds()));
+    respond(std::move(refused));
     return;
   }
   Reply reply([this, respond, start, label, is_work](http::Response response) {
     const double total_ms = Milliseconds(Clock::now() - start);
     response.headers.emplace_back("x-total-time", std::to_string(std::llround(total_ms)));
     request_seconds_->Observe(total_ms / 1000);
+    // Refused for load (admission or --max-concurrent-requests): when to try again.
+    if (response.status == 429) {
+      response.headers.emplace_back("retry-after", std::to_string(dispatcher_->RetryAfterSeconds()));
+    }
     CountResponse(label, response.status);
     if (is_work) --in_flight_;
     respond(std::move(response));
