@@ -88,7 +88,10 @@ Status HttpError(const HubConfig& config, const HttpResponse& response, const st
   const std::string model_url = config.endpoint + "/" + repo_id;
   if (!response.completed()) {
     return Status::Error("cannot " + std::string(path.empty() ? "reach " + config.endpoint : "download " + path) +
-                         " for " + repo_id + ": " + response.curl_error);
+                         " for " + repo_id + ": " + response.curl_error +
+                         (path.empty() ? " (set HF_ENDPOINT to a mirror the machine reaches, use --offline with a "
+                                         "hub cache that has the model, or pass the model's folder)"
+                                       : ""));
   }
   const std::string code = response.Header("x-error-code");
   const std::string hub_message = response.Header("x-error-message");

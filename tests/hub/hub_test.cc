@@ -102,10 +102,12 @@ TEST(Sha256, KnownDigests) {
 }
 
 TEST(Cache, RepoIdsAndRevisions) {
-  for (const char* good : {"sentence-transformers/all-MiniLM-L6-v2", "BAAI/bge-small-en-v1.5", "org/x_y.z"}) {
+  for (const char* good :
+       {"sentence-transformers/all-MiniLM-L6-v2", "BAAI/bge-small-en-v1.5", "org/x_y.z", "bert-base-uncased"}) {
     EXPECT_TRUE(ValidateRepoId(good).ok()) << good;
   }
-  for (const char* bad : {"bert-base-uncased", "a/b/c", "../x", "org/..", "org/-x", "org/x.", "org/a--b", "org/a..b",
+  EXPECT_EQ(RepoFolderName("bert-base-uncased"), "models--bert-base-uncased");  // as huggingface_hub names it
+  for (const char* bad : {"a/b/c", "-x", "x..y", "", "../x", "org/..", "org/-x", "org/x.", "org/a--b", "org/a..b",
                           "org/na me", "/abs", "org/", "/name", "org/x?y"}) {
     EXPECT_FALSE(ValidateRepoId(bad).ok()) << bad;
   }
@@ -347,6 +349,18 @@ TEST_F(HubTest, WithoutWeightsPullsConfigsAndTokenizerOnly) {
   EXPECT_EQ(ReadFile(Snapshot() + "/model.safetensors"), FileOf(repo_, "model.safetensors").content);
 }
 
+// A legacy id without an org ("bert-base-uncased") is pulled and found like any other.
+TEST_F(HubTest, LegacyNameWithoutAnOrg) {
+  hub_.AddRepo(TinyRepo("tiny-legacy"));
+  const auto pulled = ResolveModel("tiny-legacy", options_);
+  ASSERT_TRUE(pulled.ok()) << pulled.status().message();
+  EXPECT_EQ(*pulled, cache_.path() + "/models--tiny-legacy/snapshots/" + kCommit);
+  EXPECT_EQ(ReadFile(*pulled + "/config.json"), FileOf(repo_, "config.json").content);
+  hub_.ClearRequests();
+  ASSERT_TRUE(ResolveModel("tiny-legacy", options_).ok());
+  EXPECT_TRUE(hub_.requests().empty());
+}
+
 TEST_F(HubTest, CacheHitMakesNoRequest) {
   ASSERT_TRUE(PullModel("org/tiny", options_).ok());
   hub_.ClearRequests();
@@ -491,6 +505,7 @@ TEST_F(HubTest, OfflineMissIsAClearErrorWithoutARequest) {
   ASSERT_FALSE(missed.ok());
   EXPECT_NE(missed.status().message().find("offline"), std::string::npos) << missed.status().message();
   EXPECT_NE(missed.status().message().find(cache_.path()), std::string::npos) << missed.status().message();
+  EXPECT_NE(missed.status().message().find("pass the model's folder"), std::string::npos) << missed.status().message();
   setenv("HF_HUB_OFFLINE", "1", 1);
   missed = ResolveModel("org/tiny", options_);
   EXPECT_FALSE(missed.ok());
@@ -592,6 +607,10 @@ TEST_F(HubTest, UnreachableHubIsNamed) {
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.status().message().find("cannot reach http://127.0.0.1:1 for org/tiny"), std::string::npos)
       << failed.status().message();
+  // What to do about it: a mirror, the cache, or a folder.
+  for (const char* way : {"HF_ENDPOINT", "--offline", "model's folder"}) {
+    EXPECT_NE(failed.status().message().find(way), std::string::npos) << way << ": " << failed.status().message();
+  }
 }
 
 TEST_F(HubTest, FoldersAreUsedAsTheyAre) {

@@ -143,7 +143,7 @@ TEST_F(PullCommandTest, Errors) {
   EXPECT_NE(failed.err.find("stamen rerank: org/tiny is a gated model"), std::string::npos) << failed.err;
   EXPECT_NE(failed.err.find("HF_TOKEN"), std::string::npos) << failed.err;
 
-  failed = RunStamen(environment_, "pull not-an-id", "");
+  failed = RunStamen(environment_, "pull not/an/id", "");
   EXPECT_EQ(failed.code, 2);
   EXPECT_NE(failed.err.find("expected org/name"), std::string::npos) << failed.err;
 }
