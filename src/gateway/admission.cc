@@ -35,7 +35,7 @@ std::string AdmissionControl::Admit(const void* key, int64_t tokens, Clock::time
                                     Clock::time_point now) {
   std::lock_guard lock(mutex_);
   const auto admit = [&] {
-    admitted_[key] = {tokens, deadline};
+    admitted_[key] = {tokens, deadline, next_order_++};
     outstanding_ += tokens;
     return std::string();
   };
@@ -64,35 +64,56 @@ std::string AdmissionControl::Admit(const void* key, int64_t tokens, Clock::time
   return admit();
 }
 
-void AdmissionControl::Computed(const void* key, int64_t tokens, Clock::time_point now) {
+std::vector<const void*> AdmissionControl::Computed(const void* key, int64_t tokens, Clock::time_point now) {
   std::lock_guard lock(mutex_);
   const auto found = admitted_.find(key);
-  if (found == admitted_.end()) return;
+  if (found == admitted_.end()) return {};
   const int64_t taken = std::min(tokens, found->second.remaining);
   found->second.remaining -= taken;
   outstanding_ -= taken;
-  MeasureLocked(tokens, now);
+  if (!MeasureLocked(tokens, now)) return {};
+  return ShedLocked(now);
 }
 
-void AdmissionControl::MeasureLocked(int64_t tokens, Clock::time_point now) {
+bool AdmissionControl::MeasureLocked(int64_t tokens, Clock::time_point now) {
   // Only while every worker is busy is what comes back per second the workers' rate; below,
   // it is the clients' pace.
   if (outstanding_ < saturation_tokens_) {
     window_open_ = false;
-    return;
+    return false;
   }
   if (!window_open_) {
     window_open_ = true;
     window_start_ = now;
     window_tokens_ = 0;
-    return;  // these tokens were computed before the window opened
+    return false;  // these tokens were computed before the window opened
   }
   window_tokens_ += tokens;
-  if (now - window_start_ < kWindow) return;
+  if (now - window_start_ < kWindow) return false;
   const double sample = static_cast<double>(window_tokens_) / Seconds(now - window_start_);
   rate_ = rate_ <= 0 ? sample : (1 - kSampleWeight) * rate_ + kSampleWeight * sample;
   window_start_ = now;
   window_tokens_ = 0;
+  return true;
+}
+
+std::vector<const void*> AdmissionControl::ShedLocked(Clock::time_point now) {
+  std::vector<const void*> shed;
+  while (admitted_.size() > 1) {
+    // Admitted with headroom, a request is shed only once it would miss its deadline itself.
+    bool late = false;
+    for (const auto& [key, admitted] : admitted_) {
+      late |= static_cast<double>(WorkBesideLocked(admitted.remaining)) / rate_ > Seconds(admitted.deadline - now);
+    }
+    if (!late) break;
+    const auto youngest = std::max_element(admitted_.begin(), admitted_.end(), [](const auto& a, const auto& b) {
+      return a.second.order < b.second.order;
+    });
+    shed.push_back(youngest->first);
+    outstanding_ -= youngest->second.remaining;
+    admitted_.erase(youngest);
+  }
+  return shed;
 }
 
 void AdmissionControl::Release(const void* key) {

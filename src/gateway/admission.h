@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace stamen::gateway {
 
@@ -26,7 +27,7 @@ class AdmissionControl {
   // `saturation_tokens`: outstanding tokens beyond which every worker is busy (the rate is
   // measured only then). `headroom`: the share of the time to a deadline that admitted work
   // may fill (the rest absorbs the estimate's error and the answer's formatting).
-  explicit AdmissionControl(int64_t saturation_tokens, double headroom = 0.85);
+  explicit AdmissionControl(int64_t saturation_tokens, double headroom = 0.8);
 
   void set_saturation_tokens(int64_t tokens);
 
@@ -34,8 +35,11 @@ class AdmissionControl {
   // Without a rate, a request alone or one within `saturation_tokens` is admitted, a larger one
   // beside others is not: nothing is known of how long it would take.
   std::string Admit(const void* key, int64_t tokens, Clock::time_point deadline, Clock::time_point now = Clock::now());
-  // `tokens` of request `key` came back computed.
-  void Computed(const void* key, int64_t tokens, Clock::time_point now = Clock::now());
+  // `tokens` of request `key` came back computed. When that updates the rate and the workers
+  // have slowed (other load on the machine) so that admitted requests would now miss their
+  // deadlines, returns the most recently admitted ones to shed (answered 429 now rather than
+  // 504 later, all of them), youngest first, until the rest can finish; they are released.
+  std::vector<const void*> Computed(const void* key, int64_t tokens, Clock::time_point now = Clock::now());
   // Request `key` ended (answered, failed or cancelled): what it had left leaves the budget.
   void Release(const void* key);
 
@@ -50,17 +54,22 @@ class AdmissionControl {
   struct Admitted {
     int64_t remaining;
     Clock::time_point deadline;
+    uint64_t order;  // admission order: the youngest is shed first
   };
   // Tokens the admitted requests compute while one of `tokens` (left) is computed beside them,
   // under processor sharing: Σ_j min(r_j, tokens).
   int64_t WorkBesideLocked(int64_t tokens) const;
-  void MeasureLocked(int64_t tokens, Clock::time_point now);
+  // Whether a new rate sample was taken.
+  bool MeasureLocked(int64_t tokens, Clock::time_point now);
+  // The admitted requests to give up so that the others finish by their deadlines at rate_.
+  std::vector<const void*> ShedLocked(Clock::time_point now);
 
   mutable std::mutex mutex_;
   int64_t saturation_tokens_;
   double headroom_;
   std::map<const void*, Admitted> admitted_;
   int64_t outstanding_ = 0;  // Σ remaining
+  uint64_t next_order_ = 0;
   double rate_ = 0;          // tokens per second, 0 until measured
   // The measurement window: tokens computed since `window_start_` while saturated.
   bool window_open_ = false;

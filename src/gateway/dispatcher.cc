@@ -43,6 +43,9 @@ Dispatcher::Dispatcher(DispatcherOptions options, metrics::Registry& registry)
       admission_refusals_total_(registry.AddCounter(
           "stamen_gateway_admission_refusals_total",
           "Requests refused at once (429) because the work queued could not finish within their deadline")),
+      shed_requests_total_(registry.AddCounter(
+          "stamen_gateway_shed_requests_total",
+          "Admitted requests ended early (429) because the workers slowed and they could no longer finish in time")),
       admission_(0) {
   options_.chunk_tokens = std::max<int64_t>(options_.chunk_tokens, 1);
 }
@@ -302,7 +305,11 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
 bool Dispatcher::Admit(const std::shared_ptr<JobState>& job) {
   WorkRequest& whole = *job->job;
   const std::string refusal = admission_.Admit(job.get(), whole.total_tokens(), whole.deadline);
-  if (refusal.empty()) return true;
+  if (refusal.empty()) {
+    std::lock_guard lock(admitted_mutex_);
+    admitted_jobs_[job.get()] = job;
+    return true;
+  }
   admission_refusals_total_.Increment();
   whole.status = Status::Error(StatusCode::kResourceExhausted, refusal);
   job->done(whole);
@@ -311,7 +318,34 @@ bool Dispatcher::Admit(const std::shared_ptr<JobState>& job) {
 
 void Dispatcher::Finish(const std::shared_ptr<JobState>& job) {
   admission_.Release(job.get());
+  {
+    std::lock_guard lock(admitted_mutex_);
+    admitted_jobs_.erase(job.get());
+  }
   job->done(*job->job);
+}
+
+void Dispatcher::Shed(const void* key) {
+  std::shared_ptr<JobState> job;
+  {
+    std::lock_guard lock(admitted_mutex_);
+    const auto found = admitted_jobs_.find(key);
+    if (found != admitted_jobs_.end()) job = found->second.lock();
+  }
+  if (!job) return;
+  {
+    std::lock_guard lock(job->mutex);
+    WorkRequest& whole = *job->job;
+    if (whole.status.ok()) {
+      whole.status = Status::Error(StatusCode::kResourceExhausted,
+                                   "the workers slowed down and this request could no longer finish within its "
+                                   "deadline; it was given up to let the requests before it finish");
+    }
+  }
+  shed_requests_total_.Increment();
+  spdlog::warn("gateway: workers slowed to {:.0f} tokens/s: a request was shed to keep the others within their "
+               "deadlines", admission_.rate());
+  Cancel(job);
 }
 
 void Dispatcher::SendMoreChunks(const std::shared_ptr<JobState>& job) {
@@ -424,7 +458,9 @@ void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::sh
   }
   WorkRequest& whole = *job->job;
   bool finished;
-  if (work.status.ok()) admission_.Computed(job.get(), work.total_tokens());
+  if (work.status.ok()) {
+    for (const void* shed : admission_.Computed(job.get(), work.total_tokens())) Shed(shed);
+  }
   {
     std::lock_guard lock(job->mutex);
     if (work.status.ok()) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -95,6 +96,9 @@ class Dispatcher {
   bool Admit(const std::shared_ptr<JobState>& job);
   // Releases the job's admission and calls its `done`.
   void Finish(const std::shared_ptr<JobState>& job);
+  // Ends an admitted job that can no longer finish in time (admission.h, Computed) with
+  // kResourceExhausted, its work not yet computed cancelled.
+  void Shed(const void* key);
   // The admitted tokens beyond which every worker is busy: a computing and a queued chunk each.
   void UpdateSaturationLocked();
 
@@ -105,7 +109,10 @@ class Dispatcher {
   metrics::Counter& unsent_sequences_total_;
   metrics::Gauge& healthy_workers_;
   metrics::Counter& admission_refusals_total_;
+  metrics::Counter& shed_requests_total_;
   AdmissionControl admission_;
+  std::mutex admitted_mutex_;
+  std::map<const void*, std::weak_ptr<JobState>> admitted_jobs_;  // for Shed
 
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<WorkerSlot>> workers_;

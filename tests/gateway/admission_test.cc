@@ -49,5 +49,25 @@ TEST(AdmissionControlTest, MeasuresTheRateWhileSaturatedAndRefusesWhatCannotFini
   EXPECT_NEAR(admission.rate(), 10'000, 1);
 }
 
+// When the workers slow down after admission (other load on the machine), the youngest admitted
+// request is given up as soon as the rate says an admitted one would miss its deadline.
+TEST(AdmissionControlTest, ShedsTheYoungestWhenTheWorkersSlowDown) {
+  AdmissionControl admission(/*saturation_tokens=*/4000);
+  admission.SeedRate(10'000);
+  const Clock::time_point start{};
+  ASSERT_EQ(admission.Admit(Key(0), 50'000, start + seconds(10), start), "");
+  ASSERT_EQ(admission.Admit(Key(1), 20'000, start + seconds(10), start), "");
+  // 4,000 tokens a second: after 1 s the rate is 7,000 (half the seed, half the sample), and
+  // request 0 would need (45,000 + 20,000) / 7,000 = 9.3 s of the 8.75 s left.
+  std::vector<const void*> shed;
+  for (int step = 1; step <= 5; ++step) {
+    shed = admission.Computed(Key(0), 1'000, start + milliseconds(250 * step));
+    if (step < 5) EXPECT_TRUE(shed.empty()) << step;
+  }
+  EXPECT_NEAR(admission.rate(), 7'000, 1);
+  EXPECT_EQ(shed, std::vector<const void*>{Key(1)});
+  EXPECT_EQ(admission.RetryAfterSeconds(), 7);  // 45,000 left at 7,000 a second
+}
+
 }  // namespace
 }  // namespace stamen::gateway
