@@ -87,9 +87,10 @@ int RunEmbed(EmbedOptions options) {
   // The pooling the steps will use decides the output's form: splade vectors print sparse.
   const std::optional<engine::ops::PoolingMode> pooling = step.pooling ? step.pooling : engine.default_pooling();
   const bool sparse = !per_token && pooling == engine::ops::PoolingMode::kSplade;
-  if (sparse && engine.config().head != engine::ModelHead::kMaskedLm) {
-    return Fail(options.model + ": " + engine.config().architecture +
-                " has no masked-LM head; --pooling splade needs a …ForMaskedLM model");
+  if (pooling) {
+    if (const Status fits = engine::CheckPoolingFitsModel(engine.config(), *pooling); !fits.ok()) {
+      return Fail(options.model + ": " + fits.message());
+    }
   }
   if (sparse && options.dimensions != 0) return Fail("--dimensions cannot truncate splade (sparse) vectors");
   if (options.dimensions != 0) {

@@ -7,8 +7,12 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "gateway/json_log.h"
 #include "model_folder/model_options.h"
@@ -199,6 +203,50 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
       ->delimiter(',');
 }
 
+void LogVersionAndSettings(const CLI::App& command) {
+  std::string settings;
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->count() == 0 || option->get_name() == "--help") continue;
+    const std::string name = option->get_name();
+    settings += (settings.empty() ? "" : " ") + name;
+    if (option->get_type_size() == 0) continue;  // a flag
+    std::string value;
+    for (const std::string& result : option->results()) value += (value.empty() ? "" : ",") + result;
+    const bool secret = name == "--api-key" || name == "--hf-token";
+    settings += "=" + (secret ? std::string("(hidden)") : value);
+  }
+  spdlog::info("stamen {} {}: {}", STAMEN_VERSION, command.get_name(), settings.empty() ? "defaults" : settings);
+}
+
+Status CheckPortFree(const std::string& host, uint16_t port) {
+  if (port == 0) return Status();
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    length = sizeof(*v4);
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    length = sizeof(*v6);
+  } else {
+    return Status();  // not an address: the server's own bind reports it
+  }
+  const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status();
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));  // as the server binds it
+  const int bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), length);
+  const int saved = errno;
+  ::close(fd);
+  if (bound == 0) return Status();
+  return Status::Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + std::strerror(saved) +
+                       (saved == EADDRINUSE ? " (another server runs there: stop it or choose another port)" : ""));
+}
+
 int Fail(const std::string& command, const std::string& message) {
   spdlog::error("stamen {}: {}", command, message);
   return 2;
@@ -243,7 +291,8 @@ bool Configure(const ModelSpec& spec, const GatewayCommandOptions& options, Serv
 
 void LogToStandardError() {
   spdlog::set_default_logger(spdlog::stderr_color_mt("stamen"));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  // ISO 8601 with the zone (+00:00 in containers), so that lines from several machines order.
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
 }
 
 void SetUpLogging(const GatewayCommandOptions& options) {
@@ -330,14 +379,20 @@ bool AssignWorkers(const std::vector<std::string>& workers, std::vector<ServedMo
   return true;
 }
 
-int RunGateway(GatewayCommandOptions& options) {
+int RunGateway(GatewayCommandOptions& options, const CLI::App& command) {
   SetUpLogging(options);
+  LogVersionAndSettings(command);
   std::string error;
   std::vector<ServedModel> models;
   options.gateway.dispatcher.call_timeout = Milliseconds(options.worker_timeout_seconds);
   options.gateway.dispatcher.health_interval = Milliseconds(options.health_interval_seconds);
-  if (!ResolveHost(options, &error) || !ConfigureModels(options, &models, &error) ||
-      !AssignWorkers(options.workers, models, &error)) {
+  // A new pod behind a headless Service is found at the next health check, not up to 10 s later.
+  options.gateway.dispatcher.resolve_interval = options.gateway.dispatcher.health_interval;
+  if (!ResolveHost(options, &error)) return Fail("gateway", error);
+  if (const Status free = CheckPortFree(options.gateway.host, options.gateway.port); !free.ok()) {
+    return Fail("gateway", free.message());
+  }
+  if (!ConfigureModels(options, &models, &error) || !AssignWorkers(options.workers, models, &error)) {
     return Fail("gateway", error);
   }
   BlockTerminationSignals();
@@ -358,10 +413,13 @@ void AddGatewayCommand(CLI::App& app) {
 
 void SetUpGatewayCommand(CLI::App* command) {
   auto options = std::make_shared<GatewayCommandOptions>();
+  // The gateway tokenizes and describes the model; the workers load the weights. Every replica
+  // pulling them into its own emptyDir cost each one the whole model (issue 45).
+  options->hub.weights = false;
   AddGatewayOptions(command, *options);
   command->add_option("--workers", options->workers,
                       "Workers as host:port,...; a name resolving to several addresses (a Kubernetes headless "
-                      "Service) gives one worker per address, re-resolved every 10 s. With several models, once "
+                      "Service) gives one worker per address, re-resolved at every health check. With several models, once "
                       "per model as NAME=host:port,...");
   command->add_option("--chunk-tokens", options->gateway.dispatcher.chunk_tokens,
                       "Tokens per chunk a request is split into across workers")->capture_default_str();
@@ -373,8 +431,8 @@ void SetUpGatewayCommand(CLI::App* command) {
                       "Seconds between health checks of each worker (also their timeout, at most 2 s)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  command->callback([options] {
-    const int code = RunGateway(*options);
+  command->callback([options, command] {
+    const int code = RunGateway(*options, *command);
     if (code != 0) std::exit(code);
   });
 }

@@ -48,6 +48,12 @@ void SetUpLogging(const GatewayCommandOptions& options);
 // Where and how every program logs (first thing in main): stderr, since stdout carries the
 // commands' output (ids, vectors, JSON); ISO times.
 void LogToStandardError();
+// The start line: "stamen VERSION COMMAND: --flag=value …", every setting given on the command
+// line or by its environment variable, secrets (--api-key, --hf-token) hidden.
+void LogVersionAndSettings(const CLI::App& command);
+// Ok when a server could listen on host:port now (port 0 always can): checked before a model
+// is pulled or loaded, so that a busy port is reported in a second, not after minutes.
+Status CheckPortFree(const std::string& host, uint16_t port);
 // Logs `message` as `stamen COMMAND`'s error; returns the exit code 2.
 int Fail(const std::string& command, const std::string& message);
 std::chrono::milliseconds Milliseconds(double seconds);

@@ -30,12 +30,24 @@ bool ApplyWorkerOptions(const ModelSpec& spec, server::LocalWorkerOptions* worke
   return true;
 }
 
-int RunServe(GatewayCommandOptions& options, const server::LocalWorkerOptions& worker_options) {
+int RunServe(GatewayCommandOptions& options, const server::LocalWorkerOptions& worker_options,
+             const CLI::App& command) {
   SetUpLogging(options);
+  LogVersionAndSettings(command);
   std::string error;
   std::vector<ServedModel> models;
-  if (!ResolveHost(options, &error) || !ConfigureModels(options, &models, &error)) {
-    return Fail("serve", error);
+  if (!ResolveHost(options, &error)) return Fail("serve", error);
+  if (const Status free = CheckPortFree(options.gateway.host, options.gateway.port); !free.ok()) {
+    return Fail("serve", free.message());
+  }
+  if (!ConfigureModels(options, &models, &error)) return Fail("serve", error);
+  // What the gateway would refuse (a pooling the model cannot do, say) is refused before any
+  // model is loaded.
+  for (const ServedModel& model : models) {
+    const gateway::GatewayOptions& gateway = model.options.gateway;
+    if (const Status checked = gateway::Gateway::CheckModel(gateway); !checked.ok()) {
+      return Fail("serve", (models.size() > 1 ? "model " + gateway.model_id + ": " : "") + checked.message());
+    }
   }
   BlockTerminationSignals();
   metrics::Registry registry;
@@ -107,10 +119,10 @@ void AddServeCommand(CLI::App& app) {
                       "Tokens waiting beyond which requests get 429 (default: 512 batches)");
   command->add_option("--threads", worker->engine.num_threads, "CPU threads of the engine (0: all cores)")
       ->capture_default_str();
-  command->callback([options, worker, device, dtype] {
+  command->callback([options, worker, device, dtype, command] {
     if (std::string error = ApplyDeviceOption(*device, &worker->engine); !error.empty()) std::exit(Fail("serve", error));
     if (std::string error = ApplyDtypeOption(*dtype, &worker->engine); !error.empty()) std::exit(Fail("serve", error));
-    const int code = RunServe(*options, *worker);
+    const int code = RunServe(*options, *worker, *command);
     if (code != 0) std::exit(code);
   });
 }

@@ -17,6 +17,7 @@
 #include "engine/ops/pooling.h"
 #include "engine/step_output.h"
 #include "engine/weight_store.h"
+#include "model_folder/model_options.h"
 #include "model_folder/yes_no_reranker.h"
 
 #if STAMEN_WITH_CUDA
@@ -237,10 +238,8 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
         return Status::Error("the model folder has no sentence-transformers pooling config: choose a pooling mode");
       }
       *pooling = *chosen;
+      STAMEN_RETURN_IF_ERROR(CheckPoolingFitsModel(config_, *chosen));
       if (*chosen == ops::PoolingMode::kSplade) {
-        if (config_.head != ModelHead::kMaskedLm) {
-          return Status::Error(config_.architecture + " has no masked-LM head: splade pooling needs a …ForMaskedLM model");
-        }
         // Sparse vectors are indexed by vocabulary id: keeping the leading ids means nothing.
         if (options.dimensions != 0) return Status::Error("dimensions cannot truncate splade (sparse) vectors");
         if (!options.spans.empty()) return Status::Error("spans (late chunking) cannot pool splade vectors");

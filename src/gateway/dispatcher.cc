@@ -39,8 +39,20 @@ Dispatcher::Dispatcher(DispatcherOptions options, metrics::Registry& registry)
       unsent_sequences_total_(registry.AddCounter(
           "stamen_gateway_unsent_sequences_total",
           "Sequences of chunks never sent: their request was cancelled, failed or expired first")),
-      healthy_workers_(registry.AddGauge("stamen_gateway_healthy_workers", "Workers passing their health check")) {
+      healthy_workers_(registry.AddGauge("stamen_gateway_healthy_workers", "Workers passing their health check")),
+      admission_refusals_total_(registry.AddCounter(
+          "stamen_gateway_admission_refusals_total",
+          "Requests refused at once (429) because the work queued could not finish within their deadline")),
+      shed_requests_total_(registry.AddCounter(
+          "stamen_gateway_shed_requests_total",
+          "Admitted requests ended early (429) because the workers slowed and they could no longer finish in time")),
+      admission_(0) {
   options_.chunk_tokens = std::max<int64_t>(options_.chunk_tokens, 1);
+}
+
+void Dispatcher::UpdateSaturationLocked() {
+  const int64_t workers = std::max<int64_t>(static_cast<int64_t>(workers_.size()), 1);
+  admission_.set_saturation_tokens(workers * options_.chunks_in_flight_per_worker * options_.chunk_tokens);
 }
 
 Dispatcher::~Dispatcher() {
@@ -65,6 +77,7 @@ void Dispatcher::AddWorker(std::shared_ptr<WorkerBackend> backend) {
   std::lock_guard lock(mutex_);
   workers_.push_back(std::move(slot));
   healthy_workers_.Set(static_cast<int64_t>(workers_.size()));
+  UpdateSaturationLocked();
 }
 
 Status Dispatcher::SetWorkerAddresses(const std::vector<std::string>& entries, BackendFactory factory) {
@@ -133,6 +146,7 @@ void Dispatcher::Resolve() {
   }
   // A slot dropped here lives on while calls on it are in flight (they hold it).
   workers_ = std::move(kept);
+  UpdateSaturationLocked();
 }
 
 void Dispatcher::Start() {
@@ -217,6 +231,27 @@ std::shared_ptr<WorkRequest> CopyInputs(const WorkRequest& source) {
 
 }  // namespace
 
+namespace {
+
+// A failure of the connection to the worker or of its process (refused, reset, shutting down,
+// a call cancelled that the gateway did not cancel): the worker is down until a health check
+// passes. Load (a full queue, a call past its time) never marks a worker down: under overload
+// that made workers flap down and up once a second (issue 45).
+bool TransportFailure(StatusCode code, bool cancelled_by_gateway) {
+  return code == StatusCode::kUnavailable || (code == StatusCode::kCancelled && !cancelled_by_gateway);
+}
+
+// Whether a failed chunk may succeed on another worker: after a transport failure, an internal
+// error, or a call that hit its own timeout (a hung worker) with the request's deadline still
+// ahead. A full queue (kResourceExhausted) is not retried: the other workers are as busy, and
+// the client is better told 429 at once.
+bool WorthRetrying(StatusCode code, bool cancelled_by_gateway) {
+  return TransportFailure(code, cancelled_by_gateway) || code == StatusCode::kError ||
+         code == StatusCode::kDeadlineExceeded;
+}
+
+}  // namespace
+
 std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkRequest> job,
                                                       std::function<void(WorkRequest&)> done) {
   auto state = std::make_shared<JobState>();
@@ -263,8 +298,54 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
     state->done(*job);
     return state;
   }
-  SendMoreChunks(state);
+  if (Admit(state)) SendMoreChunks(state);
   return state;
+}
+
+bool Dispatcher::Admit(const std::shared_ptr<JobState>& job) {
+  WorkRequest& whole = *job->job;
+  const std::string refusal = admission_.Admit(job.get(), whole.total_tokens(), whole.deadline);
+  if (refusal.empty()) {
+    std::lock_guard lock(admitted_mutex_);
+    admitted_jobs_[job.get()] = job;
+    return true;
+  }
+  admission_refusals_total_.Increment();
+  whole.status = Status::Error(StatusCode::kResourceExhausted, refusal);
+  job->done(whole);
+  return false;
+}
+
+void Dispatcher::Finish(const std::shared_ptr<JobState>& job) {
+  admission_.Release(job.get());
+  {
+    std::lock_guard lock(admitted_mutex_);
+    admitted_jobs_.erase(job.get());
+  }
+  job->done(*job->job);
+}
+
+void Dispatcher::Shed(const void* key) {
+  std::shared_ptr<JobState> job;
+  {
+    std::lock_guard lock(admitted_mutex_);
+    const auto found = admitted_jobs_.find(key);
+    if (found != admitted_jobs_.end()) job = found->second.lock();
+  }
+  if (!job) return;
+  {
+    std::lock_guard lock(job->mutex);
+    WorkRequest& whole = *job->job;
+    if (whole.status.ok()) {
+      whole.status = Status::Error(StatusCode::kResourceExhausted,
+                                   "the workers slowed down and this request could no longer finish within its "
+                                   "deadline; it was given up to let the requests before it finish");
+    }
+  }
+  shed_requests_total_.Increment();
+  spdlog::warn("gateway: workers slowed to {:.0f} tokens/s: a request was shed to keep the others within their "
+               "deadlines", admission_.rate());
+  Cancel(job);
 }
 
 void Dispatcher::SendMoreChunks(const std::shared_ptr<JobState>& job) {
@@ -306,7 +387,7 @@ void Dispatcher::SendMoreChunks(const std::shared_ptr<JobState>& job) {
     }
     if (finished) {
       job->job->output.clear();
-      job->done(*job->job);
+      Finish(job);
       return;
     }
     if (chunk) SendChunk(job, chunk, std::move(worker));
@@ -350,15 +431,11 @@ void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::sh
     std::lock_guard lock(job->mutex);
     cancelled = job->cancelled;
   }
-  // A call cancelled that the gateway did not cancel: the worker was shutting down.
-  const bool worker_failed = code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
-                             code == StatusCode::kError || code == StatusCode::kResourceExhausted ||
-                             (code == StatusCode::kCancelled && !cancelled);
   const bool deadline_left = server::Clock::now() < work.deadline;
-  if (worker && worker_failed && !cancelled && deadline_left && chunk->attempts < 2) {
+  if (worker && WorthRetrying(code, cancelled) && !cancelled && deadline_left && chunk->attempts < 2) {
     // Retry once, elsewhere; with no other worker the first error stands.
     if (std::shared_ptr<WorkerSlot> other = Pick(worker.get())) {
-      if (code != StatusCode::kResourceExhausted && worker->healthy.exchange(false)) {
+      if (TransportFailure(code, cancelled) && worker->healthy.exchange(false)) {
         spdlog::warn("gateway: worker {} failed a call ({}); sending its work elsewhere until it passes a health check",
                      worker->backend->address(), work.status.message());
       }
@@ -381,6 +458,9 @@ void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::sh
   }
   WorkRequest& whole = *job->job;
   bool finished;
+  if (work.status.ok()) {
+    for (const void* shed : admission_.Computed(job.get(), work.total_tokens())) Shed(shed);
+  }
   {
     std::lock_guard lock(job->mutex);
     if (work.status.ok()) {
@@ -410,7 +490,7 @@ void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::sh
     return;
   }
   if (!whole.status.ok()) whole.output.clear();
-  job->done(whole);
+  Finish(job);
 }
 
 void Dispatcher::Cancel(const std::shared_ptr<JobState>& job) {

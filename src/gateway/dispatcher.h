@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "gateway/admission.h"
 #include "gateway/worker_backend.h"
 
 namespace stamen::gateway {
@@ -67,6 +69,10 @@ class Dispatcher {
   void Cancel(const std::shared_ptr<JobState>& job);
 
   bool AnyHealthy() const;
+  // The workers' rate until one is measured (the sum of their warm-up rates).
+  void SeedRate(double tokens_per_second) { admission_.SeedRate(tokens_per_second); }
+  // Seconds a client refused for load should wait before trying again (Retry-After).
+  int RetryAfterSeconds() const { return admission_.RetryAfterSeconds(); }
   std::vector<std::shared_ptr<WorkerSlot>> workers() const;
 
  private:
@@ -86,6 +92,15 @@ class Dispatcher {
   void Resolve();
   void MaintenanceThread();
   std::shared_ptr<WorkerSlot> NewSlot(std::shared_ptr<WorkerBackend> backend);
+  // Admits `job` (admission.h), or ends it at once with kResourceExhausted; false then.
+  bool Admit(const std::shared_ptr<JobState>& job);
+  // Releases the job's admission and calls its `done`.
+  void Finish(const std::shared_ptr<JobState>& job);
+  // Ends an admitted job that can no longer finish in time (admission.h, Computed) with
+  // kResourceExhausted, its work not yet computed cancelled.
+  void Shed(const void* key);
+  // The admitted tokens beyond which every worker is busy: a computing and a queued chunk each.
+  void UpdateSaturationLocked();
 
   DispatcherOptions options_;
   metrics::Registry& registry_;
@@ -93,6 +108,11 @@ class Dispatcher {
   metrics::Counter& retries_total_;
   metrics::Counter& unsent_sequences_total_;
   metrics::Gauge& healthy_workers_;
+  metrics::Counter& admission_refusals_total_;
+  metrics::Counter& shed_requests_total_;
+  AdmissionControl admission_;
+  std::mutex admitted_mutex_;
+  std::map<const void*, std::weak_ptr<JobState>> admitted_jobs_;  // for Shed
 
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<WorkerSlot>> workers_;

@@ -59,6 +59,50 @@ std::string TooLongMessage(const std::string& what, size_t tokens, int64_t limit
 
 }  // namespace
 
+namespace {
+
+// What a gateway reads of its model folder, checked against its options.
+struct ModelDescription {
+  engine::ModelConfig config;
+  engine::SentenceTransformersConfig sentence_transformers;
+  engine::YesNoTemplate yes_no_template;  // a yes/no reranker's; empty otherwise
+  engine::ops::PoolingMode pooling;       // what embeddings pool with: --pooling, else the model's
+};
+
+StatusOr<ModelDescription> DescribeModel(const GatewayOptions& options) {
+  ModelDescription model;
+  auto config = engine::ReadModelConfig((std::filesystem::path(options.model_dir) / "config.json").string());
+  if (!config.ok()) return config.status();
+  model.config = std::move(config.value());
+  auto sentence_transformers = engine::ReadSentenceTransformersConfig(options.model_dir);
+  if (!sentence_transformers.ok()) return sentence_transformers.status();
+  model.sentence_transformers = std::move(sentence_transformers.value());
+  // As the worker's engine decides it (engine::Engine::Load), so both see the same scorer.
+  STAMEN_RETURN_IF_ERROR(engine::ResolveYesNoReranker(options.model_dir, options.yes_no_reranker,
+                                                      model.sentence_transformers, &model.config));
+  if (!model.config.yes_no_token_ids.empty()) {
+    auto prompt = engine::ReadYesNoTemplate(options.model_dir, options.yes_no_instruction);
+    if (!prompt.ok()) return prompt.status();
+    model.yes_no_template = std::move(prompt.value());
+  } else if (!options.yes_no_instruction.empty()) {
+    return Status::Error("--instruction applies to yes/no rerankers only, not " + model.config.architecture);
+  }
+  model.pooling = options.pooling.value_or(engine::DefaultPooling(model.config, model.sentence_transformers)
+                                               .value_or(engine::ops::PoolingMode::kCls));
+  // Refused at start rather than by every request the worker would fail.
+  STAMEN_RETURN_IF_ERROR(engine::CheckPoolingFitsModel(model.config, model.pooling));
+  if (!options.default_prompt_name.empty() &&
+      !engine::FindPrompt(model.sentence_transformers, options.default_prompt_name)) {
+    return Status::Error("--default-prompt-name '" + options.default_prompt_name +
+                         "' is not a prompt of the model's config_sentence_transformers.json");
+  }
+  return model;
+}
+
+}  // namespace
+
+Status Gateway::CheckModel(const GatewayOptions& options) { return DescribeModel(options).status(); }
+
 StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options, metrics::Registry& registry) {
   auto gateway = Create(options, registry);
   if (!gateway.ok()) return gateway.status();
@@ -102,36 +146,19 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
   auto gateway = std::unique_ptr<Gateway>(new Gateway(registry));
   Gateway& g = *gateway;
   g.options_ = options;
-  namespace fs = std::filesystem;
-  auto config = engine::ReadModelConfig((fs::path(options.model_dir) / "config.json").string());
-  if (!config.ok()) return config.status();
-  g.config_ = config.value();
-  auto sentence_transformers = engine::ReadSentenceTransformersConfig(options.model_dir);
-  if (!sentence_transformers.ok()) return sentence_transformers.status();
-  g.sentence_transformers_ = sentence_transformers.value();
-  // As the worker's engine decides it (engine::Engine::Load), so both see the same scorer.
-  STAMEN_RETURN_IF_ERROR(
-      engine::ResolveYesNoReranker(options.model_dir, options.yes_no_reranker, g.sentence_transformers_, &g.config_));
-  if (!g.config_.yes_no_token_ids.empty()) {
-    auto prompt = engine::ReadYesNoTemplate(options.model_dir, options.yes_no_instruction);
-    if (!prompt.ok()) return prompt.status();
-    g.yes_no_template_ = std::move(prompt.value());
-  } else if (!options.yes_no_instruction.empty()) {
-    return Status::Error("--instruction applies to yes/no rerankers only, not " + g.config_.architecture);
-  }
+  auto model = DescribeModel(options);
+  if (!model.ok()) return model.status();
+  g.config_ = std::move(model->config);
+  g.sentence_transformers_ = std::move(model->sentence_transformers);
+  g.yes_no_template_ = std::move(model->yes_no_template);
   g.max_input_length_ = engine::MaxSequenceLength(g.config_, g.sentence_transformers_);
-  g.splade_ = options.pooling.value_or(engine::DefaultPooling(g.config_, g.sentence_transformers_)
-                                           .value_or(engine::ops::PoolingMode::kCls)) == engine::ops::PoolingMode::kSplade;
+  g.splade_ = model->pooling == engine::ops::PoolingMode::kSplade;
   g.dimensions_ = g.splade_ ? g.config_.vocab_size : g.sentence_transformers_.EmbeddingWidth(g.config_.hidden_size);
   g.reranker_ = g.config_.head == engine::ModelHead::kSequenceClassification;
   g.kind_ = !g.reranker_ ? ModelKind::kEmbedding : g.config_.num_labels == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
   g.created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   g.model_id_ = engine::ModelIdOf(options.model_dir, options.model_id);
   g.openapi_document_ = OpenApiDocument(g.model_id_, kVersion);
-  if (!options.default_prompt_name.empty() && !engine::FindPrompt(g.sentence_transformers_, options.default_prompt_name)) {
-    return Status::Error("--default-prompt-name '" + options.default_prompt_name +
-                         "' is not a prompt of the model's config_sentence_transformers.json");
-  }
 
   const int workers = options.tokenization_workers > 0
                           ? options.tokenization_workers
@@ -154,6 +181,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
       return std::make_shared<GrpcBackend>(address, call_timeout);
     }));
   }
+  double warm_up_rate = 0;
   for (const auto& worker : g.dispatcher_->workers()) {
     auto info = worker->backend->FetchInfo(std::chrono::milliseconds(2000));
     if (!info.ok()) {
@@ -161,6 +189,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
       continue;
     }
     if (!g.worker_info_) g.worker_info_ = *info;
+    warm_up_rate += info->warm_up_tokens_per_second();
     // /info reports the gateway's version; say so when a worker runs another build.
     if (info->version() != kVersion) {
       spdlog::warn("gateway: worker {} runs stamen {}, the gateway {}", worker->backend->address(),
@@ -172,6 +201,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
                    g.model_id_, g.config_.architecture, g.dimensions_);
     }
   }
+  g.dispatcher_->SeedRate(warm_up_rate);
   g.dispatcher_->Start();
   g.pool_ = std::make_unique<TaskPool>(static_cast<size_t>(workers));
 
@@ -261,6 +291,7 @@ std::vector<Route> Gateway::Routes() {
       {"/", "GET", kTei, false, true, health},
       {"/ping", "GET", kTei, false, true, health},  // SageMaker's health check
       {"/health", "GET", kTei, false, true, health},
+      {"/ready", "GET", kTei, false, true, health},  // the readiness probe's name for /health
       {"/live", "GET", kTei, false, true, live},
       {"/info", "GET", kTei, false, false, info},
       {"/metrics", "GET", kTei, false, false, metrics},
@@ -318,16 +349,23 @@ void Gateway::Handle(http::Request request, http::Respond respond, std::optional
   if (is_work && in_flight_.fetch_add(1) >= options_.max_concurrent_requests) {
     --in_flight_;
     CountResponse(label, 429);
-    respond(ErrorResponse({429, "overloaded: more than --max-concurrent-requests " +
-                                    std::to_string(options_.max_concurrent_requests) + " requests in flight",
-                           "overloaded"},
-                          family));
+    http::Response refused = ErrorResponse({429, "overloaded: more than --max-concurrent-requests " +
+                                                     std::to_string(options_.max_concurrent_requests) +
+                                                     " requests in flight",
+                                            "overloaded"},
+                                           family);
+    refused.headers.emplace_back("retry-after", std::to_string(dispatcher_->RetryAfterSeconds()));
+    respond(std::move(refused));
     return;
   }
   Reply reply([this, respond, start, label, is_work](http::Response response) {
     const double total_ms = Milliseconds(Clock::now() - start);
     response.headers.emplace_back("x-total-time", std::to_string(std::llround(total_ms)));
     request_seconds_->Observe(total_ms / 1000);
+    // Refused for load (admission or --max-concurrent-requests): when to try again.
+    if (response.status == 429) {
+      response.headers.emplace_back("retry-after", std::to_string(dispatcher_->RetryAfterSeconds()));
+    }
     CountResponse(label, response.status);
     if (is_work) --in_flight_;
     respond(std::move(response));

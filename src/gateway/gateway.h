@@ -72,6 +72,9 @@ class Gateway {
   // The same without an HTTP server of its own: one model of several behind a ModelRouter
   // (model_router.h), which hands it its requests.
   static StatusOr<std::unique_ptr<Gateway>> Create(const GatewayOptions& options, metrics::Registry& registry);
+  // What Create checks of the model folder against `options` (its configs, the pooling against
+  // the model's head, the prompt names), for callers that load a worker before the gateway.
+  static Status CheckModel(const GatewayOptions& options);
   // The HTTP server of `options` (host, port, threads, payload limit) with `handler`; the
   // errors it finds itself answer in the shape of `routes`' API and with `allowed_origin`'s
   // CORS header.

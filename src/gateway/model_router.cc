@@ -24,7 +24,8 @@ std::string ModelField(const std::string& body) {
 }
 
 bool IsHealthPath(const http::Request& request) {
-  return request.method != "POST" && (request.path == "/health" || request.path == "/ping" || request.path == "/");
+  return request.method != "POST" && (request.path == "/health" || request.path == "/ready" ||
+                                       request.path == "/ping" || request.path == "/");
 }
 
 }  // namespace

@@ -67,10 +67,13 @@ std::string DefaultCacheDir() {
 
 Status ValidateRepoId(std::string_view repo_id) {
   const size_t slash = repo_id.find('/');
-  if (slash == std::string_view::npos || repo_id.find('/', slash + 1) != std::string_view::npos) {
-    return Status::Error("'" + std::string(repo_id) + "' is not a Hugging Face model id: expected org/name");
-  }
   if (repo_id.size() > 96) return Status::Error("'" + std::string(repo_id) + "' is longer than 96 characters");
+  // The hub's legacy models have no org ("bert-base-uncased"); huggingface_hub and TEI take them.
+  if (slash == std::string_view::npos && !repo_id.empty()) return ValidateIdPart(repo_id, repo_id);
+  if (slash == std::string_view::npos || repo_id.find('/', slash + 1) != std::string_view::npos) {
+    return Status::Error("'" + std::string(repo_id) + "' is not a Hugging Face model id: expected org/name (or a "
+                         "legacy name without an org)");
+  }
   STAMEN_RETURN_IF_ERROR(ValidateIdPart(repo_id, repo_id.substr(0, slash)));
   return ValidateIdPart(repo_id, repo_id.substr(slash + 1));
 }
@@ -162,12 +165,12 @@ Status RepoCache::LinkSnapshotFile(const std::string& commit, const std::string&
   return Status();
 }
 
-std::vector<std::string> MissingModelFiles(const std::string& dir) {
+std::vector<std::string> MissingModelFiles(const std::string& dir, bool weights) {
   std::vector<std::string> missing;
   std::error_code error;
   const auto present = [&](const std::string& name) { return fs::is_regular_file(dir + "/" + name, error); };
   if (!present("config.json")) missing.push_back("config.json");
-  if (present("model.safetensors")) return missing;
+  if (!weights || present("model.safetensors")) return missing;
   const std::string index_name = "model.safetensors.index.json";
   if (!present(index_name)) {
     missing.push_back("model.safetensors");

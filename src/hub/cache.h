@@ -24,8 +24,9 @@ std::string EnvironmentValue(const char* name);
 // $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
 std::string DefaultCacheDir();
 
-// A model id "org/name": each part letters, digits, '-', '_', '.', not starting or ending
-// with '-' or '.', no "--" or "..", 96 characters at most.
+// A model id "org/name", or a legacy one without an org ("bert-base-uncased"): each part
+// letters, digits, '-', '_', '.', not starting or ending with '-' or '.', no "--" or "..", 96
+// characters at most.
 Status ValidateRepoId(std::string_view repo_id);
 // A branch, tag or commit: no "..", no leading '/', no spaces, backslashes or control characters.
 Status ValidateRevision(std::string_view revision);
@@ -64,8 +65,9 @@ class RepoCache {
   std::string dir_;
 };
 
-// What a model folder lacks to be loaded: "config.json" and the weights (model.safetensors,
-// or model.safetensors.index.json and every shard it names). Empty when complete.
-std::vector<std::string> MissingModelFiles(const std::string& dir);
+// What a model folder lacks to be loaded: "config.json" and, when `weights`, the weights
+// (model.safetensors, or model.safetensors.index.json and every shard it names). Empty when
+// complete.
+std::vector<std::string> MissingModelFiles(const std::string& dir, bool weights = true);
 
 }  // namespace stamen::hub

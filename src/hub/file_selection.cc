@@ -67,7 +67,8 @@ Status ValidateRepoFilePath(std::string_view path) {
   return Status();
 }
 
-StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& files, const std::string& repo_id) {
+StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& files, const std::string& repo_id,
+                                                 bool weights) {
   bool has_config = false, has_single = false, has_index = false, has_shard = false;
   for (const RepoFile& file : files) {
     has_config |= file.path == "config.json";
@@ -92,10 +93,11 @@ StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& fi
   std::vector<RepoFile> chosen;
   for (const RepoFile& file : files) {
     const std::string_view path = file.path;
-    const bool weights = has_single ? path == "model.safetensors"
-                                    : path == "model.safetensors.index.json" || IsWeightShard(path);
-    if (path == "config.json" || weights || OneOf(path, kTokenizerFiles) || OneOf(path, kSentenceTransformersFiles) ||
-        IsSentenceConfig(path) || IsModuleFile(path)) {
+    const bool model_weights = has_single ? path == "model.safetensors"
+                                          : path == "model.safetensors.index.json" || IsWeightShard(path);
+    if (!weights && path.ends_with(".safetensors")) continue;
+    if (path == "config.json" || model_weights || OneOf(path, kTokenizerFiles) ||
+        OneOf(path, kSentenceTransformersFiles) || IsSentenceConfig(path) || IsModuleFile(path)) {
       STAMEN_RETURN_IF_ERROR(ValidateRepoFilePath(path));
       chosen.push_back(file);
     }

@@ -35,6 +35,10 @@ Status ValidateRepoFilePath(std::string_view path);
 //   - sentence-transformers files: modules.json, config_sentence_transformers.json,
 //     sentence_*_config.json, and the .json and .safetensors files of the module folders
 //     (1_Pooling/config.json, 2_Dense/…, 2_Normalize/…).
-StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& files, const std::string& repo_id);
+// Without `weights`, no .safetensors file is chosen (a sharded model's small index still is,
+// for the tensor names): what a gateway reads. The repository must still have weights a
+// worker loads.
+StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& files, const std::string& repo_id,
+                                                 bool weights = true);
 
 }  // namespace stamen::hub

@@ -88,7 +88,10 @@ Status HttpError(const HubConfig& config, const HttpResponse& response, const st
   const std::string model_url = config.endpoint + "/" + repo_id;
   if (!response.completed()) {
     return Status::Error("cannot " + std::string(path.empty() ? "reach " + config.endpoint : "download " + path) +
-                         " for " + repo_id + ": " + response.curl_error);
+                         " for " + repo_id + ": " + response.curl_error +
+                         (path.empty() ? " (set HF_ENDPOINT to a mirror the machine reaches, use --offline with a "
+                                         "hub cache that has the model, or pass the model's folder)"
+                                       : ""));
   }
   const std::string code = response.Header("x-error-code");
   const std::string hub_message = response.Header("x-error-message");
@@ -241,11 +244,12 @@ Status HubClient::FillBlobFromHeaders(const std::string& repo_id, const std::str
 }
 
 Status HubClient::Download(const std::string& repo_id, const std::string& commit, const RepoFile& file,
-                           const std::string& incomplete_path, const std::string& blob_path) const {
+                           const std::string& incomplete_path, const std::string& blob_path,
+                           const std::function<void(int64_t bytes)>& on_bytes) const {
   Status status;
   for (int attempt = 1;; ++attempt) {
     bool transient = false;
-    status = DownloadOnce(repo_id, commit, file, incomplete_path, blob_path, &transient);
+    status = DownloadOnce(repo_id, commit, file, incomplete_path, blob_path, on_bytes, &transient);
     if (status.ok() || !transient) return status;
     if (attempt >= config_.max_attempts) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(config_.retry_delay_ms * attempt));
@@ -259,7 +263,7 @@ Status HubClient::Download(const std::string& repo_id, const std::string& commit
 
 Status HubClient::DownloadOnce(const std::string& repo_id, const std::string& commit, const RepoFile& file,
                                const std::string& incomplete_path, const std::string& blob_path,
-                               bool* transient) const {
+                               const std::function<void(int64_t bytes)>& on_bytes, bool* transient) const {
   *transient = false;
   const int fd = ::open(incomplete_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Status::Error("cannot create " + incomplete_path + ": " + std::strerror(errno));
@@ -320,6 +324,7 @@ Status HubClient::DownloadOnce(const std::string& repo_id, const std::string& co
     hash.Update(data);
     written += static_cast<int64_t>(data.size());
     progress.Draw(written);
+    if (on_bytes) on_bytes(static_cast<int64_t>(data.size()));
     return true;
   };
 

@@ -5,6 +5,7 @@
 // gated, disk full, checksum).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,10 @@ class HubClient {
   // already holds with a Range request and retrying interrupted transfers; checks the size
   // and, for LFS files, the sha256 (from the listing or X-Linked-Etag); then renames it to
   // `blob_path`. An interrupted download keeps the .incomplete file for the next run; one
-  // that fails its checksum is removed.
+  // that fails its checksum is removed. `on_bytes`, when set, is told of every block written.
   Status Download(const std::string& repo_id, const std::string& commit, const RepoFile& file,
-                  const std::string& incomplete_path, const std::string& blob_path) const;
+                  const std::string& incomplete_path, const std::string& blob_path,
+                  const std::function<void(int64_t bytes)>& on_bytes = {}) const;
 
   const HubConfig& config() const { return config_; }
 
@@ -50,7 +52,8 @@ class HubClient {
   std::vector<std::string> AuthHeaders() const;
   std::string ResolveUrl(const std::string& repo_id, const std::string& revision, const std::string& path) const;
   Status DownloadOnce(const std::string& repo_id, const std::string& commit, const RepoFile& file,
-                      const std::string& incomplete_path, const std::string& blob_path, bool* transient) const;
+                      const std::string& incomplete_path, const std::string& blob_path,
+                      const std::function<void(int64_t bytes)>& on_bytes, bool* transient) const;
 
   HubConfig config_;
 };

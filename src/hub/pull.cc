@@ -13,11 +13,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+
+#include <spdlog/spdlog.h>
 
 #include "hub/cache.h"
 #include "hub/file_selection.h"
 #include "hub/hub_client.h"
+#include "hub/progress_log.h"
 #include "hub/resolve_model.h"
 
 namespace stamen::hub {
@@ -115,7 +119,7 @@ StatusOr<std::string> PullModel(const std::string& repo_id, const ResolveOptions
   auto info = client.GetRepoInfo(repo_id, options.revision);
   if (!info.ok()) return info.status();
   const std::string& commit = info->commit;
-  auto chosen = SelectModelFiles(info->files, repo_id);
+  auto chosen = SelectModelFiles(info->files, repo_id, options.weights);
   if (!chosen.ok()) return chosen.status();
   std::vector<RepoFile>& files = *chosen;
   for (RepoFile& file : files) {
@@ -146,6 +150,17 @@ StatusOr<std::string> PullModel(const std::string& repo_id, const ResolveOptions
     std::fprintf(stderr, "pulling %s (commit %.12s) into %s: %s\n", repo_id.c_str(), commit.c_str(),
                  cache.cache_dir().c_str(), Megabytes(needed).c_str());
   }
+  // Without a terminal (docker, Kubernetes) a multi-GB pull is logged as lines instead.
+  std::unique_ptr<ProgressLog> log;
+  if (options.progress && !tty && needed > 0) {
+    spdlog::info("pull: {} (commit {}) into {}: {} to download", repo_id, commit.substr(0, 12), cache.cache_dir(),
+                 Megabytes(needed));
+    log = std::make_unique<ProgressLog>("pull: " + repo_id, needed,
+                                        [](const std::string& line) { spdlog::info("{}", line); });
+  }
+  const std::function<void(int64_t)> on_bytes = [&log](int64_t bytes) {
+    if (log) log->Add(bytes);
+  };
 
   for (const RepoFile& file : files) {
     const std::string& blob = file.blob();
@@ -154,12 +169,13 @@ StatusOr<std::string> PullModel(const std::string& repo_id, const ResolveOptions
       if (!lock.ok()) return lock.status();
       if (FileSize(cache.BlobPath(blob)) < 0) {  // another process may have finished it meanwhile
         STAMEN_RETURN_IF_ERROR(
-            client.Download(repo_id, commit, file, cache.IncompletePath(blob), cache.BlobPath(blob)));
+            client.Download(repo_id, commit, file, cache.IncompletePath(blob), cache.BlobPath(blob), on_bytes));
       }
     }
     STAMEN_RETURN_IF_ERROR(cache.LinkSnapshotFile(commit, file.path, blob));
   }
   STAMEN_RETURN_IF_ERROR(cache.WriteRef(options.revision, commit));
+  if (log) log->Finish();
   return cache.SnapshotDir(commit);
 }
 

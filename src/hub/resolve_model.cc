@@ -20,7 +20,7 @@ StatusOr<std::string> ResolveModel(const std::string& model, const ResolveOption
   if (const auto commit = cache.ResolveRevision(options.revision)) {
     const std::string snapshot = cache.SnapshotDir(*commit);
     if (std::filesystem::is_directory(snapshot, error)) {
-      const std::vector<std::string> missing = MissingModelFiles(snapshot);
+      const std::vector<std::string> missing = MissingModelFiles(snapshot, options.weights);
       if (missing.empty()) return snapshot;
       for (const std::string& file : missing) partly += (partly.empty() ? "" : ", ") + file;
       partly = " (" + snapshot + " lacks " + partly + ")";
@@ -30,11 +30,13 @@ StatusOr<std::string> ResolveModel(const std::string& model, const ResolveOption
     return Status::Error("model " + model + " (revision " + options.revision + ") is not " +
                          (partly.empty() ? "in" : "complete in") + " the Hugging Face cache " + cache.cache_dir() +
                          partly + " and offline mode is on (--offline or HF_HUB_OFFLINE=1): run `stamen pull " +
-                         model + "` where the hub is reachable, or set HF_HUB_CACHE to a cache that has it");
+                         model + "` where the hub is reachable, set HF_HUB_CACHE to a cache that has it, or pass "
+                         "the model's folder instead");
   }
   auto pulled = PullModel(model, options);
-  if (!pulled.ok() && std::filesystem::is_directory(model.substr(0, model.find('/')), error)) {
-    // "models/x" may have been meant as a local path.
+  if (!pulled.ok() && (model.find('/') == std::string::npos ||
+                       std::filesystem::is_directory(model.substr(0, model.find('/')), error))) {
+    // "models/x", or a legacy name "x", may have been meant as a local path.
     return Status::Error("no model folder '" + model + "', and as a hub id: " + pulled.status().message());
   }
   return pulled;

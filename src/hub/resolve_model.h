@@ -20,18 +20,22 @@ struct ResolveOptions {
   std::string token{};            // empty: $HF_TOKEN, else the file $HF_TOKEN_PATH or $HF_HOME/token
   bool offline = false;           // never touch the network (also when HF_HUB_OFFLINE=1)
   bool progress = true;           // progress bars on stderr, when stderr is a terminal
+  // false: only the files that describe the model (config, tokenizer, sentence-transformers
+  // configs), never weights: what a gateway in front of workers reads.
+  bool weights = true;
 };
 
 // The folder to load for `model`:
 //   - an existing directory is returned as it is;
 //   - an "org/name" id resolves through the cache (refs/<revision> -> snapshots/<commit>)
-//     when that snapshot has config.json and the safetensors weights, without any request;
+//     when that snapshot has config.json and (unless !options.weights) the safetensors
+//     weights, without any request;
 //   - otherwise the model is pulled (PullModel), unless offline, which is an error naming the
 //     cache that was searched.
 StatusOr<std::string> ResolveModel(const std::string& model, const ResolveOptions& options = {});
 
-// Downloads the files of `repo_id` that stamen needs (config, safetensors weights, tokenizer,
-// sentence-transformers modules; never pytorch_model.bin or ONNX) at `options.revision` into
+// Downloads the files of `repo_id` that stamen needs (config, safetensors weights unless
+// !options.weights, tokenizer, sentence-transformers modules; never pytorch_model.bin or ONNX) at `options.revision` into
 // the cache, reusing blobs already there and resuming interrupted downloads, and returns the
 // snapshot folder (<cache>/models--org--name/snapshots/<commit>). Always asks the hub which
 // commit the revision names. An error when offline.

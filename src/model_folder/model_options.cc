@@ -26,6 +26,13 @@ std::optional<ops::PoolingMode> ParsePoolingOption(std::string_view name) {
   return ops::PoolingModeFromName(name);
 }
 
+Status CheckPoolingFitsModel(const ModelConfig& config, ops::PoolingMode pooling) {
+  if (pooling == ops::PoolingMode::kSplade && config.head != ModelHead::kMaskedLm) {
+    return Status::Error(config.architecture + " has no masked-LM head: splade pooling needs a …ForMaskedLM model");
+  }
+  return Status();
+}
+
 const std::string* FindPrompt(const SentenceTransformersConfig& config, const std::string& name) {
   const auto found = config.prompts.find(name);
   return found != config.prompts.end() ? &found->second : nullptr;

@@ -23,6 +23,11 @@ std::string PoolingOptionName(ops::PoolingMode mode);
 // "mean_sqrt_len_tokens"); nullopt for any other text.
 std::optional<ops::PoolingMode> ParsePoolingOption(std::string_view name);
 
+// Whether a model with `config`'s head can pool with `pooling`: splade needs a masked-LM head
+// (…ForMaskedLM). The one check `stamen embed`, the gateway at start and the engine per step
+// share, so an impossible pair is refused before anything is served.
+Status CheckPoolingFitsModel(const ModelConfig& config, ops::PoolingMode pooling);
+
 // The text of the prompt called `name` in config_sentence_transformers.json; nullptr when the
 // model has none by that name.
 const std::string* FindPrompt(const SentenceTransformersConfig& config, const std::string& name);

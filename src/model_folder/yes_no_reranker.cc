@@ -93,7 +93,11 @@ Status ResolveYesNoReranker(const std::string& model_dir, std::optional<bool> re
     if (!causal_lm || sentence_transformers.has_modules) return Status();
     if (!config->tie_word_embeddings) {
       auto has_head = FolderHasTensor(model_dir, "lm_head.weight");
-      if (!has_head.ok()) return has_head.status();
+      if (!has_head.ok()) {
+        // A gateway pulls no weights: a single-file model's tensor names are not there to read.
+        return Status::Error("cannot tell whether " + config->architecture + " is a yes/no reranker (" +
+                             has_head.status().message() + "): give --yes-no-reranker on or off");
+      }
       if (!*has_head) return Status();
     }
   } else if (!causal_lm) {

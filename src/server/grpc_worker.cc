@@ -27,14 +27,24 @@ StatusOr<std::unique_ptr<GrpcWorker>> GrpcWorker::Start(const GrpcWorkerOptions&
     http_options.host = options.metrics_host;
     http_options.port = static_cast<uint16_t>(options.metrics_port);
     metrics::Registry* registry = &server->registry_;
-    auto metrics = http::Server::Start(http_options, [registry](http::Request request, http::Respond respond) {
+    const Scheduler* scheduler = &server->worker_->scheduler();
+    auto metrics = http::Server::Start(http_options, [registry, scheduler](http::Request request, http::Respond respond) {
       http::Response response;
       if (request.path == "/metrics") {
         response.content_type = "text/plain; version=0.0.4";
         response.body = registry->Render();
+      } else if (request.path == "/live") {
+        // Kubernetes' probes: alive while this answers; ready while it takes requests.
+        response.body = R"({"status":"ok"})";
+      } else if (request.path == "/ready") {
+        const bool draining = scheduler->draining();
+        response.status = draining ? 503 : 200;
+        response.body = draining ? R"({"error":"the worker is shutting down","error_type":"unhealthy"})"
+                                 : R"({"status":"ok"})";
       } else {
         response.status = 404;
-        response.body = R"({"error":"not found: this port serves /metrics only","error_type":"not_found"})";
+        response.body =
+            R"({"error":"not found: this port serves /metrics, /live and /ready","error_type":"not_found"})";
       }
       respond(std::move(response));
     });

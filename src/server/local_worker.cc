@@ -28,7 +28,10 @@ std::array<int64_t, 2> WarmUpTokens(int64_t max_batch_tokens) {
   return {std::min(kWarmUpTokens[0], most), std::min(kWarmUpTokens[1], most)};
 }
 
-Status WarmUp(engine::Engine& engine, int64_t max_sequence_length, const std::array<int64_t, 2>& step_tokens) {
+// Runs the warm-up steps; `tokens_per_second` gets the rate of the largest, a first estimate
+// of the worker's (low: it includes its own one-time costs and one long sequence's attention).
+Status WarmUp(engine::Engine& engine, int64_t max_sequence_length, const std::array<int64_t, 2>& step_tokens,
+              double* tokens_per_second) {
   engine::StepOptions step;
   if (engine.config().head == engine::ModelHead::kSequenceClassification) {
     step.output = engine::StepOutput::kScores;
@@ -42,9 +45,12 @@ Status WarmUp(engine::Engine& engine, int64_t max_sequence_length, const std::ar
     for (int64_t start = 0; start < tokens; start += longest) {
       cu_seqlens.push_back(static_cast<int32_t>(std::min(tokens, start + longest)));
     }
+    const auto start = std::chrono::steady_clock::now();
     StatusOr<engine::LazyResult> result = engine.Step({ids, cu_seqlens, {}}, step);
     if (!result.ok()) return result.status();
     STAMEN_RETURN_IF_ERROR(result->Wait());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (seconds > 0) *tokens_per_second = static_cast<double>(tokens) / seconds;
   }
   return Status();
 }
@@ -109,8 +115,10 @@ StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Load(const LocalWorkerOption
   if (!on_gpu) {
     const auto warm_up_start = Clock::now();
     const std::array<int64_t, 2> step_tokens = WarmUpTokens(scheduler_options.max_batch_tokens);
-    const Status warmed = WarmUp(*worker->engine_, limits.max_sequence_length, step_tokens);
+    double tokens_per_second = 0;
+    const Status warmed = WarmUp(*worker->engine_, limits.max_sequence_length, step_tokens, &tokens_per_second);
     if (!warmed.ok()) return Status::Error("warm-up step failed: " + warmed.message());
+    info.set_warm_up_tokens_per_second(tokens_per_second);
     spdlog::info("worker: warmed up ({} and {} token steps) in {:.2f} s", step_tokens[0], step_tokens[1],
                  std::chrono::duration<double>(Clock::now() - warm_up_start).count());
   }

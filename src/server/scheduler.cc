@@ -497,8 +497,9 @@ void Scheduler::LoopThread() {
 void Scheduler::Scatter(Batch& batch) {
   const Clock::time_point start = Clock::now();
   const bool ok = batch.result.ok();
-  const Status failure =
-      ok ? Status() : Status::Error(StatusCode::kError, "inference failed: " + batch.result.status().message());
+  // The engine's message as it is: whoever answers the client (the gateway's DispatchError)
+  // says that inference failed.
+  const Status failure = ok ? Status() : Status::Error(StatusCode::kError, batch.result.status().message());
   for (const Batch::Slice& slice : batch.slices) {
     WorkRequest& request = *slice.request;
     --request.batches_in_flight;

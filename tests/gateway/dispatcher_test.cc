@@ -184,6 +184,34 @@ TEST(DispatcherTest, WithNoOtherWorkerTheFirstErrorStands) {
   EXPECT_EQ(outcome.status.code(), StatusCode::kResourceExhausted);
 }
 
+// Load is not a failure: a full queue is not retried on another worker (429 for the client at
+// once) and marks no worker down; a call past its own timeout is retried elsewhere, and the
+// health checks, not the call, decide whether its worker is down (issue 45: workers flapped).
+TEST(DispatcherTest, LoadIsNeitherRetriedNorMarkedDown) {
+  for (const StatusCode code : {StatusCode::kResourceExhausted, StatusCode::kDeadlineExceeded}) {
+    metrics::Registry registry;
+    Dispatcher dispatcher({.chunk_tokens = 10}, registry);
+    auto busy = std::make_shared<FakeBackend>("busy");
+    busy->fail_with = code;
+    auto good = std::make_shared<FakeBackend>("good");
+    dispatcher.AddWorker(busy);
+    dispatcher.AddWorker(good);
+    Outcome outcome;
+    dispatcher.Run(Job(4, 10), outcome.Callback());  // four chunks, two on each worker at first
+    outcome.Wait();
+    EXPECT_TRUE(dispatcher.workers()[0]->healthy.load()) << static_cast<int>(code);
+    const std::string metrics = registry.Render();
+    if (code == StatusCode::kResourceExhausted) {
+      EXPECT_EQ(outcome.status.code(), StatusCode::kResourceExhausted);
+      EXPECT_NE(metrics.find("stamen_gateway_retries_total 0"), std::string::npos) << metrics;
+    } else {
+      ASSERT_TRUE(outcome.status.ok()) << outcome.status.message();
+      for (int i = 0; i < 4; ++i) EXPECT_EQ(outcome.values[i], static_cast<float>(i));
+      EXPECT_EQ(metrics.find("stamen_gateway_retries_total 0"), std::string::npos) << metrics;
+    }
+  }
+}
+
 TEST(DispatcherTest, NoHealthyWorkerIsUnavailable) {
   metrics::Registry registry;
   Dispatcher dispatcher({}, registry);

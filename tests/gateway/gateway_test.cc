@@ -10,8 +10,14 @@
 
 #include <signal.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
+#include <regex>
 #include <fstream>
 #include <numeric>
 #include <optional>
@@ -326,7 +332,7 @@ void ExpectErrorShapeOf(const std::string& path, const testing::HttpAnswer& answ
 }
 
 TEST_F(GatewayTest, TeiHealthRoutesAndRootEmbed) {
-  for (const std::string path : {"/", "/ping", "/health", "/live"}) {
+  for (const std::string path : {"/", "/ping", "/health", "/ready", "/live"}) {
     const auto answer = Http(served_->port(), "GET", path);
     EXPECT_EQ(answer.status, 200) << path;
     EXPECT_EQ(answer.body, R"({"status":"ok"})") << path;
@@ -1424,6 +1430,95 @@ TEST(ServeCommandTest, ModelIdIsTheModel) {
   std::stringstream text;
   text << std::ifstream(log).rdbuf();
   EXPECT_NE(text.str().find("name the served model with --served-model-name"), std::string::npos) << text.str();
+}
+
+// A pooling the model cannot do is refused at start, before the model is loaded, as `stamen
+// embed` refuses it (issue 45: serve started, then failed every request).
+TEST(ServeCommandTest, RefusesSpladeOnAModelWithoutAMaskedLmHead) {
+  const std::string log = server::testing::ScratchFolder() + "/splade-refused.log";
+  for (const std::string command : {"serve --threads 1", "gateway --workers 127.0.0.1:1"}) {
+    const std::string line = "'" + std::string(STAMEN_CLI) + "' " + command + " --model '" + Embedder() +
+                             "' --pooling splade --port 0 2> '" + log + "'";
+    const int status = std::system(line.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << command << ": " << status;
+    std::stringstream text;
+    text << std::ifstream(log).rdbuf();
+    EXPECT_NE(text.str().find("BertModel has no masked-LM head: splade pooling needs a …ForMaskedLM model"),
+              std::string::npos) << text.str();
+    EXPECT_EQ(text.str().find("warmed up"), std::string::npos) << command << ": the model was loaded first";
+  }
+}
+
+// A port another process listens on, for as long as it lives.
+class BusyPort {
+ public:
+  BusyPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&address), length) == 0 && listen(fd_, 1) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      port_ = ntohs(address.sin_port);
+    }
+  }
+  ~BusyPort() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// Runs `stamen ARGUMENTS`; its exit code and stderr.
+std::pair<int, std::string> RunCli(const std::string& arguments) {
+  const std::string log = server::testing::ScratchFolder() + "/cli.log";
+  const int status = std::system(("'" + std::string(STAMEN_CLI) + "' " + arguments + " 2> '" + log + "'").c_str());
+  std::stringstream text;
+  text << std::ifstream(log).rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+}
+
+// At start: a line with the version and the settings given (secrets hidden), timestamps with
+// their zone, and a busy port reported before the model is loaded (issue 45).
+TEST(ServeCommandTest, StartLineAndABusyPortBeforeTheModelLoads) {
+  BusyPort busy;
+  ASSERT_GT(busy.port(), 0);
+  const std::string port = std::to_string(busy.port());
+  for (const std::string command : {"serve --threads 1 --api-key s3cret --port " + port,
+                                    "gateway --workers 127.0.0.1:1 --api-key s3cret --port " + port,
+                                    "worker --threads 1 --listen 127.0.0.1:" + port}) {
+    const auto [code, log] = RunCli(command + " --model '" + Embedder() + "'");
+    EXPECT_EQ(code, 2) << command << "\n" << log;
+    EXPECT_NE(log.find("cannot listen on 127.0.0.1:" + port + ": Address already in use"), std::string::npos)
+        << command << "\n" << log;
+    EXPECT_EQ(log.find("warmed up"), std::string::npos) << command << ": the model was loaded first\n" << log;
+    const std::string name = command.substr(0, command.find(' '));
+    EXPECT_NE(log.find(std::string("stamen ") + STAMEN_VERSION + " " + name + ": "), std::string::npos) << log;
+    EXPECT_NE(log.find("--model="), std::string::npos) << log;
+    EXPECT_EQ(log.find("s3cret"), std::string::npos) << "the API key was logged:\n" << log;
+    // 2026-12-05T13:46:57.363+00:00 info …
+    EXPECT_TRUE(std::regex_search(log, std::regex(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d info )")))
+        << log;
+  }
+}
+
+// `worker --model-id` is the model, as for serve and gateway; beside --model it is still the
+// served name, with a line saying it is deprecated.
+TEST(WorkerCommandTest, ModelIdIsTheModelAndTheOldMeaningIsDeprecated) {
+  BusyPort busy;  // each run stops at the busy port, after reading its model flags
+  const std::string listen = " --listen 127.0.0.1:" + std::to_string(busy.port());
+  auto [code, log] = RunCli("worker --model-id '" + Embedder() + "'" + listen);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("Address already in use"), std::string::npos) << log;
+  std::tie(code, log) = RunCli("worker --model '" + Embedder() + "' --model-id my-name" + listen);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("is taken as the served name, its old meaning; it is deprecated: use --served-model-name my-name"),
+            std::string::npos) << log;
+  std::tie(code, log) = RunCli("worker" + listen);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("no model: give --model (or --model-id)"), std::string::npos) << log;
 }
 
 }  // namespace

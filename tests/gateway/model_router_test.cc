@@ -127,9 +127,11 @@ TEST_F(ModelRouterTest, HealthSaysWhichModelCannotServe) {
   }
   EXPECT_EQ(answer.status, 200);
   EXPECT_EQ(answer.body, R"({"status":"degraded","unavailable":["down"]})");
+  EXPECT_EQ(Http(router_->port(), "GET", "/ready").body, answer.body);  // readiness, under its probe's name
   EXPECT_EQ(Http(router_->port(), "GET", "/models/org/mini/health").status, 200);
   answer = Http(router_->port(), "GET", "/models/down/health");
   EXPECT_EQ(answer.status, 503);
+  EXPECT_EQ(Http(router_->port(), "GET", "/models/down/ready").status, 503);
   // Liveness is the process's, not the workers': 200 without the API key while "down" has no
   // worker, on the server and under that model's path alike.
   for (const std::string path : {"/live", "/models/down/live"}) {

@@ -163,10 +163,15 @@ void FakeHub::Handle(int fd) {
     answer.headers.push_back({"X-Error-Code", code});
     answer.body = "{\"error\":\"" + code + "\"}";
   };
-  // Finds "org/name" at the start of `rest` and the part after it.
+  // Finds "org/name" (or a legacy "name" without an org) at the start of `rest` and the part
+  // after it.
   const auto find_repo = [&](const std::string& rest, std::string* after) -> const FakeRepo* {
     const size_t slash = rest.find('/');
     if (slash == std::string::npos) return nullptr;
+    if (const auto legacy = repos_.find(rest.substr(0, slash)); legacy != repos_.end()) {
+      *after = rest.substr(slash);
+      return &legacy->second;
+    }
     const size_t end = rest.find('/', slash + 1);
     const auto found = repos_.find(rest.substr(0, end));
     if (found == repos_.end()) return nullptr;

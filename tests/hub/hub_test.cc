@@ -17,6 +17,7 @@
 #include "hub/cache.h"
 #include "hub/file_selection.h"
 #include "hub/resolve_model.h"
+#include "hub/progress_log.h"
 #include "hub/sha256.h"
 #include "temp_dir.h"
 
@@ -101,10 +102,12 @@ TEST(Sha256, KnownDigests) {
 }
 
 TEST(Cache, RepoIdsAndRevisions) {
-  for (const char* good : {"sentence-transformers/all-MiniLM-L6-v2", "BAAI/bge-small-en-v1.5", "org/x_y.z"}) {
+  for (const char* good :
+       {"sentence-transformers/all-MiniLM-L6-v2", "BAAI/bge-small-en-v1.5", "org/x_y.z", "bert-base-uncased"}) {
     EXPECT_TRUE(ValidateRepoId(good).ok()) << good;
   }
-  for (const char* bad : {"bert-base-uncased", "a/b/c", "../x", "org/..", "org/-x", "org/x.", "org/a--b", "org/a..b",
+  EXPECT_EQ(RepoFolderName("bert-base-uncased"), "models--bert-base-uncased");  // as huggingface_hub names it
+  for (const char* bad : {"a/b/c", "-x", "x..y", "", "../x", "org/..", "org/-x", "org/x.", "org/a--b", "org/a..b",
                           "org/na me", "/abs", "org/", "/name", "org/x?y"}) {
     EXPECT_FALSE(ValidateRepoId(bad).ok()) << bad;
   }
@@ -187,6 +190,33 @@ TEST(FileSelection, ShardedWeights) {
                                              "tokenizer.json"}));
 }
 
+// What a gateway pulls: no weights, neither the model's nor a module's; a sharded model's index
+// (tensor names only) stays. A repository without safetensors is still refused.
+TEST(FileSelection, WithoutWeightsOnlyConfigsAndTokenizer) {
+  std::vector<RepoFile> files;
+  for (const char* path : {"config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json", "modules.json",
+                           "1_Pooling/config.json", "2_Dense/config.json", "2_Dense/model.safetensors"}) {
+    files.push_back({.path = path});
+  }
+  auto chosen = SelectModelFiles(files, "org/m", /*weights=*/false);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  std::vector<std::string> paths;
+  for (const RepoFile& file : *chosen) paths.push_back(file.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json",
+                                             "2_Dense/config.json"}));
+  files.clear();
+  for (const char* path : {"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                           "model-00002-of-00002.safetensors", "tokenizer.json"}) {
+    files.push_back({.path = path});
+  }
+  chosen = SelectModelFiles(files, "org/m", false);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  paths.clear();
+  for (const RepoFile& file : *chosen) paths.push_back(file.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"config.json", "model.safetensors.index.json", "tokenizer.json"}));
+  EXPECT_FALSE(SelectModelFiles({{.path = "config.json"}, {.path = "pytorch_model.bin"}}, "org/old", false).ok());
+}
+
 TEST(FileSelection, NoSafetensorsIsAnError) {
   const auto chosen = SelectModelFiles({{.path = "config.json"}, {.path = "pytorch_model.bin"}}, "org/old");
   ASSERT_FALSE(chosen.ok());
@@ -197,6 +227,40 @@ TEST(FileSelection, NoSafetensorsIsAnError) {
   EXPECT_FALSE(ValidateRepoFilePath("a//b").ok());
   EXPECT_FALSE(ValidateRepoFilePath("/etc/passwd").ok());
   EXPECT_TRUE(ValidateRepoFilePath("1_Pooling/config.json").ok());
+}
+
+// A pull logged as lines: one per tenth of the bytes at most every interval, one after half a
+// minute of nothing new, none in between, and a last one.
+TEST(ProgressLog, LinesPerTenthAtMostEveryIntervalAndWhenStalled) {
+  using Clock = ProgressLog::Clock;
+  const Clock::time_point start{};
+  std::vector<std::string> lines;
+  ProgressLog log("pull: org/big", 1'000'000'000, [&](const std::string& line) { lines.push_back(line); },
+                  std::chrono::seconds(5), start);
+  const auto at = [&](double seconds) {
+    return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  };
+  log.Add(50'000'000, at(1));  // 5 %: nothing yet
+  log.Add(60'000'000, at(4));  // 11 %, but under 5 s since the start
+  EXPECT_TRUE(lines.empty());
+  log.Add(1'000'000, at(5));  // 11.1 % at 5 s
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "pull: org/big: 111.0 MB of 1.00 GB (11%), 22.2 MB/s, about 40 s left");
+  log.Add(50'000'000, at(20));  // 16 %: not a new tenth
+  EXPECT_EQ(lines.size(), 1u);
+  log.Add(40'000'000, at(21));  // 20.1 %
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("(20%)"), std::string::npos) << lines[1];
+  log.Add(1'000, at(50));  // stalled: under 30 s since the last line
+  EXPECT_EQ(lines.size(), 2u);
+  log.Add(1'000, at(51.5));  // 30.5 s since the last line
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[2].find("(20%)"), std::string::npos) << lines[2];
+  log.Add(799'998'000, at(60));
+  log.Finish(at(60));
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_NE(lines[3].find("(100%)"), std::string::npos) << lines[3];
+  EXPECT_EQ(lines[4], "pull: org/big: 1.00 GB downloaded in 60.0 s");
 }
 
 // --- against the fake hub ---
@@ -260,6 +324,41 @@ TEST_F(HubTest, FreshPullLaysOutTheCacheLikeHuggingfaceHub) {
   EXPECT_EQ(RequestsTo(requests, "/cdn/").size(), 1u);  // the LFS file followed its redirect
   for (const FakeRequest& request : requests) EXPECT_EQ(request.authorization, "") << request.target;
   EXPECT_TRUE(RequestsTo(requests, "/org/tiny/resolve/" + kCommit + "/pytorch_model.bin").empty());
+}
+
+// A gateway's pull (weights off) downloads no weights and finds its snapshot in the cache
+// after; a worker's resolve then downloads only the weights into the same snapshot.
+TEST_F(HubTest, WithoutWeightsPullsConfigsAndTokenizerOnly) {
+  ResolveOptions describe = options_;
+  describe.weights = false;
+  const auto snapshot = ResolveModel("org/tiny", describe);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().message();
+  EXPECT_EQ(*snapshot, Snapshot());
+  for (const char* path : {"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json"}) {
+    EXPECT_TRUE(fs::exists(Snapshot() + "/" + path)) << path;
+  }
+  EXPECT_FALSE(fs::exists(Snapshot() + "/model.safetensors"));
+  EXPECT_TRUE(RequestsTo(hub_.requests(), "/org/tiny/resolve/" + kCommit + "/model.safetensors").empty());
+  EXPECT_TRUE(RequestsTo(hub_.requests(), "/cdn/").empty());
+  hub_.ClearRequests();
+  ASSERT_TRUE(ResolveModel("org/tiny", describe).ok());
+  EXPECT_TRUE(hub_.requests().empty());  // complete for a gateway
+  ASSERT_TRUE(ResolveModel("org/tiny", options_).ok());
+  const auto requests = hub_.requests();
+  EXPECT_EQ(RequestsTo(requests, "/org/tiny/resolve/" + kCommit + "/").size(), 1u);  // the weights alone
+  EXPECT_EQ(ReadFile(Snapshot() + "/model.safetensors"), FileOf(repo_, "model.safetensors").content);
+}
+
+// A legacy id without an org ("bert-base-uncased") is pulled and found like any other.
+TEST_F(HubTest, LegacyNameWithoutAnOrg) {
+  hub_.AddRepo(TinyRepo("tiny-legacy"));
+  const auto pulled = ResolveModel("tiny-legacy", options_);
+  ASSERT_TRUE(pulled.ok()) << pulled.status().message();
+  EXPECT_EQ(*pulled, cache_.path() + "/models--tiny-legacy/snapshots/" + kCommit);
+  EXPECT_EQ(ReadFile(*pulled + "/config.json"), FileOf(repo_, "config.json").content);
+  hub_.ClearRequests();
+  ASSERT_TRUE(ResolveModel("tiny-legacy", options_).ok());
+  EXPECT_TRUE(hub_.requests().empty());
 }
 
 TEST_F(HubTest, CacheHitMakesNoRequest) {
@@ -406,6 +505,7 @@ TEST_F(HubTest, OfflineMissIsAClearErrorWithoutARequest) {
   ASSERT_FALSE(missed.ok());
   EXPECT_NE(missed.status().message().find("offline"), std::string::npos) << missed.status().message();
   EXPECT_NE(missed.status().message().find(cache_.path()), std::string::npos) << missed.status().message();
+  EXPECT_NE(missed.status().message().find("pass the model's folder"), std::string::npos) << missed.status().message();
   setenv("HF_HUB_OFFLINE", "1", 1);
   missed = ResolveModel("org/tiny", options_);
   EXPECT_FALSE(missed.ok());
@@ -507,6 +607,10 @@ TEST_F(HubTest, UnreachableHubIsNamed) {
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.status().message().find("cannot reach http://127.0.0.1:1 for org/tiny"), std::string::npos)
       << failed.status().message();
+  // What to do about it: a mirror, the cache, or a folder.
+  for (const char* way : {"HF_ENDPOINT", "--offline", "model's folder"}) {
+    EXPECT_NE(failed.status().message().find(way), std::string::npos) << way << ": " << failed.status().message();
+  }
 }
 
 TEST_F(HubTest, FoldersAreUsedAsTheyAre) {

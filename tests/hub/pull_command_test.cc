@@ -67,7 +67,12 @@ TEST_F(PullCommandTest, PullThenEmbedByHubId) {
   ASSERT_EQ(pulled.code, 0) << pulled.err;
   const std::string snapshot = work_.File("cache") + "/models--org--tiny/snapshots/" + kCommit;
   EXPECT_EQ(pulled.out, snapshot + "\n");
-  EXPECT_EQ(pulled.err, "");  // no progress bars when stderr is not a terminal
+  // No progress bar when stderr is not a terminal: log lines, the first and the last.
+  EXPECT_EQ(pulled.err.find('\r'), std::string::npos) << pulled.err;
+  EXPECT_NE(pulled.err.find(" info pull: org/tiny (commit 89abcdef0123) into " + work_.File("cache")),
+            std::string::npos) << pulled.err;
+  EXPECT_NE(pulled.err.find(" info pull: org/tiny: "), std::string::npos) << pulled.err;
+  EXPECT_NE(pulled.err.find(" downloaded in "), std::string::npos) << pulled.err;
   EXPECT_TRUE(fs::is_symlink(snapshot + "/model.safetensors"));
   EXPECT_TRUE(fs::exists(snapshot + "/1_Pooling/config.json"));
   EXPECT_FALSE(fs::exists(snapshot + "/pytorch_model.bin"));
@@ -90,6 +95,28 @@ TEST_F(PullCommandTest, EmbedPullsAMissingModel) {
   EXPECT_EQ(std::count(embedded.out.begin(), embedded.out.end(), '\n'), 2);
   EXPECT_FALSE(hub_.requests().empty());
   EXPECT_TRUE(fs::exists(work_.File("cache") + "/models--org--tiny/refs/main"));
+}
+
+// `stamen gateway --model org/name` pulls what it reads (configs, tokenizer), never the weights
+// its workers load (issue 45: every gateway replica pulled model.safetensors).
+TEST_F(PullCommandTest, GatewayPullsNoWeights) {
+  const std::string log = work_.File("gateway.log");
+  const std::string line = "env -u HF_TOKEN -u HF_HUB_OFFLINE -u HF_HUB_CACHE " + environment_ + " '" + kCli +
+                           "' gateway --model org/tiny --workers 127.0.0.1:1 --port 0 --tokenization-workers 1 2> '" +
+                           log + "' & pid=$!; for i in $(seq 300); do grep -q ' on http://' '" + log +
+                           "' && break; sleep 0.1; done; kill $pid; wait $pid";
+  std::system(line.c_str());
+  const std::string text = ReadFile(log);
+  ASSERT_NE(text.find(" on http://"), std::string::npos) << text;
+  const std::string snapshot = work_.File("cache") + "/models--org--tiny/snapshots/" + kCommit;
+  for (const char* path : {"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json"}) {
+    EXPECT_TRUE(fs::exists(snapshot + "/" + path)) << path;
+  }
+  EXPECT_FALSE(fs::exists(snapshot + "/model.safetensors"));
+  for (const auto& request : hub_.requests()) {
+    EXPECT_EQ(request.target.find(".safetensors"), std::string::npos) << request.target;
+    EXPECT_FALSE(request.target.starts_with("/cdn/")) << request.target;
+  }
 }
 
 TEST_F(PullCommandTest, CacheOptionAndRevision) {
@@ -116,7 +143,7 @@ TEST_F(PullCommandTest, Errors) {
   EXPECT_NE(failed.err.find("stamen rerank: org/tiny is a gated model"), std::string::npos) << failed.err;
   EXPECT_NE(failed.err.find("HF_TOKEN"), std::string::npos) << failed.err;
 
-  failed = RunStamen(environment_, "pull not-an-id", "");
+  failed = RunStamen(environment_, "pull not/an/id", "");
   EXPECT_EQ(failed.code, 2);
   EXPECT_NE(failed.err.find("expected org/name"), std::string::npos) << failed.err;
 }

@@ -269,6 +269,24 @@ TEST_F(GrpcWorkerTest, InfoHealthAndMetrics) {
   EXPECT_NE(metrics.find("stamen_queue_tokens 0"), std::string::npos);
   EXPECT_NE(metrics.find("stamen_worker_requests_total{status=\"ok\"}"), std::string::npos);
   EXPECT_NE(HttpGet(worker_->metrics_port(), "/other").find("HTTP/1.1 404"), std::string::npos);
+  EXPECT_NE(HttpGet(worker_->metrics_port(), "/live").find("HTTP/1.1 200"), std::string::npos);
+  EXPECT_NE(HttpGet(worker_->metrics_port(), "/ready").find("HTTP/1.1 200"), std::string::npos);
+}
+
+// Kubernetes' probes on the metrics port: a draining worker is alive and not ready.
+TEST(GrpcWorkerProbesTest, DrainingIsAliveAndNotReady) {
+  GrpcWorkerOptions options;
+  options.worker.model_dir = testing::TinyEmbedder();
+  options.worker.engine.num_threads = 1;
+  options.listen = "127.0.0.1:0";
+  options.metrics_port = 0;
+  auto worker = GrpcWorker::Start(options);
+  ASSERT_TRUE(worker.ok()) << worker.status().message();
+  EXPECT_NE(HttpGet((*worker)->metrics_port(), "/ready").find("HTTP/1.1 200"), std::string::npos);
+  (*worker)->worker().scheduler().Drain();
+  const std::string ready = HttpGet((*worker)->metrics_port(), "/ready");
+  EXPECT_NE(ready.find("HTTP/1.1 503"), std::string::npos) << ready;
+  EXPECT_NE(HttpGet((*worker)->metrics_port(), "/live").find("HTTP/1.1 200"), std::string::npos);
 }
 
 TEST(GrpcRerankerTest, ScoresEqualTheEngineAlone) {

@@ -588,9 +588,11 @@ TEST_F(TwoStepsInFlightTest, AFailedStepFailsOnlyItsRequestsAndNothingIsLost) {
   ASSERT_TRUE(completions_.WaitFor(4));
   ExpectMatchesAlone(*requests[0], inputs[0]);
   EXPECT_EQ(requests[1]->status.code(), StatusCode::kError);
-  EXPECT_NE(requests[1]->status.message().find("the fake device failed step 1"), std::string::npos);
+  // The engine's message as it is: the gateway adds "inference failed: " once (issue 45 saw it
+  // twice).
+  EXPECT_EQ(requests[1]->status.message(), "the fake device failed step 1");
   EXPECT_EQ(requests[2]->status.code(), StatusCode::kError);
-  EXPECT_NE(requests[2]->status.message().find("launch failed"), std::string::npos);
+  EXPECT_EQ(requests[2]->status.message(), "launch failed on the fake device");
   ExpectMatchesAlone(*requests[3], inputs[3]);
   EXPECT_EQ(metrics_.requests_ok.value(), 2u);
   EXPECT_EQ(metrics_.requests_failed.value(), 2u);

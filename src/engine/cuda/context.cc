@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "engine/cuda/runtime.h"
@@ -212,7 +213,16 @@ int DeviceCount(std::string* why) {
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
-    if (why != nullptr) *why = std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
+    if (why == nullptr) return 0;
+    // Without a driver the runtime blames its version (cudaErrorInsufficientDriver): on a
+    // machine with no GPU at all, say that instead.
+    std::error_code ignored;
+    const bool driver = std::filesystem::exists("/proc/driver/nvidia/version", ignored);
+    if (!driver && (error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice)) {
+      *why = "this machine has no NVIDIA GPU (no driver is loaded: /proc/driver/nvidia/version is missing)";
+    } else {
+      *why = std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
+    }
     return 0;
   }
   if (count == 0 && why != nullptr) *why = "the driver reports no GPU";

@@ -1,0 +1,84 @@
+"""Overload against `stamen serve`: N clients send one /v1/embeddings body of INPUTS texts each,
+all at once, and the answers are counted by status with their latencies (issue 45's probe:
+16 and 256 clients of 2,048 inputs of about 42 tokens). First one client alone gives the rate
+a request gets by itself; admitted throughput is the tokens of the 200 answers over the time
+until the last of them.
+
+Usage: overload.py PORT CLIENTS [INPUTS]   (prints one JSON line)
+"""
+import http.client
+import json
+import statistics
+import sys
+import threading
+import time
+
+WORDS = ("the quick brown fox jumps over a lazy dog while seven wise owls watch quietly from "
+         "old oak trees near the river bank under a pale morning sky").split()
+
+
+def body(inputs):
+    # About 42 tokens each (40 words and the special tokens), each text different.
+    texts = [" ".join(WORDS[(i + k) % len(WORDS)] for k in range(40)) + f" {i}" for i in range(inputs)]
+    return json.dumps({"input": texts, "model": "m"}).encode()
+
+
+def post(port, payload, results, index, start_barrier):
+    if start_barrier:
+        start_barrier.wait()
+    start = time.monotonic()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        connection.request("POST", "/v1/embeddings", payload, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        data = response.read()
+        status, retry_after = response.status, response.getheader("retry-after")
+        tokens = json.loads(data)["usage"]["prompt_tokens"] if status == 200 else 0
+    except Exception as error:  # noqa: BLE001 - a refused or cut connection is a result too
+        status, retry_after, tokens = f"error: {error}", None, 0
+    results[index] = (status, time.monotonic() - start, retry_after, tokens, time.monotonic())
+
+
+def percentiles(values):
+    if not values:
+        return None
+    values = sorted(values)
+    pick = lambda q: round(values[min(len(values) - 1, int(q * len(values)))], 3)
+    return {"p50": pick(0.5), "p90": pick(0.9), "max": round(values[-1], 3)}
+
+
+def main():
+    port, clients = int(sys.argv[1]), int(sys.argv[2])
+    inputs = int(sys.argv[3]) if len(sys.argv) > 3 else 2048
+    payload = body(inputs)
+    alone = [None]
+    post(port, payload, alone, 0, None)
+    single_rate = alone[0][3] / alone[0][1] if alone[0][0] == 200 else None
+    results = [None] * clients
+    barrier = threading.Barrier(clients)
+    threads = [threading.Thread(target=post, args=(port, payload, results, i, barrier)) for i in range(clients)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    counts = {}
+    for status, *_ in results:
+        counts[str(status)] = counts.get(str(status), 0) + 1
+    ok = [r for r in results if r[0] == 200]
+    admitted_tokens = sum(r[3] for r in ok)
+    last = max((r[4] for r in ok), default=start) - start
+    print(json.dumps({
+        "clients": clients, "inputs": inputs,
+        "alone": {"status": alone[0][0], "seconds": round(alone[0][1], 2), "tokens": alone[0][3],
+                  "tokens_per_second": round(single_rate) if single_rate else None},
+        "statuses": counts,
+        "seconds_by_status": {status: percentiles([r[1] for r in results if str(r[0]) == status]) for status in counts},
+        "retry_after": sorted({r[2] for r in results if r[2]}),
+        "admitted_tokens_per_second": round(admitted_tokens / last) if ok and last > 0 else None,
+        "admitted_over_alone": round(admitted_tokens / last / single_rate, 2) if ok and single_rate and last > 0 else None,
+    }))
+
+
+if __name__ == "__main__":
+    main()

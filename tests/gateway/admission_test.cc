@@ -1,0 +1,73 @@
+// AdmissionControl on a fake clock: the rate is measured only while the workers are
+// saturated; a request that could not finish by its deadline, or that would make an admitted
+// one miss its own, is refused at once; what it leaves, and a request alone, is admitted.
+#include "gateway/admission.h"
+
+#include <gtest/gtest.h>
+
+namespace stamen::gateway {
+namespace {
+
+using Clock = AdmissionControl::Clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Keys: any distinct addresses.
+const int kKeys[64] = {};
+const void* Key(int i) { return &kKeys[i]; }
+
+TEST(AdmissionControlTest, MeasuresTheRateWhileSaturatedAndRefusesWhatCannotFinishInTime) {
+  AdmissionControl admission(/*saturation_tokens=*/4000, /*headroom=*/1.0);
+  const Clock::time_point start{};
+  // Unmeasured: a request alone is admitted whatever its size; more only within saturation.
+  EXPECT_EQ(admission.Admit(Key(0), 100'000, start + seconds(60), start), "");
+  EXPECT_EQ(admission.Admit(Key(1), 2'000, start + seconds(60), start), "");
+  EXPECT_NE(admission.Admit(Key(2), 100'000, start + seconds(60), start), "");
+  admission.Release(Key(1));
+  // 10,000 tokens a second for 3 s, while saturated: the first chunk opens the window.
+  for (int step = 1; step <= 31; ++step) admission.Computed(Key(0), 1'000, start + milliseconds(100 * step));
+  EXPECT_NEAR(admission.rate(), 10'000, 1);
+  // 69,000 tokens left: 6.9 s. A request of 100,000 needs its own 100,000 and 69,000 beside it:
+  // 16.9 s. Due in 16 s: refused at once; due in 20 s: admitted.
+  const Clock::time_point now = start + milliseconds(3100);
+  const std::string refusal = admission.Admit(Key(2), 100'000, now + seconds(16), now);
+  EXPECT_NE(refusal.find("could not finish within its deadline"), std::string::npos) << refusal;
+  EXPECT_EQ(admission.Admit(Key(2), 100'000, now + seconds(20), now), "");
+  // A small one (1,000 tokens: 3,000 with its share of the two beside it, 0.3 s) is admitted
+  // even when due in a second; but not when it would make request 0 (due at 60 s) late, which
+  // it cannot here.
+  EXPECT_EQ(admission.Admit(Key(3), 1'000, now + seconds(1), now), "");
+  // Request 2 is due in 20 s and has 100,000 left: another 100,000 beside it, due in 60 s,
+  // would make it finish after 100,000 + 69,000 + 1,000 + 100,000 = 27 s: refused for its sake.
+  const std::string others = admission.Admit(Key(4), 100'000, now + seconds(60), now);
+  EXPECT_NE(others.find("already queued miss their deadlines"), std::string::npos) << others;
+  EXPECT_EQ(admission.RetryAfterSeconds(), 17);  // 170,000 tokens admitted at 10,000 a second
+  // Below saturation (what is left is the clients' pace, not the workers' rate) nothing is measured.
+  admission.Release(Key(0));
+  admission.Release(Key(2));
+  admission.Computed(Key(3), 1'000, now + seconds(10));
+  EXPECT_NEAR(admission.rate(), 10'000, 1);
+}
+
+// When the workers slow down after admission (other load on the machine), the youngest admitted
+// request is given up as soon as the rate says an admitted one would miss its deadline.
+TEST(AdmissionControlTest, ShedsTheYoungestWhenTheWorkersSlowDown) {
+  AdmissionControl admission(/*saturation_tokens=*/4000);
+  admission.SeedRate(10'000);
+  const Clock::time_point start{};
+  ASSERT_EQ(admission.Admit(Key(0), 50'000, start + seconds(10), start), "");
+  ASSERT_EQ(admission.Admit(Key(1), 20'000, start + seconds(10), start), "");
+  // 4,000 tokens a second: after 1 s the rate is 7,000 (half the seed, half the sample), and
+  // request 0 would need (45,000 + 20,000) / 7,000 = 9.3 s of the 8.75 s left.
+  std::vector<const void*> shed;
+  for (int step = 1; step <= 5; ++step) {
+    shed = admission.Computed(Key(0), 1'000, start + milliseconds(250 * step));
+    if (step < 5) EXPECT_TRUE(shed.empty()) << step;
+  }
+  EXPECT_NEAR(admission.rate(), 7'000, 1);
+  EXPECT_EQ(shed, std::vector<const void*>{Key(1)});
+  EXPECT_EQ(admission.RetryAfterSeconds(), 7);  // 45,000 left at 7,000 a second
+}
+
+}  // namespace
+}  // namespace stamen::gateway
