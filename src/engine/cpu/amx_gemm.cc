@@ -233,27 +233,40 @@ void ConfigureTiles(uint64_t product) {
   }
 }
 
-// Rows [first_row, first_row + rows) (packed from `packed` on, as tiles of rows) times the column
-// groups [first_group, end_group) of two panels each, into the output.
-void MultiplyBlock(const Product& product, const uint16_t* packed, int64_t first_row, int64_t rows,
-                   int64_t first_group, int64_t end_group) {
+// Rows [0, rows) of `packed` (tiles of rows) times the column groups [first_group, end_group) of
+// two panels each: for every product of up to 2 × 16 rows and 32 columns, finish(sums, row,
+// rows there, width of sums, first column, columns that exist) writes it where it goes.
+template <typename FinishSums>
+void MultiplyGroups(const Product& product, const uint16_t* packed, int64_t rows, int64_t first_group,
+                    int64_t end_group, const FinishSums& finish) {
   alignas(64) float sums[2 * kTileRows * 2 * kPanelWidth];
   for (int64_t group = first_group; group < end_group; ++group) {
     const int64_t panel = group * 2;
     const int64_t task_panels = std::min<int64_t>(2, product.panel_count - panel);
     const int64_t first_column = panel * kPanelWidth;
     const int64_t columns = std::min(task_panels * kPanelWidth, product.n - first_column);
-    const Epilogue epilogue{product.bias == nullptr ? nullptr : product.bias + first_column,
-                            product.options.activation, product.options.accumulate, product.streams};
     for (int64_t row = 0; row < rows; row += 2 * kTileRows) {
       const int64_t tiles = std::min<int64_t>(2, (rows - row + kTileRows - 1) / kTileRows);
       kProducts[tiles - 1][task_panels - 1](packed + row * product.lda, product.lda,
                                             product.panels + panel * product.panel_elements, product.panel_elements,
                                             product.depth_tiles, sums, task_panels * kPanelWidth);
-      Finish(sums, std::min(tiles * kTileRows, rows - row), task_panels * kPanelWidth, columns, epilogue,
-             product.output + (first_row + row) * product.n + first_column, product.n);
+      finish(sums, row, std::min(tiles * kTileRows, rows - row), task_panels * kPanelWidth, first_column, columns);
     }
   }
+}
+
+// Rows [first_row, first_row + rows) (packed from `packed` on, as tiles of rows) times the column
+// groups [first_group, end_group) of two panels each, into the output.
+void MultiplyBlock(const Product& product, const uint16_t* packed, int64_t first_row, int64_t rows,
+                   int64_t first_group, int64_t end_group) {
+  MultiplyGroups(product, packed, rows, first_group, end_group,
+                 [&](const float* sums, int64_t row, int64_t tile_rows, int64_t width, int64_t first_column,
+                     int64_t columns) {
+                   const Epilogue epilogue{product.bias == nullptr ? nullptr : product.bias + first_column,
+                                           product.options.activation, product.options.accumulate, product.streams};
+                   Finish(sums, tile_rows, width, columns, epilogue,
+                          product.output + (first_row + row) * product.n + first_column, product.n);
+                 });
   // Non-temporal stores are weakly ordered: make them visible before the loop's end is.
   if (product.streams) _mm_sfence();
 }
@@ -263,22 +276,12 @@ void MultiplyBlock(const Product& product, const uint16_t* packed, int64_t first
 // the down product then reads, without a round trip through memory in fp32.
 void MultiplyFeedForwardBlock(const Product& up, const Product& down, const uint16_t* packed, int64_t first,
                               int64_t rows, uint16_t* intermediate) {
-  alignas(64) float sums[2 * kTileRows * 2 * kPanelWidth];
-  const int64_t up_groups = (up.panel_count + 1) / 2;
-  for (int64_t group = 0; group < up_groups; ++group) {
-    const int64_t panel = group * 2;
-    const int64_t task_panels = std::min<int64_t>(2, up.panel_count - panel);
-    const int64_t first_column = panel * kPanelWidth;
-    const int64_t columns = std::min(task_panels * kPanelWidth, up.n - first_column);
-    for (int64_t row = 0; row < rows; row += 2 * kTileRows) {
-      const int64_t tiles = std::min<int64_t>(2, (rows - row + kTileRows - 1) / kTileRows);
-      kProducts[tiles - 1][task_panels - 1](packed + row * up.lda, up.lda, up.panels + panel * up.panel_elements,
-                                            up.panel_elements, up.depth_tiles, sums, task_panels * kPanelWidth);
-      FinishToTiles(sums, std::min(tiles * kTileRows, rows - row), task_panels * kPanelWidth, columns,
-                    up.bias == nullptr ? nullptr : up.bias + first_column, up.options.activation,
-                    intermediate + row * down.lda + first_column, down.lda);
-    }
-  }
+  MultiplyGroups(up, packed, rows, 0, (up.panel_count + 1) / 2,
+                 [&](const float* sums, int64_t row, int64_t tile_rows, int64_t width, int64_t first_column,
+                     int64_t columns) {
+                   FinishToTiles(sums, tile_rows, width, columns, up.bias == nullptr ? nullptr : up.bias + first_column,
+                                 up.options.activation, intermediate + row * down.lda + first_column, down.lda);
+                 });
   MultiplyBlock(down, intermediate, first, rows, 0, (down.panel_count + 1) / 2);
 }
 
