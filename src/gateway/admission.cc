@@ -34,15 +34,23 @@ int64_t AdmissionControl::WorkBesideLocked(int64_t tokens) const {
 std::string AdmissionControl::Admit(const void* key, int64_t tokens, Clock::time_point deadline,
                                     Clock::time_point now) {
   std::lock_guard lock(mutex_);
-  const auto admit = [&] {
-    admitted_[key] = {tokens, deadline, next_order_++};
-    outstanding_ += tokens;
-    return std::string();
-  };
-  if (admitted_.empty()) return admit();  // alone, it takes whatever time it takes
+  std::string refusal = RefusalLocked(tokens, deadline, now);
+  if (!refusal.empty()) return refusal;
+  admitted_[key] = {tokens, deadline, next_order_++};
+  outstanding_ += tokens;
+  return refusal;
+}
+
+std::string AdmissionControl::Refusal(int64_t tokens, Clock::time_point deadline, Clock::time_point now) const {
+  std::lock_guard lock(mutex_);
+  return RefusalLocked(tokens, deadline, now);
+}
+
+std::string AdmissionControl::RefusalLocked(int64_t tokens, Clock::time_point deadline, Clock::time_point now) const {
+  if (admitted_.empty()) return {};  // alone, it takes whatever time it takes
   if (rate_ <= 0) {
     // A small request finishes in a few batches beside any other; a large one waits for a rate.
-    if (tokens <= saturation_tokens_) return admit();
+    if (tokens <= saturation_tokens_) return {};
     return "the workers are busy and their rate is not measured yet";
   }
   // Its own finish, then each admitted request's, which it delays.
@@ -61,7 +69,7 @@ std::string AdmissionControl::Admit(const void* key, int64_t tokens, Clock::time
       return "admitting it would make requests already queued miss their deadlines";
     }
   }
-  return admit();
+  return {};
 }
 
 std::vector<const void*> AdmissionControl::Computed(const void* key, int64_t tokens, Clock::time_point now) {

@@ -35,6 +35,10 @@ class AdmissionControl {
   // Without a rate, a request alone or one within `saturation_tokens` is admitted, a larger one
   // beside others is not: nothing is known of how long it would take.
   std::string Admit(const void* key, int64_t tokens, Clock::time_point deadline, Clock::time_point now = Clock::now());
+  // Why a request of `tokens` due at `deadline` would be refused now (empty: it would be
+  // admitted), admitting nothing: the gateway asks it with a lower bound of a body's tokens
+  // before it spends the time to tokenize the body.
+  std::string Refusal(int64_t tokens, Clock::time_point deadline, Clock::time_point now = Clock::now()) const;
   // `tokens` of request `key` came back computed. When that updates the rate and the workers
   // have slowed (other load on the machine) so that admitted requests would now miss their
   // deadlines, returns the most recently admitted ones to shed (answered 429 now rather than
@@ -59,6 +63,7 @@ class AdmissionControl {
   // Tokens the admitted requests compute while one of `tokens` (left) is computed beside them,
   // under processor sharing: Σ_j min(r_j, tokens).
   int64_t WorkBesideLocked(int64_t tokens) const;
+  std::string RefusalLocked(int64_t tokens, Clock::time_point deadline, Clock::time_point now) const;
   // Whether a new rate sample was taken.
   bool MeasureLocked(int64_t tokens, Clock::time_point now);
   // The admitted requests to give up so that the others finish by their deadlines at rate_.

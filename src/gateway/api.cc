@@ -28,7 +28,7 @@ std::optional<ApiError> ReadInputs(element value, const char* key, std::vector<I
   if (value.get(items) != simdjson::SUCCESS) {
     return Invalid(name + " must be a string, an array of strings, an array of token ids or an array of arrays of token ids, not " + TypeName(value.type()));
   }
-  if (items.size() == 0) return Invalid(name + " is empty");
+  if (items.size() == 0) return EmptyBatch(name + " is empty");
   const element first = items.at(0).value_unsafe();
   if (first.is_int64() || first.is_uint64()) {
     auto ids = ReadIds(items);
@@ -166,12 +166,14 @@ std::string ErrorBody(const ApiError& error, ApiFamily family) {
       body += ",\"param\":null,\"code\":" + std::to_string(error.status) + "}}";
       break;
     case ApiFamily::kTei: {
-      // TEI's ErrorType: what the request got wrong, or which part of the server failed.
+      // TEI's ErrorType (its published enum, capitalised): what the request got wrong, or
+      // which part of the server failed.
       const std::string& type = error.type;
-      const char* error_type = type == "overloaded"        ? "overloaded"
-                               : type == "unavailable"     ? "unhealthy"
-                               : type == "server_error" || type == "timeout" || type == "cancelled" ? "backend"
-                                                                                                    : "validation";
+      const char* error_type = error.empty_batch                                                      ? "Empty"
+                               : type == "overloaded"                                                 ? "Overloaded"
+                               : type == "unavailable"                                                ? "Unhealthy"
+                               : type == "server_error" || type == "timeout" || type == "cancelled" ? "Backend"
+                                                                                                      : "Validation";
       body = "{\"error\":";
       AppendJsonString(body, error.message);
       body += ",\"error_type\":\"";
@@ -257,7 +259,7 @@ std::variant<RerankCall, ApiError> ParseRerankCall(std::string_view body, bool c
   }
   array items;
   if (documents.get(items) != simdjson::SUCCESS) return Invalid(std::string("'") + documents_key + "' must be an array");
-  if (items.size() == 0) return Invalid(std::string("'") + documents_key + "' is empty");
+  if (items.size() == 0) return EmptyBatch(std::string("'") + documents_key + "' is empty");
   size_t index = 0;
   for (element item : items) {
     const std::string name = std::string("'") + documents_key + "'[" + std::to_string(index++) + "]";

@@ -23,6 +23,9 @@ struct ApiError {
   // OpenAI's error type; "model_not_found" is written as OpenAI writes it: an
   // invalid_request_error whose code is model_not_found (other codes are the status).
   std::string type = "invalid_request_error";
+  // An empty batch: TEI answers it with its own error_type "Empty" (400), the others as any
+  // invalid request.
+  bool empty_batch = false;
 };
 
 // 404 for a model this server does not serve (`served`: the names it does, quoted), in
@@ -31,7 +34,7 @@ ApiError UnknownModel(std::string_view model, std::string_view served);
 
 // Which API a route belongs to, and so the shape its clients parse errors in:
 //   OpenAI  {"error": {"message", "type", "param", "code"}}
-//   TEI     {"error": "…", "error_type": "validation|tokenizer|overloaded|backend|unhealthy"}
+//   TEI     {"error": "…", "error_type": "Validation|Tokenizer|Overloaded|Backend|Unhealthy|Empty"}
 //   Cohere  {"message": "…"}
 enum class ApiFamily { kOpenAI, kTei, kCohere };
 

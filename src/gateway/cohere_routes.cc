@@ -4,6 +4,7 @@
 // Gateway::Rerank.)
 #include "gateway/cohere_api.h"
 #include "gateway/gateway.h"
+#include "gateway/least_tokens.h"
 
 namespace stamen::gateway {
 
@@ -21,6 +22,10 @@ void Gateway::CohereEmbed(const http::Request& request, Reply reply) {
     return reply.Error({400, "'output_dimension' " + std::to_string(call->output_dimension) + " exceeds the model's " +
                                  std::to_string(dimensions_)});
   }
+  int64_t least_tokens = 0;
+  const int64_t most = call->max_tokens > 0 ? std::min(call->max_tokens, max_input_length_) : max_input_length_;
+  for (const std::string& text : call->texts) least_tokens += LeastTokens(text, most);
+  if (auto error = RefuseForLoad(least_tokens)) return reply.Error(*error);
   // The input_type's prompt of the model's config, else the server's default prompt.
   auto prompt = Prompt(PromptNameForInputType(sentence_transformers_, call->input_type));
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);

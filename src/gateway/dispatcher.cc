@@ -302,6 +302,12 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
   return state;
 }
 
+std::string Dispatcher::RefusalBeforeTokenizing(int64_t tokens, std::chrono::steady_clock::time_point deadline) {
+  std::string refusal = admission_.Refusal(tokens, deadline);
+  if (!refusal.empty()) admission_refusals_total_.Increment();
+  return refusal;
+}
+
 bool Dispatcher::Admit(const std::shared_ptr<JobState>& job) {
   WorkRequest& whole = *job->job;
   const std::string refusal = admission_.Admit(job.get(), whole.total_tokens(), whole.deadline);

@@ -73,6 +73,10 @@ class Dispatcher {
   void SeedRate(double tokens_per_second) { admission_.SeedRate(tokens_per_second); }
   // Seconds a client refused for load should wait before trying again (Retry-After).
   int RetryAfterSeconds() const { return admission_.RetryAfterSeconds(); }
+  // Why a request of at least `tokens` due at `deadline` would be refused for load now (empty:
+  // it may be admitted); a refusal is counted as admission's are. Asked before a body is
+  // tokenized, with a lower bound of its tokens (least_tokens.h).
+  std::string RefusalBeforeTokenizing(int64_t tokens, std::chrono::steady_clock::time_point deadline);
   std::vector<std::shared_ptr<WorkerSlot>> workers() const;
 
  private:

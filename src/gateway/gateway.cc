@@ -13,6 +13,7 @@
 #include "model_folder/model_options.h"
 #include "gateway/cohere_api.h"
 #include "gateway/late_chunking.h"
+#include "gateway/least_tokens.h"
 #include "gateway/openapi.h"
 
 namespace stamen::gateway {
@@ -152,6 +153,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
   g.sentence_transformers_ = std::move(model->sentence_transformers);
   g.yes_no_template_ = std::move(model->yes_no_template);
   g.max_input_length_ = engine::MaxSequenceLength(g.config_, g.sentence_transformers_);
+  g.pooling_ = model->pooling;
   g.splade_ = model->pooling == engine::ops::PoolingMode::kSplade;
   g.dimensions_ = g.splade_ ? g.config_.vocab_size : g.sentence_transformers_.EmbeddingWidth(g.config_.hidden_size);
   g.reranker_ = g.config_.head == engine::ModelHead::kSequenceClassification;
@@ -445,6 +447,18 @@ double Gateway::FinishTokenization(server::WorkRequest& job, size_t tokens, Cloc
   return milliseconds;
 }
 
+std::optional<ApiError> Gateway::RefuseForLoad(int64_t least_tokens) const {
+  const std::string refusal = dispatcher_->RefusalBeforeTokenizing(least_tokens, Clock::now() + options_.request_timeout);
+  if (refusal.empty()) return std::nullopt;
+  return ApiError{429, "overloaded: " + refusal, "overloaded"};
+}
+
+std::optional<ApiError> Gateway::RefuseForLoad(const std::vector<Input>& inputs) const {
+  int64_t least_tokens = 0;
+  for (const Input& input : inputs) least_tokens += LeastInputTokens(input, max_input_length_);
+  return RefuseForLoad(least_tokens);
+}
+
 std::optional<ApiError> Gateway::CheckBatchSize(size_t count, const char* items) const {
   if (static_cast<int64_t>(count) <= options_.max_client_batch_size) return std::nullopt;
   return ApiError{413, "batch of " + std::to_string(count) + " " + items + " exceeds --max-client-batch-size " +
@@ -602,6 +616,7 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
                                    std::to_string(dimensions_)});
   }
   if (auto error = CheckQuantizable(call->encoding, openai || call->normalize)) return respond.Error(*error);
+  if (auto error = RefuseForLoad(call->inputs)) return respond.Error(*error);
   auto prompt = Prompt(call->prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return respond.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
@@ -674,6 +689,15 @@ void Gateway::Rerank(const http::Request& request, RerankShape shape, Reply resp
                                    " labels; reranking needs a single relevance score: use /predict"});
   }
   if (auto error = CheckBatchSize(call->documents.size(), "documents")) return respond.Error(*error);
+  // Each document runs beside the query (pair or template): the query's words count each time,
+  // a document's at most max_tokens_per_doc.
+  const int64_t query_tokens = LeastTokens(call->query, max_input_length_);
+  const int64_t document_most = call->max_tokens_per_document.value_or(max_input_length_);
+  int64_t least_tokens = 0;
+  for (const std::string& document : call->documents) {
+    least_tokens += std::min(query_tokens + LeastTokens(document, document_most), max_input_length_);
+  }
+  if (auto error = RefuseForLoad(least_tokens)) return respond.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
   pool_->Post([this, call, shape, truncate, respond, client = request.client](size_t thread) {
     if (ClientGone(client, respond)) return;
@@ -841,21 +865,27 @@ std::string Gateway::InfoBody() const {
   AppendJsonString(body, config_.architecture);
   body += ",\"model_dtype\":";
   AppendJsonString(body, worker_info_ ? worker_info_->dtype() : "unknown");
+  body += ",\"served_model_name\":";
+  AppendJsonString(body, model_id_);
+  // TEI's ModelType: a one-label head is a reranker, a head of several labels a classifier;
+  // an embedding model names the pooling in force.
   body += ",\"model_type\":";
   if (reranker_) {
-    body += "{\"reranker\":{\"id2label\":{";
+    body += kind_ == ModelKind::kReranker ? "{\"reranker\":{\"id2label\":{" : "{\"classifier\":{\"id2label\":{";
     for (size_t i = 0; i < config_.id2label.size(); ++i) {
       body += (i ? ",\"" : "\"") + std::to_string(i) + "\":";
       AppendJsonString(body, config_.id2label[i]);
     }
+    body += "},\"label2id\":{";
+    for (size_t i = 0; i < config_.id2label.size(); ++i) {
+      body += i ? "," : "";
+      AppendJsonString(body, config_.id2label[i]);
+      body += ':' + std::to_string(i);
+    }
     body += "}}}";
   } else {
     body += "{\"embedding\":{\"pooling\":";
-    if (sentence_transformers_.pooling) {
-      AppendJsonString(body, engine::PoolingOptionName(*sentence_transformers_.pooling));
-    } else {
-      body += "null";
-    }
+    AppendJsonString(body, engine::PoolingOptionName(pooling_));
     body += "}}";
   }
   body += ",\"backend\":";
@@ -877,6 +907,7 @@ std::string Gateway::InfoBody() const {
   body += ",\"max_input_length\":" + std::to_string(max_input_length_);
   body += ",\"max_concurrent_requests\":" + std::to_string(options_.max_concurrent_requests);
   body += ",\"max_client_batch_size\":" + std::to_string(options_.max_client_batch_size);
+  body += ",\"max_batch_tokens\":" + std::to_string(worker_info_ ? worker_info_->max_batch_tokens() : 0);
   body += ",\"payload_limit\":" + std::to_string(options_.payload_limit);
   body += std::string(",\"auto_truncate\":") + (options_.auto_truncate ? "true" : "false");
   body += ",\"tokenization_workers\":" + std::to_string(tokenizers_.size());

@@ -180,6 +180,11 @@ class Gateway {
   double FinishTokenization(server::WorkRequest& job, size_t tokens, std::chrono::steady_clock::time_point start);
   // 400 for int8 / uint8 of vectors that are not unit length (their calibration range).
   std::optional<ApiError> CheckQuantizable(EmbeddingType type, bool normalized) const;
+  // 429 when admission control would refuse a request of `least_tokens` (a lower bound of its
+  // tokens, least_tokens.h) now: answered before its body is tokenized.
+  std::optional<ApiError> RefuseForLoad(int64_t least_tokens) const;
+  // The same for texts (or token ids), each cut to the model's length.
+  std::optional<ApiError> RefuseForLoad(const std::vector<Input>& inputs) const;
   // 413 when a request carries more than --max-client-batch-size `items` ("inputs", …).
   std::optional<ApiError> CheckBatchSize(size_t count, const char* items) const;
   void CountResponse(const std::string& route, int status);
@@ -198,6 +203,7 @@ class Gateway {
   engine::YesNoTemplate yes_no_template_;
   std::string openapi_document_;  // GET /openapi.json: openapi.json with the model's id filled in
   bool reranker_ = false;  // a classification head: /rerank with one label, /predict with any
+  engine::ops::PoolingMode pooling_ = engine::ops::PoolingMode::kCls;  // --pooling, else the model's
   bool splade_ = false;    // SPLADE pooling (a …ForMaskedLM model): /embed_sparse
   ModelKind kind_ = ModelKind::kEmbedding;
   int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)

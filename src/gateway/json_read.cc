@@ -10,6 +10,11 @@ using simdjson::dom::element_type;
 using simdjson::dom::object;
 
 ApiError Invalid(std::string message) { return ApiError{400, std::move(message), "invalid_request_error"}; }
+ApiError EmptyBatch(std::string message) {
+  ApiError error = Invalid(std::move(message));
+  error.empty_batch = true;
+  return error;
+}
 
 const char* TypeName(element_type type) {
   switch (type) {

@@ -16,6 +16,7 @@
 namespace stamen::gateway {
 
 ApiError Invalid(std::string message);  // 400 invalid_request_error
+ApiError EmptyBatch(std::string message);  // 400 invalid_request_error, TEI's "Empty"
 const char* TypeName(simdjson::dom::element_type type);  // "an array", "a string", …
 
 // Parses `body` into an object (the parser must outlive it).

@@ -53,7 +53,7 @@ std::variant<PredictCall, ApiError> ParsePredictCall(std::string_view body) {
     // As TEI reads it: a string or two strings is one input (a text, a pair); any other array
     // is a batch whose items are texts or pairs.
     const bool single = inputs.get(items) != simdjson::SUCCESS || IsStringPair(items);
-    if (!single && items.size() == 0) return Invalid("'inputs' is empty");
+    if (!single && items.size() == 0) return EmptyBatch("'inputs' is empty");
     call.batch = !single;
     const std::vector<element> sequences = single ? std::vector<element>{inputs} : std::vector<element>(items.begin(), items.end());
     for (size_t i = 0; i < sequences.size(); ++i) {
@@ -84,7 +84,7 @@ std::variant<SimilarityCall, ApiError> ParseSimilarityCall(std::string_view body
     if (auto error = ReadRequired(inputs, "sentences", "inputs.sentences", &value)) return error;
     array sentences;
     if (value.get(sentences) != simdjson::SUCCESS) return Invalid("'inputs.sentences' must be an array of strings");
-    if (sentences.size() == 0) return Invalid("'inputs.sentences' is empty");
+    if (sentences.size() == 0) return EmptyBatch("'inputs.sentences' is empty");
     for (element item : sentences) {
       auto sentence = ReadText(item, "'inputs.sentences'[" + std::to_string(call.sentences.size()) + "]");
       if (auto* error = std::get_if<ApiError>(&sentence)) return *error;
@@ -110,7 +110,7 @@ std::variant<DecodeCall, ApiError> ParseDecodeCall(std::string_view body) {
       return Invalid(std::string("'ids' must be an array of token ids or an array of arrays of them, not ") +
                      TypeName(value.type()));
     }
-    if (items.size() == 0) return Invalid("'ids' is empty");
+    if (items.size() == 0) return EmptyBatch("'ids' is empty");
     if (!items.at(0).value_unsafe().is_array()) {
       auto ids = ReadIds(items);
       if (!ids) return Invalid("'ids': token ids must all be integers in int32 range");

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gateway/gateway.h"
+#include "gateway/least_tokens.h"
 
 namespace stamen::gateway {
 
@@ -33,6 +34,12 @@ void Gateway::Predict(const http::Request& request, Reply reply) {
     // A pair is cut longest-first from the right, as transformers does.
     return reply.Error({400, "'truncation_direction' \"left\" applies to single texts; pairs are truncated longest-first"});
   }
+  int64_t least_tokens = 0;
+  for (const PredictCall::Sequence& sequence : call->sequences) {
+    const int64_t words = LeastTokens(sequence.first, 0) + (sequence.second ? LeastTokens(*sequence.second, 0) : 0);
+    least_tokens += std::min(words, max_input_length_);
+  }
+  if (auto error = RefuseForLoad(least_tokens)) return reply.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
   pool_->Post([this, call, truncate, reply, client = request.client](size_t thread) {
     if (ClientGone(client, reply)) return;
@@ -80,6 +87,7 @@ void Gateway::Similarity(const http::Request& request, Reply reply) {
   auto inputs = std::make_shared<std::vector<Input>>();
   inputs->emplace_back(similarity.source_sentence);
   for (const std::string& sentence : similarity.sentences) inputs->emplace_back(sentence);
+  if (auto error = RefuseForLoad(*inputs)) return reply.Error(*error);
   const bool truncate = similarity.truncate.value_or(options_.auto_truncate);
   const Truncation direction = similarity.truncation_direction;
   const server::Priority priority = PriorityOf(similarity.priority, inputs->size(), options_.bulk_threshold);
@@ -143,6 +151,7 @@ void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::option
   auto call = std::make_shared<EmbedCall>(std::move(std::get<EmbedCall>(parsed)));
   if (auto error = NeedEmbedder(request.path)) return reply.Error(*error);
   if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
+  if (auto error = RefuseForLoad(call->inputs)) return reply.Error(*error);
   auto prompt = Prompt(call->prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);

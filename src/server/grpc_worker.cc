@@ -39,7 +39,7 @@ StatusOr<std::unique_ptr<GrpcWorker>> GrpcWorker::Start(const GrpcWorkerOptions&
       } else if (request.path == "/ready") {
         const bool draining = scheduler->draining();
         response.status = draining ? 503 : 200;
-        response.body = draining ? R"({"error":"the worker is shutting down","error_type":"unhealthy"})"
+        response.body = draining ? R"({"error":"the worker is shutting down","error_type":"Unhealthy"})"
                                  : R"({"status":"ok"})";
       } else {
         response.status = 404;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gateway/least_tokens.h"
+
 namespace stamen::gateway {
 namespace {
 
@@ -32,6 +34,10 @@ TEST(AdmissionControlTest, MeasuresTheRateWhileSaturatedAndRefusesWhatCannotFini
   const Clock::time_point now = start + milliseconds(3100);
   const std::string refusal = admission.Admit(Key(2), 100'000, now + seconds(16), now);
   EXPECT_NE(refusal.find("could not finish within its deadline"), std::string::npos) << refusal;
+  // Asked before tokenizing (a lower bound of the tokens): the same answer, and nothing admitted.
+  EXPECT_EQ(admission.Refusal(100'000, now + seconds(16), now), refusal);
+  EXPECT_EQ(admission.Refusal(100'000, now + seconds(20), now), "");
+  EXPECT_EQ(admission.RetryAfterSeconds(), 7);  // still only request 0's 69,000 tokens
   EXPECT_EQ(admission.Admit(Key(2), 100'000, now + seconds(20), now), "");
   // A small one (1,000 tokens: 3,000 with its share of the two beside it, 0.3 s) is admitted
   // even when due in a second; but not when it would make request 0 (due at 60 s) late, which
@@ -67,6 +73,21 @@ TEST(AdmissionControlTest, ShedsTheYoungestWhenTheWorkersSlowDown) {
   EXPECT_NEAR(admission.rate(), 7'000, 1);
   EXPECT_EQ(shed, std::vector<const void*>{Key(1)});
   EXPECT_EQ(admission.RetryAfterSeconds(), 7);  // 45,000 left at 7,000 a second
+}
+
+// The lower bound counts words (runs between ASCII whitespace), capped at the model's length;
+// token ids count as themselves.
+TEST(LeastTokensTest, CountsWordsCappedAtTheModelLength) {
+  EXPECT_EQ(LeastTokens("", 512), 0);
+  EXPECT_EQ(LeastTokens("  \t\n ", 512), 0);
+  EXPECT_EQ(LeastTokens("one", 512), 1);
+  EXPECT_EQ(LeastTokens("  two\twords\n", 512), 2);
+  EXPECT_EQ(LeastTokens("unaffable, isn't it?", 512), 3);
+  EXPECT_EQ(LeastTokens("東京は日本の首都です", 512), 1);  // no ASCII space: one run, still ≤ its tokens
+  EXPECT_EQ(LeastTokens("a b c d e f", 4), 4);
+  EXPECT_EQ(LeastTokens("a b c d e f", 0), 6);
+  EXPECT_EQ(LeastInputTokens(Input(std::vector<int32_t>{101, 7592, 102}), 512), 3);
+  EXPECT_EQ(LeastInputTokens(Input(std::vector<int32_t>{101, 7592, 102}), 2), 2);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // tokenizer run directly in the test, and every error class with its status and message.
 #include "gateway/gateway.h"
 #include "gateway/in_process_backend.h"
+#include "gateway/json_read.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -647,11 +648,14 @@ void ExpectErrorShape(const std::string& path, int status, const std::string& bo
     std::string_view message, error_type;
     EXPECT_EQ(root["error"].get(message), simdjson::SUCCESS) << path << ": " << body;
     EXPECT_EQ(root["error_type"].get(error_type), simdjson::SUCCESS) << path << ": " << body;
+    // An empty batch ("'inputs' is empty", …) is TEI's own class.
+    const bool empty_batch = status == 400 && message.ends_with("' is empty");
     const std::string expected = !tei_type.empty() ? tei_type
-                                 : status == 429   ? "overloaded"
-                                 : status == 503   ? "unhealthy"
-                                 : status == 424   ? "backend"
-                                                   : "validation";
+                                 : empty_batch     ? "Empty"
+                                 : status == 429   ? "Overloaded"
+                                 : status == 503   ? "Unhealthy"
+                                 : status == 424   ? "Backend"
+                                                   : "Validation";
     EXPECT_EQ(error_type, expected) << path << ": " << body;
   } else {
     // The status as the code, or OpenAI's named code where it has one.
@@ -1048,16 +1052,22 @@ TEST(ApiFamilyTest, EachFamilyWritesItsErrorShape) {
   const ApiError invalid{400, "bad \"input\""};
   EXPECT_EQ(ErrorBody(invalid, ApiFamily::kOpenAI),
             R"({"error":{"message":"bad \"input\"","type":"invalid_request_error","param":null,"code":400}})");
-  EXPECT_EQ(ErrorBody(invalid, ApiFamily::kTei), R"({"error":"bad \"input\"","error_type":"validation"})");
+  EXPECT_EQ(ErrorBody(invalid, ApiFamily::kTei), R"({"error":"bad \"input\"","error_type":"Validation"})");
+  // TEI's own class for an empty batch, an invalid request to the others.
+  const ApiError empty = EmptyBatch("'inputs' is empty");
+  EXPECT_EQ(ErrorBody(empty, ApiFamily::kTei), R"({"error":"'inputs' is empty","error_type":"Empty"})");
+  EXPECT_EQ(ErrorStatus(empty, ApiFamily::kTei), 400);
+  EXPECT_EQ(ErrorBody(empty, ApiFamily::kOpenAI),
+            R"({"error":{"message":"'inputs' is empty","type":"invalid_request_error","param":null,"code":400}})");
   EXPECT_EQ(ErrorBody(invalid, ApiFamily::kCohere), R"({"message":"bad \"input\""})");
   // TEI: a failed inference is 424 "backend"; the others keep 500.
   const ApiError failed{500, "inference failed", "server_error"};
   EXPECT_EQ(ErrorStatus(failed, ApiFamily::kTei), 424);
   EXPECT_EQ(ErrorStatus(failed, ApiFamily::kOpenAI), 500);
-  EXPECT_EQ(ErrorBody(failed, ApiFamily::kTei), R"({"error":"inference failed","error_type":"backend"})");
-  EXPECT_EQ(ErrorBody({429, "overloaded", "overloaded"}, ApiFamily::kTei), R"({"error":"overloaded","error_type":"overloaded"})");
+  EXPECT_EQ(ErrorBody(failed, ApiFamily::kTei), R"({"error":"inference failed","error_type":"Backend"})");
+  EXPECT_EQ(ErrorBody({429, "overloaded", "overloaded"}, ApiFamily::kTei), R"({"error":"overloaded","error_type":"Overloaded"})");
   EXPECT_EQ(ErrorBody({503, "no healthy worker", "unavailable"}, ApiFamily::kTei),
-            R"({"error":"no healthy worker","error_type":"unhealthy"})");
+            R"({"error":"no healthy worker","error_type":"Unhealthy"})");
   EXPECT_EQ(ErrorStatus({422, "too long"}, ApiFamily::kTei), 422);
 }
 

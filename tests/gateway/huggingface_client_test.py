@@ -83,10 +83,10 @@ def check_embedding_model(cli, model, checks):
             checks.expect(False, "feature_extraction('') was accepted")
         except HfHubHTTPError as error:
             body = error.response.json()
-            checks.expect(error.response.status_code == 400 and is_tei_error(body, "validation"),
+            checks.expect(error.response.status_code == 400 and is_tei_error(body, "Validation"),
                           f"feature_extraction('') -> {error.response.status_code} {body}")
         status, answer = post(url, "/predict", {"inputs": "a text"})
-        checks.expect(status == 400 and is_tei_error(answer, "validation"), f"/predict on an embedding model -> {status} {answer}")
+        checks.expect(status == 400 and is_tei_error(answer, "Validation"), f"/predict on an embedding model -> {status} {answer}")
 
 
 def check_cross_encoder(cli, model, checks):
@@ -117,9 +117,9 @@ def check_cross_encoder(cli, model, checks):
         checks.expect(ok, f"POST / with a query (rerank) vs stamen rerank -> {answer}")
 
         status, answer = post(url, "/predict", {"inputs": [["only one"]]})
-        checks.expect(status == 400 and is_tei_error(answer, "validation"), f"/predict of a one-text pair -> {status} {answer}")
+        checks.expect(status == 400 and is_tei_error(answer, "Validation"), f"/predict of a one-text pair -> {status} {answer}")
         status, answer = post(url, "/similarity", {"inputs": {"source_sentence": "a", "sentences": ["b"]}})
-        checks.expect(status == 400 and is_tei_error(answer, "validation"), f"/similarity on a cross-encoder -> {status} {answer}")
+        checks.expect(status == 400 and is_tei_error(answer, "Validation"), f"/similarity on a cross-encoder -> {status} {answer}")
 
 
 def main() -> int:

@@ -99,7 +99,7 @@ TEST_F(ModelRouterTest, AnUnknownModelIsRefusedAfterTheApiKeyInItsRoutesShape) {
                          R"('org/mini/v2', 'down'","type":"invalid_request_error","param":null,"code":"model_not_found"}})");
   answer = Embed("/models/gpt-4/embed", R"({"inputs": "hello"})");
   EXPECT_EQ(answer.status, 404);
-  EXPECT_NE(answer.body.find(R"("error_type":"validation")"), std::string::npos) << answer.body;  // TEI's shape
+  EXPECT_NE(answer.body.find(R"("error_type":"Validation")"), std::string::npos) << answer.body;  // TEI's shape
   answer = Http(router_->port(), "GET", "/v1/models/gpt-4", "", {{"authorization", "Bearer secret"}});
   EXPECT_EQ(answer.status, 404);
   EXPECT_NE(answer.body.find("model_not_found"), std::string::npos) << answer.body;
