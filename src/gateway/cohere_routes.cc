@@ -45,36 +45,33 @@ void Gateway::CohereEmbed(const http::Request& request, Reply reply) {
     job->priority = PriorityOf(call->priority, call->texts.size(), options_.bulk_threshold);
     const size_t total_tokens = static_cast<size_t>(job->total_tokens());
     const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
-    Dispatch(client, job, [this, job, call, reply, tokenization_ms, total_tokens](WorkRequest& done) {
+    Dispatch(client, job, [call, reply, tokenization_ms, total_tokens](WorkRequest& done) {
       if (!done.status.ok()) return reply.Error(DispatchError(done.status));
-      pool_->Post([job, call, reply, tokenization_ms, total_tokens](size_t) {
-        const WorkRequest& done = *job;
-        const size_t count = done.lengths.size();
-        const size_t columns = static_cast<size_t>(done.columns);
-        const float* values = reinterpret_cast<const float*>(done.output.data());
-        const auto ranges = QuantizationRanges::UnitVector(columns);
-        std::string body = "{\"id\":\"" + NewRequestId() + "\",\"embeddings\":{";
-        for (size_t k = 0; k < call->embedding_types.size(); ++k) {
-          const EmbeddingType type = call->embedding_types[k];
-          body += k ? ",\"" : "\"";
-          body += EmbeddingTypeName(type);
-          body += "\":[";
-          for (size_t row = 0; row < count; ++row) {
-            if (row) body += ',';
-            AppendEmbedding(body, values + row * columns, columns, type, ranges);
-          }
-          body += ']';
-        }
-        body += "},\"texts\":[";
-        for (size_t i = 0; i < call->texts.size(); ++i) {
-          if (i) body += ',';
-          AppendJsonString(body, call->texts[i]);
+      const size_t count = done.lengths.size();
+      const size_t columns = static_cast<size_t>(done.columns);
+      const float* values = reinterpret_cast<const float*>(done.output.data());
+      const auto ranges = QuantizationRanges::UnitVector(columns);
+      std::string body = "{\"id\":\"" + NewRequestId() + "\",\"embeddings\":{";
+      for (size_t k = 0; k < call->embedding_types.size(); ++k) {
+        const EmbeddingType type = call->embedding_types[k];
+        body += k ? ",\"" : "\"";
+        body += EmbeddingTypeName(type);
+        body += "\":[";
+        for (size_t row = 0; row < count; ++row) {
+          if (row) body += ',';
+          AppendEmbedding(body, values + row * columns, columns, type, ranges);
         }
         body += ']';
-        AppendCohereMeta(body, "\"input_tokens\":" + std::to_string(total_tokens), total_tokens);
-        body += ",\"response_type\":\"embeddings_by_type\"}";
-        reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
-      });
+      }
+      body += "},\"texts\":[";
+      for (size_t i = 0; i < call->texts.size(); ++i) {
+        if (i) body += ',';
+        AppendJsonString(body, call->texts[i]);
+      }
+      body += ']';
+      AppendCohereMeta(body, "\"input_tokens\":" + std::to_string(total_tokens), total_tokens);
+      body += ",\"response_type\":\"embeddings_by_type\"}";
+      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
     });
   });
 }

@@ -642,38 +642,34 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
     const size_t total_tokens = static_cast<size_t>(job->total_tokens());
     const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
 
-    Dispatch(client, job, [this, job, call, chunks, chunk_rows, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
+    Dispatch(client, job, [this, call, chunks, chunk_rows, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
       if (!done.status.ok()) return respond.Error(DispatchError(done.status));
-      // Formatting thousands of floats is real work: off the worker's thread, onto the pool.
-      pool_->Post([this, job, call, chunks, chunk_rows, openai, respond, tokenization_ms, total_tokens](size_t) {
-        const WorkRequest& done = *job;
-        const size_t count = done.lengths.size();
-        const size_t columns = static_cast<size_t>(done.columns);
-        const float* values = reinterpret_cast<const float*>(done.output.data());
-        const auto ranges = QuantizationRanges::UnitVector(columns);
-        std::string body;
-        body.reserve(count * columns * (call->encoding == EmbeddingType::kFloat ? 12 : 6) + 256);
-        body += openai ? "{\"object\":\"list\",\"data\":[" : "[";
-        if (!chunk_rows->empty()) {
-          AppendChunkVectors(body, *chunks, *chunk_rows, values, columns, call->encoding, ranges, openai,
-                             /*with_spans=*/call->chunking.has_value());
-        } else {
-          for (size_t row = 0; row < count; ++row) {
-            if (row) body += ',';
-            if (openai) body += "{\"object\":\"embedding\",\"index\":" + std::to_string(row) + ",\"embedding\":";
-            AppendEmbedding(body, values + row * columns, columns, call->encoding, ranges);
-            if (openai) body += '}';
-          }
+      const size_t count = done.lengths.size();
+      const size_t columns = static_cast<size_t>(done.columns);
+      const float* values = reinterpret_cast<const float*>(done.output.data());
+      const auto ranges = QuantizationRanges::UnitVector(columns);
+      std::string body;
+      body.reserve(count * columns * (call->encoding == EmbeddingType::kFloat ? 12 : 6) + 256);
+      body += openai ? "{\"object\":\"list\",\"data\":[" : "[";
+      if (!chunk_rows->empty()) {
+        AppendChunkVectors(body, *chunks, *chunk_rows, values, columns, call->encoding, ranges, openai,
+                           /*with_spans=*/call->chunking.has_value());
+      } else {
+        for (size_t row = 0; row < count; ++row) {
+          if (row) body += ',';
+          if (openai) body += "{\"object\":\"embedding\",\"index\":" + std::to_string(row) + ",\"embedding\":";
+          AppendEmbedding(body, values + row * columns, columns, call->encoding, ranges);
+          if (openai) body += '}';
         }
-        body += ']';
-        if (openai) {
-          body += ",\"model\":";
-          AppendJsonString(body, call->model.empty() ? model_id_ : call->model);
-          body += ",\"usage\":{\"prompt_tokens\":" + std::to_string(total_tokens) +
-                  ",\"total_tokens\":" + std::to_string(total_tokens) + "}}";
-        }
-        respond(TimedResponse(std::move(body), tokenization_ms, done.timing));
-      });
+      }
+      body += ']';
+      if (openai) {
+        body += ",\"model\":";
+        AppendJsonString(body, call->model.empty() ? model_id_ : call->model);
+        body += ",\"usage\":{\"prompt_tokens\":" + std::to_string(total_tokens) +
+                ",\"total_tokens\":" + std::to_string(total_tokens) + "}}";
+      }
+      respond(TimedResponse(std::move(body), tokenization_ms, done.timing));
     });
   });
 }
@@ -784,7 +780,11 @@ bool Gateway::ClientGone(const std::shared_ptr<http::ClientWatch>& client, const
 
 void Gateway::Dispatch(const std::shared_ptr<http::ClientWatch>& client, std::shared_ptr<WorkRequest> job,
                        std::function<void(WorkRequest&)> done) {
-  std::shared_ptr<Dispatcher::JobState> handle = dispatcher_->Run(std::move(job), std::move(done));
+  // The answer is written on the pool: the dispatcher calls back on the scheduler's loop thread
+  // (in process) or a gRPC thread, which must not block, and formatting thousands of floats or
+  // sorting scores is real work.
+  auto on_pool = [this, job, done = std::move(done)](WorkRequest&) { pool_->Post([job, done](size_t) { done(*job); }); };
+  std::shared_ptr<Dispatcher::JobState> handle = dispatcher_->Run(std::move(job), std::move(on_pool));
   if (!client) return;
   // A weak handle: the watch lives as long as the connection, the job's state must not.
   client->OnGone([this, weak = std::weak_ptr<Dispatcher::JobState>(handle)] {

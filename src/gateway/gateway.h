@@ -167,8 +167,8 @@ class Gateway {
   // With several models: the served models of the kind this one is not (embedders when
   // `embedders`), as a sentence to end those errors with; empty when there are none.
   std::string OtherModelsOfKind(bool embedders) const;
-  // Runs `job` on the workers; when the HTTP client hangs up first, the job's work still
-  // queued on the workers is cancelled.
+  // Runs `job` on the workers and calls `done` with it on the pool; when the HTTP client hangs
+  // up first, the job's work still queued on the workers is cancelled.
   void Dispatch(const std::shared_ptr<http::ClientWatch>& client, std::shared_ptr<server::WorkRequest> job,
                 std::function<void(server::WorkRequest&)> done);
   // True (and the request answered) when its client is already gone: no work is started.

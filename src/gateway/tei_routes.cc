@@ -173,22 +173,18 @@ void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::option
     job->normalize = false;
     job->priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
     const double tokenization_ms = FinishTokenization(*job, static_cast<size_t>(job->total_tokens()), tokenization_start);
-    Dispatch(client, job, [this, job, write, reply, tokenization_ms](WorkRequest& done) {
+    Dispatch(client, job, [write, reply, tokenization_ms](WorkRequest& done) {
       if (!done.status.ok()) return reply.Error(DispatchError(done.status));
-      // Thousands of floats to format: off the worker's thread, onto the pool.
-      pool_->Post([job, write, reply, tokenization_ms](size_t) {
-        const WorkRequest& done = *job;
-        const std::vector<int64_t>& rows = done.row_offsets;  // set by Dispatcher::Run
-        const size_t columns = static_cast<size_t>(done.columns);
-        const float* values = reinterpret_cast<const float*>(done.output.data());
-        std::string body = "[";
-        for (size_t input = 0; input < done.lengths.size(); ++input) {
-          if (input) body += ',';
-          write(body, values + rows[input] * columns, static_cast<size_t>(rows[input + 1] - rows[input]), columns);
-        }
-        body += ']';
-        reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
-      });
+      const std::vector<int64_t>& rows = done.row_offsets;  // set by Dispatcher::Run
+      const size_t columns = static_cast<size_t>(done.columns);
+      const float* values = reinterpret_cast<const float*>(done.output.data());
+      std::string body = "[";
+      for (size_t input = 0; input < done.lengths.size(); ++input) {
+        if (input) body += ',';
+        write(body, values + rows[input] * columns, static_cast<size_t>(rows[input + 1] - rows[input]), columns);
+      }
+      body += ']';
+      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
     });
   });
 }
