@@ -77,12 +77,11 @@ int RunEmbed(EmbedOptions options) {
   } else if (!options.pooling.empty()) {
     step.pooling = engine::ParsePoolingOption(options.pooling);
     if (!step.pooling) {
-      return Fail("unknown --pooling '" + options.pooling +
-                  "' (supported: cls, mean, max, last-token, weightedmean, mean_sqrt_len_tokens, splade, none)");
+      return Fail("unknown --pooling '" + options.pooling + "' (supported: " + engine::PoolingOptionNames() + ", none)");
     }
   } else if (!engine.default_pooling().has_value()) {
     return Fail(options.model + " has no sentence-transformers pooling config (1_Pooling/config.json): "
-                "choose one with --pooling cls|mean|max|last-token|weightedmean|mean_sqrt_len_tokens|none");
+                "choose one with --pooling (" + engine::PoolingOptionNames() + ", none)");
   }
   // The pooling the steps will use decides the output's form: splade vectors print sparse.
   const std::optional<engine::ops::PoolingMode> pooling = step.pooling ? step.pooling : engine.default_pooling();
@@ -197,9 +196,9 @@ void AddEmbedCommand(CLI::App& app) {
       ->required();
   command->add_flag("--offline", options->offline, "Never touch the network: org/name must be in the hub cache");
   command->add_option("--pooling", options->pooling,
-                      "cls, mean, max, last-token, weightedmean, mean_sqrt_len_tokens, splade (a …ForMaskedLM "
-                      "model's sparse vector), or none (every token's last hidden state) (default: the folder's "
-                      "1_Pooling/config.json; splade for …ForMaskedLM)");
+                      engine::PoolingOptionNames() + " (splade: a …ForMaskedLM model's sparse vector), or none "
+                      "(every token's last hidden state) (default: the folder's 1_Pooling/config.json; splade for "
+                      "…ForMaskedLM)");
   command->add_flag("--no-normalize", options->no_normalize, "Do not L2-normalise the vectors");
   command->add_option("--dimensions", options->dimensions, "Keep only the leading N dimensions (Matryoshka)");
   command->add_option("--prompt-name", options->prompt_name,

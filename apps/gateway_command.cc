@@ -174,7 +174,7 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   command->add_option("--default-prompt-name", g.default_prompt_name,
                       "Prompt of config_sentence_transformers.json used when a request names none")
       ->envname("DEFAULT_PROMPT_NAME");
-  command->add_option("--pooling", options.pooling, "Override the model's pooling: cls, mean, max, last-token")
+  command->add_option("--pooling", options.pooling, "Override the model's pooling: " + engine::PoolingOptionNames())
       ->envname("POOLING");
   command->add_option("--yes-no-reranker", options.yes_no_reranker,
                       "Run a *ForCausalLM folder as a yes/no reranker (Qwen3-Reranker): auto (a causal LM without "
@@ -265,7 +265,7 @@ bool ResolvePooling(GatewayCommandOptions& options, std::string* error) {
   // A pooling mode asks for embeddings: a causal LM folder is then not taken for a reranker.
   if (!options.gateway.yes_no_reranker.has_value()) options.gateway.yes_no_reranker = false;
   options.gateway.pooling = engine::ParsePoolingOption(options.pooling);
-  if (!options.gateway.pooling) *error = "unknown --pooling '" + options.pooling + "' (cls, mean, max, last-token)";
+  if (!options.gateway.pooling) *error = "unknown --pooling '" + options.pooling + "' (" + engine::PoolingOptionNames() + ")";
   return options.gateway.pooling.has_value();
 }
 

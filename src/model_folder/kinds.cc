@@ -3,13 +3,10 @@
 namespace stamen::engine::ops {
 
 std::optional<PoolingMode> PoolingModeFromName(std::string_view name) {
-  if (name == "cls") return PoolingMode::kCls;
-  if (name == "mean") return PoolingMode::kMean;
-  if (name == "max") return PoolingMode::kMax;
-  if (name == "last_token" || name == "lasttoken") return PoolingMode::kLastToken;
-  if (name == "weightedmean") return PoolingMode::kWeightedMean;
-  if (name == "mean_sqrt_len_tokens") return PoolingMode::kMeanSqrtLen;
-  if (name == "splade") return PoolingMode::kSplade;
+  if (name == "lasttoken") return PoolingMode::kLastToken;  // sentence-transformers' spelling
+  for (const PoolingMode mode : kPoolingModes) {
+    if (name == PoolingModeName(mode)) return mode;
+  }
   return std::nullopt;
 }
 

@@ -13,6 +13,11 @@ namespace stamen::engine::ops {
 // kSplade is SPLADE's max over tokens of log(1 + relu(x)) over masked-LM logits: Pool refuses
 // it (the logits are [T, vocab], too wide to make at once), ops::SpladePool computes it.
 enum class PoolingMode { kCls, kMean, kMax, kLastToken, kWeightedMean, kMeanSqrtLen, kSplade };
+// Every mode, in the order help texts and errors list them.
+inline constexpr PoolingMode kPoolingModes[] = {PoolingMode::kCls,          PoolingMode::kMean,
+                                                PoolingMode::kMax,          PoolingMode::kLastToken,
+                                                PoolingMode::kWeightedMean, PoolingMode::kMeanSqrtLen,
+                                                PoolingMode::kSplade};
 
 // "cls", "mean", "max", "last_token" (also sentence-transformers' "lasttoken"), "weightedmean",
 // "mean_sqrt_len_tokens", "splade".

@@ -21,9 +21,16 @@ std::string PoolingOptionName(ops::PoolingMode mode) {
 }
 
 std::optional<ops::PoolingMode> ParsePoolingOption(std::string_view name) {
-  if (name == "last-token") return ops::PoolingMode::kLastToken;
-  if (name == "mean-sqrt-len-tokens") return ops::PoolingMode::kMeanSqrtLen;
+  for (const ops::PoolingMode mode : ops::kPoolingModes) {
+    if (name == PoolingOptionName(mode)) return mode;
+  }
   return ops::PoolingModeFromName(name);
+}
+
+std::string PoolingOptionNames() {
+  std::string names;
+  for (const ops::PoolingMode mode : ops::kPoolingModes) names += (names.empty() ? "" : ", ") + PoolingOptionName(mode);
+  return names;
 }
 
 Status CheckPoolingFitsModel(const ModelConfig& config, ops::PoolingMode pooling) {

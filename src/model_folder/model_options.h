@@ -22,6 +22,8 @@ std::string PoolingOptionName(ops::PoolingMode mode);
 // The inverse, also taking the model files' spellings ("last_token", "lasttoken",
 // "mean_sqrt_len_tokens"); nullopt for any other text.
 std::optional<ops::PoolingMode> ParsePoolingOption(std::string_view name);
+// Every pooling option, as help texts and errors list them: "cls, mean, …, splade".
+std::string PoolingOptionNames();
 
 // Whether a model with `config`'s head can pool with `pooling`: splade needs a masked-LM head
 // (…ForMaskedLM). The one check `stamen embed`, the gateway at start and the engine per step

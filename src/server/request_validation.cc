@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "model_folder/model_options.h"
+
 namespace stamen::server {
 
 namespace {
@@ -159,7 +161,8 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
   if (request.kind == WorkKind::kEmbed) {
     if (limits.num_labels > 0) return invalid("this model is a reranker/classifier: it scores, it does not embed");
     if (!request.pooling && !limits.default_pooling) {
-      return invalid("the model folder names no pooling; the request must choose one (cls, mean, last-token)");
+      return invalid("the model folder names no pooling; the request must choose one (" +
+                     engine::PoolingOptionNames() + ")");
     }
     if (request.dimensions < 0 || request.dimensions > limits.embedding_width) {
       return invalid("dimensions " + std::to_string(request.dimensions) + " outside 1.." +

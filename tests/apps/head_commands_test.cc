@@ -244,7 +244,7 @@ TEST(HeadCommands, ErrorsAreClear) {
       {"embed --token-ids --pooling splade" + classifier, "1 5 2\n", "no masked-LM head"},
       {"embed --token-ids --pooling splade --dimensions 8 --model " + kGoldens + "tiny-bert-splade", "1 5 2\n",
        "cannot truncate splade"},
-      {"embed --token-ids --pooling sum" + classifier, "1 5 2\n", "weightedmean, mean_sqrt_len_tokens, splade, none"},
+      {"embed --token-ids --pooling sum" + classifier, "1 5 2\n", "weightedmean, mean-sqrt-len-tokens, splade, none"},
       {"rerank --token-ids" + classifier, "1 five 2\n", "line 1: 'five' is not a token id"},
       {"rerank --token-ids" + classifier, "1 1000 2\n", "line 1: token id 1000 is outside the vocabulary"},
       {"rerank --token-ids" + classifier, "\n", "line 1: no token ids"},
