@@ -35,6 +35,8 @@ enum class Family {
   kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker, kMpnet, kModernBert, kGemma3,
   // Issue 48: bidirectional Llama / Qwen3 encoders.
   kEuroBert, kPplxQwen3, kLlamaBidirectional,
+  // Issue 48: rotary post-norm encoders, as the hub's folders hold them.
+  kNomicBert, kGte, kGteReranker,
 };
 
 struct Like {
@@ -77,6 +79,19 @@ constexpr Like kLikes[] = {
     // bidirectional, mean pooling, tied embeddings); BERT's tokenizer stands in for Llama 3's.
     {"llama-nemotron-embed-1b-v2", Family::kLlamaBidirectional, 2048, 16, 32, 8, 64, 8192, 131072, 128256, 0, "mean",
      8192, "bert-base-uncased"},
+    // nomic-ai/nomic-embed-text-v1.5 (NomicBERT: the remote code's config keys beside
+    // transformers 5's, mean pooling, its search_query: / search_document: prompts, 2,048
+    // positions); its tokenizer is BERT's uncased one.
+    {"nomic-embed-text-v1.5", Family::kNomicBert, 768, 12, 12, 12, 64, 3072, 2048, 30528, 2, "mean", 2048,
+     "bert-base-uncased"},
+    // Alibaba-NLP/gte-base-en-v1.5 (model_type "new", NTK factor 2, no token types, CLS pooling;
+    // BERT's uncased tokenizer) and gte-multilingual-base and its reranker (NTK factor 8, XLM-R's
+    // vocabulary; the trimmed XLM-R tokenizer gives ids it can take).
+    {"gte-base-en-v1.5", Family::kGte, 768, 12, 12, 12, 64, 3072, 8192, 30528, 0, "cls", 8192, "bert-base-uncased"},
+    {"gte-multilingual-base", Family::kGte, 768, 12, 12, 12, 64, 3072, 8192, 250048, 1, "cls", 8192,
+     "xlm-roberta-trimmed-32k"},
+    {"gte-multilingual-reranker-base", Family::kGteReranker, 768, 12, 12, 12, 64, 3072, 8192, 250048, 1, nullptr, 0,
+     "xlm-roberta-trimmed-32k"},
 };
 
 // EmbeddingGemma's Dense modules after pooling: in → out features, no bias, identity.
@@ -260,6 +275,44 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0, "
              "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"},\n  \"rope_theta\": 500000.0,\n"
              "  \"temperature\": 1.0,\n  \"tie_word_embeddings\": true,\n" + DecoderShapesJson(like, layers, vocab) + "}\n";
+    case Family::kNomicBert:
+      // The hub's config.json: the remote code's GPT2Config keys, with transformers 5's
+      // max_position_embeddings and rope_parameters beside them.
+      return "{\n  \"activation_function\": \"swiglu\",\n  \"architectures\": [\"NomicBertModel\"],\n"
+             "  \"auto_map\": {\"AutoConfig\": \"nomic-ai/nomic-bert-2048--configuration_hf_nomic_bert.NomicBertConfig\", "
+             "\"AutoModel\": \"nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel\"},\n"
+             "  \"causal\": false,\n  \"layer_norm_epsilon\": 1e-12,\n  \"max_position_embeddings\": " + positions +
+             ",\n  \"max_trained_positions\": 2048,\n  \"mlp_fc1_bias\": false,\n  \"mlp_fc2_bias\": false,\n"
+             "  \"model_type\": \"nomic_bert\",\n  \"n_embd\": " + h + ",\n  \"n_head\": " + heads + ",\n  \"n_inner\": " +
+             ffn + ",\n  \"n_layer\": " + n + ",\n  \"n_positions\": 8192,\n  \"pad_token_id\": 0,\n"
+             "  \"prenorm\": false,\n  \"qkv_proj_bias\": false,\n"
+             "  \"rope_parameters\": {\"rope_theta\": 1000.0, \"rope_type\": \"default\"},\n  \"rotary_emb_base\": 1000,\n"
+             "  \"rotary_emb_fraction\": 1.0,\n  \"rotary_emb_interleaved\": false,\n  \"rotary_scaling_factor\": null,\n"
+             "  \"torch_dtype\": \"float32\",\n  \"type_vocab_size\": " + std::to_string(like.type_vocab) +
+             ",\n  \"use_rms_norm\": false,\n  \"vocab_size\": " + v + "\n}\n";
+    case Family::kGte:
+    case Family::kGteReranker: {
+      // The hub's config.json (model_type "new", Alibaba-NLP/new-impl).
+      const bool reranker = like.family == Family::kGteReranker;
+      const bool english = like.type_vocab == 0;
+      return std::string("{\n  \"architectures\": [\"") + (reranker ? "NewForSequenceClassification" : "NewModel") +
+             "\"],\n  \"attention_probs_dropout_prob\": 0.0,\n"
+             "  \"auto_map\": {\"AutoConfig\": \"Alibaba-NLP/new-impl--configuration.NewConfig\", "
+             "\"AutoModel\": \"Alibaba-NLP/new-impl--modeling.NewModel\", "
+             "\"AutoModelForSequenceClassification\": \"Alibaba-NLP/new-impl--modeling.NewForSequenceClassification\"},\n"
+             "  \"classifier_dropout\": 0.0,\n  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n"
+             "  \"hidden_size\": " + h + ",\n" + (reranker ? LabelsJson(labels) : "") +
+             "  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + ffn + ",\n  \"layer_norm_eps\": 1e-12,\n"
+             "  \"layer_norm_type\": \"layer_norm\",\n  \"logn_attention_clip1\": false,\n"
+             "  \"logn_attention_scale\": false,\n  \"max_position_embeddings\": " + positions + ",\n"
+             "  \"model_type\": \"new\",\n  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n +
+             ",\n  \"pack_qkv\": true,\n  \"pad_token_id\": " + (english ? "0" : "1") + ",\n"
+             "  \"position_embedding_type\": \"rope\",\n  \"rope_scaling\": {\"factor\": " + (english ? "2.0" : "8.0") +
+             ", \"type\": \"ntk\"},\n  \"rope_theta\": " + (english ? "500000" : "160000") + ",\n"
+             "  \"torch_dtype\": \"float32\",\n  \"type_vocab_size\": " + std::to_string(like.type_vocab) +
+             ",\n  \"unpad_inputs\": false,\n  \"use_memory_efficient_attention\": false,\n  \"vocab_size\": " + v +
+             "\n}\n";
+    }
     case Family::kXlmRoberta:
     case Family::kXlmRobertaClassifier: {
       const bool classifier = like.family == Family::kXlmRobertaClassifier;
@@ -313,6 +366,12 @@ engine::Status WriteSentenceTransformersFiles(const Like& like, const fs::path& 
     prompts =
         "{\n  \"prompts\": {\n    \"query\": \"task: search result | query: \",\n    \"document\": \"title: none | text: \"\n"
         "  },\n  \"default_prompt_name\": null,\n  \"similarity_fn_name\": \"cosine\"\n}\n";
+  }
+  if (like.family == Family::kNomicBert) {
+    prompts =
+        "{\n  \"prompts\": {\n    \"query\": \"search_query: \",\n    \"document\": \"search_document: \",\n"
+        "    \"classification\": \"classification: \",\n    \"clustering\": \"clustering: \"\n  },\n"
+        "  \"default_prompt_name\": null,\n  \"similarity_fn_name\": \"cosine\"\n}\n";
   }
   if (like.family == Family::kQwen3) {
     prompts =
@@ -438,7 +497,8 @@ engine::Status CopyTokenizer(const std::string& source, Family family, const fs:
     std::string name = fs::path(source).filename().string();
     // A SentencePiece model is found under the name transformers gives it for XLM-R.
     if (fs::path(source).extension() == ".model" &&
-        (family == Family::kXlmRoberta || family == Family::kXlmRobertaClassifier)) {
+        (family == Family::kXlmRoberta || family == Family::kXlmRobertaClassifier || family == Family::kGte ||
+         family == Family::kGteReranker)) {
       name = "sentencepiece.bpe.model";
     }
     if (!fs::copy_file(source, out / name, fs::copy_options::overwrite_existing, error)) {
@@ -468,9 +528,11 @@ int MakeModel(const MakeModelOptions& options) {
   const int64_t vocab = options.vocab_size > 0 ? options.vocab_size : like->vocab;
   const bool decoder = like->family == Family::kQwen3 || like->family == Family::kQwen3Reranker;
   if (!decoder && vocab < 4) return Fail("--vocab-size must be at least 4");
-  const bool classifier = like->family == Family::kBertClassifier || like->family == Family::kXlmRobertaClassifier;
+  const bool classifier = like->family == Family::kBertClassifier || like->family == Family::kXlmRobertaClassifier ||
+                          like->family == Family::kGteReranker;
   if (options.labels < 0 || (options.labels > 1 && !classifier)) {
-    return Fail("--labels must be positive, and only a classifier (bge-reranker-base, ms-marco-MiniLM-L6-v2) has labels");
+    return Fail("--labels must be positive, and only a classifier (bge-reranker-base, ms-marco-MiniLM-L6-v2, "
+                "gte-multilingual-reranker-base) has labels");
   }
   const int64_t labels = options.labels > 0 ? options.labels : 1;
 

@@ -28,7 +28,10 @@ qwen2-classifier, qwen3-reranker, qwen3-reranker-tied (Qwen3ForCausalLM with a b
 tokenizer.json: `logits_i` [1, 1] = logit("yes") - logit("no") at the last position of the full
 vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `pair_ids_k` /
 `pair_logits_k` / `pair_yes_probability_k` for the model card's template around RERANKER_PAIRS,
-tokenized by HF tokenizers as the card does). The folder name written by `all` is tiny-FAMILY.
+tokenized by HF tokenizers as the card does), eurobert, eurobert-bf16, pplx-embed, llama-bidirectional,
+nomic-bert, nomic-bert-hub-bf16, gte, gte-hub-ntk-f16, gte-reranker, gte-reranker-hub (issue 48; the -hub
+folders hold the hub's remote-code config.json and tensor layout, reloaded by transformers with its own
+config through conversion_mapping.py). The folder name written by `all` is tiny-FAMILY.
 
 bert-classifier and bert-splade also hold `weightedmean_pooled_i` and `mean_sqrt_len_pooled_i`,
 from sentence-transformers' own Pooling module on the float64 hidden state; bert-splade and
@@ -343,6 +346,181 @@ def llama_bidirectional():
                 reload=transformers.LlamaModel)
 
 
+# ---------------------------------------------------------------- issue 48: rotary post-norm encoders
+
+def new_impl_ntk_parameters(config, device=None, seq_len=None, layer_type=None):
+    """GTE's fixed NTK scaling, as Alibaba-NLP/new-impl's NTKScalingRotaryEmbedding (mixed_b None)
+    computes it for every sequence length when factor > 1 (its cache is built for
+    max_position_embeddings * factor): inv_freq = 1 / (base * f) ** (arange(0, d, 2) / d), then
+    divided by f ** (2 / d). transformers 5.25 has no such rope_type (GteModel raises KeyError 'ntk'
+    on the hub's rope_scaling), so the goldens register this one for GteRotaryEmbedding."""
+    parameters = config.rope_parameters
+    base, factor = parameters["rope_theta"], parameters["factor"]
+    dim = config.hidden_size // config.num_attention_heads
+    inv_freq = 1.0 / ((base * factor) ** (torch.arange(0, dim, 2).float() / dim))
+    return inv_freq / factor ** (2 / dim), 1.0
+
+
+transformers.modeling_rope_utils.ROPE_INIT_FUNCTIONS["ntk"] = new_impl_ntk_parameters
+
+NOMIC_AUTO_MAP = {
+    "AutoConfig": "nomic-ai/nomic-bert-2048--configuration_hf_nomic_bert.NomicBertConfig",
+    "AutoModel": "nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel",
+    "AutoModelForMaskedLM": "nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertForPreTraining"}
+GTE_AUTO_MAP = {
+    "AutoConfig": "Alibaba-NLP/new-impl--configuration.NewConfig",
+    "AutoModel": "Alibaba-NLP/new-impl--modeling.NewModel",
+    "AutoModelForMaskedLM": "Alibaba-NLP/new-impl--modeling.NewForMaskedLM",
+    "AutoModelForMultipleChoice": "Alibaba-NLP/new-impl--modeling.NewForMultipleChoice",
+    "AutoModelForQuestionAnswering": "Alibaba-NLP/new-impl--modeling.NewForQuestionAnswering",
+    "AutoModelForSequenceClassification": "Alibaba-NLP/new-impl--modeling.NewForSequenceClassification",
+    "AutoModelForTokenClassification": "Alibaba-NLP/new-impl--modeling.NewForTokenClassification"}
+
+
+def rewrite_tensors(out, convert):
+    """model.safetensors rewritten by convert(tensors) -> tensors (names and fusing), dtypes kept."""
+    path = out / "model.safetensors"
+    with safe_open(path, "pt") as f:
+        tensors = {name: f.get_tensor(name) for name in f.keys()}
+    save_file({k: v.contiguous() for k, v in convert(tensors).items()}, path, metadata={"format": "pt"})
+
+
+def take(tensors, used, name):
+    used.add(name)
+    return tensors[name]
+
+
+def nomic_hub_tensors(layers):
+    """transformers' NomicBertModel names -> the hub's (nomic-embed-text-v1.5's model.safetensors),
+    the inverse of conversion_mapping.py's "nomic_bert" entry: q|k|v fused into attn.Wqkv,
+    up_proj -> mlp.fc11, gate_proj -> mlp.fc12, down_proj -> mlp.fc2."""
+    def convert(tensors):
+        if "emb_ln.weight" in tensors:  # save_pretrained already wrote the hub's names
+            return tensors
+        used, hub = set(), {}
+        for name in ("embeddings.word_embeddings.weight", "embeddings.token_type_embeddings.weight"):
+            hub[name] = take(tensors, used, name)
+        for suffix in ("weight", "bias"):
+            hub[f"emb_ln.{suffix}"] = take(tensors, used, f"embeddings.LayerNorm.{suffix}")
+        for i in range(layers):
+            old, new = f"layers.{i}.", f"encoder.layers.{i}."
+            hub[new + "attn.Wqkv.weight"] = torch.cat(
+                [take(tensors, used, old + f"self_attn.{p}_proj.weight") for p in "qkv"])
+            hub[new + "attn.out_proj.weight"] = take(tensors, used, old + "self_attn.o_proj.weight")
+            hub[new + "mlp.fc11.weight"] = take(tensors, used, old + "mlp.up_proj.weight")
+            hub[new + "mlp.fc12.weight"] = take(tensors, used, old + "mlp.gate_proj.weight")
+            hub[new + "mlp.fc2.weight"] = take(tensors, used, old + "mlp.down_proj.weight")
+            for norm, hub_norm in (("post_attention_layernorm", "norm1"), ("post_mlp_layernorm", "norm2")):
+                for suffix in ("weight", "bias"):
+                    hub[new + f"{hub_norm}.{suffix}"] = take(tensors, used, old + f"{norm}.{suffix}")
+        assert used == set(tensors), set(tensors) - used
+        return hub
+    return convert
+
+
+def gte_hub_tensors(layers):
+    """transformers' Gte* names -> the hub's (Alibaba-NLP/new-impl), the inverse of
+    conversion_mapping.py's "gte" entry: gte. -> new., layers -> encoder.layer, q|k|v fused into
+    attention.qkv_proj, up|gate (up first) into mlp.up_gate_proj, norms attn_ln / mlp_ln."""
+    def convert(tensors):
+        if any(".attention.qkv_proj." in name for name in tensors):  # save_pretrained wrote the hub's names
+            return {"new." + name[len("gte."):] if name.startswith("gte.") else name: t for name, t in tensors.items()}
+        used, hub = set(), {}
+        prefix = "gte." if any(name.startswith("gte.") for name in tensors) else ""
+        hub_prefix = "new." if prefix else ""
+        for name in ("embeddings.word_embeddings.weight", "embeddings.token_type_embeddings.weight",
+                     "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias",
+                     "pooler.dense.weight", "pooler.dense.bias"):
+            if prefix + name in tensors:
+                hub[hub_prefix + name] = take(tensors, used, prefix + name)
+        for name in ("classifier.weight", "classifier.bias"):
+            if name in tensors:
+                hub[name] = take(tensors, used, name)
+        for i in range(layers):
+            old, new = f"{prefix}layers.{i}.", f"{hub_prefix}encoder.layer.{i}."
+            for suffix in ("weight", "bias"):
+                hub[new + f"attention.qkv_proj.{suffix}"] = torch.cat(
+                    [take(tensors, used, old + f"self_attn.{p}_proj.{suffix}") for p in "qkv"])
+                hub[new + f"attention.o_proj.{suffix}"] = take(tensors, used, old + f"self_attn.o_proj.{suffix}")
+                hub[new + f"mlp.down_proj.{suffix}"] = take(tensors, used, old + f"mlp.down_proj.{suffix}")
+                hub[new + f"attn_ln.{suffix}"] = take(tensors, used, old + f"post_attention_layernorm.{suffix}")
+                hub[new + f"mlp_ln.{suffix}"] = take(tensors, used, old + f"post_mlp_layernorm.{suffix}")
+            hub[new + "mlp.up_gate_proj.weight"] = torch.cat(
+                [take(tensors, used, old + "mlp.up_proj.weight"), take(tensors, used, old + "mlp.gate_proj.weight")])
+        assert used == set(tensors), set(tensors) - used
+        return hub
+    return convert
+
+
+def nomic_bert(hub=False):
+    """NomicBERT (transformers' NomicBertModel): rotary post-norm encoder, SwiGLU, no biases. The
+    native layout: save_pretrained's config.json with transformers' in-memory tensor names
+    (save_pretrained itself writes the hub's names, as tiny-gte shows for GTE). The hub layout (nomic-embed-text-v1.5 as
+    its remote code reads it): tensors renamed and fused as the hub stores them, config.json in
+    the remote code's GPT2Config keys only (n_embd, …, rotary_emb_base 10000 here so that a reader
+    taking transformers' default 1000 fails), stored in BF16. Its goldens are transformers' run of
+    the same weights; the reload check loads the hub folder through conversion_mapping.py."""
+    theta = 10000.0 if hub else 1000.0
+    config = transformers.NomicBertConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12, hidden_act="silu", pad_token_id=0,
+        rope_parameters={"rope_type": "default", "rope_theta": theta}, attn_implementation="eager")
+    spec = dict(cls=transformers.NomicBertModel, config=config, seed=485 + hub, ids=(1, 2), pad=0, rotary=True,
+                state_dict_names=not hub)
+    if hub:
+        spec.update(storage=torch.bfloat16, hub_tensors=nomic_hub_tensors(2), reload_with_config=True, hub_config={
+            "activation_function": "swiglu", "architectures": ["NomicBertModel"], "attn_pdrop": 0.0,
+            "auto_map": NOMIC_AUTO_MAP, "bos_token_id": None, "causal": False, "dense_seq_output": True,
+            "embd_pdrop": 0.0, "eos_token_id": None, "fused_bias_fc": True, "fused_dropout_add_ln": True,
+            "initializer_range": 0.02, "layer_norm_epsilon": 1e-12, "max_trained_positions": 2048,
+            "mlp_fc1_bias": False, "mlp_fc2_bias": False, "model_type": "nomic_bert", "n_embd": 64, "n_head": 4,
+            "n_inner": 128, "n_layer": 2, "n_positions": 512, "pad_token_id": 0, "pad_vocab_size_multiple": 64,
+            "parallel_block": False, "parallel_block_tied_norm": False, "prenorm": False, "qkv_proj_bias": False,
+            "resid_pdrop": 0.0, "rotary_emb_base": 10000, "rotary_emb_fraction": 1.0,
+            "rotary_emb_interleaved": False, "rotary_emb_scale_base": None, "rotary_scaling_factor": None,
+            "summary_activation": None, "summary_first_dropout": 0.0, "summary_proj_to_labels": True,
+            "summary_type": "cls_index", "summary_use_proj": True, "torch_dtype": "bfloat16",
+            "type_vocab_size": 2, "use_cache": True, "use_flash_attn": True, "use_rms_norm": False,
+            "use_xentropy": True, "vocab_size": VOCAB})
+    return spec
+
+
+def gte(hub=False, labels=0, ntk=0.0, type_vocab_size=1, storage=None):
+    """Alibaba GTE (transformers' GteModel / GteForSequenceClassification): rotary post-norm encoder,
+    GELU-gated feed-forward with biases on q/k/v, o and down. The hub layout (model_type "new",
+    Alibaba-NLP/new-impl): tensors as the hub stores them, config.json in NewConfig's keys with
+    rope_scaling {"type": "ntk", "factor": ntk}; the reference rotates by new_impl_ntk_parameters."""
+    rope = {"rope_type": "ntk", "rope_theta": 500000.0, "factor": ntk} if ntk else \
+        {"rope_type": "default", "rope_theta": 160000.0}
+    kwargs = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                  max_position_embeddings=512, type_vocab_size=type_vocab_size, layer_norm_eps=1e-12,
+                  hidden_act="gelu", pad_token_id=1, bos_token_id=0, eos_token_id=2, rope_parameters=rope,
+                  attn_implementation="eager")
+    if labels:
+        kwargs.update(num_labels=1, id2label={0: "LABEL_0"}, label2id={"LABEL_0": 0})
+    config = transformers.GteConfig(**kwargs)
+    cls = transformers.GteForSequenceClassification if labels else transformers.GteModel
+    spec = dict(cls=cls, config=config, seed=487 + 2 * hub + labels, ids=(0, 2), pad=1, rotary=True)
+    if storage is not None:
+        spec["storage"] = storage
+    if hub:
+        hub_config = {
+            "architectures": ["NewForSequenceClassification" if labels else "NewModel"], "auto_map": GTE_AUTO_MAP,
+            "attention_probs_dropout_prob": 0.0, "classifier_dropout": 0.0, "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.1, "hidden_size": 64, "initializer_range": 0.02, "intermediate_size": 128,
+            "layer_norm_eps": 1e-12, "layer_norm_type": "layer_norm", "logn_attention_clip1": False,
+            "logn_attention_scale": False, "max_position_embeddings": 512, "model_type": "new",
+            "num_attention_heads": 4, "num_hidden_layers": 2, "pack_qkv": True, "pad_token_id": 1,
+            "position_embedding_type": "rope", "rope_theta": rope["rope_theta"],
+            "rope_scaling": {"factor": ntk, "type": "ntk"} if ntk else None,
+            "torch_dtype": str(storage or torch.float32).replace("torch.", ""), "type_vocab_size": type_vocab_size,
+            "unpad_inputs": False, "use_memory_efficient_attention": False, "vocab_size": VOCAB}
+        if labels:
+            hub_config.update(id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
+        spec.update(hub_tensors=gte_hub_tensors(2), reload_with_config=True, hub_config=hub_config)
+    return spec
+
+
 def mpnet_classifier():
     spec = mpnet()
     spec["config"].num_labels = 2
@@ -389,6 +567,13 @@ FAMILIES = {
     "eurobert-bf16": lambda: eurobert(native=True),
     "pplx-embed": pplx_embed,
     "llama-bidirectional": llama_bidirectional,
+    # Issue 48: rotary post-norm encoders (transformers' own layout, then the hub's).
+    "nomic-bert": nomic_bert,
+    "nomic-bert-hub-bf16": lambda: nomic_bert(hub=True),
+    "gte": gte,
+    "gte-hub-ntk-f16": lambda: gte(hub=True, ntk=2.0, type_vocab_size=0, storage=torch.float16),
+    "gte-reranker": lambda: dict(gte(labels=1), state_dict_names=True),
+    "gte-reranker-hub": lambda: gte(hub=True, labels=1, ntk=8.0),
 }
 
 
@@ -645,6 +830,17 @@ def make_spec(family, out, spec):
         model.save_pretrained(out, safe_serialization=True)
     if spec.get("old_norm_names"):
         rename_norms_to_gamma_beta(out)
+    if spec.get("state_dict_names"):
+        # transformers' in-memory names (layers.i.self_attn.q_proj, …), as a plain state_dict save
+        # writes them; save_pretrained of 5.25 writes the hub's names for these families.
+        save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, out / "model.safetensors",
+                  metadata={"format": "pt"})
+        report["layout"] = "transformers' in-memory tensor names (state_dict), its config.json"
+    if spec.get("hub_tensors") is not None:
+        # The hub's remote-code layout: its tensor names and fusings, its config keys alone.
+        rewrite_tensors(out, spec["hub_tensors"])
+        (out / "config.json").write_text(json.dumps(spec["hub_config"], indent=2, sort_keys=True) + "\n")
+        report["layout"] = "the hub's remote code (tensors and config.json as its folders ship them)"
     if "legacy_config" in spec:
         # Real checkpoints' config format; transformers 5 reads either. Checked below by reloading.
         path = out / "config.json"
@@ -715,6 +911,8 @@ def make_spec(family, out, spec):
         auto = transformers.AutoModelForMaskedLM
     if family == "mpnet-masked-lm-prefixed":
         reloaded = transformers.MPNetForMaskedLM.from_pretrained(out, attn_implementation="eager").mpnet
+    elif spec.get("reload_with_config"):  # hub layout: transformers' config, the folder's tensors converted
+        reloaded = spec["cls"].from_pretrained(out, config=spec["config"], attn_implementation="eager")
     elif spec.get("reload") is not None:  # remote-code model_type: the transformers class it restates
         reloaded = spec["reload"].from_pretrained(out, attn_implementation="eager")
     else:
@@ -775,6 +973,8 @@ def family_checks(family, spec, model, rows, golden, checks):
         }
     if family.startswith("deberta"):
         deberta_checks(model, base, longest, golden, checks)
+    if spec.get("rotary"):
+        rotary_checks(model, base, rows, golden, checks)
     if spec.get("bidirectional") or family.startswith("eurobert"):
         bidirectional_checks(spec, model, base, rows, golden, checks)
     if spec.get("windowed"):
@@ -804,6 +1004,25 @@ def family_checks(family, spec, model, rows, golden, checks):
         if family.startswith("modernbert"):
             checks["config.sliding_window (local_attention // 2)"] = config.sliding_window
             checks["attn_norm_of_layer_0"] = type(base.layers[0].attn_norm).__name__
+
+
+def rotary_checks(model, base, rows, golden, checks):
+    """The inverse frequencies the rotary encoder used, and how far plain RoPE at rope_theta (no
+    scaling) and no RoPE at all would be from the goldens at length 130 (so an engine that
+    ignores either fails)."""
+    longest = rows[5]
+    rotary = base.rotary_emb
+    checks["rope_inv_freq"] = rotary.inv_freq.tolist()
+    checks["rope_parameters"] = dict(model.config.rope_parameters)
+    saved = rotary.inv_freq.clone()
+    dim = rotary.inv_freq.shape[0] * 2
+    plain = 1.0 / (model.config.rope_parameters["rope_theta"] ** (torch.arange(0, dim, 2).float() / dim))
+    for name, inv_freq in (("plain_rope", plain), ("no_rope", torch.zeros_like(saved))):
+        rotary.inv_freq = inv_freq.to(saved.dtype)
+        with torch.no_grad():
+            hidden = base(input_ids=longest[None]).last_hidden_state[0]
+        checks[f"max_abs_diff_with_{name}_len_130"] = float((hidden.float() - golden["last_hidden_state_5"]).abs().max())
+    rotary.inv_freq = saved
 
 
 def bidirectional_checks(spec, model, base, rows, golden, checks):

@@ -31,6 +31,7 @@ struct ShapeKeys {
   std::string_view num_hidden_layers = "num_hidden_layers";
   std::string_view num_attention_heads = "num_attention_heads";
   std::string_view intermediate_size = "intermediate_size";
+  std::string_view max_position_embeddings = "max_position_embeddings";
 };
 
 struct FamilyConfig {
@@ -38,6 +39,9 @@ struct FamilyConfig {
   std::span<const ArchitectureDefinition> architectures;
   bool decoder = false;  // uses RoPE, may attend causally, pools the last token by default
   ShapeKeys shape_keys = {};
+  // Another set of keys some configs of the family use instead (NomicBERT's hub configs: n_embd,
+  // n_layer, …): read when the config lacks shape_keys.hidden_size and has this set's.
+  const ShapeKeys* remote_code_shape_keys = nullptr;
   // The family's own keys (activation, norms, positions), after the common shapes are read.
   Status (*read_settings)(const JsonObject& root, ModelConfig* config);
   // The remote-code classes (auto_map's "module.Class", by class name) this family implements:

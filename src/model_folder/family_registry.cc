@@ -19,6 +19,9 @@ extern const FamilyConfig kDebertaFamilyConfig;
 extern const FamilyConfig kEuroBertFamilyConfig;
 extern const FamilyConfig kPplxQwen3FamilyConfig;
 extern const FamilyConfig kLlamaBidirectionalFamilyConfig;
+// Issue 48: rotary post-norm encoders.
+extern const FamilyConfig kNomicBertFamilyConfig;
+extern const FamilyConfig kGteFamilyConfig;
 
 namespace {
 
@@ -38,6 +41,9 @@ const FamilyConfig* const kFamilyConfigs[] = {
     &kEuroBertFamilyConfig,
     &kPplxQwen3FamilyConfig,
     &kLlamaBidirectionalFamilyConfig,
+    // Issue 48: rotary post-norm encoders.
+    &kNomicBertFamilyConfig,
+    &kGteFamilyConfig,
 };
 
 }  // namespace

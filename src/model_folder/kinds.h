@@ -30,16 +30,21 @@ enum class Activation { kIdentity, kGeluErf, kGeluTanh, kRelu, kSilu, kTanh };
 // transformers' ACT2FN); nullopt when unknown.
 std::optional<Activation> ActivationFromName(std::string_view name);
 
-// Llama 3's rescaled RoPE frequencies (rope_type "llama3": Llama 3.1/3.2 and the embedders
-// built on them, llama-nemotron-embed): frequencies whose wavelength exceeds
-// original_max_position_embeddings / low_freq_factor are divided by `factor`, those below
-// original / high_freq_factor kept, the ones between interpolated (ops/rope_frequency.h).
-// factor 0: plain RoPE.
+// How RoPE frequencies are rescaled (ops/rope_frequency.h); factor 0: plain RoPE.
+//   kLlama3: Llama 3's (rope_type "llama3": Llama 3.1/3.2 and the embedders built on them,
+//     llama-nemotron-embed): frequencies whose wavelength exceeds
+//     original_max_position_embeddings / low_freq_factor are divided by `factor`, those below
+//     original / high_freq_factor kept, the ones between interpolated.
+//   kNtk: GTE's fixed NTK scaling (the hub's rope_scaling {"type": "ntk"}, Alibaba-NLP/new-impl's
+//     NTKScalingRotaryEmbedding): base · factor, every frequency then divided by factor^(2/d).
+enum class RopeScalingType { kLlama3, kNtk };
+
 struct RopeScaling {
   float factor = 0.0f;
   float low_freq_factor = 1.0f;
   float high_freq_factor = 4.0f;
   float original_max_position_embeddings = 8192.0f;
+  RopeScalingType type = RopeScalingType::kLlama3;
 };
 
 }  // namespace stamen::engine::ops

@@ -140,8 +140,8 @@ Status ReadShapes(const JsonObject& root, const ShapeKeys& keys, ModelConfig* co
     config->head_dim = config->hidden_size / config->num_attention_heads;
   }
   STAMEN_RETURN_IF_ERROR(positive("head_dim", config->head_dim));
-  STAMEN_RETURN_IF_ERROR(root.Optional("max_position_embeddings", &config->max_position_embeddings));
-  if (!config->decoder) STAMEN_RETURN_IF_ERROR(positive("max_position_embeddings", config->max_position_embeddings));
+  STAMEN_RETURN_IF_ERROR(root.Optional(keys.max_position_embeddings, &config->max_position_embeddings));
+  if (!config->decoder) STAMEN_RETURN_IF_ERROR(positive(keys.max_position_embeddings, config->max_position_embeddings));
   return Status();
 }
 
@@ -165,7 +165,10 @@ StatusOr<ModelConfig> ReadModelConfig(const std::string& path) {
   ModelConfig config;
   STAMEN_RETURN_IF_ERROR(ReadArchitecture(root, &config));
   const FamilyConfig& family = FamilyConfigOf(config.family);
-  STAMEN_RETURN_IF_ERROR(ReadShapes(root, family.shape_keys, &config));
+  const bool remote_code_keys = family.remote_code_shape_keys != nullptr && !root.Has(family.shape_keys.hidden_size) &&
+                                root.Has(family.remote_code_shape_keys->hidden_size);
+  STAMEN_RETURN_IF_ERROR(
+      ReadShapes(root, remote_code_keys ? *family.remote_code_shape_keys : family.shape_keys, &config));
   STAMEN_RETURN_IF_ERROR(family_settings::ReadPadToken(root, &config));
   STAMEN_RETURN_IF_ERROR(family.read_settings(root, &config));
   if (config.head == ModelHead::kSequenceClassification) STAMEN_RETURN_IF_ERROR(ReadLabels(root, &config));

@@ -19,6 +19,8 @@ enum class ModelFamily {
   kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3, kDeberta,
   // Bidirectional Llama / Qwen3-style encoders (issue 48).
   kEuroBert, kPplxQwen3, kLlamaBidirectional,
+  // Rotary post-norm encoders with gated feed-forwards (issue 48): NomicBERT, Alibaba's GTE.
+  kNomicBert, kGte,
 };
 // kMaskedLm: the masked-language-model head (…ForMaskedLM), used for SPLADE sparse vectors.
 enum class ModelHead { kNone, kSequenceClassification, kMaskedLm };
@@ -59,7 +61,7 @@ struct ModelConfig {
   bool gated_feed_forward = false;  // act(x·W_gateᵀ) ⊙ x·W_upᵀ instead of act(x·W_iᵀ)
   bool attention_bias = false;  // decoders: biases on the q/k/v projections (encoders always have them)
   double rope_theta = 10000.0;
-  ops::RopeScaling rope_scaling;  // Llama 3's rescaled frequencies (rope_type "llama3"), or none
+  ops::RopeScaling rope_scaling;  // Llama 3's or GTE's NTK rescaled frequencies, or none
   double attention_scale = 0.0;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
   // Decoders attend causally unless config.json says "is_causal": false (bidirectional
   // fine-tunes); encoders are always bidirectional.
@@ -89,6 +91,12 @@ struct ModelConfig {
   // pplx-embed-v1: every pooled vector is served as round(127·tanh(x)) (its remote code's int8
   // embedding, TEI's pplx1.rs), before any normalisation, which would undo it.
   bool pooled_tanh_int8 = false;
+  // NomicBERT and GTE: the tensors carry the names of the hub's remote code (NomicBERT's
+  // encoder.layers.i.attn.Wqkv, mlp.fc11 / fc12, …; GTE's encoder.layer.i.attention.qkv_proj,
+  // mlp.up_gate_proj, …), as the hub's folders and transformers 5.25's save_pretrained write
+  // them, instead of transformers' in-memory names (layers.i.self_attn.q_proj, …). The reader
+  // sets it; loading decides it from the tensors present.
+  bool remote_code_tensors = false;
   // Decoders: the output projection is the token embedding table (no lm_head.weight).
   bool tie_word_embeddings = false;
   // A yes/no LLM reranker (Qwen3-Reranker): a *ForCausalLM whose score is

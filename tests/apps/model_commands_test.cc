@@ -525,6 +525,11 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       {"EuroBERT-210m", "configs/all-MiniLM-L6-v2", 768, "EuroBertForMaskedLM"},
       {"pplx-embed-v1-0.6b", "qwen2-bpe", 1024, "PPLXQwen3Model"},
       {"llama-nemotron-embed-1b-v2", "configs/all-MiniLM-L6-v2", 2048, "LlamaBidirectionalModel"},
+      // Issue 48: rotary post-norm encoders.
+      {"nomic-embed-text-v1.5", "configs/all-MiniLM-L6-v2", 768, "NomicBertModel"},
+      {"gte-base-en-v1.5", "configs/all-MiniLM-L6-v2", 768, "NewModel"},
+      {"gte-multilingual-base", "xlmr-trimmed-32k", 768, "NewModel"},
+      {"gte-multilingual-reranker-base", "xlmr-trimmed-32k", 0, "NewForSequenceClassification"},
   };
   for (const Like& like : likes) {
     // One layer and a small vocabulary keep the folders small; token ids stay below 1000. The

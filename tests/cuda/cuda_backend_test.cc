@@ -197,7 +197,8 @@ TEST_F(CudaKernelTest, RotaryEmbedding) {
   EXPECT_CLOSE(qkv, ToHost(device), "apply_rope");
 }
 
-// Llama 3's rescaled frequencies (llama-nemotron-embed) and pplx-embed's int8 vectors: the same
+// Llama 3's and GTE's NTK rescaled frequencies (llama-nemotron-embed, gte-*-v1.5 /
+// gte-multilingual) and pplx-embed's int8 vectors: the same
 // numbers on the GPU as on the CPU (the CPU's are checked against transformers by the goldens).
 TEST_F(CudaKernelTest, ScaledRopeAndTanhRound) {
   const Tensor positions = Ints({0, 1, 2, 3, 100, 8191, 8192, 20000});
@@ -209,6 +210,11 @@ TEST_F(CudaKernelTest, ScaledRopeAndTanhRound) {
   Tensor table = Empty(DataType::kF32, {8, d}, Device::kCuda);
   ASSERT_TRUE(ops::RopeTable(ToDevice(positions), 500000.0, table, llama3).ok());
   EXPECT_CLOSE(expected_table, ToHost(table), "rope_table llama3");
+  // GTE's fixed NTK scaling (gte-multilingual-base: factor 8, base 160000).
+  const ops::RopeScaling ntk{.factor = 8.0f, .type = ops::RopeScalingType::kNtk};
+  ASSERT_TRUE(ops::RopeTable(positions, 160000.0, expected_table, ntk).ok());
+  ASSERT_TRUE(ops::RopeTable(ToDevice(positions), 160000.0, table, ntk).ok());
+  EXPECT_CLOSE(expected_table, ToHost(table), "rope_table ntk");
   Tensor values = Random({3, 70}, rng_);
   for (int64_t i = 0; i < values.NumElements(); ++i) values.data<float>()[i] *= 3.0f;
   Tensor device = ToDevice(values, DataType::kF32);  // pooled vectors are F32 on every device

@@ -165,7 +165,10 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       "tiny-qwen3-f16", "tiny-gemma3-bf16",
                       // Issue 48: bidirectional Llama / Qwen3 encoders (tiny-pplx-embed, whose pooled
                       // vectors are its int8 ones: bidirectional_encoders_test.cc).
-                      "tiny-eurobert", "tiny-eurobert-bf16", "tiny-llama-bidirectional");
+                      "tiny-eurobert", "tiny-eurobert-bf16", "tiny-llama-bidirectional",
+                      // Issue 48: rotary post-norm encoders, transformers' layout and the hub's.
+                      "tiny-nomic-bert", "tiny-nomic-bert-hub-bf16", "tiny-gte", "tiny-gte-hub-ntk-f16",
+                      "tiny-gte-reranker", "tiny-gte-reranker-hub");
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, kGoldenModels, FolderTestName);
 

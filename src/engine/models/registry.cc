@@ -24,6 +24,9 @@ extern const FamilyDefinition kDebertaFamily;
 extern const FamilyDefinition kEuroBertFamily;
 extern const FamilyDefinition kPplxQwen3Family;
 extern const FamilyDefinition kLlamaBidirectionalFamily;
+// Issue 48: rotary post-norm encoders (models/rotary_encoder.cc).
+extern const FamilyDefinition kNomicBertFamily;
+extern const FamilyDefinition kGteFamily;
 
 namespace {
 
@@ -43,6 +46,9 @@ const FamilyDefinition* const kFamilies[] = {
     &kEuroBertFamily,
     &kPplxQwen3Family,
     &kLlamaBidirectionalFamily,
+    // Issue 48: rotary post-norm encoders.
+    &kNomicBertFamily,
+    &kGteFamily,
 };
 
 }  // namespace

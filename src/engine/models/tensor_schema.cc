@@ -1,6 +1,7 @@
 // The schema visitors that touch weights: the loader.
 #include "engine/models/tensor_schema.h"
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
@@ -59,6 +60,23 @@ void TensorLoader::Keep(StatusOr<engine::Tensor> tensor, const TensorSpec& spec,
     const int64_t count = tensor->NumElements();
     for (int64_t i = 0; i < count; ++i) values[i] = stored[i] + spec.load_offset;
     tensor = std::move(transformed);
+  }
+  if (spec.swap_row_halves) {
+    const int64_t rows = tensor->dim(0);
+    if (rows % 2 != 0) {
+      status_ = Status::Error("tensor '" + spec.name + "' has an odd number of rows, so no two halves to swap");
+      return;
+    }
+    auto swapped = engine::Tensor::Allocate(DataType::kF32, tensor->shape());
+    if (!swapped.ok()) {
+      status_ = swapped.status();
+      return;
+    }
+    const int64_t half = tensor->NumElements() / 2;
+    const float* stored = tensor->data<float>();
+    std::copy(stored + half, stored + 2 * half, swapped->data<float>());
+    std::copy(stored, stored + half, swapped->data<float>() + half);
+    tensor = std::move(swapped);
   }
   auto placed = model_weights::Place(*tensor, placement_);
   if (placed.ok()) {

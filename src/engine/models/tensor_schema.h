@@ -36,6 +36,10 @@ struct TensorSpec {
   // family whose checkpoint stores a weight in another form runs the common ops unchanged:
   // Gemma stores its RMSNorm weights as w − 1 (offset 1). make-model writes the stored form.
   float load_offset = 0.0f;
+  // The stored tensor's two halves along axis 0 in the other order: GTE's hub checkpoints fuse
+  // up|gate into one up_gate_proj, ops::GatedActivation reads gate|up. make-model writes the
+  // stored order (its random halves are alike).
+  bool swap_row_halves = false;
 };
 
 // Visits a family's tensors in order. A family's schema is one function that calls Tensor or

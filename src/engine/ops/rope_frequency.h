@@ -1,7 +1,8 @@
 // RoPE's inverse frequencies, written once for both backends: the CPU and the CUDA table
 // kernels call this same inline function (host and device), so a table is the same on either
 // device. Float32 arithmetic in transformers' order (modeling_rope_utils: the default
-// frequencies and _compute_llama3_parameters), so angles match its cos/sin to rounding.
+// frequencies and _compute_llama3_parameters; for NTK, new-impl's NTKScalingRotaryEmbedding), so
+// angles match its cos/sin to rounding.
 #pragma once
 
 #include <cmath>
@@ -17,16 +18,22 @@
 
 namespace stamen::engine::ops {
 
-// The inverse frequency of rotation pair i of a head of d dimensions: base^(−2i/d), and with
-// Llama 3's scaling (scaling.factor > 0):
+// The inverse frequency of rotation pair i of a head of d dimensions: base^(−2i/d); with GTE's
+// fixed NTK scaling (kNtk, factor f): (base·f)^(−2i/d) / f^(2/d); with Llama 3's (kLlama3):
 //   wavelength λ = 2π / f;  λ > original / low_freq_factor: f / factor;  λ < original / high_freq_factor: f;
 //   between: (1 − s)·f / factor + s·f,  s = (original / λ − low_freq_factor) / (high_freq_factor − low_freq_factor).
 STAMEN_ROPE_HOST_DEVICE inline float RopeInverseFrequency(int64_t i, int64_t d, float base, const RopeScaling& scaling) {
   const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
+  const bool ntk = scaling.factor > 0.0f && scaling.type == RopeScalingType::kNtk;
+  // new-impl computes 1 / (base·f)^(2i/d) in float32 (the scaled base a float32 scalar), then
+  // divides by the Python double f^(2/d), which meets the float32 tensor as a float32 scalar.
+  const float scaled_base = ntk ? static_cast<float>(static_cast<double>(base) * scaling.factor) : base;
 #if defined(__CUDA_ARCH__)
-  const float frequency = 1.0f / powf(base, exponent);
+  const float frequency = 1.0f / powf(scaled_base, exponent);
+  if (ntk) return frequency / static_cast<float>(pow(static_cast<double>(scaling.factor), 2.0 / static_cast<double>(d)));
 #else
-  const float frequency = 1.0f / std::pow(base, exponent);
+  const float frequency = 1.0f / std::pow(scaled_base, exponent);
+  if (ntk) return frequency / static_cast<float>(std::pow(static_cast<double>(scaling.factor), 2.0 / static_cast<double>(d)));
 #endif
   if (!(scaling.factor > 0.0f)) return frequency;
   // torch evaluates `scalar / tensor` as tensor.reciprocal() * scalar, and scalars meet float32

@@ -1,0 +1,104 @@
+"""stamen's engine against PyTorch eager (transformers 5.25, fp32, sdpa attention), alternated round by
+round on the same model folder, one sequence of each length, same thread count: each round runs
+`stamen bench engine` once, then times transformers' model on the same shapes. For families ONNX
+export does not cover yet (NomicBERT, GTE's hub folders); engine_rounds.py is the ONNX Runtime /
+OpenVINO peer. Before timing, both embed one random sequence of the longest length and the
+largest absolute difference of the last hidden states is printed (the two must agree).
+
+    .venv-heavy/bin/python bench/peers/torch_rounds.py --model DIR --threads 2 --lengths 512 --rounds 5
+
+A hub GTE folder (model_type "new") loads as transformers' GteModel with its config restated and
+the hub's NTK scaling registered as tools/make_family_goldens.py does.
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import transformers
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
+from make_family_goldens import new_impl_ntk_parameters  # noqa: E402  (registers the "ntk" rope_type)
+
+
+def load_reference(folder):
+    config = json.loads((pathlib.Path(folder) / "config.json").read_text())
+    if config.get("model_type") != "new":
+        return transformers.AutoModel.from_pretrained(folder, attn_implementation="sdpa")
+    scaling = config.get("rope_scaling")
+    rope = {"rope_type": "ntk", "rope_theta": float(config["rope_theta"]), "factor": scaling["factor"]} if scaling \
+        else {"rope_type": "default", "rope_theta": float(config["rope_theta"])}
+    native = transformers.GteConfig(
+        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"], num_hidden_layers=config["num_hidden_layers"],
+        num_attention_heads=config["num_attention_heads"], intermediate_size=config["intermediate_size"],
+        max_position_embeddings=config["max_position_embeddings"], type_vocab_size=config["type_vocab_size"],
+        layer_norm_eps=config["layer_norm_eps"], hidden_act=config["hidden_act"], rope_parameters=rope)
+    return transformers.GteModel.from_pretrained(folder, config=native, attn_implementation="sdpa")
+
+
+def stamen_hidden(args, ids):
+    """Last hidden state of one sequence from `stamen embed --pooling none`."""
+    command = [args.stamen, "embed", "--token-ids", "--pooling", "none", "--no-normalize", "--model", args.model]
+    out = subprocess.run(command, input=" ".join(map(str, ids)) + "\n", capture_output=True, text=True, check=True).stdout
+    return torch.tensor(json.loads(out.strip().splitlines()[0]))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--stamen", default="build/release/apps/stamen")
+    parser.add_argument("--lengths", default="512")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    lengths = [int(n) for n in args.lengths.split(",")]
+    model = load_reference(args.model).float().eval()
+    generator = torch.Generator().manual_seed(7)
+    vocab = min(model.config.vocab_size, 30000)
+    inputs = {n: torch.randint(1000, vocab, (1, n), generator=generator) for n in lengths}
+
+    longest = inputs[max(lengths)][0].tolist()
+    with torch.no_grad():
+        reference = model(input_ids=torch.tensor([longest])).last_hidden_state[0]
+    ours = stamen_hidden(args, longest).reshape(reference.shape)
+    print(f"agreement at length {len(longest)}: max abs diff {float((ours - reference).abs().max()):.2e}, "
+          f"cosine {float(torch.nn.functional.cosine_similarity(ours.flatten().double(), reference.flatten().double(), dim=0)):.7f}")
+
+    ratios = {n: [] for n in lengths}
+    stamen_ms = {n: [] for n in lengths}
+    torch_ms = {n: [] for n in lengths}
+    environment = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    for _ in range(args.rounds):
+        command = [args.stamen, "bench", "engine", "--model", args.model, "--threads", str(args.threads), "--lengths",
+                   args.lengths, "--batches", "1", "--seconds", str(args.seconds), "--dtype", "float32", "--json"]
+        report = json.loads(subprocess.run(command, check=True, capture_output=True, text=True, env=environment).stdout)
+        ours_by_length = {run["length"]: run["median_ms"] for run in report["runs"]}
+        for n in lengths:
+            times = []
+            with torch.no_grad():
+                model(input_ids=inputs[n])  # warm
+                start = time.perf_counter()
+                while time.perf_counter() - start < args.seconds:
+                    begin = time.perf_counter()
+                    model(input_ids=inputs[n])
+                    times.append((time.perf_counter() - begin) * 1e3)
+            peer = statistics.median(times)
+            stamen_ms[n].append(ours_by_length[n])
+            torch_ms[n].append(peer)
+            ratios[n].append(peer / ours_by_length[n])
+    print("| length × batch | stamen fp32 ms | PyTorch fp32 ms | PyTorch / stamen (median of rounds) |")
+    print("|---|---|---|---|")
+    for n in lengths:
+        print(f"| {n} × 1 | {min(stamen_ms[n]):.1f}–{max(stamen_ms[n]):.1f} | {min(torch_ms[n]):.1f}–{max(torch_ms[n]):.1f} "
+              f"| **{statistics.median(ratios[n]):.2f}** |")
+
+
+if __name__ == "__main__":
+    main()

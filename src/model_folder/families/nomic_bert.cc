@@ -1,0 +1,134 @@
+// What config.json says of NomicBERT (nomic-embed-text-v1 / v1.5; engine/models/rotary_encoder.cc
+// runs it): a post-norm encoder with rotary positions and a SwiGLU feed-forward, no biases, as
+// transformers' NomicBertModel computes it. Two config formats:
+//   - the hub's remote code (nomic-ai/nomic-bert-2048's configuration_hf_nomic_bert.NomicBertConfig,
+//     a GPT2Config): n_embd, n_layer, n_head, n_inner, n_positions, layer_norm_epsilon,
+//     activation_function, rotary_emb_base, rotary_emb_fraction, qkv_proj_bias, …; an absent key
+//     takes that class's default (rotary_emb_fraction 0, biases on), which stamen then refuses;
+//   - transformers' own NomicBertConfig (save_pretrained of 5.x): hidden_size, …, hidden_act,
+//     layer_norm_eps, rope_parameters.
+// What transformers' NomicBertModel cannot compute is refused: partial or interleaved rotary,
+// pre-norm, biases, other feed-forwards and nomic-embed-text-v2-moe's experts.
+#include <algorithm>
+
+#include "model_folder/family_config.h"
+
+namespace stamen::engine {
+namespace {
+
+// A key of the remote code's config that must keep the one value stamen computes; `fallback` is
+// what that config class assumes when the key is absent.
+Status RequireBool(const JsonObject& root, std::string_view key, bool fallback, bool wanted, std::string_view why) {
+  bool value = fallback;
+  STAMEN_RETURN_IF_ERROR(root.Optional(key, &value));
+  if (value == wanted) return Status();
+  return root.Error(key, std::string(value ? "is true" : "is false") + (root.Has(key) ? "" : " (the remote code's default)") +
+                             "; " + std::string(why));
+}
+
+// The settings of a config in the hub's format (n_embd, …).
+Status ReadRemoteCodeSettings(const JsonObject& root, ModelConfig* config) {
+  std::string activation = "gelu_new";  // GPT2Config's default
+  STAMEN_RETURN_IF_ERROR(root.Optional("activation_function", &activation));
+  if (activation != "swiglu") {
+    return root.Error("activation_function", "is '" + activation +
+                                                 "'; only 'swiglu' is supported (transformers' NomicBertModel: "
+                                                 "silu(x·W_fc12ᵀ) ⊙ x·W_fc11ᵀ)");
+  }
+  config->hidden_act = ops::Activation::kSilu;
+  config->norm_eps = 1e-5;  // GPT2Config's layer_norm_epsilon
+  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_epsilon", &config->norm_eps));
+  double fraction = 0.0;  // NomicBertConfig's default: no rotary at all
+  STAMEN_RETURN_IF_ERROR(root.Optional("rotary_emb_fraction", &fraction));
+  if (fraction != 1.0) {
+    return root.Error("rotary_emb_fraction", "is " + std::to_string(fraction) +
+                                                 "; only 1.0 is supported (transformers' NomicBertModel rotates "
+                                                 "whole heads)");
+  }
+  config->rope_theta = 1000.0;
+  STAMEN_RETURN_IF_ERROR(root.Optional("rotary_emb_base", &config->rope_theta));
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "rotary_emb_interleaved", false, false,
+                                     "only rotate-half RoPE is supported, as transformers' NomicBertModel"));
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "prenorm", false, false, "only post-norm NomicBERT is supported"));
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "parallel_block", false, false, "only sequential blocks are supported"));
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "use_rms_norm", false, false, "only LayerNorm is supported"));
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "causal", false, false, "only bidirectional NomicBERT is supported"));
+  constexpr std::string_view kNoBiases = "only NomicBERT without biases is supported (transformers' NomicBertModel)";
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "qkv_proj_bias", true, false, kNoBiases));
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "mlp_fc1_bias", true, false, kNoBiases));
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "mlp_fc2_bias", true, false, kNoBiases));
+  // Sequences run up to max_position_embeddings when the config gives it (the hub's configs
+  // carry it since transformers 5), else n_positions (read as the shape). With
+  // rotary_scaling_factor the remote code rescales RoPE dynamically beyond max_trained_positions,
+  // which stamen does not: sequences then stop there.
+  STAMEN_RETURN_IF_ERROR(root.Optional("max_position_embeddings", &config->max_position_embeddings));
+  // null: no scaling; absent: NomicBertConfig's default 1.0, which still rescales beyond.
+  simdjson::dom::element stored;
+  const bool absent = root.raw()["rotary_scaling_factor"].get(stored) != simdjson::SUCCESS;
+  double scaling_factor = absent ? 1.0 : 0.0;
+  STAMEN_RETURN_IF_ERROR(root.Optional("rotary_scaling_factor", &scaling_factor));
+  if (scaling_factor != 0.0) {
+    int64_t trained = 2048;
+    STAMEN_RETURN_IF_ERROR(root.Optional("max_trained_positions", &trained));
+    if (trained <= 0) return root.Error("max_trained_positions", "must be positive");
+    config->max_position_embeddings = std::min(config->max_position_embeddings, trained);
+  }
+  return Status();
+}
+
+Status ReadSettings(const JsonObject& root, ModelConfig* config) {
+  // nomic-embed-text-v2-moe: every moe_every_n_layers-th layer routes tokens to top-k experts.
+  for (const std::string_view key : {std::string_view("moe_every_n_layers"), std::string_view("num_experts")}) {
+    int64_t value = 0;
+    STAMEN_RETURN_IF_ERROR(root.Optional(key, &value));
+    if (value > 0) {
+      return root.Error(key, "is " + std::to_string(value) +
+                                 ": mixture-of-experts NomicBERT (nomic-embed-text-v2-moe) is not supported");
+    }
+  }
+  config->gated_feed_forward = true;
+  config->feed_forward_bias = false;
+  config->attention_bias = false;
+  config->type_vocab_size = 2;
+  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
+  if (config->type_vocab_size < 1) return root.Error("type_vocab_size", "must be positive");
+  if (config->head_dim * config->num_attention_heads != config->hidden_size) {
+    return root.Error("head_dim", "must be hidden_size / num_attention_heads for NomicBERT");
+  }
+  config->remote_code_tensors = true;  // the hub's and save_pretrained's names (rotary_encoder.cc)
+  if (root.Has("n_embd")) {
+    STAMEN_RETURN_IF_ERROR(ReadRemoteCodeSettings(root, config));
+  } else {
+    STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "silu", config));
+    config->norm_eps = 1e-12;  // NomicBertConfig's layer_norm_eps
+    STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
+    config->rope_theta = 1000.0;  // NomicBertConfig's default_theta
+  }
+  // rope_parameters (transformers 5) wins over rotary_emb_base where a config has both.
+  return family_settings::ReadRope(root, config);
+}
+
+constexpr ArchitectureDefinition kArchitectures[] = {
+    {"NomicBertModel", ModelHead::kNone, "", "nomic_bert"},
+};
+
+// The hub's auto_map: nomic-ai/nomic-bert-2048--configuration_hf_nomic_bert.NomicBertConfig and
+// --modeling_hf_nomic_bert.NomicBertModel (AutoModel).
+constexpr std::string_view kRemoteCodeClasses[] = {"NomicBertConfig", "NomicBertModel"};
+
+// The remote code's config is a GPT2Config.
+constexpr ShapeKeys kRemoteCodeShapeKeys{.hidden_size = "n_embd",
+                                         .num_hidden_layers = "n_layer",
+                                         .num_attention_heads = "n_head",
+                                         .intermediate_size = "n_inner",
+                                         .max_position_embeddings = "n_positions"};
+
+}  // namespace
+
+extern const FamilyConfig kNomicBertFamilyConfig{.family = ModelFamily::kNomicBert,
+                                                 .architectures = kArchitectures,
+                                                 .remote_code_shape_keys = &kRemoteCodeShapeKeys,
+                                                 .read_settings = ReadSettings,
+                                                 .remote_code_classes = kRemoteCodeClasses};
+
+}  // namespace stamen::engine
