@@ -24,6 +24,8 @@ extern const FamilyDefinition kDebertaFamily;
 extern const FamilyDefinition kEuroBertFamily;
 extern const FamilyDefinition kPplxQwen3Family;
 extern const FamilyDefinition kLlamaBidirectionalFamily;
+// Issue 44: Gemma (1), for bge-reranker-v2-gemma.
+extern const FamilyDefinition kGemmaFamily;
 
 namespace {
 
@@ -43,6 +45,8 @@ const FamilyDefinition* const kFamilies[] = {
     &kEuroBertFamily,
     &kPplxQwen3Family,
     &kLlamaBidirectionalFamily,
+    // Issue 44: Gemma (1).
+    &kGemmaFamily,
 };
 
 }  // namespace
