@@ -28,7 +28,11 @@ qwen2-classifier, qwen3-reranker, qwen3-reranker-tied (Qwen3ForCausalLM with a b
 tokenizer.json: `logits_i` [1, 1] = logit("yes") - logit("no") at the last position of the full
 vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `pair_ids_k` /
 `pair_logits_k` / `pair_yes_probability_k` for the model card's template around RERANKER_PAIRS,
-tokenized by HF tokenizers as the card does). The folder name written by `all` is tiny-FAMILY.
+tokenized by HF tokenizers as the card does), qwen2-mxbai-reranker (Qwen2ForCausalLM, tied: raw score
+logit("1") - logit("0"), pair ids from mxbai-rerank 0.1.6's own MxbaiRerankV2.prepare_inputs) and gemma-reranker
+(GemmaForCausalLM, tied, multi-query: raw score logit("Yes") alone, normalized its sigmoid, pair ids from the
+bge-reranker-v2-gemma card's get_inputs); both also hold `instruction_pair_ids` (pair 0 with an instruction).
+The folder name written by `all` is tiny-FAMILY.
 
 bert-classifier and bert-splade also hold `weightedmean_pooled_i` and `mean_sqrt_len_pooled_i`,
 from sentence-transformers' own Pooling module on the float64 hidden state; bert-splade and
