@@ -177,12 +177,13 @@ void AddGatewayOptions(CLI::App* command, GatewayCommandOptions& options) {
   command->add_option("--pooling", options.pooling, "Override the model's pooling: " + engine::PoolingOptionNames())
       ->envname("POOLING");
   command->add_option("--yes-no-reranker", options.yes_no_reranker,
-                      "Run a *ForCausalLM folder as a yes/no reranker (Qwen3-Reranker): auto (a causal LM without "
+                      "Run a *ForCausalLM folder as a yes/no reranker (Qwen3-Reranker, mxbai-rerank-v2, "
+                      "bge-reranker-v2-gemma): auto (a causal LM without "
                       "sentence-transformers modules.json, unless --pooling is given), on or off")
       ->capture_default_str();
   command->add_option("--instruction", g.yes_no_instruction,
-                      "A yes/no reranker's <Instruct> (default: the folder's yes_no_reranker.json, else the model "
-                      "card's web-search instruction)");
+                      "A yes/no reranker's instruction (default: the folder's yes_no_reranker.json, else its preset's, "
+                      "e.g. Qwen3-Reranker's web-search instruction)");
   command->add_option("--api-key", g.api_key, "Require 'Authorization: Bearer <key>' on every route but /health")
       ->envname("API_KEY");
   command->add_option("--tokenization-workers", g.tokenization_workers, "Tokenization threads (0: one per core)")

@@ -37,6 +37,9 @@ enum class Family {
   kEuroBert, kPplxQwen3, kLlamaBidirectional,
   // Issue 48: rotary post-norm encoders, as the hub's folders hold them.
   kNomicBert, kGte, kGteReranker,
+  // Issue 44: LLM rerankers, *ForCausalLM with tied embeddings run as yes/no rerankers
+  // (model_folder/yes_no_reranker.h): Qwen2 (mxbai-rerank-v2), Gemma (bge-reranker-v2-gemma).
+  kQwen2Reranker, kGemmaReranker,
 };
 
 struct Like {
@@ -92,6 +95,13 @@ constexpr Like kLikes[] = {
      "xlm-roberta-trimmed-32k"},
     {"gte-multilingual-reranker-base", Family::kGteReranker, 768, 12, 12, 12, 64, 3072, 8192, 250048, 1, nullptr, 0,
      "xlm-roberta-trimmed-32k"},
+    // Issue 44. mixedbread-ai/mxbai-rerank-base-v2 (Qwen2-0.5B's shapes, tied); Qwen's tokenizer.
+    {"mxbai-rerank-base-v2", Family::kQwen2Reranker, 896, 24, 14, 2, 64, 4864, 32768, 151936, 0, nullptr, 0, "qwen2"},
+    // BAAI/bge-reranker-v2-gemma (gemma-2b's shapes: multi-query attention, head_dim 256,
+    // tied); BERT's uncased tokenizer stands in for Gemma's 256k one, with a
+    // yes_no_reranker.json that scores its "yes" and opens with its [CLS].
+    {"bge-reranker-v2-gemma", Family::kGemmaReranker, 2048, 18, 8, 1, 256, 16384, 8192, 256000, 0, nullptr, 0,
+     "bert-base-uncased"},
 };
 
 // EmbeddingGemma's Dense modules after pooling: in → out features, no bias, identity.
@@ -249,6 +259,24 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"query_pre_attn_scalar\": 256,\n  \"rms_norm_eps\": 1e-06,\n  \"rope_local_base_freq\": 10000.0,\n"
              "  \"rope_scaling\": null,\n  \"rope_theta\": 1000000.0,\n  \"sliding_window\": 512,\n"
              "  \"torch_dtype\": \"float32\",\n  \"use_bidirectional_attention\": true,\n  \"vocab_size\": " + v + "\n}\n";
+    }
+    // Issue 44: as the hub's config.json of each has it (bge-reranker-v2-gemma's legacy "gelu"
+    // is GemmaConfig's tanh approximation).
+    case Family::kQwen2Reranker:
+      return "{\n  \"architectures\": [\"Qwen2ForCausalLM\"],\n  \"attention_dropout\": 0.0,\n"
+             "  \"bos_token_id\": 151643,\n  \"eos_token_id\": 151643,\n  \"max_window_layers\": " + n + ",\n"
+             "  \"model_type\": \"qwen2\",\n  \"rms_norm_eps\": 1e-06,\n  \"rope_scaling\": null,\n"
+             "  \"rope_theta\": 1000000.0,\n  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n"
+             "  \"use_cache\": true,\n  \"use_sliding_window\": false,\n" + DecoderShapesJson(like, layers, vocab) +
+             "}\n";
+    case Family::kGemmaReranker: {
+      std::string shapes = DecoderShapesJson(like, layers, vocab);
+      const std::string silu = "\"hidden_act\": \"silu\"";
+      shapes.replace(shapes.find(silu), silu.size(), "\"hidden_act\": \"gelu\"");
+      return "{\n  \"architectures\": [\"GemmaForCausalLM\"],\n  \"attention_bias\": false,\n"
+             "  \"attention_dropout\": 0.0,\n  \"bos_token_id\": 2,\n  \"eos_token_id\": 1,\n  \"model_type\": \"gemma\",\n"
+             "  \"pad_token_id\": 0,\n  \"rms_norm_eps\": 1e-06,\n  \"rope_scaling\": null,\n  \"rope_theta\": 10000.0,\n"
+             "  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n" + shapes + "}\n";
     }
     // Issue 48: the hub's config.json of each, auto_map included; the shapes as DecoderShapesJson writes them.
     case Family::kEuroBert:
@@ -526,7 +554,8 @@ int MakeModel(const MakeModelOptions& options) {
   if (options.layers < 0 || options.vocab_size < 0) return Fail("--layers and --vocab-size must not be negative");
   const int64_t layers = options.layers > 0 ? options.layers : like->layers;
   const int64_t vocab = options.vocab_size > 0 ? options.vocab_size : like->vocab;
-  const bool decoder = like->family == Family::kQwen3 || like->family == Family::kQwen3Reranker;
+  const bool decoder = like->family == Family::kQwen3 || like->family == Family::kQwen3Reranker ||
+                       like->family == Family::kQwen2Reranker || like->family == Family::kGemmaReranker;
   if (!decoder && vocab < 4) return Fail("--vocab-size must be at least 4");
   const bool classifier = like->family == Family::kBertClassifier || like->family == Family::kXlmRobertaClassifier ||
                           like->family == Family::kGteReranker;
@@ -557,6 +586,16 @@ int MakeModel(const MakeModelOptions& options) {
     if (auto status = WriteDenseModules(out, options.seed); !status.ok()) return Fail(status.message());
   }
   if (auto status = CopyTokenizer(tokenizer, like->family, out); !status.ok()) return Fail(status.message());
+  if (like->family == Family::kGemmaReranker && options.tokenizer.empty()) {
+    // The stand-in tokenizer has neither Gemma's <bos> nor "Yes": its [CLS] and "yes" instead.
+    const std::string stand_in =
+        "{\n  \"preset\": \"bge-reranker-v2-gemma\",\n"
+        "  \"parts\": [\"[CLS]\", \"A: {query}\", \"\\n\", \"B: {document}\", \"\\n\", \"{instruction}\"],\n"
+        "  \"yes_token\": \"yes\"\n}\n";
+    if (!WriteText(out / std::string(engine::kYesNoTemplateFile), stand_in)) {
+      return Fail("cannot write " + (out / std::string(engine::kYesNoTemplateFile)).string());
+    }
+  }
 
   // The folder must load; a tokenizer this build cannot read yet (or whose ids exceed the
   // vocabulary) is only a warning: --token-ids input still works.
@@ -584,7 +623,8 @@ void AddMakeModelCommand(CLI::App& app) {
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
   command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
                       "ms-marco-MiniLM-L6-v2, mpnet-base, modernbert-base, embeddinggemma-300m, EuroBERT-210m, "
-                      "pplx-embed-v1-0.6b, pplx-embed-v1-4b or llama-nemotron-embed-1b-v2")
+                      "pplx-embed-v1-0.6b, pplx-embed-v1-4b, llama-nemotron-embed-1b-v2, mxbai-rerank-base-v2 or "
+                      "bge-reranker-v2-gemma")
       ->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
   command->add_option("--out", options->out, "Folder to write")->required();

@@ -1,12 +1,13 @@
 // Implements `stamen rerank` for cross-encoders and classifiers (…ForSequenceClassification)
-// and yes/no LLM rerankers (Qwen3-Reranker, engine/yes_no_reranker.h): each pair is encoded
-// with the tokenizer's pair template, truncated longest-first to the model's maximum length
-// (a yes/no reranker's: the chat template around the instruction, query and document, its
-// body cut), or, with --token-ids, each line is the ids of one already templated input (token
-// types all 0, as transformers assumes for input_ids alone), packed into ragged batches and
-// scored by Engine::Step. A line prints the raw score of a one-label head (a cross-encoder's
-// logit, a yes/no reranker's logit_yes − logit_no, whose sigmoid is the yes probability), or
-// the JSON array of all logits of a head with several labels.
+// and yes/no LLM rerankers (Qwen3-Reranker, mxbai-rerank-v2, bge-reranker-v2-gemma,
+// model_folder/yes_no_reranker.h): each pair is encoded with the tokenizer's pair template,
+// truncated longest-first to the model's maximum length (a yes/no reranker's: its template's
+// parts around the instruction, query and document, only the query and document cut), or,
+// with --token-ids, each line is the ids of one already templated input (token types all 0, as
+// transformers assumes for input_ids alone), packed into ragged batches and scored by
+// Engine::Step. A line prints the raw score of a one-label head (a cross-encoder's logit, a
+// yes/no reranker's logit_yes − logit_no or logit_yes alone, whose sigmoid is the normalized
+// score), or the JSON array of all logits of a head with several labels.
 #include "rerank_command.h"
 
 #include <iostream>
@@ -73,7 +74,7 @@ int RunRerank(RerankOptions options) {
   if (options.token_ids && !options.instruction.empty()) return Fail("--instruction applies to texts, not to --token-ids input");
   engine::YesNoTemplate prompt;
   if (yes_no) {
-    auto read = engine::ReadYesNoTemplate(options.model, options.instruction);
+    auto read = engine::ReadYesNoTemplate(options.model, config.family, options.instruction);
     if (!read.ok()) return Fail(read.status().message());
     prompt = std::move(read.value());
   }
@@ -159,8 +160,8 @@ void AddRerankCommand(CLI::App& app) {
                       "Run a *ForCausalLM folder as a yes/no reranker: auto (a causal LM without sentence-transformers "
                       "modules.json), on or off");
   command->add_option("--instruction", options->instruction,
-                      "A yes/no reranker's <Instruct> (default: the model folder's yes_no_reranker.json, else the "
-                      "model card's web-search instruction)");
+                      "A yes/no reranker's instruction (default: the model folder's yes_no_reranker.json, else its "
+                      "preset's, e.g. Qwen3-Reranker's web-search instruction)");
   command->callback([options] { std::exit(RunRerank(*options)); });
 }
 

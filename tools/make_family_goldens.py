@@ -31,7 +31,11 @@ vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `
 tokenized by HF tokenizers as the card does), eurobert, eurobert-bf16, pplx-embed, llama-bidirectional,
 nomic-bert, nomic-bert-hub-bf16, gte, gte-hub-ntk-f16, gte-reranker, gte-reranker-hub (issue 48; the -hub
 folders hold the hub's remote-code config.json and tensor layout, reloaded by transformers with its own
-config through conversion_mapping.py). The folder name written by `all` is tiny-FAMILY.
+config through conversion_mapping.py), qwen2-mxbai-reranker (Qwen2ForCausalLM, tied: raw score
+logit("1") - logit("0"), pair ids from mxbai-rerank 0.1.6's own MxbaiRerankV2.prepare_inputs) and gemma-reranker
+(GemmaForCausalLM, tied, multi-query: raw score logit("Yes") alone, normalized its sigmoid, pair ids from the
+bge-reranker-v2-gemma card's get_inputs); both also hold `instruction_pair_ids` (pair 0 with an instruction).
+The folder name written by `all` is tiny-FAMILY.
 
 bert-classifier and bert-splade also hold `weightedmean_pooled_i` and `mean_sqrt_len_pooled_i`,
 from sentence-transformers' own Pooling module on the float64 hidden state; bert-splade and
@@ -117,6 +121,133 @@ def qwen3_reranker(tied=False):
         rms_norm_eps=1e-6, tie_word_embeddings=tied, attn_implementation="eager")
     return dict(cls=transformers.Qwen3ForCausalLM, config=config, seed=53 + tied, ids="random", perturb="qwen3",
                 reranker=True)
+
+
+# ---------------------------------------------------------------- issue 44: any LLM reranker
+
+# mxbai-rerank-v2's prompt pieces (mxbai_rerank/mxbai_rerank_v2.py, MxbaiRerankV2), used only to
+# train the tiny tokenizer: the pair ids come from the library's own prepare_inputs.
+MXBAI_TEXTS = ["<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+               "<|im_start|>user\n",
+               "You are a search relevance expert who evaluates how well documents match search queries. For each "
+               "query-document pair, carefully analyze the semantic relationship between them, then provide your "
+               "binary relevance judgment (0 for not relevant, 1 for relevant).\nRelevance:",
+               "<|im_end|>\n<|im_start|>assistant\n", "0 1 0 1 0 1"]
+RERANKER_PAIR_INSTRUCTION = "Find the passage that answers the question"
+# FlagEmbedding's default prompt for bge-reranker-v2-gemma (its model card's get_inputs).
+GEMMA_PROMPT = ("Given a query A and a passage B, determine whether the passage contains an answer to the query by "
+                "providing a prediction of either 'Yes' or 'No'.")
+
+
+def mxbai_tokenizer():
+    """A byte-level BPE tokenizer.json (Qwen2's kind) of < VOCAB ids holding "0" and "1" and Qwen's chat markers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                  show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    corpus = MXBAI_TEXTS + [f"query: {q}\ndocument: {d}" for q, d in RERANKER_PAIRS] * 3
+    tokenizer.train_from_iterator(corpus, trainer)
+    assert tokenizer.token_to_id("1") is not None and tokenizer.token_to_id("0") is not None
+    assert tokenizer.get_vocab_size() <= VOCAB
+    return tokenizer
+
+
+def gemma_tokenizer():
+    """A Gemma-style tokenizer.json of < VOCAB ids: BPE with byte fallback, spaces as "▁", no
+    pre-tokenizer, <pad> <eos> <bos> <unk> as ids 0..3 (Gemma's), and "Yes" in its vocabulary."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, trainers
+    tokenizer = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
+    tokenizer.normalizer = normalizers.Replace(" ", "\u2581")
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"] + [f"<0x{b:02X}>" for b in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=700, special_tokens=specials, show_progress=False)
+    # Without a pre-tokenizer each text is one word: "Yes" alone, often, makes it a vocabulary entry.
+    corpus = [GEMMA_PROMPT] + ["Yes", "No"] * 20 + [f"A: {q}\nB: {d}" for q, d in RERANKER_PAIRS] * 3
+    tokenizer.train_from_iterator(corpus, trainer)
+    # The byte tokens are ordinary vocabulary in Gemma's file, not added tokens.
+    assert tokenizer.token_to_id("Yes") is not None and tokenizer.token_to_id("<bos>") == 2
+    assert tokenizer.get_vocab_size() <= VOCAB
+    return tokenizer
+
+
+def prepare_for_model(tokenizer):
+    """transformers 4's prepare_for_model(first, second, truncation="only_second", max_length, add_special_tokens=False,
+    padding=False), which transformers 5's tokenizers no longer have but mxbai-rerank and FlagEmbedding call: the two id
+    lists concatenated, the second cut from its end to fit max_length."""
+    def prepare(first, second, truncation, max_length, add_special_tokens, **kwargs):
+        assert truncation == "only_second" and not add_special_tokens and not kwargs.get("padding")
+        keep = max(0, min(len(second), max_length - len(first)))
+        return {"input_ids": list(first) + list(second[:keep])}
+    return prepare
+
+
+def mxbai_pair_ids(tokenizer, query, document, instruction=None):
+    """mxbai-rerank 0.1.6's MxbaiRerankV2.prepare_inputs on one pair (the library's code, its
+    model left unloaded; `batched`, imported by its base module for batching only, stubbed)."""
+    import types
+    if "batched" not in sys.modules:
+        batched, utils = types.ModuleType("batched"), types.ModuleType("batched.utils")
+        utils.bucket_batch_iter = None
+        batched.utils = utils
+        sys.modules.update({"batched": batched, "batched.utils": utils})
+    from mxbai_rerank.mxbai_rerank_v2 import MxbaiRerankV2
+    reranker = MxbaiRerankV2.__new__(MxbaiRerankV2)
+    reranker.tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<|endoftext|>",
+                                                             model_max_length=512)
+    reranker.tokenizer.padding_side = "left"
+    reranker.tokenizer.prepare_for_model = prepare_for_model(reranker.tokenizer)
+    reranker.max_length = 8192
+    reranker.model_max_length = 512
+    reranker.prepare_predefined_inputs()
+    inputs = reranker.prepare_inputs([query], [document], instruction=instruction)
+    ids, mask = inputs["input_ids"][0], inputs["attention_mask"][0]
+    return ids[mask.bool()].tolist()
+
+
+def gemma_pair_ids(tokenizer, query, document, instruction=None, max_length=1024):
+    """bge-reranker-v2-gemma's model card get_inputs on one pair (FlagEmbedding's
+    BaseLLMReranker builds the same): [bos] + "A: query", sep + "B: passage" (only_second
+    truncation), sep, prompt."""
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<bos>", eos_token="<eos>",
+                                              pad_token="<pad>", unk_token="<unk>")
+    prompt_inputs = hf(instruction or GEMMA_PROMPT, return_tensors=None, add_special_tokens=False)["input_ids"]
+    sep_inputs = hf("\n", return_tensors=None, add_special_tokens=False)["input_ids"]
+    query_inputs = hf(f"A: {query}", return_tensors=None, add_special_tokens=False, max_length=max_length * 3 // 4,
+                      truncation=True)
+    passage_inputs = hf(f"B: {document}", return_tensors=None, add_special_tokens=False, max_length=max_length,
+                        truncation=True)
+    item = prepare_for_model(hf)([hf.bos_token_id] + query_inputs["input_ids"], sep_inputs + passage_inputs["input_ids"],
+                                truncation="only_second", max_length=max_length, padding=False,
+                                return_attention_mask=False, return_token_type_ids=False, add_special_tokens=False)
+    return item["input_ids"] + sep_inputs + prompt_inputs
+
+
+def mxbai_reranker():
+    """Qwen2ForCausalLM as mxbai-rerank-v2 (tied, as mxbai-rerank-base-v2 ships): score = logit("1") - logit("0")
+    at the last position (MxbaiRerankV2.forward)."""
+    config = transformers.Qwen2Config(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=512, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
+        use_sliding_window=False, tie_word_embeddings=True, attn_implementation="eager")
+    return dict(cls=transformers.Qwen2ForCausalLM, config=config, seed=441, ids="random", perturb="qwen3",
+                reranker=dict(tokenizer=mxbai_tokenizer, yes="1", no="0", pair_ids=mxbai_pair_ids,
+                              reference="mxbai-rerank 0.1.6 MxbaiRerankV2.prepare_inputs; score logit('1') - logit('0')"))
+
+
+def gemma_reranker():
+    """GemmaForCausalLM as bge-reranker-v2-gemma (multi-query attention, tied, the legacy hidden_act "gelu" its
+    config has): score = logit("Yes") at the last position (the model card)."""
+    config = transformers.GemmaConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rms_norm_eps=1e-6, rope_theta=10000.0,
+        hidden_act="gelu", pad_token_id=0, eos_token_id=1, bos_token_id=2, tie_word_embeddings=True,
+        attn_implementation="eager")
+    return dict(cls=transformers.GemmaForCausalLM, config=config, seed=442, ids="random", perturb="gemma",
+                legacy_config={"hidden_act": "gelu"},
+                reranker=dict(tokenizer=gemma_tokenizer, yes="Yes", no=None, pair_ids=gemma_pair_ids,
+                              reference="bge-reranker-v2-gemma model card get_inputs; score logit('Yes')"))
 
 
 def distilbert(labels=0, splade=False):
@@ -557,6 +688,9 @@ FAMILIES = {
     "qwen2-classifier": lambda: decoder_classifier("qwen2", 1),
     "qwen3-reranker": qwen3_reranker,
     "qwen3-reranker-tied": lambda: qwen3_reranker(tied=True),
+    # Issue 44: any LLM reranker.
+    "qwen2-mxbai-reranker": mxbai_reranker,
+    "gemma-reranker": gemma_reranker,
     # Weights stored in half precision, as many checkpoints ship: the goldens are the float64
     # run of exactly the stored (rounded) values.
     "modernbert-bf16": lambda: dict(modernbert(), storage=torch.bfloat16),
@@ -624,13 +758,16 @@ def base_of(model):
 
 
 def yes_no(model, ids, tokens):
-    """(last_hidden_state, [[logit_yes - logit_no]], [[P(yes)]]) of one sequence, from the full lm_head logits."""
+    """(last_hidden_state, [[raw score]], [[normalized score]]) of one sequence, from the full lm_head logits:
+    logit_yes - logit_no and softmax over [no, yes]; without a no token, logit_yes and its sigmoid."""
     with torch.no_grad():
         out = model(input_ids=ids[None])
         last = out.logits[0, -1]
+        hidden = model.model(input_ids=ids[None]).last_hidden_state[0]
+        if tokens.get("no") is None:
+            return hidden, last[tokens["yes"]].reshape(1, 1), torch.sigmoid(last[tokens["yes"]]).reshape(1, 1)
         pair = torch.stack([last[tokens["no"]], last[tokens["yes"]]])
         probability = torch.softmax(pair, dim=0)[1]
-        hidden = model.model(input_ids=ids[None]).last_hidden_state[0]
         return hidden, (pair[1] - pair[0]).reshape(1, 1), probability.reshape(1, 1)
 
 
@@ -851,10 +988,16 @@ def make_spec(family, out, spec):
         path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
 
     tokens = None
-    if spec.get("reranker"):
-        tokenizer = reranker_tokenizer()
+    reranker = spec.get("reranker")
+    if reranker is True:  # Qwen3-Reranker
+        reranker = dict(tokenizer=reranker_tokenizer, yes="yes", no="no", pair_ids=None)
+    if reranker:
+        tokenizer = reranker["tokenizer"]()
         tokenizer.save(str(out / "tokenizer.json"))
-        tokens = {"yes": tokenizer.token_to_id("yes"), "no": tokenizer.token_to_id("no")}
+        tokens = {"yes": tokenizer.token_to_id(reranker["yes"]),
+                  "no": None if reranker["no"] is None else tokenizer.token_to_id(reranker["no"])}
+        if reranker.get("reference"):
+            report["pair_reference"] = reranker["reference"]
         report["yes_no_token_ids"] = tokens
         report["lm_head_in_file"] = "lm_head.weight" in tensor_names(out / "model.safetensors")
 
@@ -893,11 +1036,20 @@ def make_spec(family, out, spec):
         for k, (query, document) in enumerate(RERANKER_PAIRS):
             body = f"<Instruct>: {RERANKER_INSTRUCTION}\n<Query>: {query}\n<Document>: {document}"
             ids = torch.tensor(prefix + tokenizer.encode(body, add_special_tokens=False).ids + suffix)
+            if reranker["pair_ids"] is not None:
+                ids = torch.tensor(reranker["pair_ids"](tokenizer, query, document))
             _, difference, probability = yes_no(model, ids, tokens)
             golden[f"pair_ids_{k}"] = ids.to(torch.int64)
             golden[f"pair_logits_{k}"] = difference.float()
             golden[f"pair_yes_probability_{k}"] = probability.float()
         report["pairs"] = [{"query": q, "document": d} for q, d in RERANKER_PAIRS]
+        if reranker["pair_ids"] is not None:
+            # The first pair again with an instruction (mxbai's `instruction`, FlagEmbedding's `prompt`).
+            query, document = RERANKER_PAIRS[0]
+            ids = reranker["pair_ids"](tokenizer, query, document, instruction=RERANKER_PAIR_INSTRUCTION)
+            golden["instruction_pair_ids"] = torch.tensor(ids, dtype=torch.int64)
+            report["instruction_pair"] = {"query": query, "document": document,
+                                          "instruction": RERANKER_PAIR_INSTRUCTION}
     save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
     if family == "deberta-v3-reranker":
         write_deberta_tokenizer(model, out)

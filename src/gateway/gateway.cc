@@ -82,7 +82,7 @@ StatusOr<ModelDescription> DescribeModel(const GatewayOptions& options) {
   STAMEN_RETURN_IF_ERROR(engine::ResolveYesNoReranker(options.model_dir, options.yes_no_reranker,
                                                       model.sentence_transformers, &model.config));
   if (!model.config.yes_no_token_ids.empty()) {
-    auto prompt = engine::ReadYesNoTemplate(options.model_dir, options.yes_no_instruction);
+    auto prompt = engine::ReadYesNoTemplate(options.model_dir, model.config.family, options.yes_no_instruction);
     if (!prompt.ok()) return prompt.status();
     model.yes_no_template = std::move(prompt.value());
   } else if (!options.yes_no_instruction.empty()) {

@@ -22,6 +22,8 @@ extern const FamilyConfig kLlamaBidirectionalFamilyConfig;
 // Issue 48: rotary post-norm encoders.
 extern const FamilyConfig kNomicBertFamilyConfig;
 extern const FamilyConfig kGteFamilyConfig;
+// Issue 44: Gemma (1), for bge-reranker-v2-gemma.
+extern const FamilyConfig kGemmaFamilyConfig;
 
 namespace {
 
@@ -44,6 +46,8 @@ const FamilyConfig* const kFamilyConfigs[] = {
     // Issue 48: rotary post-norm encoders.
     &kNomicBertFamilyConfig,
     &kGteFamilyConfig,
+    // Issue 44: Gemma (1).
+    &kGemmaFamilyConfig,
 };
 
 }  // namespace

@@ -21,6 +21,8 @@ enum class ModelFamily {
   kEuroBert, kPplxQwen3, kLlamaBidirectional,
   // Rotary post-norm encoders with gated feed-forwards (issue 48): NomicBERT, Alibaba's GTE.
   kNomicBert, kGte,
+  // Gemma (1): GemmaForCausalLM, as bge-reranker-v2-gemma (issue 44).
+  kGemma,
 };
 // kMaskedLm: the masked-language-model head (…ForMaskedLM), used for SPLADE sparse vectors.
 enum class ModelHead { kNone, kSequenceClassification, kMaskedLm };
@@ -102,7 +104,8 @@ struct ModelConfig {
   // A yes/no LLM reranker (Qwen3-Reranker): a *ForCausalLM whose score is
   // logit("yes") − logit("no") at the last token, these two ids as {no, yes}; the engine sets
   // them (with head kSequenceClassification, one label) when it loads such a folder as a
-  // reranker, and the head is the difference of the two lm_head rows. Empty otherwise.
+  // reranker, and the head is the difference of the two lm_head rows; {yes} alone when the
+  // template scores one token's logit (layers::LoadYesNoHead). Empty otherwise.
   std::vector<int32_t> yes_no_token_ids;
   DisentangledAttentionConfig disentangled;  // DeBERTa only
   int64_t num_labels = 0;            // classification heads only

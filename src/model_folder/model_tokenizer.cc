@@ -165,25 +165,67 @@ void ModelTokenizer::EncodeYesNoPair(const YesNoTemplate& prompt, std::string_vi
                                      size_t max_length, std::vector<int32_t>* ids) {
   tokenizer::EncodeOptions options;
   options.add_special_tokens = false;
-  const auto encode = [&](std::string_view text, std::vector<int32_t>* out) {
+  const auto encode = [&](const std::string& text, std::vector<int32_t>* out) {
     tokenizer_->Encode(text, options, &encoding_, &scratch_);
     out->assign(encoding_.ids.begin(), encoding_.ids.end());
   };
-  if (yes_no_prefix_ != prompt.prefix || yes_no_prefix_ids_.empty()) {
-    yes_no_prefix_ = prompt.prefix;
-    encode(prompt.prefix, &yes_no_prefix_ids_);
+  const auto variable = [](const YesNoPartKind& kind) { return kind.query || kind.document; };
+  const size_t count = prompt.parts.size();
+  if (yes_no_parts_ != prompt.parts || yes_no_instruction_ != prompt.instruction || yes_no_ids_.size() != count) {
+    yes_no_parts_ = prompt.parts;
+    yes_no_instruction_ = prompt.instruction;
+    yes_no_kinds_.resize(count);
+    yes_no_ids_.assign(count, {});
+    for (size_t i = 0; i < count; ++i) {
+      yes_no_kinds_[i] = KindOfYesNoPart(prompt.parts[i]);
+      // A part with the instruction alone is left out when there is none (its ids stay empty).
+      if (variable(yes_no_kinds_[i]) || (yes_no_kinds_[i].instruction && prompt.instruction.empty())) continue;
+      encode(FormatYesNoPart(prompt.parts[i], prompt.instruction, "", ""), &yes_no_ids_[i]);
+    }
   }
-  if (yes_no_suffix_ != prompt.suffix || yes_no_suffix_ids_.empty()) {
-    yes_no_suffix_ = prompt.suffix;
-    encode(prompt.suffix, &yes_no_suffix_ids_);
+  size_t fixed = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (variable(yes_no_kinds_[i])) {
+      encode(FormatYesNoPart(prompt.parts[i], prompt.instruction, query, document), &yes_no_ids_[i]);
+    } else {
+      fixed += yes_no_ids_[i].size();
+    }
   }
-  const size_t fixed = yes_no_prefix_ids_.size() + yes_no_suffix_ids_.size();
-  // A limit the prefix and suffix alone reach keeps one body token, so the pair still says something.
-  options.max_length = max_length == 0 ? 0 : max_length > fixed ? max_length - fixed : 1;
-  encode(FormatYesNoBody(prompt, query, document), &first_);
-  ids->assign(yes_no_prefix_ids_.begin(), yes_no_prefix_ids_.end());
-  ids->insert(ids->end(), first_.begin(), first_.end());
-  ids->insert(ids->end(), yes_no_suffix_ids_.begin(), yes_no_suffix_ids_.end());
+  if (max_length > 0) {
+    const size_t budget = max_length > fixed ? max_length - fixed : 1;
+    // Takes up to `excess` ids from the ends of the parts `select` picks, the last part first;
+    // returns what is still to take.
+    const auto cut = [&](size_t excess, auto select) {
+      for (size_t i = count; i-- > 0 && excess > 0;) {
+        if (!select(yes_no_kinds_[i])) continue;
+        const size_t taken = std::min(excess, yes_no_ids_[i].size());
+        yes_no_ids_[i].resize(yes_no_ids_[i].size() - taken);
+        excess -= taken;
+      }
+      return excess;
+    };
+    const auto query_only = [](const YesNoPartKind& kind) { return kind.query && !kind.document; };
+    const auto document_only = [](const YesNoPartKind& kind) { return kind.document && !kind.query; };
+    const auto both = [](const YesNoPartKind& kind) { return kind.query && kind.document; };
+    size_t query_length = 0, total = 0;
+    bool separate_document = false;
+    for (size_t i = 0; i < count; ++i) {
+      if (!variable(yes_no_kinds_[i])) continue;
+      total += yes_no_ids_[i].size();
+      if (query_only(yes_no_kinds_[i])) query_length += yes_no_ids_[i].size();
+      separate_document = separate_document || document_only(yes_no_kinds_[i]);
+    }
+    // A query beside a separate document keeps at most 3/4 of the room (mxbai-rerank,
+    // FlagEmbedding), whatever the document's length.
+    const size_t query_room = budget * 3 / 4;
+    if (separate_document && query_length > query_room) {
+      cut(query_length - query_room, query_only);
+      total -= query_length - query_room;
+    }
+    if (total > budget) cut(cut(cut(total - budget, document_only), query_only), both);
+  }
+  ids->clear();
+  for (const std::vector<int32_t>& part : yes_no_ids_) ids->insert(ids->end(), part.begin(), part.end());
 }
 
 std::vector<ModelTokenizer::Token> ModelTokenizer::Tokenize(std::string_view text, bool add_special_tokens) {

@@ -66,10 +66,11 @@ class ModelTokenizer {
   void EncodePair(std::string_view first, std::string_view second, size_t max_length, std::vector<int32_t>* ids,
                   std::vector<int32_t>* type_ids);
 
-  // A yes/no reranker's pair as the Qwen3-Reranker model card builds it: the ids of the
-  // template's prefix, of the formatted body cut on the right to what `max_length` (0: no
-  // limit) leaves, and of the suffix, each encoded without special tokens, so the
-  // instruction-following end of the prompt is never cut off. Tokenizer-file kind only.
+  // A yes/no reranker's pair as its model card builds it: the ids of each of the template's
+  // parts (yes_no_reranker.h), formatted and encoded alone without special tokens, concatenated;
+  // beyond `max_length` (0: no limit) only the query and document parts are cut (the rule in
+  // yes_no_reranker.h), so the instruction-following end of the prompt is never cut off. When
+  // the fixed parts alone reach the limit one variable token is kept. Tokenizer-file kind only.
   void EncodeYesNoPair(const YesNoTemplate& prompt, std::string_view query, std::string_view document,
                        size_t max_length, std::vector<int32_t>* ids);
 
@@ -98,9 +99,12 @@ class ModelTokenizer {
   tokenizer::Scratch scratch_;
   tokenizer::Encoding encoding_;
   std::vector<int32_t> first_, second_;
-  // EncodeYesNoPair's prefix and suffix ids, encoded once per template text.
-  std::string yes_no_prefix_, yes_no_suffix_;
-  std::vector<int32_t> yes_no_prefix_ids_, yes_no_suffix_ids_;
+  // EncodeYesNoPair's template, its parts' kinds and its fixed parts' ids (encoded once per
+  // template), and the variable parts' ids of the pair being encoded.
+  std::vector<std::string> yes_no_parts_;
+  std::string yes_no_instruction_;
+  std::vector<YesNoPartKind> yes_no_kinds_;
+  std::vector<std::vector<int32_t>> yes_no_ids_;
 };
 
 // Fairseq's layout of XLM-R special tokens.

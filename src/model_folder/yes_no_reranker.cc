@@ -47,27 +47,127 @@ StatusOr<int64_t> TokenId(const std::string& model_dir, std::string_view piece) 
 
 }  // namespace
 
-StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, const std::string& instruction) {
-  YesNoTemplate prompt;
+std::optional<YesNoTemplate> FindYesNoPreset(std::string_view name) {
+  if (name == "qwen3-reranker") {
+    // Qwen3-Reranker's model card: prefix, the formatted body (cut at its end), suffix.
+    return YesNoTemplate{
+        .preset = std::string(name),
+        .parts = {"<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+                  "Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n"
+                  "<|im_start|>user\n",
+                  "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {document}",
+                  "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"},
+        .instruction = "Given a web search query, retrieve relevant passages that answer the query",
+        .yes_token = "yes",
+        .no_token = "no"};
+  }
+  if (name == "mxbai-rerank-v2") {
+    // mxbai-rerank's MxbaiRerankV2.prepare_inputs: chat prefix, "instruction: …" + sep (only
+    // with an instruction) and "query: …" (one text there, cut together; split here at the
+    // newline, where Qwen2's pre-tokenizer splits anyway), sep, "document: …", then
+    // concat_input_ids' sep, task prompt and chat suffix. Score logit("1") − logit("0").
+    return YesNoTemplate{
+        .preset = std::string(name),
+        .parts = {"<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+                  "<|im_start|>user\n",
+                  "instruction: {instruction}\n", "query: {query}", "\n", "document: {document}", "\n",
+                  "You are a search relevance expert who evaluates how well documents match search queries. For each "
+                  "query-document pair, carefully analyze the semantic relationship between them, then provide your "
+                  "binary relevance judgment (0 for not relevant, 1 for relevant).\nRelevance:",
+                  "<|im_end|>\n<|im_start|>assistant\n"},
+        .instruction = "",
+        .yes_token = "1",
+        .no_token = "0"};
+  }
+  if (name == "bge-reranker-v2-gemma") {
+    // FlagEmbedding's BaseLLMReranker (bge-reranker-v2-gemma's card): bos, "A: query", sep,
+    // "B: passage", sep, prompt; score logit("Yes") alone.
+    return YesNoTemplate{
+        .preset = std::string(name),
+        .parts = {"<bos>", "A: {query}", "\n", "B: {document}", "\n", "{instruction}"},
+        .instruction = "Given a query A and a passage B, determine whether the passage contains an answer to the "
+                       "query by providing a prediction of either 'Yes' or 'No'.",
+        .yes_token = "Yes",
+        .no_token = ""};
+  }
+  return std::nullopt;
+}
+
+std::string_view DefaultYesNoPreset(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::kQwen2:
+      return "mxbai-rerank-v2";
+    case ModelFamily::kGemma:
+      return "bge-reranker-v2-gemma";
+    default:
+      return "qwen3-reranker";
+  }
+}
+
+StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, ModelFamily family,
+                                          const std::string& instruction) {
+  YesNoTemplate prompt = *FindYesNoPreset(DefaultYesNoPreset(family));
   const fs::path path = fs::path(model_dir) / std::string(kYesNoTemplateFile);
   if (fs::exists(path)) {
     auto document = JsonDocument::Load(path.string());
     if (!document.ok()) return document.status();
     const JsonObject root = document.value()->root();
-    STAMEN_RETURN_IF_ERROR(root.Optional("prefix", &prompt.prefix));
-    STAMEN_RETURN_IF_ERROR(root.Optional("body", &prompt.body));
-    STAMEN_RETURN_IF_ERROR(root.Optional("suffix", &prompt.suffix));
+    std::string preset = prompt.preset;
+    STAMEN_RETURN_IF_ERROR(root.Optional("preset", &preset));
+    auto found = FindYesNoPreset(preset);
+    if (!found) {
+      return root.Error("preset", "names no preset ('" + preset +
+                                      "'; qwen3-reranker, mxbai-rerank-v2, bge-reranker-v2-gemma)");
+    }
+    prompt = std::move(*found);
+    const bool parts = root.Has("parts");
+    if (parts) {
+      simdjson::dom::array array;
+      if (root.raw()["parts"].get(array) != simdjson::SUCCESS) return root.Error("parts", "must be an array of strings");
+      prompt.parts.clear();
+      for (simdjson::dom::element element : array) {
+        std::string_view text;
+        if (element.get(text) != simdjson::SUCCESS) return root.Error("parts", "must be an array of strings");
+        prompt.parts.emplace_back(text);
+      }
+      if (prompt.parts.empty()) return root.Error("parts", "must not be empty");
+    }
+    // The first design's keys: qwen3-reranker's three parts.
+    constexpr std::string_view kLegacyKeys[] = {"prefix", "body", "suffix"};
+    for (size_t i = 0; i < std::size(kLegacyKeys); ++i) {
+      if (!root.Has(kLegacyKeys[i])) continue;
+      if (parts) return root.Error(kLegacyKeys[i], "cannot be given with 'parts'");
+      if (prompt.preset != "qwen3-reranker") {
+        return root.Error(kLegacyKeys[i], "sets a qwen3-reranker part; with preset '" + prompt.preset +
+                                              "' give 'parts'");
+      }
+      STAMEN_RETURN_IF_ERROR(root.Optional(kLegacyKeys[i], &prompt.parts[i]));
+    }
     STAMEN_RETURN_IF_ERROR(root.Optional("instruction", &prompt.instruction));
     STAMEN_RETURN_IF_ERROR(root.Optional("yes_token", &prompt.yes_token));
     STAMEN_RETURN_IF_ERROR(root.Optional("no_token", &prompt.no_token));
+    if (prompt.yes_token.empty()) return root.Error("yes_token", "must not be empty");
+    bool has_query = false, has_document = false;
+    for (const std::string& part : prompt.parts) {
+      const YesNoPartKind kind = KindOfYesNoPart(part);
+      has_query = has_query || kind.query;
+      has_document = has_document || kind.document;
+    }
+    if (!has_query || !has_document) return root.Error(parts ? "parts" : "body", "must hold {query} and {document}");
   }
   if (!instruction.empty()) prompt.instruction = instruction;
   return prompt;
 }
 
-std::string FormatYesNoBody(const YesNoTemplate& prompt, std::string_view query, std::string_view document) {
-  std::string body = prompt.body;
-  const size_t query_at = body.find("{query}"), document_at = body.find("{document}");
+YesNoPartKind KindOfYesNoPart(std::string_view part) {
+  return {.instruction = part.find("{instruction}") != std::string_view::npos,
+          .query = part.find("{query}") != std::string_view::npos,
+          .document = part.find("{document}") != std::string_view::npos};
+}
+
+std::string FormatYesNoPart(std::string_view part, std::string_view instruction, std::string_view query,
+                            std::string_view document) {
+  std::string text(part);
   // The placeholders are found in the template only and replaced from the back, so earlier
   // offsets stay valid and a query or document containing "{document}" is left as it is.
   struct Slot {
@@ -75,14 +175,16 @@ std::string FormatYesNoBody(const YesNoTemplate& prompt, std::string_view query,
     std::string_view placeholder, value;
   };
   std::vector<Slot> slots;
-  for (size_t at = body.find("{instruction}"); at != std::string::npos; at = body.find("{instruction}", at + 1)) {
-    slots.push_back({at, "{instruction}", prompt.instruction});
+  const std::pair<std::string_view, std::string_view> fills[] = {
+      {"{instruction}", instruction}, {"{query}", query}, {"{document}", document}};
+  for (const auto& [placeholder, value] : fills) {
+    for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + 1)) {
+      slots.push_back({at, placeholder, value});
+    }
   }
-  if (query_at != std::string::npos) slots.push_back({query_at, "{query}", query});
-  if (document_at != std::string::npos) slots.push_back({document_at, "{document}", document});
   std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.at > b.at; });
-  for (const Slot& slot : slots) body.replace(slot.at, slot.placeholder.size(), slot.value);
-  return body;
+  for (const Slot& slot : slots) text.replace(slot.at, slot.placeholder.size(), slot.value);
+  return text;
 }
 
 Status ResolveYesNoReranker(const std::string& model_dir, std::optional<bool> requested,
@@ -103,24 +205,25 @@ Status ResolveYesNoReranker(const std::string& model_dir, std::optional<bool> re
   } else if (!causal_lm) {
     return Status::Error(model_dir + ": a yes/no reranker must be a decoder *ForCausalLM, not " + config->architecture);
   }
-  auto prompt = ReadYesNoTemplate(model_dir);
+  auto prompt = ReadYesNoTemplate(model_dir, config->family);
   if (!prompt.ok()) return prompt.status();
-  int64_t ids[2];
-  const std::string* pieces[2] = {&prompt->no_token, &prompt->yes_token};
-  for (int i = 0; i < 2; ++i) {
-    auto id = TokenId(model_dir, *pieces[i]);
+  std::vector<int32_t> ids;
+  // {no, yes}, or {yes} alone.
+  for (const std::string* piece : {&prompt->no_token, &prompt->yes_token}) {
+    if (piece->empty()) continue;
+    auto id = TokenId(model_dir, *piece);
     if (!id.ok()) return id.status();
     if (*id < 0 || *id >= config->vocab_size) {
-      return Status::Error(model_dir + ": the tokenizer has no token '" + *pieces[i] + "' within the model's " +
+      return Status::Error(model_dir + ": the tokenizer has no token '" + *piece + "' within the model's " +
                            std::to_string(config->vocab_size) + " ids, which a yes/no reranker scores (load it " +
                            "as an embedder with a pooling mode or --yes-no-reranker off)");
     }
-    ids[i] = *id;
+    ids.push_back(static_cast<int32_t>(*id));
   }
   config->head = ModelHead::kSequenceClassification;
   config->num_labels = 1;
   config->id2label = {prompt->yes_token};
-  config->yes_no_token_ids = {static_cast<int32_t>(ids[0]), static_cast<int32_t>(ids[1])};
+  config->yes_no_token_ids = std::move(ids);
   return Status();
 }
 

@@ -1,8 +1,9 @@
-// Yes/no LLM rerankers (Qwen3-Reranker): a causal LM asked, through a chat template, whether
-// a document meets a query's requirements; the relevance score is read from the "yes" and
-// "no" logits at the last position. stamen runs such a folder as a one-label scorer whose
-// head is lm_head["yes"] − lm_head["no"] (models/qwen.cc), so its raw score is
-// logit_yes − logit_no and sigmoid(raw) = softmax([no, yes])[yes], the model card's score.
+// Yes/no LLM rerankers (Qwen3-Reranker, mxbai-rerank-v2, bge-reranker-v2-gemma): a causal LM
+// asked, through a prompt template, whether a document answers a query; the relevance score is
+// read from one or two of its logits at the last position. stamen runs such a folder as a
+// one-label scorer whose head is lm_head[yes] − lm_head[no], or lm_head[yes] alone
+// (layers::LoadYesNoHead), so its raw score is logit_yes − logit_no (sigmoid: softmax([no,
+// yes])[yes], Qwen3-Reranker's and mxbai's score) or logit_yes (bge-reranker-v2-gemma's).
 //
 // Which folders are yes/no rerankers (ResolveYesNoReranker): with no explicit choice, a
 // folder whose config names a *ForCausalLM decoder, that has no sentence-transformers
@@ -14,40 +15,68 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model_folder/model_config.h"
 #include "common/status.h"
 
 namespace stamen::engine {
 
-// The prompt around a (query, document) pair: prefix + body + suffix, the body with
-// {instruction}, {query} and {document} replaced. Defaults: the Qwen3-Reranker model card's.
+// The prompt around a (query, document) pair: a list of parts, each tokenized alone (no special
+// tokens added) and the pieces concatenated, as the model cards build their inputs. A part may
+// hold the placeholders {instruction}, {query} and {document}, replaced by the texts; a part
+// holding {instruction} but neither {query} nor {document} is left out when the instruction is
+// empty. Too long a pair (ModelTokenizer::EncodeYesNoPair) is cut in its query and document
+// parts only: a query part to 3/4 of what the fixed parts leave when a separate document part
+// exists (mxbai-rerank's and FlagEmbedding's rule), then the document part, then the query
+// part, each from its end; a part holding both (Qwen3-Reranker's body) is cut from its end.
+//
+// The score is read at the last position: with a no_token, logit(yes) − logit(no), whose
+// sigmoid is softmax([no, yes])[yes]; without one (no_token empty), logit(yes) itself, whose
+// sigmoid is FlagEmbedding's normalized score. Either is the raw score of a one-label scorer.
 struct YesNoTemplate {
-  std::string prefix =
-      "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
-      "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n";
-  std::string body = "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {document}";
-  std::string suffix = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
-  std::string instruction = "Given a web search query, retrieve relevant passages that answer the query";
-  std::string yes_token = "yes", no_token = "no";  // the tokenizer's pieces scored
+  std::string preset;  // the preset the template started from (FindYesNoPreset)
+  std::vector<std::string> parts;
+  std::string instruction;
+  std::string yes_token, no_token;  // the tokenizer's pieces scored; no_token may be empty
 };
 
-// The file in a model folder that overrides the template: a JSON object with any of the
-// string keys "prefix", "body", "suffix", "instruction", "yes_token", "no_token".
+// The presets by name: "qwen3-reranker" (Qwen3-Reranker's model card), "mxbai-rerank-v2"
+// (mxbai-rerank's MxbaiRerankV2 on Qwen2: "1" against "0"), "bge-reranker-v2-gemma"
+// (FlagEmbedding's BaseLLMReranker: logit("Yes") alone). nullopt for another name.
+std::optional<YesNoTemplate> FindYesNoPreset(std::string_view name);
+
+// The preset a folder of `family` gets without a yes_no_reranker.json naming one: Qwen2 →
+// mxbai-rerank-v2, Gemma → bge-reranker-v2-gemma, any other decoder → qwen3-reranker.
+std::string_view DefaultYesNoPreset(ModelFamily family);
+
+// The file in a model folder that chooses and overrides the template: a JSON object with
+// "preset" (a name above), "parts" (an array of strings), "instruction", "yes_token" and
+// "no_token" (strings), all optional; the keys of the first design, "prefix", "body" and
+// "suffix", still set qwen3-reranker's three parts (not with "parts", nor another preset).
 inline constexpr std::string_view kYesNoTemplateFile = "yes_no_reranker.json";
 
-// The defaults, overridden by `model_dir`/yes_no_reranker.json when present, then by a
-// non-empty `instruction`. Errors name the file and key.
-StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, const std::string& instruction = "");
+// The family's default preset, overridden by `model_dir`/yes_no_reranker.json when present,
+// then by a non-empty `instruction`. Errors name the file and key.
+StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, ModelFamily family,
+                                          const std::string& instruction = "");
 
-// The body of one pair (without prefix and suffix), as the model card's format_instruction.
-std::string FormatYesNoBody(const YesNoTemplate& prompt, std::string_view query, std::string_view document);
+// What a part's placeholders hold.
+struct YesNoPartKind {
+  bool instruction = false, query = false, document = false;
+};
+YesNoPartKind KindOfYesNoPart(std::string_view part);
+
+// `part` with its placeholders replaced (placeholders found in the template only, so a query
+// holding "{document}" stays as it is).
+std::string FormatYesNoPart(std::string_view part, std::string_view instruction, std::string_view query,
+                            std::string_view document);
 
 // Decides by the rule above (or `requested`) whether `model_dir` runs as a yes/no reranker
-// and, when it does, makes `config` one: head kSequenceClassification with one label "yes",
-// yes_no_token_ids the tokenizer's ids of the template's no and yes tokens (from
-// tokenizer.json, else vocab.json). Explicitly requested on a folder that cannot be one
-// (not a *ForCausalLM decoder, no such tokens): an error saying why.
+// and, when it does, makes `config` one: head kSequenceClassification with one label (the yes
+// token), yes_no_token_ids the tokenizer's ids of the template's no and yes tokens, or of the
+// yes token alone (from tokenizer.json, else vocab.json). Explicitly requested on a folder
+// that cannot be one (not a *ForCausalLM decoder, no such tokens): an error saying why.
 Status ResolveYesNoReranker(const std::string& model_dir, std::optional<bool> requested,
                             const SentenceTransformersConfig& sentence_transformers, ModelConfig* config);
 

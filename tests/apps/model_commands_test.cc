@@ -530,14 +530,21 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       {"gte-base-en-v1.5", "configs/all-MiniLM-L6-v2", 768, "NewModel"},
       {"gte-multilingual-base", "xlmr-trimmed-32k", 768, "NewModel"},
       {"gte-multilingual-reranker-base", "xlmr-trimmed-32k", 0, "NewForSequenceClassification"},
+      // Issue 44: LLM rerankers; bge-reranker-v2-gemma with its shipped stand-in tokenizer (""),
+      // for which make-model writes a yes_no_reranker.json scoring BERT's "yes".
+      {"mxbai-rerank-base-v2", "qwen2-bpe", 0, "Qwen2ForCausalLM"},
+      {"bge-reranker-v2-gemma", "", 0, "GemmaForCausalLM"},
   };
   for (const Like& like : likes) {
     // One layer and a small vocabulary keep the folders small; token ids stay below 1000. The
     // yes/no reranker needs its tokenizer's "yes" (9693 in Qwen's) inside the vocabulary.
     const std::string folder = out.File(like.name);
-    const std::string vocab = like.name == "qwen3-reranker-0.6b" ? "10000" : "1000";
-    const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers 1 --vocab-size " + vocab + " --out " +
-                                      folder + " --tokenizer " + kShared + "/models/" + like.tokenizer,
+    // (BERT's "yes" is 2748.)
+    const bool yes_no = like.name == "qwen3-reranker-0.6b" || like.name == "bge-reranker-v2-gemma";
+    const std::string vocab = yes_no ? "10000" : "1000";
+    const std::string tokenizer = like.tokenizer.empty() ? "" : " --tokenizer " + kShared + "/models/" + like.tokenizer;
+    const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers 1 --vocab-size " + vocab +
+                                      " --out " + folder + tokenizer,
                                   "");
     ASSERT_EQ(made.code, 0) << like.name << ": " << made.err;
     if (like.width == 0) {

@@ -303,7 +303,9 @@ std::vector<std::string> ModelFolders() {
                            "tiny-qwen2-classifier", "tiny-qwen3-reranker", "tiny-qwen3-reranker-tied",
                            "tiny-bert-classifier", "tiny-bert-splade", "tiny-roberta-splade", "tiny-mpnet",
                            "tiny-mpnet-classifier", "tiny-mpnet-masked-lm", "tiny-deberta-v3",
-                           "tiny-deberta-v3-reranker", "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier"}) {
+                           "tiny-deberta-v3-reranker", "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier",
+                           // Issue 44: yes/no LLM rerankers on Qwen2 (mxbai) and Gemma (logit("Yes") alone).
+                           "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker"}) {
     // A bundle may carry only some of them (bench/gpu/pack.sh): absent ones are left out, not failed.
     if (std::filesystem::exists(local + name + "/config.json")) folders.push_back(local + name);
   }

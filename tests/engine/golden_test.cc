@@ -168,7 +168,9 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       "tiny-eurobert", "tiny-eurobert-bf16", "tiny-llama-bidirectional",
                       // Issue 48: rotary post-norm encoders, transformers' layout and the hub's.
                       "tiny-nomic-bert", "tiny-nomic-bert-hub-bf16", "tiny-gte", "tiny-gte-hub-ntk-f16",
-                      "tiny-gte-reranker", "tiny-gte-reranker-hub");
+                      "tiny-gte-reranker", "tiny-gte-reranker-hub",
+                      // Issue 44: LLM rerankers on Qwen2 (mxbai-rerank-v2) and Gemma (bge-reranker-v2-gemma).
+                      "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker");
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, kGoldenModels, FolderTestName);
 
@@ -356,10 +358,13 @@ std::string ReadBytes(const std::string& path) {
 // sentence-transformers Dense modules after pooling: tiny-gemma3 with mean pooling, Dense
 // 64→5 (bias, Tanh), Dense 5→3 (no bias, Identity) and Normalize, against the same
 // computation in double on the engine's own pooled vectors.
-// A Qwen3ForCausalLM folder without sentence-transformers modules is a yes/no reranker: its
-// score's sigmoid is transformers' softmax over the full-vocabulary logits [no, yes] at the
-// last position, and the model card's template (prefix ids + body ids + suffix ids, by HF
-// tokenizers) is what EncodeYesNoPair builds.
+// A *ForCausalLM folder without sentence-transformers modules is a yes/no reranker: its raw
+// score is transformers' full-vocabulary logit_yes − logit_no at the last position (Qwen3,
+// mxbai's Qwen2) or logit_yes alone (Gemma), its sigmoid the normalized score, and the
+// family's default template is what EncodeYesNoPair builds: the Qwen3-Reranker card's (prefix
+// ids + body ids + suffix ids, by HF tokenizers), mxbai-rerank's own prepare_inputs, the
+// bge-reranker-v2-gemma card's get_inputs (tools/make_family_goldens.py), with and without an
+// instruction.
 class YesNoRerankerTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
@@ -368,7 +373,7 @@ TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
   ASSERT_TRUE(engine.ok()) << engine.status().message();
   const ModelConfig& config = (*engine)->config();
   ASSERT_EQ(config.head, ModelHead::kSequenceClassification);
-  ASSERT_EQ(config.yes_no_token_ids.size(), 2u);
+  ASSERT_FALSE(config.yes_no_token_ids.empty());
   auto golden = LoadGolden(GetParam());
   ASSERT_TRUE(golden.ok()) << golden.status().message();
   const StepOptions scores{.output = StepOutput::kScores};
@@ -384,7 +389,7 @@ TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
 
   auto tokenizer = ModelTokenizer::Load(folder, config);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
-  auto prompt = ReadYesNoTemplate(folder);
+  auto prompt = ReadYesNoTemplate(folder, config.family);
   ASSERT_TRUE(prompt.ok());
   const std::pair<std::string, std::string> pairs[] = {
       {"what is the capital of china?", "The capital of China is Beijing."},
@@ -408,6 +413,19 @@ TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
     worst_pair = std::max(worst_pair, MaxAbsError(*golden, "pair_yes_probability_" + std::to_string(k), {&yes, 1}));
   }
   EXPECT_LE(worst_pair, kTolerance);
+  if (golden->store.Contains("instruction_pair_ids")) {
+    YesNoTemplate instructed = *prompt;
+    instructed.instruction = "Find the passage that answers the question";
+    (*tokenizer)->EncodeYesNoPair(instructed, pairs[0].first, pairs[0].second, 0, &ids);
+    auto expected = golden->store.Load("instruction_pair_ids", DataType::kI64);
+    ASSERT_TRUE(expected.ok());
+    EXPECT_EQ(std::vector<int32_t>(expected->data<int64_t>(), expected->data<int64_t>() + expected->NumElements()), ids);
+    // The template object is reused with the default instruction: the cached fixed parts follow.
+    (*tokenizer)->EncodeYesNoPair(*prompt, pairs[0].first, pairs[0].second, 0, &ids);
+    auto first = golden->store.Load("pair_ids_0", DataType::kI64);
+    ASSERT_TRUE(first.ok());
+    EXPECT_EQ(std::vector<int32_t>(first->data<int64_t>(), first->data<int64_t>() + first->NumElements()), ids);
+  }
   std::cout << "[ golden   ] " << GetParam() << " yes probability: max abs error " << worst << ", templated pairs "
             << worst_pair << "\n";
 
@@ -417,7 +435,9 @@ TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
   EXPECT_EQ((*embedder)->config().head, ModelHead::kNone);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, YesNoRerankerTest, ::testing::Values("tiny-qwen3-reranker", "tiny-qwen3-reranker-tied"),
+INSTANTIATE_TEST_SUITE_P(Models, YesNoRerankerTest,
+                         ::testing::Values("tiny-qwen3-reranker", "tiny-qwen3-reranker-tied", "tiny-qwen2-mxbai-reranker",
+                                           "tiny-gemma-reranker"),
                          FolderTestName);
 
 TEST(DenseModulesTest, RunAfterPoolingBeforeNormalizeAndTruncation) {

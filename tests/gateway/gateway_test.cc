@@ -827,12 +827,15 @@ TEST(GatewayLimitsTest, BeyondMaxConcurrentRequestsIs429) {
   EXPECT_EQ(Http(served.port(), "GET", "/v1/models").status, 200);
 }
 
-// A yes/no LLM reranker (tests/engine/data/tiny-qwen3-reranker): the gateway wraps each
-// (query, document) in the model card's template, so /rerank's raw score is transformers'
-// logit("yes") - logit("no") for the ids HF tokenizers makes of it, and the normalized scores
-// (/rerank, Cohere's /v1/rerank) are softmax([no, yes])[yes].
-TEST(GatewayRerankTest, YesNoRerankerAppliesTheTemplate) {
-  const std::string folder = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/tiny-qwen3-reranker";
+// Yes/no LLM rerankers (tests/engine/data): the gateway wraps each (query, document) in the
+// family's template, so /rerank's raw score is transformers' logit("yes") - logit("no") for the
+// ids the model card's code makes of it (Qwen3-Reranker; mxbai-rerank-v2 on Qwen2: "1" - "0"),
+// or logit("Yes") alone (bge-reranker-v2-gemma), and the normalized scores (/rerank, Cohere's
+// /v1/rerank) are its sigmoid.
+class YesNoGatewayTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(YesNoGatewayTest, RerankAppliesTheTemplate) {
+  const std::string folder = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/" + GetParam();
   Served served(folder);
   auto golden = engine::WeightStore::OpenFile(folder + "/golden.safetensors");
   ASSERT_TRUE(golden.ok()) << golden.status().message();
@@ -862,6 +865,14 @@ TEST(GatewayRerankTest, YesNoRerankerAppliesTheTemplate) {
   EXPECT_NEAR(Parse(parser, answer.body)["results"].at(0)["relevance_score"].get_double().value(),
               expected->data<float>()[0], 1e-4);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, YesNoGatewayTest,
+                         ::testing::Values("tiny-qwen3-reranker", "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
 
 TEST(GatewayRerankTest, TeiAndCohereRerankSortByScore) {
   // bge-reranker-base shapes with the trimmed XLM-R tokenizer (its ids are below 32,000).

@@ -309,6 +309,28 @@ StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config
   return hidden;
 }
 
+StatusOr<Tensor> LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement) {
+  std::string table = "lm_head.weight";
+  if (config.tie_word_embeddings) {
+    table = weights.Contains("model.embed_tokens.weight") ? "model.embed_tokens.weight" : "embed_tokens.weight";
+  }
+  const std::vector<int32_t>& tokens = config.yes_no_token_ids;  // {no, yes} or {yes}
+  if (tokens.empty() || tokens.size() > 2) return Status::Error("a yes/no reranker scores one or two tokens");
+  auto yes = weights.LoadRow(table, tokens.back());
+  if (!yes.ok()) return yes.status();
+  if (yes->dim(1) != config.hidden_size) {
+    return Status::Error(table + " has " + std::to_string(yes->dim(1)) + " columns, expected hidden_size " +
+                         std::to_string(config.hidden_size));
+  }
+  if (tokens.size() == 2) {
+    auto no = weights.LoadRow(table, tokens.front());
+    if (!no.ok()) return no.status();
+    float* difference = yes->data<float>();
+    for (int64_t i = 0; i < config.hidden_size; ++i) difference[i] -= no->data<float>()[i];
+  }
+  return model_weights::Place(*yes, placement);
+}
+
 void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense,
                      const std::string& output, int64_t hidden_size, int64_t num_labels) {
   visit.Tensor(head.dense_weight, {dense + ".weight", {hidden_size, hidden_size}});

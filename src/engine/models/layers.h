@@ -267,6 +267,13 @@ class PreNormDecoderModel : public FamilyModel<PreNormDecoderWeights> {
   int64_t max_sequence_length() const override { return std::max<int64_t>(config_.max_position_embeddings, 0); }
 };
 
+// A yes/no reranker's head (config.yes_no_token_ids set, model_folder/yes_no_reranker.h): the
+// row lm_head[yes] − lm_head[no], or lm_head[yes] alone, of lm_head.weight, or of the embedding
+// table ([model.]embed_tokens.weight) when tied, as [1, hidden] placed on the model's device. Only those rows
+// are read, never the vocabulary projection; the difference is taken in F32 before placement,
+// so BF16 rows are not rounded twice.
+StatusOr<Tensor> LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement);
+
 // A step's RoPE tables [T, head_dim], positions restarting at 0 in every sequence (made on
 // the device, so a replayed graph recomputes them): `full` with config.rope_theta for full
 // layers, `sliding` with config.local_rope_theta for sliding ones (config.sliding_window_layers;

@@ -47,31 +47,16 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
   }
 }
 
-// The schema's tensors, then for a yes/no reranker its head: lm_head["yes"] − lm_head["no"]
-// (the embedding table's rows when tied), so a step projects onto one row instead of the
-// vocabulary, and the score is logit_yes − logit_no.
+// The schema's tensors, then for a yes/no reranker its head: lm_head[yes] − lm_head[no], or
+// lm_head[yes] (the embedding table's rows when tied; layers::LoadYesNoHead), so a step
+// projects onto one row instead of the vocabulary.
 StatusOr<std::unique_ptr<Model>> LoadDecoder(const ModelConfig& config, const WeightStore& weights,
                                              const Placement& placement) {
   auto model = std::make_unique<layers::PreNormDecoderModel>(config, placement);
   STAMEN_RETURN_IF_ERROR(LoadTensors<layers::PreNormDecoderWeights>(config, weights, placement, VisitTensors,
                                                                     model->weights_));
   if (config.yes_no_token_ids.empty()) return std::unique_ptr<Model>(std::move(model));
-  std::string table = "lm_head.weight";
-  if (config.tie_word_embeddings) {
-    table = weights.Contains("model.embed_tokens.weight") ? "model.embed_tokens.weight" : "embed_tokens.weight";
-  }
-  auto no = weights.LoadRow(table, config.yes_no_token_ids[0]);
-  if (!no.ok()) return no.status();
-  auto yes = weights.LoadRow(table, config.yes_no_token_ids[1]);
-  if (!yes.ok()) return yes.status();
-  if (yes->dim(1) != config.hidden_size) {
-    return Status::Error(table + " has " + std::to_string(yes->dim(1)) + " columns, expected hidden_size " +
-                         std::to_string(config.hidden_size));
-  }
-  // The difference in F32 before placement: BF16 rows would round it twice.
-  float* difference = yes->data<float>();
-  for (int64_t i = 0; i < config.hidden_size; ++i) difference[i] -= no->data<float>()[i];
-  auto score = model_weights::Place(*yes, placement);
+  auto score = layers::LoadYesNoHead(config, weights, placement);
   if (!score.ok()) return score.status();
   model->weights_.score = std::move(score.value());
   return std::unique_ptr<Model>(std::move(model));

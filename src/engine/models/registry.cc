@@ -27,6 +27,8 @@ extern const FamilyDefinition kLlamaBidirectionalFamily;
 // Issue 48: rotary post-norm encoders (models/rotary_encoder.cc).
 extern const FamilyDefinition kNomicBertFamily;
 extern const FamilyDefinition kGteFamily;
+// Issue 44: Gemma (1), for bge-reranker-v2-gemma.
+extern const FamilyDefinition kGemmaFamily;
 
 namespace {
 
@@ -49,6 +51,8 @@ const FamilyDefinition* const kFamilies[] = {
     // Issue 48: rotary post-norm encoders.
     &kNomicBertFamily,
     &kGteFamily,
+    // Issue 44: Gemma (1).
+    &kGemmaFamily,
 };
 
 }  // namespace

@@ -1,0 +1,68 @@
+// Gemma (1) decoders (GemmaModel, GemmaForCausalLM: bge-reranker-v2-gemma as a yes/no
+// reranker): Llama's pre-norm blocks with Gemma's RMSNorm, which multiplies by (1 + w) (the
+// loader adds the 1, TensorSpec::load_offset), embeddings scaled by sqrt(hidden), a GeGLU
+// feed-forward (tanh GELU), rotary positions, multi- or grouped-query attention scaled by
+// head_dim^-0.5, and the output projection tied to the embedding table. No KV cache.
+//
+// Per layer, with x the hidden state [T, H]:
+//   x += Attention(rotate(RMSNorm_input(x)·W_qkvᵀ))·W_oᵀ
+//   x += (gelu_tanh(n·W_gateᵀ) ⊙ n·W_upᵀ)·W_downᵀ,  n = RMSNorm_post_attention(x)
+// and a final RMSNorm (transformers' modeling_gemma.py).
+#include <cmath>
+#include <string>
+
+#include "engine/models/family.h"
+#include "engine/models/layers.h"
+
+namespace stamen::engine {
+namespace {
+
+// A Gemma RMSNorm weight as save_pretrained names it: stored as w − 1, loaded as w.
+TensorSpec NormSpec(const std::string& name, int64_t size) {
+  return {.name = name,
+          .shape = {size},
+          .init = TensorInit::kNormal,
+          .presence = TensorPresence::kRequired,
+          .load_offset = 1.0f};
+}
+
+// The tensor schema, as save_pretrained names it; attention_bias puts a bias on all four
+// projections (GemmaAttention).
+void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::PreNormDecoderWeights& weights,
+                  TensorVisitor& visit) {
+  const layers::PreNormDecoderSchema schema{
+      .feed_forward_norm = "post_attention_layernorm",
+      .norm = NormSpec,
+      .output_bias = config.attention_bias,
+      .embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(config.hidden_size)))};
+  layers::VisitPreNormDecoder(visit, weights, prefix, schema, config);
+  // An untied output projection: written by make-model, never loaded whole.
+  if (config.architecture == "GemmaForCausalLM" && !config.tie_word_embeddings) {
+    visit.Tensor(weights.score, {"lm_head.weight", {config.vocab_size, config.hidden_size}, TensorInit::kNormal,
+                                 TensorPresence::kUnread});
+  }
+}
+
+// The schema's tensors, then for a yes/no reranker its head (layers::LoadYesNoHead).
+StatusOr<std::unique_ptr<Model>> LoadGemma(const ModelConfig& config, const WeightStore& weights,
+                                           const Placement& placement) {
+  auto model = std::make_unique<layers::PreNormDecoderModel>(config, placement);
+  STAMEN_RETURN_IF_ERROR(LoadTensors<layers::PreNormDecoderWeights>(config, weights, placement, VisitTensors,
+                                                                    model->weights_));
+  if (!config.yes_no_token_ids.empty()) {
+    auto score = layers::LoadYesNoHead(config, weights, placement);
+    if (!score.ok()) return score.status();
+    model->weights_.score = std::move(score.value());
+  }
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+constexpr std::string_view kPrefixes[] = {"", "model."};
+
+}  // namespace
+
+extern const FamilyDefinition kGemmaFamily{
+    .family = ModelFamily::kGemma, .weight_prefixes = kPrefixes,
+    .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>, .load = LoadGemma};
+
+}  // namespace stamen::engine
