@@ -19,6 +19,8 @@ extern const FamilyConfig kDebertaFamilyConfig;
 extern const FamilyConfig kEuroBertFamilyConfig;
 extern const FamilyConfig kPplxQwen3FamilyConfig;
 extern const FamilyConfig kLlamaBidirectionalFamilyConfig;
+// Issue 44: static embeddings (model2vec, StaticEmbedding).
+extern const FamilyConfig kStaticEmbeddingFamilyConfig;
 
 namespace {
 
@@ -38,6 +40,8 @@ const FamilyConfig* const kFamilyConfigs[] = {
     &kEuroBertFamilyConfig,
     &kPplxQwen3FamilyConfig,
     &kLlamaBidirectionalFamilyConfig,
+    // Issue 44: static embeddings (model2vec, StaticEmbedding).
+    &kStaticEmbeddingFamilyConfig,
 };
 
 }  // namespace

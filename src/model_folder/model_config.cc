@@ -165,6 +165,8 @@ StatusOr<ModelConfig> ReadModelConfig(const std::string& path) {
   ModelConfig config;
   STAMEN_RETURN_IF_ERROR(ReadArchitecture(root, &config));
   const FamilyConfig& family = FamilyConfigOf(config.family);
+  // Static embedding folders have no transformer shapes: their row says how they are read.
+  if (config.family == ModelFamily::kStaticEmbedding) return family.read_settings(root, &config);
   STAMEN_RETURN_IF_ERROR(ReadShapes(root, family.shape_keys, &config));
   STAMEN_RETURN_IF_ERROR(family_settings::ReadPadToken(root, &config));
   STAMEN_RETURN_IF_ERROR(family.read_settings(root, &config));

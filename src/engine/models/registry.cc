@@ -24,6 +24,8 @@ extern const FamilyDefinition kDebertaFamily;
 extern const FamilyDefinition kEuroBertFamily;
 extern const FamilyDefinition kPplxQwen3Family;
 extern const FamilyDefinition kLlamaBidirectionalFamily;
+// Issue 44: static embeddings (model2vec, StaticEmbedding).
+extern const FamilyDefinition kStaticEmbeddingFamily;
 
 namespace {
 
@@ -43,6 +45,8 @@ const FamilyDefinition* const kFamilies[] = {
     &kEuroBertFamily,
     &kPplxQwen3Family,
     &kLlamaBidirectionalFamily,
+    // Issue 44: static embeddings (model2vec, StaticEmbedding).
+    &kStaticEmbeddingFamily,
 };
 
 }  // namespace
