@@ -3,7 +3,7 @@
 
     .venv-heavy/bin/python tools/make_static_goldens.py tests/engine/data
 
-Writes three folders under the given directory, each with `reference.json`:
+Writes four folders under the given directory, each with `reference.json`:
 
 - `tiny-model2vec`: a model2vec folder as StaticModel.save_pretrained writes it (config.json with
   "model_type": "model2vec", "normalize": true, "max_length": 16; model.safetensors "embeddings"
@@ -13,8 +13,11 @@ Writes three folders under the given directory, each with `reference.json`:
   "embeddings" [40, 24], "mapping" [vocab] (I64, token id -> row) and "weights" [vocab] (F32),
   "normalize": false and no max_length (model2vec's default, 512).
 - `tiny-static-embedding`: a sentence-transformers folder (SentenceTransformer.save) of a
-  StaticEmbedding module (0_StaticEmbedding/model.safetensors "embedding.weight",
-  0_StaticEmbedding/tokenizer.json) followed by Normalize.
+  StaticEmbedding module (model.safetensors "embedding.weight" and tokenizer.json at the root, as
+  sentence-transformers 6 saves a first module; older versions used 0_StaticEmbedding/) followed
+  by Normalize.
+- `tiny-static-embedding-truncated`: the same with truncation to 16 tokens in its tokenizer.json
+  (as a tokenizer saved by model2vec carries it), which StaticEmbedding's tokenizer applies.
 
 reference.json: {"library", "versions", "texts", "ids" (the ids the library averages, per text),
 "raw" (vectors without normalisation), "normalized"}: for the model2vec folders
@@ -129,11 +132,14 @@ def make_model2vec_quantized(out, tokenizer, rng):
                     loaded.encode(text_list), loaded.encode(text_list, normalize=True))
 
 
-def make_static_embedding(out, tokenizer, rng):
-    folder = out / "tiny-static-embedding"
+def make_static_embedding(out, tokenizer, rng, name="tiny-static-embedding", truncation=None):
+    folder = out / name
     vocab = tokenizer.get_vocab_size()
     weights = rng.standard_normal((vocab, DIM)).astype(np.float32)
-    static = StaticEmbedding(Tokenizer.from_str(tokenizer.to_str()), embedding_weights=weights)
+    module_tokenizer = Tokenizer.from_str(tokenizer.to_str())
+    if truncation is not None:
+        module_tokenizer.enable_truncation(truncation)  # kept in tokenizer.json, and so by StaticEmbedding
+    static = StaticEmbedding(module_tokenizer, embedding_weights=weights)
     model = SentenceTransformer(modules=[static, Normalize()], device="cpu")
     model.save(str(folder))
     (folder / "README.md").unlink(missing_ok=True)
@@ -155,6 +161,7 @@ def main():
     median = make_model2vec(out, tokenizer, rng)
     make_model2vec_quantized(out, tokenizer, rng)
     make_static_embedding(out, tokenizer, rng)
+    make_static_embedding(out, tokenizer, rng, "tiny-static-embedding-truncated", truncation=16)
     print(f"vocabulary {tokenizer.get_vocab_size()}, median piece length {median}")
 
 

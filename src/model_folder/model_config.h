@@ -47,13 +47,16 @@ struct DisentangledAttentionConfig {
 //     max_length · (median vocabulary piece length) characters, tokenizes it without special
 //     tokens, keeps the first max_length tokens, then drops the unknown token;
 //   - sentence-transformers (modules.json names a StaticEmbedding module, no model2vec
-//     config.json): the whole text without special tokens, unknown tokens kept.
+//     config.json): the text without special tokens, unknown tokens kept, cut only by the
+//     truncation its tokenizer.json carries.
 // A text with no token left has the zero vector in both: the engine's table has one zero row
 // after the vocabulary (empty_bag_id) that the tokenizer gives such a text.
 struct StaticEmbeddingConfig {
   std::string folder;         // holds model.safetensors and tokenizer.json (the module's folder)
   bool model2vec_rules = false;
-  int64_t max_length = 0;     // model2vec's max_length (config.json, default 512); 0: no limit
+  // Tokens kept: model2vec's max_length (config.json, default 512), or the truncation of a
+  // StaticEmbedding's tokenizer.json; 0: no limit.
+  int64_t max_length = 0;
   int64_t vocabulary_rows = 0;  // token ids with a row (the tokenizer's vocabulary)
   int64_t empty_bag_id() const { return vocabulary_rows; }
 };

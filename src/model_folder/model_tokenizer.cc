@@ -62,11 +62,11 @@ StatusOr<ModelTokenizer::StaticRules> ModelTokenizer::ReadStaticRules(const Mode
   StaticRules rules;
   rules.enabled = true;
   rules.empty_bag_id = static_cast<int32_t>(config.static_embedding.empty_bag_id());
+  rules.token_limit = static_cast<size_t>(config.static_embedding.max_length);
   if (!config.static_embedding.model2vec_rules) return rules;
   auto unknown = UnknownTokenId(tokenizer_path, tokenizer);
   if (!unknown.ok()) return unknown.status();
   rules.unknown_id = *unknown;
-  rules.token_limit = static_cast<size_t>(config.static_embedding.max_length);
   if (rules.token_limit > 0) {
     // StaticModel's median_token_length: int(np.median(len(piece) for every piece by id)).
     std::vector<size_t> lengths(tokenizer.VocabularySize());
@@ -78,6 +78,7 @@ StatusOr<ModelTokenizer::StaticRules> ModelTokenizer::ReadStaticRules(const Mode
                                                     : (lengths[middle - 1] + lengths[middle]) / 2;  // int() of the mean
     // A median of 0 cuts every text to nothing, as model2vec does.
     rules.character_limit = rules.token_limit * median;
+    rules.cut_characters = true;
   }
   return rules;
 }
@@ -217,7 +218,7 @@ void ModelTokenizer::EncodeStatic(std::string_view text, size_t max_length, std:
   const StaticRules& rules = static_rules_;
   // StaticModel.encode: the text cut by characters, tokenized without special tokens and cut
   // to max_length tokens, then the unknown token dropped (so that it weighs nothing in the mean).
-  if (rules.token_limit > 0) text = FirstCodePoints(text, rules.character_limit);
+  if (rules.cut_characters) text = FirstCodePoints(text, rules.character_limit);
   tokenizer::EncodeOptions options;
   options.add_special_tokens = false;
   options.max_length = rules.token_limit;

@@ -101,8 +101,9 @@ class ModelTokenizer {
   struct StaticRules {
     bool enabled = false;
     int32_t unknown_id = -1;     // dropped from the ids (model2vec); -1: none is dropped
-    size_t character_limit = 0;  // texts are cut to this many code points first; 0: not cut
-    size_t token_limit = 0;      // ids kept (model2vec's max_length); 0: all
+    bool cut_characters = false;  // texts are cut to character_limit code points first (model2vec)
+    size_t character_limit = 0;
+    size_t token_limit = 0;       // ids kept (model2vec's max_length, a tokenizer.json's truncation); 0: all
     int32_t empty_bag_id = -1;   // the ids of a text with no token left
   };
   static StatusOr<StaticRules> ReadStaticRules(const ModelConfig& config, const tokenizer::Tokenizer& tokenizer,

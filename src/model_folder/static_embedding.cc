@@ -114,6 +114,23 @@ Status ReadModel2VecSettings(const JsonObject& root, int64_t* max_length, bool* 
   return Status();
 }
 
+// The truncation a tokenizer.json carries ({"max_length", "direction", …} or null), which a
+// StaticEmbedding module's tokenizer applies: model2vec saves its tokenizer with its max_length.
+Status ReadTokenizerTruncation(const std::string& path, int64_t* max_length) {
+  auto document = JsonDocument::Load(path);
+  if (!document.ok()) return document.status();
+  JsonObject truncation = document.value()->root();
+  bool found = false;
+  STAMEN_RETURN_IF_ERROR(document.value()->root().OptionalObject("truncation", &truncation, &found));
+  if (!found) return Status();
+  STAMEN_RETURN_IF_ERROR(truncation.Required("max_length", max_length));
+  if (*max_length < 1) return truncation.Error("max_length", "must be positive");
+  std::string direction = "Right";
+  STAMEN_RETURN_IF_ERROR(truncation.Optional("direction", &direction));
+  if (direction != "Right") return truncation.Error("direction", "is '" + direction + "'; only 'Right' is supported");
+  return Status();
+}
+
 // A static folder's ModelConfig, once `folder` (tensors and tokenizer) is known.
 Status DescribeStaticModel(const std::string& folder, bool model2vec, ModelConfig* config) {
   config->family = ModelFamily::kStaticEmbedding;
@@ -122,9 +139,10 @@ Status DescribeStaticModel(const std::string& folder, bool model2vec, ModelConfi
   config->static_embedding.folder = folder;
   config->static_embedding.model2vec_rules = model2vec;
   config->weights_folder = folder;
-  if (!IsFile(fs::path(folder) / "tokenizer.json")) {
-    return Status::Error(folder + ": a static embedding model needs its tokenizer.json here");
-  }
+  const std::string tokenizer_path = (fs::path(folder) / "tokenizer.json").string();
+  if (!IsFile(tokenizer_path)) return Status::Error(folder + ": a static embedding model needs its tokenizer.json here");
+  // model2vec's encode sets its own truncation (max_length); sentence-transformers keeps the file's.
+  if (!model2vec) STAMEN_RETURN_IF_ERROR(ReadTokenizerTruncation(tokenizer_path, &config->static_embedding.max_length));
   int64_t dimensions = 0;
   STAMEN_RETURN_IF_ERROR(
       ReadTableShape((fs::path(folder) / "model.safetensors").string(), model2vec, &config->static_embedding, &dimensions));
@@ -175,7 +193,8 @@ StatusOr<ModelFolder> ReadModelFolder(const std::string& model_dir) {
   if (!folder.sentence_transformers.static_embedding_folder.empty()) {
     STAMEN_RETURN_IF_ERROR(DescribeStaticModel(folder.sentence_transformers.static_embedding_folder,
                                                /*model2vec=*/false, &folder.config));
-    // StaticEmbedding's max_seq_length is infinite: sentence_bert_config.json cannot cut it.
+    // StaticEmbedding's max_seq_length is infinite: sentence_bert_config.json cannot cut it (its
+    // tokenizer.json's truncation can, static_embedding.max_length).
     folder.sentence_transformers.max_seq_length = 0;
     return folder;
   }

@@ -121,6 +121,11 @@ TEST(StaticEmbeddingTest, SentenceTransformersStaticEmbeddingMatches) {
   CheckAgainstReference(kData + "tiny-static-embedding", kData + "tiny-static-embedding");
 }
 
+// A StaticEmbedding whose tokenizer.json carries truncation (16 tokens): its tokenizer cuts.
+TEST(StaticEmbeddingTest, StaticEmbeddingTokenizerTruncationCuts) {
+  CheckAgainstReference(kData + "tiny-static-embedding-truncated", kData + "tiny-static-embedding-truncated");
+}
+
 // Older sentence-transformers save the module under 0_StaticEmbedding/ (what model2vec's own
 // loader also accepts): the same tensors and tokenizer there give the same vectors.
 TEST(StaticEmbeddingTest, StaticEmbeddingModuleInItsOwnFolder) {
@@ -163,6 +168,10 @@ TEST(StaticEmbeddingTest, FoldersDescribeThemselves) {
   EXPECT_EQ(module->config.static_embedding.max_length, 0);  // StaticEmbedding has no length limit
   EXPECT_TRUE(module->sentence_transformers.normalize);
   EXPECT_EQ(module->sentence_transformers.pooling, ops::PoolingMode::kMean);
+  auto truncated = ReadModelFolder(kData + "tiny-static-embedding-truncated");
+  ASSERT_TRUE(truncated.ok()) << truncated.status().message();
+  EXPECT_EQ(truncated->config.static_embedding.max_length, 16);  // tokenizer.json's truncation
+  EXPECT_EQ(MaxSequenceLength(truncated->config, truncated->sentence_transformers), 16);
 
   // config.json alone does not describe a model2vec model: the reader says where to look.
   auto alone = ReadModelConfig(kData + "tiny-model2vec/config.json");
