@@ -299,11 +299,19 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   input.cu_seqlens = Tensor::Wrap(const_cast<int32_t*>(batch.cu_seqlens.data()), DataType::kI32, {sequences + 1});
   input.cu_seqlens_host = batch.cu_seqlens;
 
-  auto hidden = model_->Forward(input);
-  if (!hidden.ok()) return hidden.status();
+  // A model that pools its ids itself (a static table's embedding bag) needs no hidden state
+  // when the step wants nothing else of the tokens.
+  const bool pool_ids = options.output == StepOutput::kEmbeddings && options.spans.empty() &&
+                        dense_->layers.empty() && model_->PoolsIds(pooling);
+  Tensor hidden;
+  if (!pool_ids) {
+    auto forward = model_->Forward(input);
+    if (!forward.ok()) return forward.status();
+    hidden = std::move(forward.value());
+  }
   // The values outlive the step (callers read them after the next Step), so each step
   // allocates its own.
-  auto values = ComputeStepValues(*model_, config_, input, *hidden, options, pooling, *dense_,
+  auto values = ComputeStepValues(*model_, config_, input, hidden, options, pooling, *dense_,
                                   [](const Shape& shape) { return Tensor::Allocate(DataType::kF32, shape); });
   if (!values.ok()) return values.status();
   LazyResult result;

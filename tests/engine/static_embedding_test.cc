@@ -97,6 +97,19 @@ void CheckAgainstReference(const std::string& folder, const std::string& referen
     all_ids.insert(all_ids.end(), ids.begin(), ids.end());
     cu_seqlens.push_back(static_cast<int32_t>(all_ids.size()));
   }
+  // The rows Forward gathers (/embed_all's), averaged here: the path CUDA and other poolings take
+  // (the CPU's mean pools the ids straight from the table).
+  auto rows = (*engine)->Step({all_ids, cu_seqlens, {}}, {.output = StepOutput::kTokenEmbeddings});
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_TRUE(rows->Wait().ok());
+  for (size_t i = 0; i < reference.texts.size(); ++i) {
+    const Tensor sequence = rows->SequenceRows(static_cast<int64_t>(i));
+    std::vector<float> mean(static_cast<size_t>(sequence.dim(1)), 0.0f);
+    for (int64_t t = 0; t < sequence.dim(0); ++t) {
+      for (size_t k = 0; k < mean.size(); ++k) mean[k] += sequence.data<float>()[t * sequence.dim(1) + k] / sequence.dim(0);
+    }
+    ExpectClose(reference.raw[i], mean, folder + ": text " + std::to_string(i) + " from the gathered rows");
+  }
   for (const bool normalize : {false, true}) {
     auto result = (*engine)->Step({all_ids, cu_seqlens, {}}, {.normalize = normalize});
     ASSERT_TRUE(result.ok()) << result.status().message();
