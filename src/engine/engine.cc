@@ -130,17 +130,15 @@ StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& model_d
   std::unique_ptr<Engine> engine(new Engine());
   if (options.num_threads < 0) return Status::Error("num_threads must not be negative");
   engine->num_threads_ = options.num_threads;
-  auto config = ReadModelConfig((std::filesystem::path(model_dir) / "config.json").string());
-  if (!config.ok()) return config.status();
-  engine->config_ = std::move(config.value());
+  auto folder = ReadModelFolder(model_dir);
+  if (!folder.ok()) return folder.status();
+  engine->config_ = std::move(folder->config);
+  engine->sentence_transformers_ = std::move(folder->sentence_transformers);
   const bool decoder = engine->config_.decoder;
   if (options.causal.has_value()) {
     if (!decoder) return Status::Error("causal attention can only be chosen for decoder models, not " + engine->config_.architecture);
     engine->config_.causal = *options.causal;
   }
-  auto sentence_transformers = ReadSentenceTransformersConfig(model_dir);
-  if (!sentence_transformers.ok()) return sentence_transformers.status();
-  engine->sentence_transformers_ = std::move(sentence_transformers.value());
   STAMEN_RETURN_IF_ERROR(ResolveYesNoReranker(model_dir, options.yes_no_reranker, engine->sentence_transformers_,
                                               &engine->config_));
   engine->default_pooling_ = DefaultPooling(engine->config_, engine->sentence_transformers_);
@@ -152,7 +150,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& model_d
   if (engine->default_pooling_ == ops::PoolingMode::kSplade && !engine->sentence_transformers_.dense.empty()) {
     return Status::Error(model_dir + ": Dense modules after SpladePooling are not supported");
   }
-  auto weights = WeightStore::OpenDirectory(model_dir);
+  auto weights = WeightStore::OpenDirectory(engine->config_.weights_folder.empty() ? model_dir
+                                                                                  : engine->config_.weights_folder);
   if (!weights.ok()) return weights.status();
   engine->device_ = options.device;
   engine->compute_dtype_ = options.compute_dtype.value_or(DefaultComputeType(engine->config_, options.device));
@@ -300,11 +299,19 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   input.cu_seqlens = Tensor::Wrap(const_cast<int32_t*>(batch.cu_seqlens.data()), DataType::kI32, {sequences + 1});
   input.cu_seqlens_host = batch.cu_seqlens;
 
-  auto hidden = model_->Forward(input);
-  if (!hidden.ok()) return hidden.status();
+  // A model that pools its ids itself (a static table's embedding bag) needs no hidden state
+  // when the step wants nothing else of the tokens.
+  const bool pool_ids = options.output == StepOutput::kEmbeddings && options.spans.empty() &&
+                        dense_->layers.empty() && model_->PoolsIds(pooling);
+  Tensor hidden;
+  if (!pool_ids) {
+    auto forward = model_->Forward(input);
+    if (!forward.ok()) return forward.status();
+    hidden = std::move(forward.value());
+  }
   // The values outlive the step (callers read them after the next Step), so each step
   // allocates its own.
-  auto values = ComputeStepValues(*model_, config_, input, *hidden, options, pooling, *dense_,
+  auto values = ComputeStepValues(*model_, config_, input, hidden, options, pooling, *dense_,
                                   [](const Shape& shape) { return Tensor::Allocate(DataType::kF32, shape); });
   if (!values.ok()) return values.status();
   LazyResult result;

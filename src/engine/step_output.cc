@@ -146,10 +146,15 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelConfig& config, cons
         pooled_offsets = std::move(gathered->cu_seqlens);
         rows = pooled_offsets.dim(0) - 1;
       }
-      const int64_t width = options.dimensions > 0 ? options.dimensions : dense.OutputWidth(hidden.dim(1));
+      // No hidden state: the model pools its token ids itself (Model::PoolsIds; no Dense, no spans).
+      const bool from_ids = hidden.empty();
+      const int64_t hidden_width = from_ids ? config.hidden_size : hidden.dim(1);
+      const int64_t width = options.dimensions > 0 ? options.dimensions : dense.OutputWidth(hidden_width);
       auto values = buffer({rows, width});
       if (!values.ok()) return values.status();
-      if (dense.layers.empty()) {
+      if (from_ids) {
+        STAMEN_RETURN_IF_ERROR(model.PoolIds(input, pooling, *values));
+      } else if (dense.layers.empty()) {
         STAMEN_RETURN_IF_ERROR(ops::Pool(pooled_hidden, pooled_offsets, pooling, *values));
       } else {
         STAMEN_RETURN_IF_ERROR(RunDenseModules(pooled_hidden, pooled_offsets, pooling, dense, *values));

@@ -72,12 +72,10 @@ struct ModelDescription {
 
 StatusOr<ModelDescription> DescribeModel(const GatewayOptions& options) {
   ModelDescription model;
-  auto config = engine::ReadModelConfig((std::filesystem::path(options.model_dir) / "config.json").string());
-  if (!config.ok()) return config.status();
-  model.config = std::move(config.value());
-  auto sentence_transformers = engine::ReadSentenceTransformersConfig(options.model_dir);
-  if (!sentence_transformers.ok()) return sentence_transformers.status();
-  model.sentence_transformers = std::move(sentence_transformers.value());
+  auto folder = engine::ReadModelFolder(options.model_dir);
+  if (!folder.ok()) return folder.status();
+  model.config = std::move(folder->config);
+  model.sentence_transformers = std::move(folder->sentence_transformers);
   // As the worker's engine decides it (engine::Engine::Load), so both see the same scorer.
   STAMEN_RETURN_IF_ERROR(engine::ResolveYesNoReranker(options.model_dir, options.yes_no_reranker,
                                                       model.sentence_transformers, &model.config));

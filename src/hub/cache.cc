@@ -169,7 +169,12 @@ std::vector<std::string> MissingModelFiles(const std::string& dir, bool weights)
   std::vector<std::string> missing;
   std::error_code error;
   const auto present = [&](const std::string& name) { return fs::is_regular_file(dir + "/" + name, error); };
-  if (!present("config.json")) missing.push_back("config.json");
+  // A sentence-transformers StaticEmbedding snapshot has modules.json and no config.json; its
+  // table (at the root or in its module's folder) is checked as module weights are: not here.
+  if (!present("config.json")) {
+    if (present("modules.json")) return missing;
+    missing.push_back("config.json");
+  }
   if (!weights || present("model.safetensors")) return missing;
   const std::string index_name = "model.safetensors.index.json";
   if (!present(index_name)) {

@@ -67,7 +67,8 @@ class RepoCache {
 
 // What a model folder lacks to be loaded: "config.json" and, when `weights`, the weights
 // (model.safetensors, or model.safetensors.index.json and every shard it names). Empty when
-// complete.
+// complete. A folder with modules.json and no config.json (a sentence-transformers
+// StaticEmbedding model) lacks nothing here: its module files are checked as modules' are.
 std::vector<std::string> MissingModelFiles(const std::string& dir, bool weights = true);
 
 }  // namespace stamen::hub

@@ -45,6 +45,11 @@ bool IsModuleFile(std::string_view path) {
   return name.ends_with(".json") || name.ends_with(".safetensors");
 }
 
+// A file of a sentence-transformers StaticEmbedding module's folder ("0_StaticEmbedding/model.safetensors").
+bool IsStaticEmbeddingFile(std::string_view path) {
+  return IsModuleFile(path) && path.substr(0, path.find('/')).ends_with("_StaticEmbedding");
+}
+
 bool OneOf(std::string_view path, std::span<const std::string_view> names) {
   return std::find(names.begin(), names.end(), path) != names.end();
 }
@@ -69,15 +74,24 @@ Status ValidateRepoFilePath(std::string_view path) {
 
 StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& files, const std::string& repo_id,
                                                  bool weights) {
-  bool has_config = false, has_single = false, has_index = false, has_shard = false;
+  bool has_config = false, has_single = false, has_index = false, has_shard = false, has_modules = false;
+  bool has_static_module = false;
   for (const RepoFile& file : files) {
     has_config |= file.path == "config.json";
     has_single |= file.path == "model.safetensors";
     has_index |= file.path == "model.safetensors.index.json";
     has_shard |= IsWeightShard(file.path);
+    has_modules |= file.path == "modules.json";
+    has_static_module |= IsStaticEmbeddingFile(file.path) && file.path.ends_with("/model.safetensors");
   }
-  if (!has_config) return Status::Error(repo_id + " has no config.json: not a transformers model repository");
-  if (!has_single && !(has_index && has_shard)) {
+  // A sentence-transformers static model (StaticEmbedding) has no config.json: its table, at
+  // the root or in its module's folder, is the model, and its header describes it, so a gateway
+  // takes it too.
+  const bool static_repository = !has_config && has_modules && (has_single || has_static_module);
+  if (!has_config && !static_repository) {
+    return Status::Error(repo_id + " has no config.json: not a transformers model repository");
+  }
+  if (!has_single && !(has_index && has_shard) && !has_static_module) {
     std::string others;
     for (const RepoFile& file : files) {
       if (file.path.find('/') == std::string::npos &&
@@ -95,7 +109,8 @@ StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& fi
     const std::string_view path = file.path;
     const bool model_weights = has_single ? path == "model.safetensors"
                                           : path == "model.safetensors.index.json" || IsWeightShard(path);
-    if (!weights && path.ends_with(".safetensors")) continue;
+    const bool static_table = static_repository && (path == "model.safetensors" || IsStaticEmbeddingFile(path));
+    if (!weights && path.ends_with(".safetensors") && !static_table) continue;
     if (path == "config.json" || model_weights || OneOf(path, kTokenizerFiles) ||
         OneOf(path, kSentenceTransformersFiles) || IsSentenceConfig(path) || IsModuleFile(path)) {
       STAMEN_RETURN_IF_ERROR(ValidateRepoFilePath(path));

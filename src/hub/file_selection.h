@@ -25,7 +25,8 @@ struct RepoFile {
 Status ValidateRepoFilePath(std::string_view path);
 
 // The files stamen loads, in the repository's order:
-//   - config.json (required);
+//   - config.json (required, but for a sentence-transformers StaticEmbedding repository:
+//     modules.json and a table, model.safetensors or N_StaticEmbedding/model.safetensors);
 //   - weights: model.safetensors, else model.safetensors.index.json with every
 //     model-NNNNN-of-NNNNN.safetensors shard; a repository with only other formats
 //     (pytorch_model.bin, ONNX, …) is an error, and those are never chosen;
@@ -36,7 +37,8 @@ Status ValidateRepoFilePath(std::string_view path);
 //     sentence_*_config.json, and the .json and .safetensors files of the module folders
 //     (1_Pooling/config.json, 2_Dense/…, 2_Normalize/…).
 // Without `weights`, no .safetensors file is chosen (a sharded model's small index still is,
-// for the tensor names): what a gateway reads. The repository must still have weights a
+// for the tensor names; a StaticEmbedding repository's table too, whose header describes the
+// model): what a gateway reads. The repository must still have weights a
 // worker loads.
 StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& files, const std::string& repo_id,
                                                  bool weights = true);

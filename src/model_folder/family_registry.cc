@@ -24,6 +24,8 @@ extern const FamilyConfig kNomicBertFamilyConfig;
 extern const FamilyConfig kGteFamilyConfig;
 // Issue 44: Gemma (1), for bge-reranker-v2-gemma.
 extern const FamilyConfig kGemmaFamilyConfig;
+// Issue 44: static embeddings (model2vec, StaticEmbedding).
+extern const FamilyConfig kStaticEmbeddingFamilyConfig;
 
 namespace {
 
@@ -48,6 +50,8 @@ const FamilyConfig* const kFamilyConfigs[] = {
     &kGteFamilyConfig,
     // Issue 44: Gemma (1).
     &kGemmaFamilyConfig,
+    // Issue 44: static embeddings (model2vec, StaticEmbedding).
+    &kStaticEmbeddingFamilyConfig,
 };
 
 }  // namespace

@@ -165,6 +165,8 @@ StatusOr<ModelConfig> ReadModelConfig(const std::string& path) {
   ModelConfig config;
   STAMEN_RETURN_IF_ERROR(ReadArchitecture(root, &config));
   const FamilyConfig& family = FamilyConfigOf(config.family);
+  // Static embedding folders have no transformer shapes: their row says how they are read.
+  if (config.family == ModelFamily::kStaticEmbedding) return family.read_settings(root, &config);
   const bool remote_code_keys = family.remote_code_shape_keys != nullptr && !root.Has(family.shape_keys.hidden_size) &&
                                 root.Has(family.remote_code_shape_keys->hidden_size);
   STAMEN_RETURN_IF_ERROR(

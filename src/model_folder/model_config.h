@@ -23,6 +23,9 @@ enum class ModelFamily {
   kNomicBert, kGte,
   // Gemma (1): GemmaForCausalLM, as bge-reranker-v2-gemma (issue 44).
   kGemma,
+  // Static embeddings (issue 44): a token embedding table and a tokenizer, no transformer
+  // (model2vec folders, sentence-transformers StaticEmbedding modules).
+  kStaticEmbedding,
 };
 // kMaskedLm: the masked-language-model head (…ForMaskedLM), used for SPLADE sparse vectors.
 enum class ModelHead { kNone, kSequenceClassification, kMaskedLm };
@@ -39,6 +42,27 @@ struct DisentangledAttentionConfig {
   bool position_biased_input = true;      // absolute position embeddings added to the input
   // Half the relative embedding rows: position_buckets, else max_relative_positions.
   int64_t RelativeSpan() const { return position_buckets > 0 ? position_buckets : max_relative_positions; }
+};
+
+// A static embedding model (model2vec, sentence-transformers StaticEmbedding): the vector of a
+// text is the mean of its tokens' rows. The tokenizer rules differ by the library the folder
+// was made for, and the engine follows the folder's own library:
+//   - model2vec (config.json "model_type": "model2vec"): StaticModel.encode cuts the text to
+//     max_length · (median vocabulary piece length) characters, tokenizes it without special
+//     tokens, keeps the first max_length tokens, then drops the unknown token;
+//   - sentence-transformers (modules.json names a StaticEmbedding module, no model2vec
+//     config.json): the text without special tokens, unknown tokens kept, cut only by the
+//     truncation its tokenizer.json carries.
+// A text with no token left has the zero vector in both: the engine's table has one zero row
+// after the vocabulary (empty_bag_id) that the tokenizer gives such a text.
+struct StaticEmbeddingConfig {
+  std::string folder;         // holds model.safetensors and tokenizer.json (the module's folder)
+  bool model2vec_rules = false;
+  // Tokens kept: model2vec's max_length (config.json, default 512), or the truncation of a
+  // StaticEmbedding's tokenizer.json; 0: no limit.
+  int64_t max_length = 0;
+  int64_t vocabulary_rows = 0;  // token ids with a row (the tokenizer's vocabulary)
+  int64_t empty_bag_id() const { return vocabulary_rows; }
 };
 
 struct ModelConfig {
@@ -110,6 +134,10 @@ struct ModelConfig {
   DisentangledAttentionConfig disentangled;  // DeBERTa only
   int64_t num_labels = 0;            // classification heads only
   std::vector<std::string> id2label;  // num_labels names, "LABEL_i" when not given
+  StaticEmbeddingConfig static_embedding;  // kStaticEmbedding only
+  // Where model.safetensors (or its index) is: the model folder, or for a sentence-transformers
+  // StaticEmbedding module its own folder. Empty: the model folder.
+  std::string weights_folder;
 };
 
 // The architectures a model folder may name, in the order error messages list them.
@@ -139,6 +167,9 @@ struct SentenceTransformersConfig {
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;  // empty when none
   int64_t max_seq_length = 0;       // 0 when not given
+  // The folder of a StaticEmbedding module (the model folder itself for model2vec's "."
+  // path); empty when there is none. Such a module pools (mean) by itself.
+  std::string static_embedding_folder;
 
   // The width of the embeddings users get: the last Dense module's out_features, else the
   // transformer's hidden size.
@@ -157,5 +188,15 @@ int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransform
 // Reads modules.json, the Pooling module's config, config_sentence_transformers.json and
 // sentence_*_config.json from `model_dir`; a folder without them gives the defaults.
 StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& model_dir);
+
+// Everything a model folder says of its model: config.json and the sentence-transformers files,
+// or for a static embedding folder (model2vec's config.json, or a StaticEmbedding module) the
+// shapes of its embedding table and its tokenizer rules (static_embedding.cc). The engine and
+// the gateway read a folder through this.
+struct ModelFolder {
+  ModelConfig config;
+  SentenceTransformersConfig sentence_transformers;
+};
+StatusOr<ModelFolder> ReadModelFolder(const std::string& model_dir);
 
 }  // namespace stamen::engine

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <tuple>
 
+#include "model_folder/json_document.h"
+
 namespace stamen::engine {
 namespace {
 
@@ -15,7 +17,71 @@ bool IsFile(const fs::path& path) {
   return fs::is_regular_file(path, error);
 }
 
+// Unicode code points of UTF-8 text (Python's len of the str).
+size_t CodePoints(std::string_view text) {
+  size_t count = 0;
+  for (const char byte : text) count += (static_cast<unsigned char>(byte) & 0xC0) != 0x80;
+  return count;
+}
+
+// The first `limit` code points of UTF-8 text (Python's text[:limit]).
+std::string_view FirstCodePoints(std::string_view text, size_t limit) {
+  size_t seen = 0;
+  for (size_t at = 0; at < text.size(); ++at) {
+    if ((static_cast<unsigned char>(text[at]) & 0xC0) != 0x80 && seen++ == limit) return text.substr(0, at);
+  }
+  return text;
+}
+
+// The unknown token model2vec drops: the tokenizer model's unk_token (WordPiece, BPE,
+// WordLevel) as an id, or a Unigram model's unk_id; -1 when it has none.
+StatusOr<int32_t> UnknownTokenId(const std::string& tokenizer_path, const tokenizer::Tokenizer& tokenizer) {
+  auto document = JsonDocument::Load(tokenizer_path);
+  if (!document.ok()) return document.status();
+  JsonObject model = document.value()->root();
+  bool has_model = false;
+  STAMEN_RETURN_IF_ERROR(document.value()->root().OptionalObject("model", &model, &has_model));
+  if (!has_model) return Status::Error(tokenizer_path + ": no \"model\"");
+  std::string type;
+  STAMEN_RETURN_IF_ERROR(model.Optional("type", &type));
+  if (type == "Unigram") {
+    int64_t unk_id = -1;
+    STAMEN_RETURN_IF_ERROR(model.Optional("unk_id", &unk_id));
+    return static_cast<int32_t>(unk_id);
+  }
+  std::string unk_token;
+  STAMEN_RETURN_IF_ERROR(model.Optional("unk_token", &unk_token));
+  return unk_token.empty() ? -1 : tokenizer.PieceToId(unk_token);
+}
+
 }  // namespace
+
+StatusOr<ModelTokenizer::StaticRules> ModelTokenizer::ReadStaticRules(const ModelConfig& config,
+                                                                      const tokenizer::Tokenizer& tokenizer,
+                                                                      const std::string& tokenizer_path) {
+  StaticRules rules;
+  rules.enabled = true;
+  rules.empty_bag_id = static_cast<int32_t>(config.static_embedding.empty_bag_id());
+  rules.token_limit = static_cast<size_t>(config.static_embedding.max_length);
+  if (!config.static_embedding.model2vec_rules) return rules;
+  auto unknown = UnknownTokenId(tokenizer_path, tokenizer);
+  if (!unknown.ok()) return unknown.status();
+  rules.unknown_id = *unknown;
+  if (rules.token_limit > 0) {
+    // StaticModel's median_token_length: int(np.median(len(piece) for every piece by id)).
+    std::vector<size_t> lengths(tokenizer.VocabularySize());
+    for (size_t id = 0; id < lengths.size(); ++id) lengths[id] = CodePoints(tokenizer.IdToPiece(static_cast<int32_t>(id)));
+    std::sort(lengths.begin(), lengths.end());
+    const size_t middle = lengths.size() / 2;
+    const size_t median = lengths.empty() ? 0
+                          : lengths.size() % 2 == 1 ? lengths[middle]
+                                                    : (lengths[middle - 1] + lengths[middle]) / 2;  // int() of the mean
+    // A median of 0 cuts every text to nothing, as model2vec does.
+    rules.character_limit = rules.token_limit * median;
+    rules.cut_characters = true;
+  }
+  return rules;
+}
 
 int64_t MaxSequenceLength(const ModelConfig& config, const SentenceTransformersConfig& sentence_transformers) {
   int64_t limit = config.max_position_embeddings;
@@ -52,7 +118,9 @@ StatusOr<std::unique_ptr<ModelTokenizer>> ModelTokenizer::Load(const std::string
   std::string path = model_dir;
   const fs::path json = folder / "tokenizer.json";
   const fs::path sentencepiece = folder / "sentencepiece.bpe.model";
-  if (IsFile(json)) {
+  if (config.family == ModelFamily::kStaticEmbedding) {
+    path = (fs::path(config.static_embedding.folder) / "tokenizer.json").string();
+  } else if (IsFile(json)) {
     path = json.string();
   } else if (config.family == ModelFamily::kRoberta && IsFile(sentencepiece)) {
     path = sentencepiece.string();
@@ -74,6 +142,11 @@ StatusOr<std::unique_ptr<ModelTokenizer>> ModelTokenizer::Load(const std::string
   }
   result->tokenizer_ = std::move(loaded.value());
   result->source_ = path;
+  if (config.family == ModelFamily::kStaticEmbedding) {
+    auto rules = ReadStaticRules(config, *result->tokenizer_, path);
+    if (!rules.ok()) return rules.status();
+    result->static_rules_ = *rules;
+  }
   if (result->kind_ == Kind::kFairseqSentencePiece) {
     const tokenizer::Tokenizer& spm = *result->tokenizer_;
     if (spm.VocabularySize() < 3 || spm.IdToPiece(0) != "<unk>" || spm.IdToPiece(1) != "<s>" ||
@@ -91,6 +164,7 @@ std::unique_ptr<ModelTokenizer> ModelTokenizer::ShareWithNewScratch() const {
   copy->kind_ = kind_;
   copy->source_ = source_;
   copy->tokenizer_ = tokenizer_;
+  copy->static_rules_ = static_rules_;
   return copy;
 }
 
@@ -139,8 +213,28 @@ void ModelTokenizer::EncodeContent(std::string_view text, std::vector<int32_t>* 
   for (size_t i = 0; i < encoding_.ids.size(); ++i) (*ids)[i] = FairseqId(encoding_.ids[i]);
 }
 
+void ModelTokenizer::EncodeStatic(std::string_view text, size_t max_length, std::vector<int32_t>* ids,
+                                  tokenizer::TruncationSide side) {
+  const StaticRules& rules = static_rules_;
+  // StaticModel.encode: the text cut by characters, tokenized without special tokens and cut
+  // to max_length tokens, then the unknown token dropped (so that it weighs nothing in the mean).
+  if (rules.cut_characters) text = FirstCodePoints(text, rules.character_limit);
+  tokenizer::EncodeOptions options;
+  options.add_special_tokens = false;
+  options.max_length = rules.token_limit;
+  if (max_length > 0 && (options.max_length == 0 || max_length < options.max_length)) options.max_length = max_length;
+  options.truncation_side = side;
+  tokenizer_->Encode(text, options, &encoding_, &scratch_);
+  ids->clear();
+  for (const int32_t id : encoding_.ids) {
+    if (id != rules.unknown_id) ids->push_back(id);
+  }
+  if (ids->empty()) ids->push_back(rules.empty_bag_id);
+}
+
 void ModelTokenizer::Encode(std::string_view text, size_t max_length, std::vector<int32_t>* ids,
                             tokenizer::TruncationSide side) {
+  if (static_rules_.enabled) return EncodeStatic(text, max_length, ids, side);
   if (kind_ == Kind::kTokenizer) {
     tokenizer::EncodeOptions options;
     options.max_length = max_length;
@@ -236,9 +330,11 @@ std::vector<ModelTokenizer::Token> ModelTokenizer::Tokenize(std::string_view tex
   std::vector<Token> content;
   for (size_t i = 0; i < encoding_.ids.size(); ++i) {
     const int32_t id = kind_ == Kind::kTokenizer ? encoding_.ids[i] : FairseqId(encoding_.ids[i]);
+    if (static_rules_.enabled && id == static_rules_.unknown_id) continue;  // as EncodeStatic drops it
     content.push_back({id, encoding_.pieces[i], encoding_.offsets[i].first, encoding_.offsets[i].second, false});
   }
-  if (!add_special_tokens) return content;
+  // A static model's texts never carry special tokens.
+  if (!add_special_tokens || static_rules_.enabled) return content;
   // The special tokens are what the full encoding adds around the content.
   std::vector<int32_t> full;
   Encode(text, 0, &full);

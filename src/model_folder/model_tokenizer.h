@@ -7,7 +7,12 @@
 //     `<s> A </s>` / `<s> A </s></s> B </s>` template, as transformers' XLMRobertaTokenizer;
 //   - a DeBERTa-v2/v3 folder with only `spm.model` (+ tokenizer_config.json …) gets the
 //     tokenizer transformers converts it into, spm ids as they are (deberta_v2_sentencepiece.h);
-//   - otherwise the folder is handed to tokenizer::Tokenizer::Load (e.g. WordPiece `vocab.txt`).
+//   - otherwise the folder is handed to tokenizer::Tokenizer::Load (e.g. WordPiece `vocab.txt`);
+//   - a static embedding model (model2vec, StaticEmbedding) uses its table's tokenizer.json
+//     without special tokens, as its library does: model2vec's rules cut the text to
+//     max_length · (median vocabulary piece length) code points, keep max_length tokens and
+//     drop the unknown token; a text left with no token gets the empty bag id alone (the zero
+//     row of the engine's table, see StaticEmbeddingConfig).
 #pragma once
 
 #include <cstdint>
@@ -93,7 +98,22 @@ class ModelTokenizer {
   static int32_t FairseqId(int32_t spm_id) { return spm_id == 0 ? 3 : spm_id < 3 ? (spm_id == 1 ? 0 : 2) : spm_id + 1; }
   void EncodeContent(std::string_view text, std::vector<int32_t>* ids);
 
+  // Static embedding models' token rules (see the file comment); off for other models.
+  struct StaticRules {
+    bool enabled = false;
+    int32_t unknown_id = -1;     // dropped from the ids (model2vec); -1: none is dropped
+    bool cut_characters = false;  // texts are cut to character_limit code points first (model2vec)
+    size_t character_limit = 0;
+    size_t token_limit = 0;       // ids kept (model2vec's max_length, a tokenizer.json's truncation); 0: all
+    int32_t empty_bag_id = -1;   // the ids of a text with no token left
+  };
+  static StatusOr<StaticRules> ReadStaticRules(const ModelConfig& config, const tokenizer::Tokenizer& tokenizer,
+                                               const std::string& tokenizer_path);
+  void EncodeStatic(std::string_view text, size_t max_length, std::vector<int32_t>* ids,
+                    tokenizer::TruncationSide side);
+
   Kind kind_ = Kind::kTokenizer;
+  StaticRules static_rules_;
   std::string source_;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;  // shared by ShareWithNewScratch copies
   tokenizer::Scratch scratch_;

@@ -126,10 +126,20 @@ Status ReadModules(const fs::path& folder, SentenceTransformersConfig* config) {
     // MLMTransformer (sentence-transformers' sparse encoders) is the transformer with its
     // masked-LM head: the architecture in config.json says which head the engine loads.
     if (name == "Transformer" || name == "MLMTransformer") continue;
-    if ((name == "Pooling" || name == "Dense" || name == "SpladePooling") && module_path.find("..") != std::string_view::npos) {
+    if ((name == "Pooling" || name == "Dense" || name == "SpladePooling" || name == "StaticEmbedding") &&
+        module_path.find("..") != std::string_view::npos) {
       return Status::Error(path + ": module path '" + std::string(module_path) + "' leaves the model folder");
     }
-    if (name == "Normalize") {
+    if (name == "StaticEmbedding") {
+      // An embedding bag: the mean of the text's token rows is its pooled vector (Dense and
+      // Normalize may follow). It must come first: it takes text, not token vectors.
+      if (config->pooling.has_value() || !config->dense.empty() || config->normalize) {
+        return Status::Error(path + ": a StaticEmbedding module must be the first module");
+      }
+      config->static_embedding_folder =
+          module_path.empty() || module_path == "." ? folder.string() : (folder / module_path).string();
+      config->pooling = ops::PoolingMode::kMean;
+    } else if (name == "Normalize") {
       config->normalize = true;
     } else if (name == "Pooling") {
       STAMEN_RETURN_IF_ERROR(ReadPooling((folder / module_path / "config.json").string(), config));
@@ -145,8 +155,8 @@ Status ReadModules(const fs::path& folder, SentenceTransformersConfig* config) {
       STAMEN_RETURN_IF_ERROR(ReadDense(folder / module_path, config));
     } else {
       return Status::Error(path + ": module type '" + std::string(type) +
-                           "' is not supported (supported: Transformer, MLMTransformer, Pooling, "
-                           "SpladePooling, Dense, Normalize)");
+                           "' is not supported (supported: Transformer, MLMTransformer, StaticEmbedding, "
+                           "Pooling, SpladePooling, Dense, Normalize)");
     }
   }
   return Status();

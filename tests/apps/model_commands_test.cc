@@ -786,5 +786,28 @@ TEST(RealEmbeddingGemma, TokenIdsMatchSentenceTransformers) {
   EXPECT_LT(document_error, 1e-4);
 }
 
+
+// `stamen embed` on a model2vec folder (issue 44) prints model2vec's own StaticModel.encode
+// vectors (tests/engine/data/tiny-model2vec/reference.json), normalised as its config says and
+// raw with --no-normalize; a text with no known token is the zero vector, as model2vec gives it.
+TEST(EmbedCommandTest, StaticModel2VecFolderGivesItsLibrarysVectors) {
+  const std::string folder = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/tiny-model2vec";
+  Reference reference;
+  ASSERT_TRUE(reference.Load(folder + "/reference.json"));
+  const auto texts = Strings(reference.root["texts"]);
+  for (const bool normalize : {true, false}) {
+    const Rows expected = Numbers(reference.root[normalize ? "normalized" : "raw"]);
+    const Result result = RunStamen("embed --model '" + folder + "'" + (normalize ? "" : " --no-normalize"), Lines(texts));
+    ASSERT_EQ(result.code, 0) << result.err;
+    const Rows actual = ParseRows(result.out);
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(actual[i].size(), expected[i].size()) << "text " << i;
+      for (size_t k = 0; k < expected[i].size(); ++k) EXPECT_NEAR(actual[i][k], expected[i][k], 1e-4) << "text " << i;
+      if (Norm(expected[i]) > 0) EXPECT_GE(Cosine(actual[i], expected[i]), kMinCosine) << "text " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stamen::apps

@@ -309,6 +309,13 @@ std::vector<std::string> ModelFolders() {
     // A bundle may carry only some of them (bench/gpu/pack.sh): absent ones are left out, not failed.
     if (std::filesystem::exists(local + name + "/config.json")) folders.push_back(local + name);
   }
+  // Static embeddings (issue 44): the gather and mean kernels on a table, model2vec's folder
+  // (config.json) and a StaticEmbedding one (modules.json, no config.json).
+  for (const char* name : {"tiny-model2vec", "tiny-model2vec-quantized", "tiny-static-embedding"}) {
+    if (std::filesystem::exists(local + name + "/modules.json") || std::filesystem::exists(local + name + "/config.json")) {
+      folders.push_back(local + name);
+    }
+  }
   if (const char* extra = std::getenv("STAMEN_CUDA_TEST_MODELS")) {
     std::stringstream list(extra);
     std::string folder;

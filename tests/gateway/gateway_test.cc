@@ -1542,5 +1542,64 @@ TEST(WorkerCommandTest, ModelIdIsTheModelAndTheOldMeaningIsDeprecated) {
   EXPECT_NE(log.find("no model: give --model (or --model-id)"), std::string::npos) << log;
 }
 
+
+// A static embedding model (issue 44) through the embedding routes: TEI's /embed (raw and
+// normalised), OpenAI's /v1/embeddings and Cohere's /v2/embed give model2vec's own
+// StaticModel.encode vectors (tests/engine/data/tiny-model2vec/reference.json, written by
+// tools/make_static_goldens.py), texts with unknown tokens, with none known and past max_length
+// included; /info says what the folder is.
+TEST(StaticEmbeddingServingTest, EmbeddingRoutesGiveModel2VecVectors) {
+  const std::string folder = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/tiny-model2vec";
+  Served served(folder);
+  simdjson::dom::parser reference_parser;
+  simdjson::dom::element reference = reference_parser.load(folder + "/reference.json");
+  std::string texts = "[";
+  std::vector<std::vector<float>> raw, normalized;
+  for (simdjson::dom::element text : reference["texts"].get_array()) {
+    if (texts.size() > 1) texts += ",";
+    AppendJsonString(texts, std::string_view(text));
+  }
+  texts += "]";
+  for (simdjson::dom::element row : reference["raw"].get_array()) raw.push_back(Floats(row));
+  for (simdjson::dom::element row : reference["normalized"].get_array()) normalized.push_back(Floats(row));
+  const auto expect_rows = [&](simdjson::dom::array rows, const std::vector<std::vector<float>>& expected,
+                               const std::string& route) {
+    ASSERT_EQ(rows.size(), expected.size()) << route;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      SCOPED_TRACE(route + ": text " + std::to_string(i));
+      ExpectNear(Floats(rows.at(i).value()), expected[i], 1e-4);
+    }
+  };
+  simdjson::dom::parser parser;
+  auto answer = Post(served.port(), "/embed", R"({"inputs": )" + texts + R"(, "normalize": false})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  expect_rows(Parse(parser, answer.body).get_array().value(), raw, "/embed raw");
+  answer = Post(served.port(), "/embed", R"({"inputs": )" + texts + "}");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  expect_rows(Parse(parser, answer.body).get_array().value(), normalized, "/embed");
+  answer = Post(served.port(), "/v1/embeddings", R"({"input": )" + texts + "}");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  {
+    simdjson::dom::array data = Parse(parser, answer.body)["data"].get_array().value();
+    ASSERT_EQ(data.size(), normalized.size());
+    for (size_t i = 0; i < normalized.size(); ++i) {
+      SCOPED_TRACE("/v1/embeddings: text " + std::to_string(i));
+      ExpectNear(Floats(data.at(i)["embedding"].value()), normalized[i], 1e-4);
+    }
+  }
+  answer = Post(served.port(), "/v2/embed",
+                R"({"texts": )" + texts + R"(, "input_type": "search_document", "embedding_types": ["float"]})");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  expect_rows(Parse(parser, answer.body)["embeddings"]["float"].get_array().value(), normalized, "/v2/embed");
+
+  answer = Http(served.port(), "GET", "/info");
+  ASSERT_EQ(answer.status, 200);
+  auto info = Parse(parser, answer.body);
+  EXPECT_EQ(std::string_view(info["architecture"].get_string().value()), "StaticModel");
+  EXPECT_EQ(info["dimensions"].get_int64().value(), 24);
+  EXPECT_EQ(info["max_input_length"].get_int64().value(), 16);  // model2vec's max_length
+  EXPECT_EQ(std::string_view(info["model_type"]["embedding"]["pooling"].get_string().value()), "mean");
+}
+
 }  // namespace
 }  // namespace stamen::gateway

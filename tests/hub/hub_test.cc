@@ -217,6 +217,34 @@ TEST(FileSelection, WithoutWeightsOnlyConfigsAndTokenizer) {
   EXPECT_FALSE(SelectModelFiles({{.path = "config.json"}, {.path = "pytorch_model.bin"}}, "org/old", false).ok());
 }
 
+// A sentence-transformers static model (issue 44; as sentence-transformers/static-retrieval-mrl-en-v1):
+// no config.json, the StaticEmbedding module's table and tokenizer in its folder, which a gateway
+// takes too (the table's header describes the model); or the table at the root (sentence-transformers
+// 6 saves a first module there).
+TEST(FileSelection, StaticEmbeddingRepositoriesWithoutConfig) {
+  std::vector<RepoFile> files;
+  for (const char* path : {"README.md", "modules.json", "config_sentence_transformers.json",
+                           "0_StaticEmbedding/model.safetensors", "0_StaticEmbedding/tokenizer.json",
+                           "1_Normalize/config.json"}) {
+    files.push_back({.path = path});
+  }
+  for (const bool weights : {true, false}) {
+    auto chosen = SelectModelFiles(files, "org/static", weights);
+    ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+    std::vector<std::string> paths;
+    for (const RepoFile& file : *chosen) paths.push_back(file.path);
+    EXPECT_EQ(paths, (std::vector<std::string>{"modules.json", "config_sentence_transformers.json",
+                                               "0_StaticEmbedding/model.safetensors", "0_StaticEmbedding/tokenizer.json",
+                                               "1_Normalize/config.json"}));
+  }
+  auto root = SelectModelFiles({{.path = "modules.json"}, {.path = "model.safetensors"}, {.path = "tokenizer.json"}},
+                               "org/static", /*weights=*/false);
+  ASSERT_TRUE(root.ok()) << root.status().message();
+  EXPECT_EQ(root->size(), 3u);
+  // modules.json alone is no model.
+  EXPECT_FALSE(SelectModelFiles({{.path = "modules.json"}, {.path = "tokenizer.json"}}, "org/x").ok());
+}
+
 TEST(FileSelection, NoSafetensorsIsAnError) {
   const auto chosen = SelectModelFiles({{.path = "config.json"}, {.path = "pytorch_model.bin"}}, "org/old");
   ASSERT_FALSE(chosen.ok());

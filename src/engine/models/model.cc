@@ -38,6 +38,10 @@ Status Model::SpladeVectors(const ModelInput& input, const Tensor& hidden, Tenso
   return Status::Error("this model has no masked-LM head");
 }
 
+Status Model::PoolIds(const ModelInput& input, ops::PoolingMode pooling, Tensor& output) {
+  return Status::Error("this model pools its hidden state, not its token ids");
+}
+
 namespace model_weights {
 
 StatusOr<std::string> FindPrefix(const WeightStore& weights, std::span<const std::string_view> candidates,

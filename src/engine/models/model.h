@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model_folder/kinds.h"
 #include "model_folder/model_config.h"
 #include "engine/status.h"
 #include "engine/tensor.h"
@@ -72,6 +73,13 @@ class Model {
   virtual int64_t splade_width() const { return 0; }
   // The most tokens one sequence may have (0: no limit); the engine checks it on the host.
   virtual int64_t max_sequence_length() const = 0;
+  // Whether PoolIds gives `pooling`'s vectors straight from the token ids, without Forward's
+  // hidden state [T, hidden]: a static embedding table's mean is an embedding bag, which need
+  // not copy every token's row first. The engine then skips Forward (no Dense modules, no spans).
+  virtual bool PoolsIds(ops::PoolingMode pooling) const { return false; }
+  // Pooled vectors F32 [S, D] (D ≤ hidden: the leading columns) from the ids, as Forward then
+  // ops::Pool would give them; only where PoolsIds says so.
+  virtual Status PoolIds(const ModelInput& input, ops::PoolingMode pooling, Tensor& output);
 
   const Placement& placement() const { return placement_; }
   // Forward's workspace only: a CUDA graph of Forward stays valid while it is unchanged. The

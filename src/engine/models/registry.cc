@@ -29,6 +29,8 @@ extern const FamilyDefinition kNomicBertFamily;
 extern const FamilyDefinition kGteFamily;
 // Issue 44: Gemma (1), for bge-reranker-v2-gemma.
 extern const FamilyDefinition kGemmaFamily;
+// Issue 44: static embeddings (model2vec, StaticEmbedding).
+extern const FamilyDefinition kStaticEmbeddingFamily;
 
 namespace {
 
@@ -53,6 +55,8 @@ const FamilyDefinition* const kFamilies[] = {
     &kGteFamily,
     // Issue 44: Gemma (1).
     &kGemmaFamily,
+    // Issue 44: static embeddings (model2vec, StaticEmbedding).
+    &kStaticEmbeddingFamily,
 };
 
 }  // namespace
