@@ -17,22 +17,13 @@
 namespace stamen::engine {
 namespace {
 
-// A Gemma RMSNorm weight as save_pretrained names it: stored as w − 1, loaded as w.
-TensorSpec NormSpec(const std::string& name, int64_t size) {
-  return {.name = name,
-          .shape = {size},
-          .init = TensorInit::kNormal,
-          .presence = TensorPresence::kRequired,
-          .load_offset = 1.0f};
-}
-
 // The tensor schema, as save_pretrained names it; attention_bias puts a bias on all four
 // projections (GemmaAttention).
 void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::PreNormDecoderWeights& weights,
                   TensorVisitor& visit) {
   const layers::PreNormDecoderSchema schema{
       .feed_forward_norm = "post_attention_layernorm",
-      .norm = NormSpec,
+      .norm = layers::GemmaNormSpec,
       .output_bias = config.attention_bias,
       .embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(config.hidden_size)))};
   layers::VisitPreNormDecoder(visit, weights, prefix, schema, config);

@@ -21,16 +21,6 @@
 namespace stamen::engine {
 namespace {
 
-// A Gemma RMSNorm weight as save_pretrained names it: stored as w − 1 (transformers
-// initialises it to zeros), loaded as w.
-TensorSpec NormSpec(const std::string& name, int64_t size) {
-  return {.name = name,
-          .shape = {size},
-          .init = TensorInit::kNormal,
-          .presence = TensorPresence::kRequired,
-          .load_offset = 1.0f};
-}
-
 // The tensor schema, as save_pretrained names it.
 void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::PreNormDecoderWeights& weights,
                   TensorVisitor& visit) {
@@ -38,7 +28,7 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
       .attention_output_norm = "post_attention_layernorm",
       .feed_forward_norm = "pre_feedforward_layernorm",
       .feed_forward_output_norm = "post_feedforward_layernorm",
-      .norm = NormSpec,
+      .norm = layers::GemmaNormSpec,
       .head_norms = true,
       .output_bias = config.attention_bias,
       .embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(config.hidden_size)))};

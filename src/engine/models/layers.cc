@@ -203,6 +203,14 @@ Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings&
   return ops::RmsNorm(block_output, weights.feed_forward_output_norm, norm_eps, hidden, /*accumulate=*/true);
 }
 
+TensorSpec GemmaNormSpec(const std::string& name, int64_t size) {
+  return {.name = name,
+          .shape = {size},
+          .init = TensorInit::kNormal,
+          .presence = TensorPresence::kRequired,
+          .load_offset = 1.0f};
+}
+
 void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, const std::string& prefix,
                          const PreNormDecoderSchema& schema, const ModelConfig& config) {
   const int64_t h = config.hidden_size;

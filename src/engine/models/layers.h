@@ -236,6 +236,10 @@ struct PreNormDecoderWeights {
 // How a decoder family names and stores its tensors: Llama's layout (embed_tokens, layers.i.
 // with self_attn.{q,k,v,o}_proj and mlp.{gate,up,down}_proj without feed-forward biases, the
 // first norm input_layernorm; norm), the q/k/v biases when config.attention_bias, and:
+// A Gemma RMSNorm weight (Gemma 1 and 3) as save_pretrained names it: stored as w − 1
+// (transformers initialises it to zeros), loaded as w.
+TensorSpec GemmaNormSpec(const std::string& name, int64_t size);
+
 struct PreNormDecoderSchema {
   std::string attention_output_norm = {};  // empty: none
   std::string feed_forward_norm = {};
