@@ -20,17 +20,11 @@
 namespace stamen::engine {
 namespace {
 
+using testing::ReadText;
 using testing::TempDir;
 using testing::WriteFile;
 
 const std::string kData = std::string(STAMEN_ENGINE_TEST_DATA) + "/";
-
-std::string ReadText(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // `folder`'s config.json with every `from` replaced by `to`, read back; "" when it parsed.
 std::string EditedConfigError(const std::string& folder, const std::string& from, const std::string& to) {

@@ -23,6 +23,7 @@
 namespace stamen::engine {
 namespace {
 
+using testing::Cosine;
 using testing::SafetensorsBuilder;
 using testing::TempDir;
 using testing::WriteFile;
@@ -173,17 +174,6 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker");
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, kGoldenModels, FolderTestName);
-
-// Cosine similarity of two equally long vectors.
-double Cosine(std::span<const float> a, std::span<const float> b) {
-  double dot = 0.0, norm_a = 0.0, norm_b = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    dot += double{a[i]} * b[i];
-    norm_a += double{a[i]} * a[i];
-    norm_b += double{b[i]} * b[i];
-  }
-  return dot / std::sqrt(norm_a * norm_b);
-}
 
 // --dtype bfloat16 on the CPU: every family's outputs stay within bf16's accuracy of
 // transformers' fp32 ones. Each sequence's last hidden state (all its tokens as one vector)

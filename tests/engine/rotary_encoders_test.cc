@@ -24,17 +24,12 @@
 namespace stamen::engine {
 namespace {
 
+using testing::Cosine;
+using testing::ReadText;
 using testing::TempDir;
 using testing::WriteFile;
 
 const std::string kData = std::string(STAMEN_ENGINE_TEST_DATA) + "/";
-
-std::string ReadText(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // `folder`'s config.json with the first `from` replaced by `to`, written into `dir`.
 void WriteEditedConfig(const std::string& folder, const std::string& from, const std::string& to, TempDir& dir) {
@@ -148,16 +143,6 @@ TEST(RotaryEncodersTest, NtkFrequenciesAreTheGoldenRunsOnes) {
     }
     EXPECT_GT(scaling_moved, 1e-2) << folder << ": the NTK scaling must change the table";
   }
-}
-
-double Cosine(std::span<const float> a, std::span<const float> b) {
-  double dot = 0.0, norm_a = 0.0, norm_b = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    dot += double{a[i]} * b[i];
-    norm_a += double{a[i]} * a[i];
-    norm_b += double{b[i]} * b[i];
-  }
-  return dot / std::sqrt(norm_a * norm_b);
 }
 
 // The targets in fp32: cosine ≥ 0.9999 and abs error ≤ 1e-4 to transformers, per token

@@ -4,10 +4,13 @@
 
 #include <stdlib.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,24 @@ class TempDir {
  private:
   std::string path_;
 };
+
+inline std::string ReadText(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Cosine similarity of two equally long vectors.
+inline double Cosine(std::span<const float> a, std::span<const float> b) {
+  double dot = 0.0, norm_a = 0.0, norm_b = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dot += double{a[i]} * b[i];
+    norm_a += double{a[i]} * a[i];
+    norm_b += double{b[i]} * b[i];
+  }
+  return dot / std::sqrt(norm_a * norm_b);
+}
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
