@@ -34,26 +34,12 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
   }
 }
 
-// The schema's tensors, then for a yes/no reranker its head (layers::LoadYesNoHead).
-StatusOr<std::unique_ptr<Model>> LoadGemma(const ModelConfig& config, const WeightStore& weights,
-                                           const Placement& placement) {
-  auto model = std::make_unique<layers::PreNormDecoderModel>(config, placement);
-  STAMEN_RETURN_IF_ERROR(LoadTensors<layers::PreNormDecoderWeights>(config, weights, placement, VisitTensors,
-                                                                    model->weights_));
-  if (!config.yes_no_token_ids.empty()) {
-    auto score = layers::LoadYesNoHead(config, weights, placement);
-    if (!score.ok()) return score.status();
-    model->weights_.score = std::move(score.value());
-  }
-  return std::unique_ptr<Model>(std::move(model));
-}
-
 constexpr std::string_view kPrefixes[] = {"", "model."};
 
 }  // namespace
 
 extern const FamilyDefinition kGemmaFamily{
     .family = ModelFamily::kGemma, .weight_prefixes = kPrefixes,
-    .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>, .load = LoadGemma};
+    .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>, .load = layers::LoadPreNormDecoder<VisitTensors>};
 
 }  // namespace stamen::engine

@@ -278,6 +278,21 @@ class PreNormDecoderModel : public FamilyModel<PreNormDecoderWeights> {
 // so BF16 rows are not rounded twice.
 StatusOr<Tensor> LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement);
 
+// A decoder family's FamilyDefinition::load: `schema`'s tensors, then for a yes/no reranker its
+// head (LoadYesNoHead), so a step projects onto one row instead of the vocabulary.
+template <TensorSchema<PreNormDecoderWeights> schema>
+StatusOr<std::unique_ptr<Model>> LoadPreNormDecoder(const ModelConfig& config, const WeightStore& weights,
+                                                    const Placement& placement) {
+  auto model = std::make_unique<PreNormDecoderModel>(config, placement);
+  STAMEN_RETURN_IF_ERROR(LoadTensors(config, weights, placement, schema, model->weights_));
+  if (!config.yes_no_token_ids.empty()) {
+    auto score = LoadYesNoHead(config, weights, placement);
+    if (!score.ok()) return score.status();
+    model->weights_.score = std::move(score.value());
+  }
+  return std::unique_ptr<Model>(std::move(model));
+}
+
 // A step's RoPE tables [T, head_dim], positions restarting at 0 in every sequence (made on
 // the device, so a replayed graph recomputes them): `full` with config.rope_theta for full
 // layers, `sliding` with config.local_rope_theta for sliding ones (config.sliding_window_layers;

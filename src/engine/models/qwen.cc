@@ -38,7 +38,7 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
   }
   // A causal LM's untied output projection (or EuroBertForMaskedLM's prediction head, as the hub
   // ships EuroBERT): written by make-model, never loaded whole (a yes/no reranker reads two of
-  // its rows, LoadDecoder).
+  // its rows, layers::LoadPreNormDecoder).
   const bool language_model_head =
       config.architecture.ends_with("ForCausalLM") || config.architecture == "EuroBertForMaskedLM";
   if (language_model_head && !config.tie_word_embeddings) {
@@ -47,28 +47,13 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
   }
 }
 
-// The schema's tensors, then for a yes/no reranker its head: lm_head[yes] − lm_head[no], or
-// lm_head[yes] (the embedding table's rows when tied; layers::LoadYesNoHead), so a step
-// projects onto one row instead of the vocabulary.
-StatusOr<std::unique_ptr<Model>> LoadDecoder(const ModelConfig& config, const WeightStore& weights,
-                                             const Placement& placement) {
-  auto model = std::make_unique<layers::PreNormDecoderModel>(config, placement);
-  STAMEN_RETURN_IF_ERROR(LoadTensors<layers::PreNormDecoderWeights>(config, weights, placement, VisitTensors,
-                                                                    model->weights_));
-  if (config.yes_no_token_ids.empty()) return std::unique_ptr<Model>(std::move(model));
-  auto score = layers::LoadYesNoHead(config, weights, placement);
-  if (!score.ok()) return score.status();
-  model->weights_.score = std::move(score.value());
-  return std::unique_ptr<Model>(std::move(model));
-}
-
 constexpr std::string_view kPrefixes[] = {"", "model."};
 
 // The four decoder families share their compute (their architectures:
 // model_folder/families/qwen.cc).
 constexpr FamilyDefinition DecoderFamily(ModelFamily family) {
   return {.family = family, .weight_prefixes = kPrefixes,
-          .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>, .load = LoadDecoder};
+          .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>, .load = layers::LoadPreNormDecoder<VisitTensors>};
 }
 
 }  // namespace
