@@ -11,7 +11,8 @@
 #      with CUDA_LAUNCH_BLOCKING=1, then under compute-sanitizer when the machine has it;
 #   3. random-weight models (stamen_make_model), written under /tmp, never under $OUT;
 #   4. the engine benchmarks, gemm TFLOP/s, graph replay vs eager and the graph statistics
-#      first, steps capped in tokens (stamen_cuda_bench --max-tokens);
+#      first, steps capped in tokens (stamen_cuda_bench --max-tokens); then the latency steps
+#      again with the scalar attention kernel (STAMEN_CUDA_ATTENTION=scalar), for the A/B;
 #   5. the CPU engine tests of the bundle (ops, loader, workspace, graph policy);
 #   6. the serving suites through `serve --device D` and gateway + worker (serve_suites.sh,
 #      --quick);
@@ -265,6 +266,22 @@ for model in "${BENCH_MODELS[@]}"; do
   grep -h '"suite":"gemm"\|"suite":"graphs"\|"suite":"graph_stats"' "$LOGS/bench_$model.jsonl" | head -4 | sed 's/^/  /' >> "$SUMMARY"
 done
 
+# 4b. Tensor-core attention against the scalar kernel: the same Qwen3-0.6B latency steps (at most
+#     512 tokens) with STAMEN_CUDA_ATTENTION=scalar; the batch1@512 p50 of both in the summary.
+if $GPU && [[ -f "$MODELS/qwen3-0.6b/config.json" ]]; then
+  limit=$(step_limit 40)
+  if (( limit == 0 )); then
+    note "attention a/b: not run (out of time)"
+  else
+    STAMEN_CUDA_ATTENTION=scalar timeout "$limit" "$CUDA_BENCH" "$MODELS/qwen3-0.6b" --quick --max-tokens 512 \
+      > "$LOGS/bench_qwen3-0.6b_scalar_attention.jsonl" 2> "$LOGS/bench_qwen3-0.6b_scalar_attention.err"
+    status=$?
+    p50_of() { grep '"batch1@512"' "$1" 2> /dev/null | sed -E 's/.*"p50_ms":([0-9.]+).*/\1/'; }
+    note "attention a/b batch1@512 p50: tensor cores $(p50_of "$LOGS/bench_qwen3-0.6b.jsonl" || true) ms," \
+      "scalar $(p50_of "$LOGS/bench_qwen3-0.6b_scalar_attention.jsonl" || true) ms (exit $status)"
+  fi
+fi
+
 # 5. The CPU engine tests of the same binaries.
 limit=$(step_limit 60)
 if (( limit == 0 )); then
@@ -308,7 +325,7 @@ if $GPU; then
   elif (( limit == 0 )) || [[ ! -f "$MODELS/qwen3-0.6b/config.json" ]]; then
     note "ncu: not run (out of time or no model)"
   else
-    timeout "$limit" ncu --kernel-name regex:RaggedAttention --launch-skip 20 --launch-count 1 --section SpeedOfLight \
+    timeout "$limit" ncu --kernel-name regex:"TensorCoreAttention|RaggedAttention" --launch-skip 20 --launch-count 1 --section SpeedOfLight \
       --section Occupancy "$CUDA_BENCH" "$MODELS/qwen3-0.6b" --quick --max-tokens 512 > "$LOGS/ncu_attention.log" 2>&1
     note "ncu attention: exit $? ($(grep -m1 -E 'Duration' "$LOGS/ncu_attention.log" | tr -s ' ' || echo 'no duration line'))"
   fi

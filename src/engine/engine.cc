@@ -21,6 +21,7 @@
 #include "model_folder/yes_no_reranker.h"
 
 #if STAMEN_WITH_CUDA
+#include "engine/cuda/attention_choice.h"
 #include "engine/cuda/runner.h"
 #include "engine/cuda/runtime.h"
 #else
@@ -176,6 +177,19 @@ StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& model_d
   if (!runner.ok()) return Status::Error("cannot run on cuda: " + runner.status().message());
   engine->runner_ = std::move(runner.value());
   engine->gpu_name_ = cuda::DeviceDescription(options.cuda_device);
+  if (engine->config_.family != ModelFamily::kStaticEmbedding) {
+    // The rule ops::Attention applies at every call, so /info and the start log name the
+    // attention kernel that runs (MPNet's bias and DeBERTa's relative terms are position terms).
+    const bool position_terms = engine->config_.family == ModelFamily::kMpnet ||
+                                (engine->config_.family == ModelFamily::kDeberta &&
+                                 engine->config_.disentangled.relative_attention &&
+                                 (engine->config_.disentangled.content_to_position ||
+                                  engine->config_.disentangled.position_to_content));
+    engine->gpu_name_ += "; attention: " + cuda::ChooseAttentionKernel(engine->config_.head_dim, position_terms,
+                                                                       cuda::ComputeCapabilityMajor(options.cuda_device),
+                                                                       cuda::ScalarAttentionForced())
+                                                 .description;
+  }
   const Placement placement{Device::kCuda, DataType::kBF16};
   STAMEN_RETURN_IF_ERROR(engine->runner_->Run([&]() -> Status {
     auto model = LoadModel(engine->config_, *weights, placement);

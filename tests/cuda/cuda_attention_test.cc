@@ -1,6 +1,6 @@
-// The CUDA attention kernel against the CPU op on the same random ragged batches: plain,
-// grouped-query and causal attention, MPNet's relative position bias, DeBERTa's c2p / p2c
-// terms (relative error ≤ 1e-2, cuda_test_support.h). Without a GPU every test reports SKIPPED.
+// The CUDA attention kernels (tensor cores and scalar) against the CPU op on the same random
+// ragged batches: plain, grouped-query, causal and windowed attention, MPNet's relative position
+// bias, DeBERTa's c2p / p2c terms (relative error ≤ 1e-2, cuda_test_support.h). Without a GPU every test reports SKIPPED.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cuda_test_support.h"
+#include "engine/cuda/kernels.h"
 #include "engine/ops/attention.h"
 
 namespace stamen::engine::cuda_test {
@@ -83,6 +84,40 @@ void ExpectAttentionMatchesCpu(const RaggedBatch& batch, const ops::QkvLayout& l
   status = ops::Attention(ToDevice(batch.qkv), ToDevice(batch.cu_seqlens), layout, device_options, actual);
   ASSERT_TRUE(status.ok()) << what << ": " << status.message();
   EXPECT_CLOSE(expected, ToHost(actual), what);
+}
+
+// The tensor-core kernel (every head size it has) against the CPU op and against the scalar
+// kernel on the same batches: scale, causal, windows, grouped heads, lengths around its 64-row
+// query tiles and 64- (32-) key tiles, and trailing empty sequences (a graph's sequence bucket).
+// ops::Attention takes the tensor cores here (sm_80+), so the test first checks that it does.
+TEST_F(CudaKernelTest, TensorCoreAttentionMatchesCpuAndScalarKernel) {
+  const std::vector<int32_t> lengths = {1, 15, 16, 17, 63, 64, 65, 200, 0, 0, 0};
+  const std::vector<std::pair<std::string, ops::AttentionOptions>> cases = {
+      {"bidirectional", {}},
+      {"scale 0.2", {.scale = 0.2f}},
+      {"causal", {.causal = true}},
+      {"window 7", {.window = 7}},
+      {"causal window 40", {.causal = true, .window = 40}},
+  };
+  for (const ops::QkvLayout layout : {ops::QkvLayout{4, 2, 32}, ops::QkvLayout{4, 4, 64}, ops::QkvLayout{16, 8, 128},
+                                      ops::QkvLayout{4, 1, 256}}) {
+    const RaggedBatch batch = MakeRaggedBatch(layout, lengths, rng_);
+    const Tensor qkv = ToDevice(batch.qkv);
+    const Tensor cu_seqlens = ToDevice(batch.cu_seqlens);
+    ASSERT_TRUE(cuda::TensorCoreAttentionFits(qkv, layout, {})) << "head_dim " << layout.head_dim;
+    const int64_t width = layout.num_heads * layout.head_dim;
+    for (const auto& [name, options] : cases) {
+      std::ostringstream what;
+      what << "tensor cores, heads " << layout.num_heads << "/" << layout.num_kv_heads << " d " << layout.head_dim
+           << " " << name;
+      ExpectAttentionMatchesCpu(batch, layout, options, options, what.str());
+      Tensor tensor_cores = Empty(DataType::kBF16, {batch.tokens, width}, Device::kCuda);
+      Tensor scalar = Empty(DataType::kBF16, {batch.tokens, width}, Device::kCuda);
+      ASSERT_TRUE(cuda::TensorCoreAttention(qkv, cu_seqlens, layout, options, tensor_cores).ok()) << what.str();
+      ASSERT_TRUE(cuda::ScalarAttention(qkv, cu_seqlens, layout, options, scalar).ok()) << what.str();
+      EXPECT_CLOSE(ToHost(scalar), ToHost(tensor_cores), what.str() + " vs the scalar kernel");
+    }
+  }
 }
 
 // MPNet's relative position bias (32 buckets, max_distance 128) over sequences shorter and

@@ -5,12 +5,15 @@
 // score matrix never exists in global memory. bf16 in and out, fp32 inside.
 //
 // The grid depends only on the token capacity and the sequence count (an upper bound on the
-// number of tiles, ceil(T / kBlockM) + S), never on the lengths, so a captured graph replays
-// correctly for any batch with the same (S, T bucket); surplus blocks exit at once.
+// number of tiles, ceil(T / kBlockM) + S, ragged_tiles.cuh), never on the lengths, so a
+// captured graph replays correctly for any batch with the same (S, T bucket); surplus blocks
+// exit at once.
 //
 // This is the portable scalar-FMA version (no tensor-core MMA): correct for any even head_dim
-// up to 256, grouped-query heads, causal masks and sliding windows (ops::AttentionOptions).
-// A tensor-core version is future work that needs a GPU to tune.
+// up to 256, grouped-query heads, causal masks and sliding windows (ops::AttentionOptions), on
+// any GPU. Calls without position terms at head_dim 32, 64, 128 or 256 on sm_80 or newer go to
+// the tensor-core kernel instead (tensor_core_attention.cu, attention_choice.h); this one keeps
+// the position terms below and is the fallback.
 //
 // Position terms (ops::AttentionOptions), added to a visible pair's scaled score:
 // - MPNet's relative position bias: the table's entry for (bucket of j − i, head);
@@ -27,6 +30,7 @@
 
 #include "engine/cuda/common.cuh"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/ragged_tiles.cuh"
 
 namespace stamen::engine::cuda {
 namespace {
@@ -123,34 +127,8 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
 
-  // Which (sequence, query tile) this block owns: a warp-wide scan over the tile counts.
-  if (warp == 0) {
-    if (lane == 0) tile_sequence = -1;
-    __syncwarp();
-    const int target = blockIdx.x;
-    int before = 0;
-    for (int base = 0; base < sequences; base += 32) {
-      const int s = base + lane;
-      const int tiles = s < sequences ? (cu_seqlens[s + 1] - cu_seqlens[s] + kBlockM - 1) / kBlockM : 0;
-      int inclusive = tiles;
-#pragma unroll
-      for (int offset = 1; offset < 32; offset *= 2) {
-        const int other = __shfl_up_sync(0xffffffffu, inclusive, offset);
-        if (lane >= offset) inclusive += other;
-      }
-      const int exclusive = inclusive - tiles;
-      const bool hit = tiles > 0 && target >= before + exclusive && target < before + inclusive;
-      const unsigned int ballot = __ballot_sync(0xffffffffu, hit);
-      if (ballot != 0) {
-        if (hit) {
-          tile_sequence = s;
-          tile_index = target - before - exclusive;
-        }
-        break;
-      }
-      before += __shfl_sync(0xffffffffu, inclusive, 31);
-    }
-  }
+  // Which (sequence, query tile) this block owns.
+  if (warp == 0) FindQueryTile(cu_seqlens, sequences, kBlockM, blockIdx.x, tile_sequence, tile_index);
   __syncthreads();
   if (tile_sequence < 0) return;
 
@@ -345,6 +323,12 @@ __global__ void __launch_bounds__(kThreads)
 
 Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
                  const ops::AttentionOptions& options, Tensor& output) {
+  if (TensorCoreAttentionFits(qkv, layout, options)) return TensorCoreAttention(qkv, cu_seqlens, layout, options, output);
+  return ScalarAttention(qkv, cu_seqlens, layout, options, output);
+}
+
+Status ScalarAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
+                       const ops::AttentionOptions& options, Tensor& output) {
   auto context = RequireContext("attention");
   if (!context.ok()) return context.status();
   if (layout.head_dim % 2 != 0 || layout.head_dim > kMaxHeadDim) {

@@ -239,6 +239,19 @@ std::string DeviceDescription(int device) {
          std::to_string(properties.minor) + ", " + memory + " GiB)";
 }
 
+int ComputeCapabilityMajor(int device) {
+  static std::atomic<int> majors[16] = {};
+  const bool cached = device >= 0 && device < 16;
+  if (cached && majors[device].load() > 0) return majors[device].load();
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (cached) majors[device].store(major);
+  return major;
+}
+
 StatusOr<std::shared_ptr<void>> AllocateDevice(size_t bytes) {
   if (current_context != nullptr && current_context->capturing()) {
     return Status::Error("device allocation of " + std::to_string(bytes) + " bytes during graph capture");

@@ -36,8 +36,17 @@ Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table)
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale);
 Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
 // Causal, window, scale, MPNet's relative position bias and DeBERTa's c2p / p2c terms as on the CPU.
+// Runs on tensor cores where TensorCoreAttentionFits, on the scalar kernel otherwise.
 Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
                  const ops::AttentionOptions& options, Tensor& output);
+// The scalar kernel alone (attention.cu), for every call Attention takes.
+Status ScalarAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
+                       const ops::AttentionOptions& options, Tensor& output);
+// tensor_core_attention.cu: whether its kernel takes this call (ChooseAttentionKernel, and a
+// 16-byte aligned qkv), and the call itself.
+bool TensorCoreAttentionFits(const Tensor& qkv, const ops::QkvLayout& layout, const ops::AttentionOptions& options);
+Status TensorCoreAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
+                           const ops::AttentionOptions& options, Tensor& output);
 Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
 Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_token, Tensor& output);
 Status L2Normalize(const Tensor& input, Tensor& output);

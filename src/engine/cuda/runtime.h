@@ -15,6 +15,9 @@ namespace stamen::engine::cuda {
 int DeviceCount(std::string* why = nullptr);
 // "NVIDIA H200 (sm_90, 139.8 GiB)" for device `device`.
 std::string DeviceDescription(int device);
+// The compute capability's major version of device `device` (9 on Hopper), 0 when it cannot be
+// read; cached per device, and safe while a stream is being captured.
+int ComputeCapabilityMajor(int device);
 
 // `bytes` of zero-filled device memory on the current device, freed when the last owner goes.
 // Fails while the current context's stream is being captured into a graph (a captured

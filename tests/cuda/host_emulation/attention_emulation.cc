@@ -1,14 +1,17 @@
-// attention.cu's RaggedAttentionKernel run on the host (cuda_shim.h) against a double-precision
-// reference of ops::Attention's semantics: plain, causal and windowed attention, MPNet's
-// relative position bias, DeBERTa's c2p / p2c (log buckets and raw, odd columns), over one
-// ragged batch of 1..300 tokens. run.sh extracts the kernel from attention.cu into
-// attention_kernel.inc and builds this; it prints one line per case and exits 1 on a failure.
-// The reference adds what the op's comments define, so a wrong offset or row shows as a
-// relative error near 1 (bf16 rounding of the output alone gives about 2e-3).
+// attention.cu's RaggedAttentionKernel and tensor_core_attention.cu's TensorCoreAttentionKernel
+// run on the host (cuda_shim.h) against a double-precision reference of ops::Attention's
+// semantics: plain, causal and windowed attention, grouped heads, MPNet's relative position
+// bias, DeBERTa's c2p / p2c (log buckets and raw, odd columns; scalar kernel only), over one
+// ragged batch of 1..300 tokens. run.sh extracts the kernels into attention_kernel.inc and
+// builds this; it prints one line per case and exits 1 on a failure. The reference adds what the
+// op's comments define, so a wrong offset or row shows as a relative error near 1 (bf16
+// rounding of the output alone gives about 2e-3; the tensor-core kernel also rounds the
+// softmax weights to bf16, as FlashAttention does, about 3e-3).
 #include <cstdio>
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "attention_kernel.inc"
@@ -21,6 +24,7 @@ using cuda::emulated::PositionTerms;
 
 struct Case {
   std::string name;
+  bool tensor_cores;  // TensorCoreAttentionKernel (no position terms), else RaggedAttentionKernel
   int heads, kv_heads, head_dim;
   bool causal;
   int window;
@@ -68,15 +72,43 @@ double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt1
     terms.max_relative_positions = test.max_relative_positions;
   }
   const float scale = test.scale > 0.0f ? test.scale : 1.0f / std::sqrt(static_cast<float>(d));
-  // As cuda::Attention launches it: an upper bound of tiles by the number of heads.
+  // As cuda::Attention launches the chosen kernel: an upper bound of tiles by the number of heads.
   std::vector<bf16> output(static_cast<size_t>(tokens) * width, __float2bfloat16(1e4f));
-  const auto layout = cuda::emulated::MakeLayout(d, terms);
-  const int tiles = (tokens + 31) / 32 + sequences;
   const int window = std::min(test.window, tokens + 1);
+  const int block_rows = test.tensor_cores ? cuda::emulated_tensor_cores::kBlockM : 32;
+  size_t shared_bytes = cuda::emulated::MakeLayout(d, terms).bytes;
+  if (test.tensor_cores) {
+    switch (d) {
+      case 32: shared_bytes = cuda::emulated_tensor_cores::TileShape<32>::kSharedBytes; break;
+      case 64: shared_bytes = cuda::emulated_tensor_cores::TileShape<64>::kSharedBytes; break;
+      case 128: shared_bytes = cuda::emulated_tensor_cores::TileShape<128>::kSharedBytes; break;
+      default: shared_bytes = cuda::emulated_tensor_cores::TileShape<256>::kSharedBytes; break;
+    }
+  }
+  const float scale_log2 = scale * 1.4426950408889634f;
+  const auto run_thread = [&] {
+    if (!test.tensor_cores) {
+      cuda::emulated::RaggedAttentionKernel(qkv_bf16.data(), bounds.data(), sequences, test.heads, test.kv_heads, d,
+                                            scale, test.causal, window, terms, output.data());
+      return;
+    }
+    const auto kernel = [&](auto head_dim) {
+      cuda::emulated_tensor_cores::TensorCoreAttentionKernel<decltype(head_dim)::value>(
+          qkv_bf16.data(), bounds.data(), sequences, test.heads, test.kv_heads, scale_log2, test.causal, window,
+          output.data());
+    };
+    switch (d) {
+      case 32: kernel(std::integral_constant<int, 32>{}); break;
+      case 64: kernel(std::integral_constant<int, 64>{}); break;
+      case 128: kernel(std::integral_constant<int, 128>{}); break;
+      default: kernel(std::integral_constant<int, 256>{}); break;
+    }
+  };
+  const int tiles = (tokens + block_rows - 1) / block_rows + sequences;
   for (int tile = 0; tile < tiles; ++tile) {
     for (int head = 0; head < test.heads; ++head) {
       EmulatedBlock block;
-      std::vector<unsigned char> shared(layout.bytes, 0xab);  // garbage, as on a GPU
+      std::vector<unsigned char> shared(shared_bytes, 0xab);  // garbage, as on a GPU
       block.dynamic_shared = shared.data();
       std::vector<std::thread> threads;
       for (int thread = 0; thread < kEmulatedThreads; ++thread) {
@@ -85,8 +117,7 @@ double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt1
           blockIdx.x = tile;
           blockIdx.y = head;
           emulated_block = &block;
-          cuda::emulated::RaggedAttentionKernel(qkv_bf16.data(), bounds.data(), sequences, test.heads, test.kv_heads, d,
-                                                scale, test.causal, window, terms, output.data());
+          run_thread();
         });
       }
       for (std::thread& thread : threads) thread.join();
@@ -160,16 +191,24 @@ int main(int argc, char** argv) {
   const float deberta_scale_64 = 1.0f / std::sqrt(64.0f * 3.0f);
   const float deberta_scale_24 = 1.0f / std::sqrt(24.0f * 3.0f);
   const std::vector<Case> cases = {
-      {"plain, grouped heads", 4, 2, 64, false, 0, 0.0f, false, -1, -1, 0, 0, 0},
-      {"causal, window 40", 4, 2, 64, true, 40, 0.0f, false, -1, -1, 0, 0, 0},
-      {"mpnet bias", 4, 4, 64, false, 0, 0.0f, true, -1, -1, 0, 0, 0},
-      {"mpnet bias, window 7, scale 0.2", 4, 4, 64, false, 7, 0.2f, true, -1, -1, 0, 0, 0},
-      {"mpnet bias, causal, head_dim 32", 2, 2, 32, true, 0, 0.0f, true, -1, -1, 0, 0, 0},
-      {"deberta c2p + p2c, buckets 256/512", 4, 4, 64, false, 0, deberta_scale_64, false, 0, width64 + 8, 256, 256, 512},
-      {"deberta c2p, column 3, buckets 32/512", 4, 4, 64, false, 0, deberta_scale_64, false, -1, 3, 32, 32, 512},
-      {"deberta p2c, column 5, raw span 48", 4, 4, 64, false, 0, deberta_scale_64, false, 5, -1, 48, 0, 48},
-      {"deberta c2p + p2c, raw span 48, d 24", 3, 3, 24, false, 0, deberta_scale_24, false, 0, width24, 48, 0, 48},
-      {"deberta c2p + p2c, causal window 20", 4, 4, 64, true, 20, deberta_scale_64, false, 0, width64 + 8, 32, 32, 512},
+      {"plain, grouped heads", false, 4, 2, 64, false, 0, 0.0f, false, -1, -1, 0, 0, 0},
+      {"causal, window 40", false, 4, 2, 64, true, 40, 0.0f, false, -1, -1, 0, 0, 0},
+      {"mpnet bias", false, 4, 4, 64, false, 0, 0.0f, true, -1, -1, 0, 0, 0},
+      {"mpnet bias, window 7, scale 0.2", false, 4, 4, 64, false, 7, 0.2f, true, -1, -1, 0, 0, 0},
+      {"mpnet bias, causal, head_dim 32", false, 2, 2, 32, true, 0, 0.0f, true, -1, -1, 0, 0, 0},
+      {"deberta c2p + p2c, buckets 256/512", false, 4, 4, 64, false, 0, deberta_scale_64, false, 0, width64 + 8, 256, 256, 512},
+      {"deberta c2p, column 3, buckets 32/512", false, 4, 4, 64, false, 0, deberta_scale_64, false, -1, 3, 32, 32, 512},
+      {"deberta p2c, column 5, raw span 48", false, 4, 4, 64, false, 0, deberta_scale_64, false, 5, -1, 48, 0, 48},
+      {"deberta c2p + p2c, raw span 48, d 24", false, 3, 3, 24, false, 0, deberta_scale_24, false, 0, width24, 48, 0, 48},
+      {"deberta c2p + p2c, causal window 20", false, 4, 4, 64, true, 20, deberta_scale_64, false, 0, width64 + 8, 32, 32, 512},
+      // The tensor-core kernel: every head size it has, grouped heads, masks; 1..300 tokens
+      // cover partial query tiles (64 rows), partial key tiles (64, or 32 at head_dim 256),
+      // warps with no rows, and key tiles a mask hides whole.
+      {"tensor cores, d 64, grouped heads", true, 4, 2, 64, false, 0, 0.0f, false, -1, -1, 0, 0, 0},
+      {"tensor cores, d 32, scale 0.3", true, 2, 2, 32, false, 0, 0.3f, false, -1, -1, 0, 0, 0},
+      {"tensor cores, d 128, causal, 4/2 heads", true, 4, 2, 128, true, 0, 0.0f, false, -1, -1, 0, 0, 0},
+      {"tensor cores, d 256, causal, window 40", true, 2, 1, 256, true, 40, 0.0f, false, -1, -1, 0, 0, 0},
+      {"tensor cores, d 64, window 7", true, 2, 2, 64, false, 7, 0.0f, false, -1, -1, 0, 0, 0},
   };
   int failures = 0;
   for (const Case& test : cases) {
@@ -184,7 +223,7 @@ int main(int argc, char** argv) {
   // must give them no tile and leave the real sequences' results as they are.
   std::vector<int> padded = {1, 7, 33, 64, 100, 129, 300};
   padded.resize(padded.size() + 30, 0);
-  for (const Case& test : {cases[0], cases[1], cases[9]}) {
+  for (const Case& test : {cases[0], cases[1], cases[9], cases[10], cases[12]}) {
     const std::string name = test.name + ", 30 empty after";
     if (name.find(only) == std::string::npos) continue;
     const double error = stamen::engine::RelativeError(test, padded, rng);
