@@ -29,6 +29,8 @@ DEBIAN_PACKAGES=(
   # tooling: callgrind, libFuzzer (fuzz preset)
   valgrind clang-14 libclang-rt-14-dev
   libomp-14-dev  # OpenMP for clang: the fuzz preset links the engine (find_package(OpenMP))
+  # the GPU machine's bundle: bench/gpu/pack.sh sets RUNPATHs and compresses
+  patchelf xz-utils
 )
 
 missing_packages() {

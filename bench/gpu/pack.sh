@@ -12,7 +12,8 @@
 #     share/stamen/tokenizers   the tokenizers stamen ships (make-model's defaults)
 #     tests/   bin/ (cuda_backend_test and the CPU engine tests that need no large golden:
 #              ops, loader, workspace, graph policy; same RUNPATH), data/ (this project's
-#              goldens, tests/engine/data, and those of ../shared/models/golden up to 2 MiB:
+#              goldens that those tests name, from tests/engine/data, and those of
+#              ../shared/models/golden up to 2 MiB:
 #              the 8 MB BERT and XLM-R ones would put the bundle over 40 MiB, and their
 #              families are in tests/engine/data too), run.sh TEST [ARGS] (points the tests at
 #              data/)
@@ -118,8 +119,15 @@ for library in "$B"/lib/*.so*; do patchelf --set-rpath '$ORIGIN' "$library"; don
 cp -r "$BUILD/share/stamen/tokenizers" "$B/share/stamen/" 2> /dev/null || cp -r "$ROOT/models/tokenizers" "$B/share/stamen/"
 mkdir -p "$B/tests/data/shared/models"
 if ! $LEAN; then
-  mkdir -p "$B/tests/data/source/tests/engine"
-  cp -r "$ROOT/tests/engine/data" "$B/tests/data/source/tests/engine/"
+  # Only the goldens the carried tests name (the "tiny-…" folders in their sources, and the data
+  # README): all of tests/engine/data (30 MB, more with each family) would put the bundle over
+  # 40 MiB.
+  mkdir -p "$B/tests/data/source/tests/engine/data"
+  cp "$ROOT/tests/engine/data/README.md" "$B/tests/data/source/tests/engine/data/" 2> /dev/null || true
+  for name in $(grep -oh '"tiny-[a-z0-9-]*' "$ROOT"/tests/cuda/*.cc "$ROOT"/tests/cuda/*.h \
+                  "$ROOT"/tests/engine/{ops,loader,workspace,graph_policy}_test.cc | tr -d '"' | sort -u); do
+    [[ -d "$ROOT/tests/engine/data/$name" ]] && cp -r "$ROOT/tests/engine/data/$name" "$B/tests/data/source/tests/engine/data/"
+  done
 fi
 mkdir -p "$B/tests/data/shared/models/golden"
 for golden in "$SHARED"/models/golden/*/; do

@@ -230,8 +230,10 @@ TEST(WeightStoreTest, EmptyFolderNamesWhatIsMissing) {
 }
 
 // The golden tiny BERT (2 layers) with config.json's num_hidden_layers set to `layers`.
+// This project's tiny BERT (2 layers; also in the GPU bundle, which leaves ../shared's 8 MB
+// tiny-bert out) with `layers` in its config.
 std::string TinyBertWithLayers(const TempDir& dir, int64_t layers) {
-  const std::string golden = std::string(STAMEN_SHARED_DIR) + "/models/golden/tiny-bert";
+  const std::string golden = std::string(STAMEN_ENGINE_TEST_DATA) + "/tiny-bert-classifier";
   std::filesystem::copy_file(golden + "/model.safetensors", dir.File("model.safetensors"));
   std::stringstream config;
   config << std::ifstream(golden + "/config.json").rdbuf();
