@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Load and soak run of docs/RELIABILITY.md: `stamen serve` with the installed MiniLM model,
 # wrk at 64 connections on /v1/embeddings for six back-to-back 10 s windows (60 s), the
-# server's RSS after each; then an overload run against --max-concurrent-requests, and the
+# server's RSS after each, while bench/soak/hostile.py sends issue 45's hostile shapes (slow
+# headers, huge headers, trailers and chunk extensions, bad chunks, invalid UTF-8, deep
+# nesting, oversized bodies, /tokenize floods, garbage, half-closes) over 4 more connections and
+# counts their answers; then an overload run against --max-concurrent-requests, and the
 # --api-key checks. Prints a summary; needs build/release (scripts/build.sh release).
 # Usage: scripts/soak.sh [model-folder]
+#   SOAK_WINDOWS=60: the 10-minute soak; SOAK_HOSTILE_CLIENTS=0: normal load alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -14,6 +18,7 @@ mkdir -p "$work"
 port=18931
 connections="${SOAK_CONNECTIONS:-64}"
 windows="${SOAK_WINDOWS:-6}"
+hostile_clients="${SOAK_HOSTILE_CLIENTS:-4}"
 # Extra `stamen serve` options for every run, e.g. SOAK_SERVE_ARGS="--threads 1".
 read -r -a serve_args <<< "${SOAK_SERVE_ARGS:-}"
 
@@ -49,6 +54,11 @@ echo "soak: model $model, $connections connections, $windows × 10 s, serve opti
 start_server
 wrk -t 2 -c "$connections" -d 5s --timeout 30s -s "$work/post.lua" "http://127.0.0.1:$port/v1/embeddings" >/dev/null  # warm-up
 echo "soak: RSS after warm-up: $(rss_kb) kB"
+hostile_pid=""
+if (( hostile_clients > 0 )); then
+  python3 bench/soak/hostile.py "$port" $(( windows * 10 )) "$hostile_clients" > "$work/hostile.json" &
+  hostile_pid=$!
+fi
 for window in $(seq 1 "$windows"); do
   wrk -t 2 -c "$connections" -d 10s --timeout 30s --latency -s "$work/post.lua" "http://127.0.0.1:$port/v1/embeddings" \
     > "$work/window$window.txt"
@@ -59,6 +69,12 @@ for window in $(seq 1 "$windows"); do
   p99=$(awk '$1 == "99%" {print $2}' "$work/window$window.txt")
   echo "soak: window $window: $requests requests, non-2xx ${non2xx:-0}, p50 $p50, p99 $p99, RSS $(rss_kb) kB ${errors}"
 done
+if [[ -n "$hostile_pid" ]]; then
+  # The slowest shape (slow headers) waits up to 75 s for the server's header deadline.
+  wait "$hostile_pid"
+  echo "soak: hostile: $(cat "$work/hostile.json")"
+  echo "soak: RSS after the hostile clients finished: $(rss_kb) kB"
+fi
 stop_server
 
 echo "soak: overload: --max-concurrent-requests 4 at $connections connections for 10 s"
