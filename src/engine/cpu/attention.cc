@@ -7,6 +7,9 @@
 // of values (6 rows × 16 columns in registers while the keys are walked). Cost is O(L² · d) per
 // head, without padding: sequences are attended one by one.
 //
+// MPNet's relative position bias and ALiBi (JinaBERT) are one value per head and offset j − i,
+// tabulated per head before its queries are scored.
+//
 // DeBERTa's disentangled terms reuse the score tile: the rows of the position keys a sequence
 // reaches are packed into panels like keys, so the tile's queries score against them in the same
 // pass (c2p, [6, rows]); for p2c the sequence's keys score against the packed position queries
@@ -51,7 +54,7 @@ struct AttentionScratch {
   std::vector<float> scores;   // [kQueryTile][panels · kKeyPanel]
   std::vector<float> queries;  // [kQueryTile][d], scaled; zero rows past the tile's last query
   std::vector<int32_t> buckets;  // [2L − 1] relative position buckets (with a position bias)
-  std::vector<float> bias;       // [2L − 1] one head's bias per relative position
+  std::vector<float> bias;       // [2L − 1] one head's bias (or ALiBi term) per relative position
   // DeBERTa's disentangled bias, R = the position rows the sequence reaches (≤ 2L − 1):
   std::vector<int32_t> position_rows;       // [2L − 1] projections row of each offset i − j, minus the first
   std::vector<float> position_keys;         // [panels(R)][d][kKeyPanel] one head's position keys (c2p)
@@ -321,6 +324,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   const int64_t window = options.window;
   const ops::RelativePositionBias* position_bias = options.position_bias;
   const ops::DisentangledPositionBias* disentangled = options.disentangled_bias;
+  const ops::AlibiBias* alibi = options.alibi;
   const int32_t* bounds = cu_seqlens.data<int32_t>();
   const float* data = qkv.data<float>();
 
@@ -352,6 +356,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
     // at index j − i + length − 1; each head then reads its bias of each offset once.
     int32_t* buckets = nullptr;
     float* bias_by_offset = nullptr;
+    if (alibi != nullptr) bias_by_offset = Reserve(scratch.bias, 2 * length - 1);
     if (position_bias != nullptr) {
       buckets = Reserve(scratch.buckets, 2 * length - 1);
       bias_by_offset = Reserve(scratch.bias, 2 * length - 1);
@@ -417,6 +422,13 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
         const float* table = position_bias->table.data<float>();
         for (int64_t offset = 0; offset < 2 * length - 1; ++offset) {
           bias_by_offset[offset] = table[buckets[offset] * layout.num_heads + head];
+        }
+      }
+      if (alibi != nullptr) {
+        // ALiBi: −slope_h · |j − i|, the same row of offsets as a position bias.
+        const float slope = alibi->slopes.data<float>()[head];
+        for (int64_t offset = 0; offset < 2 * length - 1; ++offset) {
+          bias_by_offset[offset] = -slope * static_cast<float>(std::abs(offset - (length - 1)));
         }
       }
       for (int64_t first = first_query; first < end_query; first += kQueryTile) {
