@@ -729,20 +729,43 @@ def jina_forward(w, config, ids, prefix, alibi=True):
     return x, logits
 
 
-def jina_through_bert(w, config, ids, prefix):
-    """The same model through transformers' BertModel / BertForSequenceClassification: its
-    embeddings (position table zeroed), attention (ALiBi given as the additive mask its
-    eager_attention_forward adds to the scaled scores), BertOutput (dense wo + LayerNorm with the
+def register_alibi_attention():
+    """transformers attention functions "jina_alibi_eager" / "jina_alibi_sdpa": its eager and SDPA
+    attention with the ALiBi tensor of the query length added to the mask (cached per length and
+    dtype), so BertSelfAttention scores as JinaBertSelfAttention does."""
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.models.bert.modeling_bert import eager_attention_forward
+    cache = {}
+
+    def with_alibi(function):
+        def attend(module, query, key, value, attention_mask, *args, **kwargs):
+            heads, length = query.shape[1], query.shape[2]
+            index = (heads, length, query.dtype)
+            if index not in cache:
+                cache[index] = jina_alibi(heads, length)[None].to(query.dtype)
+            mask = cache[index] if attention_mask is None else attention_mask + cache[index]
+            return function(module, query, key, value, mask, *args, **kwargs)
+        return attend
+
+    AttentionInterface.register("jina_alibi_eager", with_alibi(eager_attention_forward))
+    AttentionInterface.register("jina_alibi_sdpa", with_alibi(sdpa_attention_forward))
+
+
+def jina_bert_modules(w, config, prefix, attention="eager"):
+    """JinaBERT assembled from transformers' BertModel / BertForSequenceClassification: its
+    embeddings (position table zeroed), attention (ALiBi added to the mask its eager or SDPA
+    attention takes: register_alibi_attention), BertOutput (dense wo + LayerNorm with the
     residual), pooler and classifier; only the gated intermediate is written here (BertIntermediate
-    replaced by act(x·W_gateᵀ) ⊙ x·W_upᵀ)."""
-    from transformers.models.bert import modeling_bert
+    replaced by act(x·W_gateᵀ) ⊙ x·W_upᵀ). `w`: the folder's tensors by name. Returns (model, base)."""
+    register_alibi_attention()
     heads, ffn = config["num_attention_heads"], config["intermediate_size"]
     labels = w["classifier.weight"].shape[0] if "classifier.weight" in w else 0
     bert_config = transformers.BertConfig(
         vocab_size=config["vocab_size"], hidden_size=config["hidden_size"], num_hidden_layers=config["num_hidden_layers"],
         num_attention_heads=heads, intermediate_size=ffn, max_position_embeddings=config["max_position_embeddings"],
         type_vocab_size=config["type_vocab_size"], layer_norm_eps=config["layer_norm_eps"], hidden_act="gelu",
-        num_labels=max(labels, 1), attn_implementation="eager")
+        num_labels=max(labels, 1), attn_implementation="jina_alibi_" + attention)
     model = (transformers.BertForSequenceClassification if labels else transformers.BertModel)(bert_config)
     base = base_of(model)
     act = torch.nn.functional.relu if config["feed_forward_type"] == "reglu" else torch.nn.functional.gelu
@@ -750,7 +773,7 @@ def jina_through_bert(w, config, ids, prefix):
     class GatedIntermediate(torch.nn.Module):
         def __init__(self, weight):
             super().__init__()
-            self.weight = weight
+            self.weight = torch.nn.Parameter(weight)
 
         def forward(self, x):
             both = torch.nn.functional.linear(x, self.weight)
@@ -759,33 +782,38 @@ def jina_through_bert(w, config, ids, prefix):
     state = {}
     for name, value in w.items():
         name = name[len(prefix):] if name.startswith(prefix) else name
-        name = (name.replace("mlp.wo.", "output.dense.").replace("mlp.layernorm.", "output.LayerNorm."))
+        name = name.replace("mlp.wo.", "output.dense.").replace("mlp.layernorm.", "output.LayerNorm.")
         if "mlp.gated_layers" not in name:
             state[name if labels == 0 or name.startswith("classifier") else "bert." + name] = value
     state[("bert." if labels else "") + "embeddings.position_embeddings.weight"] = torch.zeros_like(
-        base.embeddings.position_embeddings.weight, dtype=torch.float64)
-    model = model.double().eval()
+        base.embeddings.position_embeddings.weight, dtype=w[prefix + "embeddings.word_embeddings.weight"].dtype)
+    model = model.to(w[prefix + "embeddings.word_embeddings.weight"].dtype).eval()
     missing, unexpected = model.load_state_dict(state, strict=False)
-    unexpected = [n for n in unexpected if "gated_layers" not in n]
     assert not unexpected, unexpected
     assert all("intermediate" in n or "position_ids" in n or "token_type_ids" in n for n in missing), missing
     for i, layer in enumerate(base.encoder.layer):
         layer.intermediate = GatedIntermediate(w[f"{prefix}encoder.layer.{i}.mlp.gated_layers.weight"])
-    alibi = jina_alibi(heads, len(ids))[None]
-    original = modeling_bert.eager_attention_forward
+    return model, base
 
-    def with_alibi(module, query, key, value, attention_mask, *args, **kwargs):
-        mask = alibi if attention_mask is None else attention_mask + alibi
-        return original(module, query, key, value, mask, *args, **kwargs)
 
-    modeling_bert.eager_attention_forward = with_alibi
-    try:
-        with torch.no_grad():
-            hidden = base(input_ids=ids[None]).last_hidden_state[0]
-            logits = model(input_ids=ids[None]).logits if labels else None
-    finally:
-        modeling_bert.eager_attention_forward = original
+def jina_through_bert(w, config, ids, prefix):
+    """(last_hidden_state, logits or None) of one sequence through jina_bert_modules (eager, float64)."""
+    model, base = jina_bert_modules(w, config, prefix)
+    with torch.no_grad():
+        hidden = base(input_ids=ids[None]).last_hidden_state[0]
+        logits = model(input_ids=ids[None]).logits if model is not base else None
     return hidden, logits
+
+
+def load_jina_bert(folder, attention="sdpa"):
+    """A JinaBERT hub folder (config.json, model.safetensors) as transformers modules in float32
+    (jina_bert_modules): the PyTorch peer of bench/peers/torch_rounds.py. Returns its base model."""
+    folder = pathlib.Path(folder)
+    config = json.loads((folder / "config.json").read_text())
+    with safe_open(folder / "model.safetensors", "pt") as f:
+        w = {name: f.get_tensor(name).float() for name in f.keys()}
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
+    return jina_bert_modules(w, config, prefix, attention)[1]
 
 
 def jina_weights(config, labels, seed, storage):

@@ -1,6 +1,6 @@
 // attention.cu's RaggedAttentionKernel run on the host (cuda_shim.h) against a double-precision
 // reference of ops::Attention's semantics: plain, causal and windowed attention, MPNet's
-// relative position bias, DeBERTa's c2p / p2c (log buckets and raw, odd columns), over one
+// relative position bias, DeBERTa's c2p / p2c (log buckets and raw, odd columns), ALiBi, over one
 // ragged batch of 1..300 tokens. run.sh extracts the kernel from attention.cu into
 // attention_kernel.inc and builds this; it prints one line per case and exits 1 on a failure.
 // The reference adds what the op's comments define, so a wrong offset or row shows as a
@@ -28,7 +28,20 @@ struct Case {
   bool relative_bias;  // MPNet's, 32 buckets, max_distance 128
   int query_column, key_column;  // DeBERTa's p2c / c2p columns, -1: none
   int span, position_buckets, max_relative_positions;  // span 0: no disentangled terms
+  bool alibi = false;  // JinaBERT's −slope_h · |i − j|
 };
+
+// The ALiBi paper's slopes in closed form: 2^(−8k/p) for k = 1..p, p the power of two at or
+// below `heads`, then 2^(−8(2k − 1)/(2p)) for the remaining heads (what ops::AlibiSlopes computes
+// its own way).
+std::vector<float> ClosedFormAlibiSlopes(int heads) {
+  int power = 1;
+  while (power * 2 <= heads) power *= 2;
+  std::vector<float> slopes;
+  for (int k = 1; k <= power; ++k) slopes.push_back(static_cast<float>(std::exp2(-8.0 * k / power)));
+  for (int k = 1; k <= heads - power; ++k) slopes.push_back(static_cast<float>(std::exp2(-8.0 * (2 * k - 1) / (2 * power))));
+  return slopes;
+}
 
 float RoundToBFloat16(float value) { return __bfloat162float(__float2bfloat16(value)); }
 
@@ -52,7 +65,9 @@ double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt1
   for (float value : qkv) qkv_bf16.push_back(__float2bfloat16(value));
   for (float value : projections) projections_bf16.push_back(__float2bfloat16(value));
 
+  const std::vector<float> slopes = ClosedFormAlibiSlopes(test.heads);
   PositionTerms terms;
+  if (test.alibi) terms.alibi_slopes = slopes.data();
   if (test.relative_bias) {
     terms.bias_table = table.data();
     terms.num_buckets = 32;
@@ -110,6 +125,7 @@ double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt1
           double score = 0.0;
           for (int t = 0; t < d; ++t) score += double{query[t]} * key[t];
           score *= scale;
+          if (test.alibi) score -= double{slopes[head]} * std::abs(i - j);
           if (test.relative_bias) score += table[ops::RelativePositionBucket(j - i, 32, 128) * test.heads + head];
           if (test.span > 0) {
             const int row = ops::DisentangledPositionRow(i - j, test.span, test.position_buckets,
@@ -170,6 +186,8 @@ int main(int argc, char** argv) {
       {"deberta p2c, column 5, raw span 48", 4, 4, 64, false, 0, deberta_scale_64, false, 5, -1, 48, 0, 48},
       {"deberta c2p + p2c, raw span 48, d 24", 3, 3, 24, false, 0, deberta_scale_24, false, 0, width24, 48, 0, 48},
       {"deberta c2p + p2c, causal window 20", 4, 4, 64, true, 20, deberta_scale_64, false, 0, width64 + 8, 32, 32, 512},
+      {"alibi, 12 heads (jina-embeddings-v2-base)", 12, 12, 64, false, 0, 0.0f, false, -1, -1, 0, 0, 0, true},
+      {"alibi, 6 heads, d 32, window 20", 6, 6, 32, false, 20, 0.0f, false, -1, -1, 0, 0, 0, true},
   };
   int failures = 0;
   for (const Case& test : cases) {
