@@ -237,7 +237,13 @@ void WeightedSum(const float* p, int64_t p_stride, const float* values, int64_t 
   }
 }
 
-// scores[0, n) ← exp(scores − max), returning their sum.
+// A numerator below e^kSmallestShift of the row's largest (1) is 0: nothing a float sum of at
+// least 1 can hold, and its products with the values would be denormals, which cost a microcode
+// assist each on Intel cores. ALiBi rows (JinaBERT) reach e^−255: without this the weighted sum
+// took 14% of a 512-token jina-embeddings-v2-base-en step instead of 3%.
+constexpr float kSmallestShift = -64.0f;
+
+// scores[0, n) ← exp(scores − max) (0 below e^kSmallestShift), returning their sum.
 float SoftmaxNumerators(float* scores, int64_t n) {
   float maximum = -INFINITY;
   int64_t j = 0;
@@ -253,9 +259,11 @@ float SoftmaxNumerators(float* scores, int64_t n) {
   float sum = 0.0f;
 #if defined(__AVX2__) && defined(__FMA__)
   const __m256 shift = _mm256_set1_ps(maximum);
+  const __m256 smallest = _mm256_set1_ps(kSmallestShift);
   __m256 total = _mm256_setzero_ps();
   for (; j + 8 <= n; j += 8) {
-    const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(scores + j), shift));
+    const __m256 shifted = _mm256_sub_ps(_mm256_loadu_ps(scores + j), shift);
+    const __m256 e = _mm256_and_ps(Exp(shifted), _mm256_cmp_ps(shifted, smallest, _CMP_GE_OQ));
     _mm256_storeu_ps(scores + j, e);
     total = _mm256_add_ps(total, e);
   }
@@ -263,7 +271,8 @@ float SoftmaxNumerators(float* scores, int64_t n) {
   for (float lane : lanes) sum += lane;
 #endif
   for (; j < n; ++j) {
-    scores[j] = std::exp(scores[j] - maximum);
+    const float shifted = scores[j] - maximum;
+    scores[j] = shifted >= kSmallestShift ? std::exp(shifted) : 0.0f;
     sum += scores[j];
   }
   return sum;
