@@ -37,6 +37,8 @@ enum class Family {
   kEuroBert, kPplxQwen3, kLlamaBidirectional,
   // Issue 48: rotary post-norm encoders, as the hub's folders hold them.
   kNomicBert, kGte, kGteReranker,
+  // Issue 48: JinaBERT (ALiBi), as the hub's folders hold it.
+  kJinaBert, kJinaBertReranker,
   // Issue 44: LLM rerankers, *ForCausalLM with tied embeddings run as yes/no rerankers
   // (model_folder/yes_no_reranker.h): Qwen2 (mxbai-rerank-v2), Gemma (bge-reranker-v2-gemma).
   kQwen2Reranker, kGemmaReranker,
@@ -95,6 +97,13 @@ constexpr Like kLikes[] = {
      "xlm-roberta-trimmed-32k"},
     {"gte-multilingual-reranker-base", Family::kGteReranker, 768, 12, 12, 12, 64, 3072, 8192, 250048, 1, nullptr, 0,
      "xlm-roberta-trimmed-32k"},
+    // jinaai/jina-embeddings-v2-base-en (JinaBERT: ALiBi over 8,192 positions, GEGLU, mean
+    // pooling, BERT's uncased tokenizer) and jina-reranker-v1-turbo-en (6 layers of 384, 12 heads;
+    // BERT's tokenizer stands in for its own).
+    {"jina-embeddings-v2-base-en", Family::kJinaBert, 768, 12, 12, 12, 64, 3072, 8192, 30528, 2, "mean", 8192,
+     "bert-base-uncased"},
+    {"jina-reranker-v1-turbo-en", Family::kJinaBertReranker, 384, 6, 12, 12, 32, 1536, 8192, 30528, 2, nullptr, 0,
+     "bert-base-uncased"},
     // Issue 44. mixedbread-ai/mxbai-rerank-base-v2 (Qwen2-0.5B's shapes, tied); Qwen's tokenizer.
     {"mxbai-rerank-base-v2", Family::kQwen2Reranker, 896, 24, 14, 2, 64, 4864, 32768, 151936, 0, nullptr, 0, "qwen2"},
     // BAAI/bge-reranker-v2-gemma (gemma-2b's shapes: multi-query attention, head_dim 256,
@@ -341,6 +350,27 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              ",\n  \"unpad_inputs\": false,\n  \"use_memory_efficient_attention\": false,\n  \"vocab_size\": " + v +
              "\n}\n";
     }
+    case Family::kJinaBert:
+    case Family::kJinaBertReranker: {
+      // The hub's config.json (model_type "bert", jinaai/jina-bert-implementation's remote code).
+      const bool reranker = like.family == Family::kJinaBertReranker;
+      return std::string("{\n  \"architectures\": [\"") +
+             (reranker ? "JinaBertForSequenceClassification" : "JinaBertForMaskedLM") +
+             "\"],\n  \"attention_probs_dropout_prob\": 0.0,\n"
+             "  \"auto_map\": {\"AutoConfig\": \"jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig\", "
+             "\"AutoModel\": \"jinaai/jina-bert-implementation--modeling_bert.JinaBertModel\", "
+             "\"AutoModelForMaskedLM\": \"jinaai/jina-bert-implementation--modeling_bert.JinaBertForMaskedLM\", "
+             "\"AutoModelForSequenceClassification\": "
+             "\"jinaai/jina-bert-implementation--modeling_bert.JinaBertForSequenceClassification\"},\n"
+             "  \"classifier_dropout\": null,\n  \"emb_pooler\": " + (reranker ? "null" : "\"mean\"") +
+             ",\n  \"feed_forward_type\": \"geglu\",\n  \"hidden_act\": \"gelu\",\n"
+             "  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h + ",\n" + (reranker ? LabelsJson(labels) : "") +
+             "  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + ffn + ",\n  \"layer_norm_eps\": 1e-12,\n"
+             "  \"max_position_embeddings\": " + positions + ",\n  \"model_type\": \"bert\",\n"
+             "  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n + ",\n  \"pad_token_id\": 0,\n"
+             "  \"position_embedding_type\": \"alibi\",\n  \"torch_dtype\": \"float32\",\n  \"type_vocab_size\": " +
+             std::to_string(like.type_vocab) + ",\n  \"vocab_size\": " + v + "\n}\n";
+    }
     case Family::kXlmRoberta:
     case Family::kXlmRobertaClassifier: {
       const bool classifier = like.family == Family::kXlmRobertaClassifier;
@@ -558,10 +588,10 @@ int MakeModel(const MakeModelOptions& options) {
                        like->family == Family::kQwen2Reranker || like->family == Family::kGemmaReranker;
   if (!decoder && vocab < 4) return Fail("--vocab-size must be at least 4");
   const bool classifier = like->family == Family::kBertClassifier || like->family == Family::kXlmRobertaClassifier ||
-                          like->family == Family::kGteReranker;
+                          like->family == Family::kGteReranker || like->family == Family::kJinaBertReranker;
   if (options.labels < 0 || (options.labels > 1 && !classifier)) {
     return Fail("--labels must be positive, and only a classifier (bge-reranker-base, ms-marco-MiniLM-L6-v2, "
-                "gte-multilingual-reranker-base) has labels");
+                "gte-multilingual-reranker-base, jina-reranker-v1-turbo-en) has labels");
   }
   const int64_t labels = options.labels > 0 ? options.labels : 1;
 

@@ -652,6 +652,356 @@ def gte(hub=False, labels=0, ntk=0.0, type_vocab_size=1, storage=None):
     return spec
 
 
+# ---------------------------------------------------------------- issue 48: JinaBERT (a re-implementation)
+#
+# transformers 5.25 has no JinaBERT, and its hub code (jinaai/jina-bert-implementation,
+# modeling_bert.py) is remote code that the reference machine does not download. The goldens are
+# therefore a small float64 re-implementation of that code's equations (jina_forward below), checked
+# in the tool against a second path built from transformers' own BERT modules (jina_through_bert).
+
+JINA_AUTO_MAP = {
+    "AutoConfig": "jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig",
+    "AutoModel": "jinaai/jina-bert-implementation--modeling_bert.JinaBertModel",
+    "AutoModelForMaskedLM": "jinaai/jina-bert-implementation--modeling_bert.JinaBertForMaskedLM",
+    "AutoModelForSequenceClassification":
+        "jinaai/jina-bert-implementation--modeling_bert.JinaBertForSequenceClassification"}
+
+
+def jina_alibi_slopes(n_heads):
+    """The remote code's _get_alibi_head_slopes (JinaBertEncoder.rebuild_alibi_tensor), as written there."""
+    import math
+
+    def get_slopes_power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        ratio = start
+        return [start * ratio ** i for i in range(n)]
+
+    if math.log2(n_heads).is_integer():
+        return get_slopes_power_of_2(n_heads)
+    closest_power_of_2 = 2 ** math.floor(math.log2(n_heads))
+    return (get_slopes_power_of_2(closest_power_of_2)
+            + jina_alibi_slopes(2 * closest_power_of_2)[0::2][: n_heads - closest_power_of_2])
+
+
+def jina_alibi(n_heads, length):
+    """rebuild_alibi_tensor(size=length)[0]: [heads, L, L], -slope_h * |j - i| (float32 slopes, as
+    torch.Tensor(slopes) makes them, then the model's dtype)."""
+    slopes = torch.tensor(jina_alibi_slopes(n_heads), dtype=torch.float32).double() * -1
+    positions = torch.arange(length)
+    relative = (positions[None, :] - positions[:, None]).abs().double()
+    return slopes[:, None, None] * relative[None]
+
+
+def jina_forward(w, config, ids, prefix, alibi=True):
+    """JinaBertModel / JinaBertForSequenceClassification forward of one sequence (no padding), float64:
+    (last_hidden_state [L, H], logits [1, labels] or None). The remote code's steps:
+    JinaBertEmbeddings (word + token_type, no position table for alibi, LayerNorm);
+    JinaBertSelfAttention (scores / sqrt(d) + alibi, softmax, · V); BertSelfOutput (dense, LayerNorm
+    with the residual); JinaBertGLUMLP (gated_layers -> act(first half) * second half -> wo ->
+    layernorm with the residual); the classifier: BertPooler (tanh(dense(x_cls))) then classifier."""
+    fn = torch.nn.functional
+    hidden_size, heads = config["hidden_size"], config["num_attention_heads"]
+    d, ffn, eps = hidden_size // heads, config["intermediate_size"], config["layer_norm_eps"]
+    act = fn.relu if config["feed_forward_type"] == "reglu" else fn.gelu  # nn.GELU(): erf
+    p = lambda name: w[prefix + name]
+    x = p("embeddings.word_embeddings.weight")[ids] + p("embeddings.token_type_embeddings.weight")[0]
+    x = fn.layer_norm(x, (hidden_size,), p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"), eps)
+    length = len(ids)
+    bias = jina_alibi(heads, length) if alibi else torch.zeros(heads, length, length, dtype=torch.float64)
+    for i in range(config["num_hidden_layers"]):
+        b = f"encoder.layer.{i}."
+        split = lambda t: t.view(length, heads, d).transpose(0, 1)  # [heads, L, d]
+        q, k, v = (split(fn.linear(x, p(b + f"attention.self.{n}.weight"), p(b + f"attention.self.{n}.bias")))
+                   for n in ("query", "key", "value"))
+        scores = q @ k.transpose(-1, -2) / (d ** 0.5) + bias
+        context = (torch.softmax(scores, dim=-1) @ v).transpose(0, 1).reshape(length, hidden_size)
+        attended = fn.linear(context, p(b + "attention.output.dense.weight"), p(b + "attention.output.dense.bias"))
+        x = fn.layer_norm(attended + x, (hidden_size,), p(b + "attention.output.LayerNorm.weight"),
+                          p(b + "attention.output.LayerNorm.bias"), eps)
+        gated_layers = fn.linear(x, p(b + "mlp.gated_layers.weight"))
+        gated, non_gated = gated_layers[:, :ffn], gated_layers[:, ffn:]
+        out = fn.linear(act(gated) * non_gated, p(b + "mlp.wo.weight"), p(b + "mlp.wo.bias"))
+        x = fn.layer_norm(out + x, (hidden_size,), p(b + "mlp.layernorm.weight"), p(b + "mlp.layernorm.bias"), eps)
+    logits = None
+    if "classifier.weight" in w:
+        pooled = torch.tanh(fn.linear(x[:1], p("pooler.dense.weight"), p("pooler.dense.bias")))
+        logits = fn.linear(pooled, w["classifier.weight"], w["classifier.bias"])
+    return x, logits
+
+
+def register_alibi_attention():
+    """transformers attention functions "jina_alibi_eager" / "jina_alibi_sdpa": its eager and SDPA
+    attention with the ALiBi tensor of the query length added to the mask (cached per length and
+    dtype), so BertSelfAttention scores as JinaBertSelfAttention does."""
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.models.bert.modeling_bert import eager_attention_forward
+    cache = {}
+
+    def with_alibi(function):
+        def attend(module, query, key, value, attention_mask, *args, **kwargs):
+            heads, length = query.shape[1], query.shape[2]
+            index = (heads, length, query.dtype)
+            if index not in cache:
+                cache[index] = jina_alibi(heads, length)[None].to(query.dtype)
+            mask = cache[index] if attention_mask is None else attention_mask + cache[index]
+            return function(module, query, key, value, mask, *args, **kwargs)
+        return attend
+
+    AttentionInterface.register("jina_alibi_eager", with_alibi(eager_attention_forward))
+    AttentionInterface.register("jina_alibi_sdpa", with_alibi(sdpa_attention_forward))
+
+
+def jina_bert_modules(w, config, prefix, attention="eager"):
+    """JinaBERT assembled from transformers' BertModel / BertForSequenceClassification: its
+    embeddings (position table zeroed), attention (ALiBi added to the mask its eager or SDPA
+    attention takes: register_alibi_attention), BertOutput (dense wo + LayerNorm with the
+    residual), pooler and classifier; only the gated intermediate is written here (BertIntermediate
+    replaced by act(x·W_gateᵀ) ⊙ x·W_upᵀ). `w`: the folder's tensors by name. Returns (model, base)."""
+    register_alibi_attention()
+    heads, ffn = config["num_attention_heads"], config["intermediate_size"]
+    labels = w["classifier.weight"].shape[0] if "classifier.weight" in w else 0
+    bert_config = transformers.BertConfig(
+        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"], num_hidden_layers=config["num_hidden_layers"],
+        num_attention_heads=heads, intermediate_size=ffn, max_position_embeddings=config["max_position_embeddings"],
+        type_vocab_size=config["type_vocab_size"], layer_norm_eps=config["layer_norm_eps"], hidden_act="gelu",
+        num_labels=max(labels, 1), attn_implementation="jina_alibi_" + attention)
+    model = (transformers.BertForSequenceClassification if labels else transformers.BertModel)(bert_config)
+    base = base_of(model)
+    act = torch.nn.functional.relu if config["feed_forward_type"] == "reglu" else torch.nn.functional.gelu
+
+    class GatedIntermediate(torch.nn.Module):
+        def __init__(self, weight):
+            super().__init__()
+            self.weight = torch.nn.Parameter(weight)
+
+        def forward(self, x):
+            both = torch.nn.functional.linear(x, self.weight)
+            return act(both[..., :ffn]) * both[..., ffn:]
+
+    state = {}
+    for name, value in w.items():
+        name = name[len(prefix):] if name.startswith(prefix) else name
+        name = name.replace("mlp.wo.", "output.dense.").replace("mlp.layernorm.", "output.LayerNorm.")
+        if "mlp.gated_layers" not in name:
+            state[name if labels == 0 or name.startswith("classifier") else "bert." + name] = value
+    state[("bert." if labels else "") + "embeddings.position_embeddings.weight"] = torch.zeros_like(
+        base.embeddings.position_embeddings.weight, dtype=w[prefix + "embeddings.word_embeddings.weight"].dtype)
+    model = model.to(w[prefix + "embeddings.word_embeddings.weight"].dtype).eval()
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected, unexpected
+    assert all("intermediate" in n or "position_ids" in n or "token_type_ids" in n for n in missing), missing
+    for i, layer in enumerate(base.encoder.layer):
+        layer.intermediate = GatedIntermediate(w[f"{prefix}encoder.layer.{i}.mlp.gated_layers.weight"])
+    return model, base
+
+
+def jina_through_bert(w, config, ids, prefix):
+    """(last_hidden_state, logits or None) of one sequence through jina_bert_modules (eager, float64)."""
+    model, base = jina_bert_modules(w, config, prefix)
+    with torch.no_grad():
+        hidden = base(input_ids=ids[None]).last_hidden_state[0]
+        logits = model(input_ids=ids[None]).logits if model is not base else None
+    return hidden, logits
+
+
+def load_jina_bert(folder, attention="sdpa"):
+    """A JinaBERT hub folder (config.json, model.safetensors) as transformers modules in float32
+    (jina_bert_modules): the PyTorch peer of bench/peers/torch_rounds.py. Returns its base model."""
+    folder = pathlib.Path(folder)
+    config = json.loads((folder / "config.json").read_text())
+    with safe_open(folder / "model.safetensors", "pt") as f:
+        w = {name: f.get_tensor(name).float() for name in f.keys()}
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
+    return jina_bert_modules(w, config, prefix, attention)[1]
+
+
+def jina_weights(config, labels, seed, storage):
+    """Random hub-named tensors (JinaBertModel's state_dict), with the default recipe's scales: matrices
+    N(0, 0.02²)·5, embeddings N(0, 0.02²), norm weights 1 + 0.1N, norm biases 0.1N, other biases 0.05N."""
+    generator = torch.Generator().manual_seed(seed)
+    n = lambda *shape: torch.randn(*shape, generator=generator, dtype=torch.float64)
+    h, ffn = config["hidden_size"], config["intermediate_size"]
+    w = {"embeddings.word_embeddings.weight": 0.02 * n(config["vocab_size"], h),
+         "embeddings.token_type_embeddings.weight": 0.02 * n(config["type_vocab_size"], h)}
+    norm = lambda name: w.update({name + ".weight": 1 + 0.1 * n(h), name + ".bias": 0.1 * n(h)})
+    linear = lambda name, rows, columns, bias=True: w.update(
+        {name + ".weight": 0.1 * n(rows, columns), **({name + ".bias": 0.05 * n(rows)} if bias else {})})
+    norm("embeddings.LayerNorm")
+    for i in range(config["num_hidden_layers"]):
+        b = f"encoder.layer.{i}."
+        for part in ("query", "key", "value"):
+            linear(b + "attention.self." + part, h, h)
+        linear(b + "attention.output.dense", h, h)
+        norm(b + "attention.output.LayerNorm")
+        linear(b + "mlp.gated_layers", 2 * ffn, h, bias=False)
+        linear(b + "mlp.wo", h, ffn)
+        norm(b + "mlp.layernorm")
+    linear("pooler.dense", h, h)
+    prefix = ""
+    if labels:
+        w = {"bert." + k: v for k, v in w.items()}
+        linear("classifier", labels, h)
+        prefix = "bert."
+    # Rounded to the stored dtype: the goldens are the float64 run of what the file holds.
+    w = {k: v.to(storage).double() for k, v in w.items()}
+    return w, prefix
+
+
+def jina_bert(labels=0, heads=6, storage=torch.float32):
+    """JinaBERT as the hub ships it: config.json in JinaBertConfig's keys (model_type "bert",
+    position_embedding_type "alibi", feed_forward_type "geglu", the remote code's auto_map); the
+    embedder names JinaBertForMaskedLM (jina-embeddings-v2-*-en) with JinaBertModel's unprefixed
+    tensors, the reranker JinaBertForSequenceClassification (jina-reranker-v1-*-en) under "bert.".
+    Heads: 6 (the embedder) and 12 (the reranker, as jina-embeddings-v2-base-en): both not powers
+    of two, so the slopes take the remote code's interleaved branch."""
+    config = {
+        "architectures": ["JinaBertForSequenceClassification" if labels else "JinaBertForMaskedLM"],
+        "attention_probs_dropout_prob": 0.0, "auto_map": JINA_AUTO_MAP, "classifier_dropout": None,
+        "emb_pooler": None if labels else "mean", "feed_forward_type": "geglu", "gradient_checkpointing": False,
+        "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 96, "initializer_range": 0.02,
+        "intermediate_size": 128, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert",
+        "num_attention_heads": heads, "num_hidden_layers": 2, "pad_token_id": 0, "position_embedding_type": "alibi",
+        "torch_dtype": str(storage).replace("torch.", ""), "transformers_version": "4.26.0", "type_vocab_size": 2,
+        "use_cache": True, "vocab_size": VOCAB}
+    if labels:
+        config.update(id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
+    return dict(jina=True, config=config, labels=labels, seed=491 + labels, storage=storage, ids=(1, 2), pad=0)
+
+
+def make_jina(family, out, spec):
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    config, storage = spec["config"], spec["storage"]
+    w, prefix = jina_weights(config, spec["labels"], spec["seed"], storage)
+    save_file({k: v.to(storage).contiguous() for k, v in w.items()}, out / "model.safetensors",
+              metadata={"format": "pt"})
+    (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    rows = make_ids(spec, torch.Generator().manual_seed(7))
+    golden, worst_bert, worst_no_alibi = {}, 0.0, 0.0
+    for i, ids in enumerate(rows):
+        hidden, logits = jina_forward(w, config, ids, prefix)
+        golden[f"input_ids_{i}"] = ids.to(torch.int64)
+        golden[f"last_hidden_state_{i}"] = hidden.float()
+        golden[f"mean_pooled_{i}"] = hidden.mean(0, keepdim=True).float()
+        golden[f"cls_pooled_{i}"] = hidden[:1].float()
+        golden[f"last_token_{i}"] = hidden[-1:].float()
+        if logits is not None:
+            golden[f"logits_{i}"] = logits.float()
+        # The independent path: transformers' BERT modules with ALiBi as the additive mask.
+        bert_hidden, bert_logits = jina_through_bert(w, config, ids, prefix)
+        worst_bert = max(worst_bert, float((bert_hidden - hidden).abs().max()))
+        if logits is not None:
+            worst_bert = max(worst_bert, float((bert_logits - logits).abs().max()))
+        without, _ = jina_forward(w, config, ids, prefix, alibi=False)
+        worst_no_alibi = max(worst_no_alibi, float((without - hidden).abs().max()))
+    assert worst_bert < 1e-10, worst_bert
+    save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
+    import math
+    heads = config["num_attention_heads"]
+    slopes = jina_alibi_slopes(heads)
+    # The ALiBi paper's slopes in closed form: 2^(-8k/n) for n a power of two; otherwise those of the
+    # power of two p below n, then 2^(-8(2k-1)/(2p)) for k = 1 .. n - p.
+    power = 2 ** math.floor(math.log2(heads))
+    closed = [2 ** (-8 * k / power) for k in range(1, power + 1)] + \
+        [2 ** (-8 * (2 * k - 1) / (2 * power)) for k in range(1, heads - power + 1)]
+    assert max(abs(a - b) for a, b in zip(slopes, closed)) < 1e-15, (slopes, closed)
+    report = {
+        "generator": "tools/make_family_goldens.py " + family, "torch": torch.__version__,
+        "transformers": transformers.__version__, "lengths": LENGTHS, "seed": spec["seed"],
+        "dtype": "float64 run, float32 outputs", "stored_dtype": str(storage).replace("torch.", ""),
+        "reference": "a float64 re-implementation of jinaai/jina-bert-implementation's modeling_bert.py "
+                     "(JinaBertModel / JinaBertForSequenceClassification): transformers 5.25 has no JinaBERT "
+                     "and the remote code is not run here (tools/make_family_goldens.py, jina_forward)",
+        "layout": "the hub's (jina-embeddings-v2 / jina-reranker-v1 folders): JinaBertConfig keys, remote-code "
+                  "tensor names" + (", backbone under bert." if prefix else ", unprefixed"),
+        "config": key_config(out / "config.json"), "tensors": tensor_names(out / "model.safetensors"),
+        "golden_tensors": sorted(golden),
+        "checks": {
+            "max_abs_diff_to_transformers_bert_modules_with_alibi_mask": worst_bert,
+            "max_abs_diff_if_no_alibi": worst_no_alibi,
+            "alibi_slopes": slopes, "alibi_slopes_closed_form": closed,
+            "logits": {f"logits_{i}": golden[f"logits_{i}"][0].tolist() for i in range(len(rows))}
+            if spec["labels"] else None}}
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {out}: transformers-BERT path diff {worst_bert:.2e}, no-ALiBi diff {worst_no_alibi:.2e}")
+
+
+# ---------------------------------------------------------------- issue 48: stella's 2_Dense_<dims>
+
+STELLA_DENSE_WIDTHS = (16, 48, 96)
+
+
+def stella_modules(dense_folder):
+    return [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": dense_folder, "type": "sentence_transformers.models.Dense"}]
+
+
+def make_stella_dense(family, out):
+    """stella_en_400M_v5's layout (NovaSearch/stella_en_400M_v5: gte-large-en-v1.5 with mean pooling,
+    then one Dense module chosen among 2_Dense_<dims> folders by the path modules.json names): tiny-gte's
+    GteModel (transformers' own config, so sentence-transformers loads it without remote code), BERT's
+    uncased tokenizer files (from ../shared, for sentence-transformers' loader, removed after: the goldens
+    feed ids),
+    1_Pooling (mean) and Dense folders 2_Dense_16, 2_Dense_48, 2_Dense_96 (64 -> d, bias, Identity, as
+    stella's), saved by sentence-transformers' own Dense module. modules.json names 2_Dense_48.
+    golden.safetensors: input_ids_i, mean_pooled_i, and dense_<d>_i = SentenceTransformer(folder).forward
+    (float64) with modules.json naming 2_Dense_<d>, for each d."""
+    import shutil
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Dense
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = gte()
+    torch.manual_seed(spec["seed"])
+    model = spec["cls"](spec["config"]).eval()
+    perturb(model, "default")
+    model.save_pretrained(out, safe_serialization=True)
+    shared = pathlib.Path(__file__).resolve().parent.parent.parent / "shared/models/configs/all-MiniLM-L6-v2"
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copy(shared / name, out / name)
+    (out / "1_Pooling").mkdir(exist_ok=True)
+    (out / "1_Pooling/config.json").write_text(json.dumps({"word_embedding_dimension": 64,
+                                                           "pooling_mode_mean_tokens": True}, indent=2) + "\n")
+    (out / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 512, "do_lower_case": False}) + "\n")
+    generator = torch.Generator().manual_seed(489)
+    for width in STELLA_DENSE_WIDTHS:
+        weight = 0.2 * torch.randn(width, 64, generator=generator)
+        bias = 0.05 * torch.randn(width, generator=generator)
+        (out / f"2_Dense_{width}").mkdir(exist_ok=True)
+        Dense(64, width, bias=True, activation_function=torch.nn.Identity(), init_weight=weight,
+              init_bias=bias).save(str(out / f"2_Dense_{width}"))
+    rows = make_ids(spec, torch.Generator().manual_seed(7))
+    golden = {}
+    for i, ids in enumerate(rows):
+        golden[f"input_ids_{i}"] = ids.to(torch.int64)
+    for width in STELLA_DENSE_WIDTHS:
+        (out / "modules.json").write_text(json.dumps(stella_modules(f"2_Dense_{width}"), indent=2) + "\n")
+        st = SentenceTransformer(str(out), device="cpu").double().eval()
+        for i, ids in enumerate(rows):
+            features = {"input_ids": ids[None], "attention_mask": torch.ones_like(ids)[None],
+                        "token_type_ids": torch.zeros_like(ids)[None]}
+            with torch.no_grad():
+                result = st.forward(features)
+            golden[f"dense_{width}_{i}"] = result["sentence_embedding"].float()
+            golden[f"mean_pooled_{i}"] = result["token_embeddings"][0].mean(0, keepdim=True).float()
+    (out / "modules.json").write_text(json.dumps(stella_modules("2_Dense_48"), indent=2) + "\n")
+    # The tokenizer only let sentence-transformers load the folder; the goldens hold ids.
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        (out / name).unlink()
+    save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
+    report = {"generator": "tools/make_family_goldens.py " + family, "transformers": transformers.__version__,
+              "torch": torch.__version__, "sentence_transformers": __import__("sentence_transformers").__version__,
+              "class": "GteModel (tiny-gte's config and seed) + Pooling (mean) + one Dense of 2_Dense_{16,48,96}",
+              "lengths": LENGTHS, "dense_widths": list(STELLA_DENSE_WIDTHS), "modules_json_names": "2_Dense_48",
+              "dense_files": {f"2_Dense_{w}": sorted(p.name for p in (out / f"2_Dense_{w}").iterdir())
+                              for w in STELLA_DENSE_WIDTHS},
+              "golden_tensors": sorted(golden)}
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
 def mpnet_classifier():
     spec = mpnet()
     spec["config"].num_labels = 2
@@ -708,6 +1058,11 @@ FAMILIES = {
     "gte-hub-ntk-f16": lambda: gte(hub=True, ntk=2.0, type_vocab_size=0, storage=torch.float16),
     "gte-reranker": lambda: dict(gte(labels=1), state_dict_names=True),
     "gte-reranker-hub": lambda: gte(hub=True, labels=1, ntk=8.0),
+    # Issue 48: JinaBERT (ALiBi), the hub's layout; a re-implementation is the reference (make_jina).
+    "jina-bert": jina_bert,
+    "jina-reranker-bf16": lambda: jina_bert(labels=1, heads=12, storage=torch.bfloat16),
+    # Issue 48: stella_en_400M_v5's 2_Dense_<dims> folders, against sentence-transformers (make_stella_dense).
+    "gte-stella-dense": lambda: dict(stella=True),
 }
 
 
@@ -932,6 +1287,10 @@ class NoCausalMask:
 
 def make(family, out):
     spec = FAMILIES[family]()
+    if spec.get("jina"):
+        return make_jina(family, out, spec)
+    if spec.get("stella"):
+        return make_stella_dense(family, out)
     with NoCausalMask(spec):
         make_spec(family, out, spec)
 

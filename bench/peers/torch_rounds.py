@@ -1,14 +1,16 @@
 """stamen's engine against PyTorch eager (transformers 5.25, fp32, sdpa attention), alternated round by
 round on the same model folder, one sequence of each length, same thread count: each round runs
 `stamen bench engine` once, then times transformers' model on the same shapes. For families ONNX
-export does not cover yet (NomicBERT, GTE's hub folders); engine_rounds.py is the ONNX Runtime /
+export does not cover yet (NomicBERT, GTE's hub folders, JinaBERT); engine_rounds.py is the ONNX Runtime /
 OpenVINO peer. Before timing, both embed one random sequence of the longest length and the
 largest absolute difference of the last hidden states is printed (the two must agree).
 
     .venv-heavy/bin/python bench/peers/torch_rounds.py --model DIR --threads 2 --lengths 512 --rounds 5
 
 A hub GTE folder (model_type "new") loads as transformers' GteModel with its config restated and
-the hub's NTK scaling registered as tools/make_family_goldens.py does.
+the hub's NTK scaling registered as tools/make_family_goldens.py does. A JinaBERT folder (auto_map
+naming JinaBertConfig; transformers has no JinaBERT) runs as transformers' BERT modules with ALiBi
+added to their SDPA attention's mask and the gated feed-forward (make_family_goldens.load_jina_bert).
 """
 import argparse
 import json
@@ -23,11 +25,13 @@ import torch
 import transformers
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
-from make_family_goldens import new_impl_ntk_parameters  # noqa: E402  (registers the "ntk" rope_type)
+from make_family_goldens import load_jina_bert, new_impl_ntk_parameters  # noqa: E402  (registers the "ntk" rope_type)
 
 
 def load_reference(folder):
     config = json.loads((pathlib.Path(folder) / "config.json").read_text())
+    if "JinaBertConfig" in config.get("auto_map", {}).get("AutoConfig", ""):
+        return load_jina_bert(folder)
     if config.get("model_type") != "new":
         return transformers.AutoModel.from_pretrained(folder, attn_implementation="sdpa")
     scaling = config.get("rope_scaling")

@@ -21,6 +21,8 @@ enum class ModelFamily {
   kEuroBert, kPplxQwen3, kLlamaBidirectional,
   // Rotary post-norm encoders with gated feed-forwards (issue 48): NomicBERT, Alibaba's GTE.
   kNomicBert, kGte,
+  // JinaBERT (issue 48): BERT with ALiBi and a gated feed-forward (jina-embeddings-v2, jina-reranker-v1).
+  kJinaBert,
   // Gemma (1): GemmaForCausalLM, as bge-reranker-v2-gemma (issue 44).
   kGemma,
   // Static embeddings (issue 44): a token embedding table and a tokenizer, no transformer

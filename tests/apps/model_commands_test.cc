@@ -530,6 +530,9 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       {"gte-base-en-v1.5", "configs/all-MiniLM-L6-v2", 768, "NewModel"},
       {"gte-multilingual-base", "xlmr-trimmed-32k", 768, "NewModel"},
       {"gte-multilingual-reranker-base", "xlmr-trimmed-32k", 0, "NewForSequenceClassification"},
+      // Issue 48: JinaBERT (ALiBi).
+      {"jina-embeddings-v2-base-en", "configs/all-MiniLM-L6-v2", 768, "JinaBertForMaskedLM"},
+      {"jina-reranker-v1-turbo-en", "configs/all-MiniLM-L6-v2", 0, "JinaBertForSequenceClassification"},
       // Issue 44: LLM rerankers; bge-reranker-v2-gemma with its shipped stand-in tokenizer (""),
       // for which make-model writes a yes_no_reranker.json scoring BERT's "yes".
       {"mxbai-rerank-base-v2", "qwen2-bpe", 0, "Qwen2ForCausalLM"},

@@ -118,6 +118,16 @@ TEST_F(CudaKernelTest, TensorCoreAttentionMatchesCpuAndScalarKernel) {
       EXPECT_CLOSE(ToHost(scalar), ToHost(tensor_cores), what.str() + " vs the scalar kernel");
     }
   }
+  // JinaBERT's ALiBi (12 heads: slopes of a non-power-of-two count) runs on tensor cores too.
+  const ops::QkvLayout layout{12, 12, 64};
+  const RaggedBatch batch = MakeRaggedBatch(layout, lengths, rng_);
+  std::vector<float> slopes = ops::AlibiSlopes(layout.num_heads);
+  Tensor host_slopes = *Tensor::Allocate(DataType::kF32, {layout.num_heads});
+  std::copy(slopes.begin(), slopes.end(), host_slopes.data<float>());
+  const ops::AlibiBias host_alibi{.slopes = host_slopes};
+  const ops::AlibiBias device_alibi{.slopes = ToDevice(host_slopes, DataType::kF32)};
+  ASSERT_TRUE(cuda::TensorCoreAttentionFits(ToDevice(batch.qkv), layout, {.alibi = &device_alibi}));
+  ExpectAttentionMatchesCpu(batch, layout, {.alibi = &host_alibi}, {.alibi = &device_alibi}, "tensor cores, alibi, 12 heads");
 }
 
 // MPNet's relative position bias (32 buckets, max_distance 128) over sequences shorter and

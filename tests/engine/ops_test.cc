@@ -562,6 +562,9 @@ std::vector<double> ReferenceAttention(const Tensor& qkv, const std::vector<int3
             }
             score += terms * scale;
           }
+          if (const ops::AlibiBias* alibi = options.alibi; alibi != nullptr) {
+            score -= double{alibi->slopes.data<float>()[head]} * std::abs(j - i);
+          }
           keys.push_back(j);
           scores.push_back(score);
           maximum = std::max(maximum, score);
@@ -778,6 +781,31 @@ TEST(AttentionTest, OptionsMatchReference) {
   }
 }
 
+// ALiBi (JinaBERT): −slope_h · |i − j| per head, over ragged sequences up to 341 tokens (where
+// the far keys' numerators fall below the softmax's cutoff of e^−64), with windows and causal
+// masks too, against the reference in double.
+TEST(AttentionTest, AlibiMatchesReference) {
+  for (const int64_t heads : {12, 6, 8}) {
+    const ops::QkvLayout layout{heads, heads, 32};
+    const std::vector<float> slopes = ops::AlibiSlopes(heads);
+    Tensor table = Zeros({heads});
+    std::copy(slopes.begin(), slopes.end(), table.data<float>());
+    const ops::AlibiBias alibi{.slopes = table};
+    const std::vector<int32_t> bounds = {0, 1, 7, 24, 41, 341};
+    Tensor qkv = Random({341, layout.row_size()}, 41, 1.5f);
+    const std::vector<ops::AttentionOptions> cases = {
+        {.alibi = &alibi}, {.causal = true, .alibi = &alibi}, {.window = 9, .scale = 0.3f, .alibi = &alibi}};
+    for (size_t c = 0; c < cases.size(); ++c) {
+      Tensor out = Zeros({341, heads * 32});
+      ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, cases[c], out).ok());
+      const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, cases[c]);
+      for (size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_NEAR(out.data<float>()[i], expected[i], 1e-5) << heads << " heads, case " << c << " at " << i;
+      }
+    }
+  }
+}
+
 // One sequence with one key/value head (EmbeddingGemma's shape at batch 1) is split into blocks
 // of queries, one per task; with four threads asked for, eight blocks, some of them empty for the
 // short lengths. Causal, windowed and position-biased, as above.
@@ -822,6 +850,14 @@ TEST(AttentionTest, ValidatesArguments) {
   const ops::DisentangledPositionBias narrow{
       .projections = Zeros({8, 8}), .key_column = 1, .span = 4, .max_relative_positions = 4};
   EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.disentangled_bias = &narrow}, out8).ok());
+  const ops::AlibiBias two_slopes{.slopes = Zeros({2})};  // 2 heads for a 1-head layout
+  EXPECT_FALSE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.alibi = &two_slopes}, out8).ok());
+  const ops::AlibiBias one_slope{.slopes = Zeros({1})};
+  const ops::RelativePositionBias one_head{.table = Zeros({32, 1})};
+  EXPECT_FALSE(
+      ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.position_bias = &one_head, .alibi = &one_slope}, out8)
+          .ok());
+  EXPECT_TRUE(ops::Attention(Zeros({4, 24}), Ints({0, 4}), {1, 1, 8}, {.alibi = &one_slope}, out8).ok());
   const std::vector<int32_t> good = {0, 2, 5}, empty = {0, 0, 5}, short_end = {0, 2, 4}, decreasing = {0, 3, 2};
   EXPECT_TRUE(ops::ValidateCuSeqlens(good, 5, false).ok());
   EXPECT_FALSE(ops::ValidateCuSeqlens(empty, 5, false).ok());

@@ -273,5 +273,49 @@ TEST(RotaryEncodersTest, NativeFoldersRefusedByBert) {
   }
 }
 
+// stella_en_400M_v5's layout: one Dense module among 2_Dense_<dims> folders, the one modules.json
+// names, sets the width; each choice against sentence-transformers' own forward of the folder
+// (tools/make_family_goldens.py gte-stella-dense), cosine ≥ 0.9999 and ≤ 1e-4.
+TEST(RotaryEncodersTest, StellaDenseFolderIsTheOneModulesJsonNames) {
+  TempDir dir;
+  const std::string folder = dir.path() + "/model";
+  std::filesystem::copy(kData + "tiny-gte-stella-dense", folder, std::filesystem::copy_options::recursive);
+  auto golden = WeightStore::OpenFile(folder + "/golden.safetensors");
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  const std::string shipped = ReadText(folder + "/modules.json");
+  ASSERT_NE(shipped.find("\"2_Dense_48\""), std::string::npos);
+  for (const int64_t width : {16, 48, 96}) {
+    std::string modules = shipped;
+    modules.replace(modules.find("2_Dense_48"), 10, "2_Dense_" + std::to_string(width));
+    WriteFile(folder + "/modules.json", modules);
+    auto engine = Engine::Load(folder, {.num_threads = 1});
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    EXPECT_EQ((*engine)->embedding_width(), width);
+    double worst_cosine = 1.0, worst_error = 0.0;
+    for (int i = 0; i < 6; ++i) {
+      const std::string index = std::to_string(i);
+      auto ids64 = golden->Load("input_ids_" + index, DataType::kI64);
+      ASSERT_TRUE(ids64.ok());
+      const std::vector<int32_t> ids(ids64->data<int64_t>(), ids64->data<int64_t>() + ids64->NumElements());
+      const std::vector<int32_t> bounds = {0, static_cast<int32_t>(ids.size())};
+      auto result = (*engine)->Step({ids, bounds, {}}, {.normalize = false});
+      ASSERT_TRUE(result.ok() && result->Wait().ok());
+      auto expected = golden->Load("dense_" + std::to_string(width) + "_" + index);
+      ASSERT_TRUE(expected.ok());
+      ASSERT_EQ(result->values().NumElements(), width);
+      const float* actual = result->values().data<float>();
+      for (int64_t j = 0; j < width; ++j) {
+        worst_error = std::max(worst_error, double{std::abs(actual[j] - expected->data<float>()[j])});
+      }
+      worst_cosine = std::min(worst_cosine, Cosine({actual, static_cast<size_t>(width)},
+                                                   {expected->data<float>(), static_cast<size_t>(width)}));
+    }
+    EXPECT_GE(worst_cosine, 0.9999) << width;
+    EXPECT_LE(worst_error, 1e-4) << width;
+    std::cout << "[ golden   ] tiny-gte-stella-dense 2_Dense_" << width << ": worst cosine " << std::setprecision(10)
+              << worst_cosine << ", max abs error " << std::setprecision(3) << worst_error << "\n";
+  }
+}
+
 }  // namespace
 }  // namespace stamen::engine

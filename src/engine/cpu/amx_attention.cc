@@ -123,8 +123,8 @@ void MultiplyPanels(int64_t row_tiles, int64_t panels, const uint16_t* input, in
 }  // namespace
 
 bool AmxAttentionApplies(const ops::AttentionOptions& options) {
-  return options.position_bias == nullptr && options.disentangled_bias == nullptr && !options.causal &&
-         options.window <= 0;
+  return options.position_bias == nullptr && options.disentangled_bias == nullptr && options.alibi == nullptr &&
+         !options.causal && options.window <= 0;
 }
 
 void AmxAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, float scale,

@@ -18,7 +18,8 @@
 // Position terms (ops::AttentionOptions), added to a visible pair's scaled score:
 // - MPNet's relative position bias: the table's entry for (bucket of j − i, head);
 // - DeBERTa's c2p (scale · q_i · position_key[row]) and p2c (scale · k_j · position_query[row]),
-//   row = DisentangledPositionRow(i − j).
+//   row = DisentangledPositionRow(i − j);
+// - ALiBi (JinaBERT): −slope_h · |i − j|, the head's slope read once into a register.
 // A tile of kBlockM queries against kBlockN keys meets kBlockM + kBlockN − 1 offsets i − j, so
 // per key tile the block computes each offset's bucket or row once (position_buckets.h, the
 // functions the CPU kernel calls) and keeps the offset's bias, or its position key and query
@@ -58,6 +59,7 @@ struct PositionTerms {
   int span = 0;
   int position_buckets = 0;
   int max_relative_positions = 0;
+  const float* alibi_slopes = nullptr;  // ALiBi: F32 [num_heads]
 
   __host__ __device__ bool content_to_position() const { return projections != nullptr && key_column >= 0; }
   __host__ __device__ bool position_to_content() const { return projections != nullptr && query_column >= 0; }
@@ -136,6 +138,7 @@ __global__ void __launch_bounds__(kThreads)
   const int kv_head = head / (num_heads / num_kv_heads);
   const int64_t row_size = int64_t{num_heads + 2 * num_kv_heads} * head_dim;
   const int64_t q_column = int64_t{head} * head_dim;
+  const float alibi_slope = terms.alibi_slopes != nullptr ? terms.alibi_slopes[head] : 0.0f;
   const int64_t k_column = int64_t{num_heads + kv_head} * head_dim;
   const int64_t v_column = int64_t{num_heads + num_kv_heads + kv_head} * head_dim;
   const int sequence_begin = cu_seqlens[tile_sequence];
@@ -258,6 +261,7 @@ __global__ void __launch_bounds__(kThreads)
           dot = fmaf(term, scale, dot);
         }
         if (relative_bias) dot += offset_bias[e];
+        dot = fmaf(-alibi_slope, static_cast<float>(abs(distance)), dot);  // 0 without ALiBi
         score = dot;
       }
       scores[i * s_stride + j] = score;
@@ -355,6 +359,7 @@ Status ScalarAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::Q
     terms.position_buckets = bias->position_buckets;
     terms.max_relative_positions = bias->max_relative_positions;
   }
+  if (options.alibi != nullptr) terms.alibi_slopes = options.alibi->slopes.data<float>();
   const SharedLayout shared = MakeLayout(static_cast<int>(layout.head_dim), terms);
   // Opt in to more than 48 KiB once per size (never during a capture: an eager step of the
   // same shapes always comes first).

@@ -15,7 +15,7 @@ struct AttentionKernelChoice {
 };
 
 // head_dim: the model's; position_terms: MPNet's relative bias or DeBERTa's disentangled
-// terms inside attention; compute_major: the GPU's compute capability major version;
+// terms inside attention (JinaBERT's ALiBi is not one: the tensor-core kernel adds it); compute_major: the GPU's compute capability major version;
 // scalar_forced: ScalarAttentionForced().
 AttentionKernelChoice ChooseAttentionKernel(int64_t head_dim, bool position_terms, int compute_major,
                                             bool scalar_forced);

@@ -7,9 +7,10 @@
 // in fp32 registers. Nothing of size tokens² exists anywhere; the block's only shared data
 // are its queries, one key tile and one value tile.
 //
-// What it serves: the attention of every family without position terms inside attention
-// (BERT, XLM-R, RoBERTa, ModernBERT, NomicBERT, GTE, Qwen, Gemma, Llama, Mistral, EuroBERT):
-// bidirectional or causal, sliding windows, grouped-query heads, head_dim 32, 64, 128 or 256.
+// What it serves: the attention of every family without learned position terms inside
+// attention (BERT, XLM-R, RoBERTa, ModernBERT, NomicBERT, GTE, Qwen, Gemma, Llama, Mistral,
+// EuroBERT) and JinaBERT's ALiBi (−slope_h · |i − j|, computed in registers): bidirectional or
+// causal, sliding windows, grouped-query heads, head_dim 32, 64, 128 or 256.
 // MPNet's relative bias and DeBERTa's disentangled terms stay on the scalar kernel
 // (attention.cu), which is also the fallback for other head sizes and for GPUs before sm_80.
 //
@@ -57,7 +58,7 @@ template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     TensorCoreAttentionKernel(const bf16* __restrict__ qkv, const int32_t* __restrict__ cu_seqlens, int sequences,
                               int num_heads, int num_kv_heads, float scale_log2, bool causal, int window,
-                              bf16* __restrict__ output) {
+                              const float* __restrict__ alibi_slopes, bf16* __restrict__ output) {
   using Shape = TileShape<kHeadDim>;
   constexpr int kBlockN = Shape::kBlockN;
   constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks (uint4) per row of one head
@@ -81,6 +82,8 @@ __global__ void __launch_bounds__(kThreads)
   const int kv_head = head / (num_heads / num_kv_heads);
   const int64_t row_size = int64_t{num_heads + 2 * num_kv_heads} * kHeadDim;
   const int64_t q_column = int64_t{head} * kHeadDim;
+  // ALiBi's slope in the scores' base-2 scale; 0 without ALiBi.
+  const float alibi_log2 = alibi_slopes != nullptr ? alibi_slopes[head] * 1.4426950408889634f : 0.0f;
   const int64_t k_column = int64_t{num_heads + kv_head} * kHeadDim;
   const int64_t v_column = int64_t{num_heads + num_kv_heads + kv_head} * kHeadDim;
   const int sequence_begin = cu_seqlens[tile_sequence];
@@ -180,7 +183,9 @@ __global__ void __launch_bounds__(kThreads)
           const int distance = k_begin + key - query;
           const bool visible = row < q_rows && key < k_rows && (!causal || distance <= 0) &&
                                (window <= 0 || abs(distance) < window);
-          const float score = visible ? scores[n][2 * r + c] * scale_log2 : -INFINITY;
+          const float score = visible ? fmaf(-alibi_log2, static_cast<float>(abs(distance)),
+                                             scores[n][2 * r + c] * scale_log2)
+                                      : -INFINITY;
           scores[n][2 * r + c] = score;
           tile_max = fmaxf(tile_max, score);
         }
@@ -247,6 +252,7 @@ __global__ void __launch_bounds__(kThreads)
 bool TensorCoreAttentionFits(const Tensor& qkv, const ops::QkvLayout& layout, const ops::AttentionOptions& options) {
   auto context = RequireContext("attention");
   if (!context.ok()) return false;
+  // MPNet's and DeBERTa's terms stay on the scalar kernel; ALiBi runs here.
   const bool position_terms = options.position_bias != nullptr || options.disentangled_bias != nullptr;
   // 16-byte chunk loads: the tensor starts on 16 bytes (rows and column offsets are multiples
   // of head_dim, itself a multiple of 8 here). Device allocations are 256-byte aligned.
@@ -279,7 +285,8 @@ Status LaunchTensorCoreAttention(const Tensor& qkv, const Tensor& cu_seqlens, co
   const int window = static_cast<int>(std::min<int64_t>(options.window, tokens + 1));
   TensorCoreAttentionKernel<kHeadDim><<<grid, kThreads, Shape::kSharedBytes, context.stream()>>>(
       qkv.data<bf16>(), cu_seqlens.data<int32_t>(), static_cast<int>(sequences), static_cast<int>(layout.num_heads),
-      static_cast<int>(layout.num_kv_heads), scale_log2, options.causal, window, output.data<bf16>());
+      static_cast<int>(layout.num_kv_heads), scale_log2, options.causal, window,
+      options.alibi != nullptr ? options.alibi->slopes.data<float>() : nullptr, output.data<bf16>());
   return CheckLaunch("attention (tensor cores)");
 }
 

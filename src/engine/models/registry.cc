@@ -27,6 +27,8 @@ extern const FamilyDefinition kLlamaBidirectionalFamily;
 // Issue 48: rotary post-norm encoders (models/rotary_encoder.cc).
 extern const FamilyDefinition kNomicBertFamily;
 extern const FamilyDefinition kGteFamily;
+// Issue 48: JinaBERT (models/jina_bert.cc).
+extern const FamilyDefinition kJinaBertFamily;
 // Issue 44: Gemma (1), for bge-reranker-v2-gemma.
 extern const FamilyDefinition kGemmaFamily;
 // Issue 44: static embeddings (model2vec, StaticEmbedding).
@@ -53,6 +55,8 @@ const FamilyDefinition* const kFamilies[] = {
     // Issue 48: rotary post-norm encoders.
     &kNomicBertFamily,
     &kGteFamily,
+    // Issue 48: JinaBERT (ALiBi).
+    &kJinaBertFamily,
     // Issue 44: Gemma (1).
     &kGemmaFamily,
     // Issue 44: static embeddings (model2vec, StaticEmbedding).

@@ -28,6 +28,25 @@ Status ValidateCuSeqlens(std::span<const int32_t> cu_seqlens, int64_t total_toke
   return Status();
 }
 
+std::vector<float> AlibiSlopes(int64_t num_heads) {
+  // The remote code's get_slopes_power_of_2(n): start = 2^(−2^−(log2 n − 3)) = 2^(−8/n), ratio = start.
+  const auto power_of_two_slopes = [](int64_t n) {
+    std::vector<float> slopes;
+    const double start = std::exp2(-8.0 / static_cast<double>(n));
+    for (int64_t h = 0; h < n; ++h) slopes.push_back(static_cast<float>(start * std::pow(start, h)));
+    return slopes;
+  };
+  if (num_heads <= 0) return {};
+  int64_t power = 1;
+  while (power * 2 <= num_heads) power *= 2;
+  std::vector<float> slopes = power_of_two_slopes(power);
+  if (power == num_heads) return slopes;
+  // AlibiSlopes(2p)[0::2] is power_of_two_slopes(2p)[0::2]: 2p is a power of two.
+  const std::vector<float> doubled = power_of_two_slopes(2 * power);
+  for (int64_t h = 0; static_cast<int64_t>(slopes.size()) < num_heads; h += 2) slopes.push_back(doubled[h]);
+  return slopes;
+}
+
 int32_t DisentangledPositionIndex(int64_t relative_position, const DisentangledPositionBias& bias) {
   return DisentangledPositionRow(relative_position, bias.span, bias.position_buckets, bias.max_relative_positions);
 }
@@ -92,6 +111,14 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& l
   }
   if (options.disentangled_bias != nullptr) {
     STAMEN_RETURN_IF_ERROR(CheckDisentangledBias(*options.disentangled_bias, qkv, layout));
+  }
+  if (const AlibiBias* alibi = options.alibi; alibi != nullptr) {
+    if (options.position_bias != nullptr || options.disentangled_bias != nullptr) {
+      return Status::Error("attention: ALiBi does not combine with another position bias");
+    }
+    STAMEN_RETURN_IF_ERROR(internal::Expect("attention", "alibi.slopes", alibi->slopes, DataType::kF32, 1));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "alibi.slopes", alibi->slopes, 0, layout.num_heads));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("attention", {&qkv, &alibi->slopes}));
   }
   return internal::Dispatch(
       "attention", qkv.device(),

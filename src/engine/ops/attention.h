@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/ops/position_buckets.h"
 #include "engine/status.h"
@@ -61,6 +62,19 @@ struct DisentangledPositionBias {
 // bucket is LogBucketPosition with position buckets, else the distance i − j itself.
 int32_t DisentangledPositionIndex(int64_t relative_position, const DisentangledPositionBias& bias);
 
+// ALiBi (JinaBERT's symmetric encoder variant): query i's score for key j gains
+// −slope_h · |i − j| after scaling, positions counted from the sequence's start; no position
+// embeddings elsewhere.
+struct AlibiBias {
+  Tensor slopes;  // F32 [num_heads], on the attention's device
+};
+
+// The ALiBi paper's head slopes, as JinaBERT's remote code computes them
+// (jinaai/jina-bert-implementation, modeling_bert.py, _get_alibi_head_slopes): for n a power of
+// two, slope_h = 2^(−8(h+1)/n); otherwise the slopes of the power of two p below n, then every
+// other slope of 2p, the first n − p of them.
+std::vector<float> AlibiSlopes(int64_t num_heads);
+
 // Which keys a query sees and how scores are scaled. Query i of a sequence sees key j of the
 // same sequence (positions counted from the sequence's start) when
 //   (not causal or j ≤ i)  and  (window == 0 or |i − j| < window).
@@ -76,6 +90,7 @@ struct AttentionOptions {
   const RelativePositionBias* position_bias = nullptr;  // added after scaling; must outlive the call
   // DeBERTa's c2p / p2c terms; must outlive the call.
   const DisentangledPositionBias* disentangled_bias = nullptr;
+  const AlibiBias* alibi = nullptr;  // added after scaling; must outlive the call
 };
 
 // output[t, h·d:(h+1)·d] = softmax(q_h[t] · K_hᵀ · scale + bias_h) · V_h over the keys of t's

@@ -1,7 +1,7 @@
 // attention.cu's RaggedAttentionKernel and tensor_core_attention.cu's TensorCoreAttentionKernel
 // run on the host (cuda_shim.h) against a double-precision reference of ops::Attention's
-// semantics: plain, causal and windowed attention, grouped heads, MPNet's relative position
-// bias, DeBERTa's c2p / p2c (log buckets and raw, odd columns; scalar kernel only), over one
+// semantics: plain, causal and windowed attention, grouped heads, ALiBi, MPNet's relative
+// position bias, DeBERTa's c2p / p2c (log buckets and raw, odd columns; scalar kernel only), over one
 // ragged batch of 1..300 tokens. run.sh extracts the kernels into attention_kernel.inc and
 // builds this; it prints one line per case and exits 1 on a failure. The reference adds what the
 // op's comments define, so a wrong offset or row shows as a relative error near 1 (bf16
@@ -32,7 +32,20 @@ struct Case {
   bool relative_bias;  // MPNet's, 32 buckets, max_distance 128
   int query_column, key_column;  // DeBERTa's p2c / c2p columns, -1: none
   int span, position_buckets, max_relative_positions;  // span 0: no disentangled terms
+  bool alibi = false;  // JinaBERT's −slope_h · |i − j|
 };
+
+// The ALiBi paper's slopes in closed form: 2^(−8k/p) for k = 1..p, p the power of two at or
+// below `heads`, then 2^(−8(2k − 1)/(2p)) for the remaining heads (what ops::AlibiSlopes computes
+// its own way).
+std::vector<float> ClosedFormAlibiSlopes(int heads) {
+  int power = 1;
+  while (power * 2 <= heads) power *= 2;
+  std::vector<float> slopes;
+  for (int k = 1; k <= power; ++k) slopes.push_back(static_cast<float>(std::exp2(-8.0 * k / power)));
+  for (int k = 1; k <= heads - power; ++k) slopes.push_back(static_cast<float>(std::exp2(-8.0 * (2 * k - 1) / (2 * power))));
+  return slopes;
+}
 
 float RoundToBFloat16(float value) { return __bfloat162float(__float2bfloat16(value)); }
 
@@ -56,7 +69,9 @@ double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt1
   for (float value : qkv) qkv_bf16.push_back(__float2bfloat16(value));
   for (float value : projections) projections_bf16.push_back(__float2bfloat16(value));
 
+  const std::vector<float> slopes = ClosedFormAlibiSlopes(test.heads);
   PositionTerms terms;
+  if (test.alibi) terms.alibi_slopes = slopes.data();
   if (test.relative_bias) {
     terms.bias_table = table.data();
     terms.num_buckets = 32;
@@ -95,7 +110,7 @@ double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt1
     const auto kernel = [&](auto head_dim) {
       cuda::emulated_tensor_cores::TensorCoreAttentionKernel<decltype(head_dim)::value>(
           qkv_bf16.data(), bounds.data(), sequences, test.heads, test.kv_heads, scale_log2, test.causal, window,
-          output.data());
+          test.alibi ? slopes.data() : nullptr, output.data());
     };
     switch (d) {
       case 32: kernel(std::integral_constant<int, 32>{}); break;
@@ -141,6 +156,7 @@ double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt1
           double score = 0.0;
           for (int t = 0; t < d; ++t) score += double{query[t]} * key[t];
           score *= scale;
+          if (test.alibi) score -= double{slopes[head]} * std::abs(i - j);
           if (test.relative_bias) score += table[ops::RelativePositionBucket(j - i, 32, 128) * test.heads + head];
           if (test.span > 0) {
             const int row = ops::DisentangledPositionRow(i - j, test.span, test.position_buckets,
@@ -201,6 +217,8 @@ int main(int argc, char** argv) {
       {"deberta p2c, column 5, raw span 48", false, 4, 4, 64, false, 0, deberta_scale_64, false, 5, -1, 48, 0, 48},
       {"deberta c2p + p2c, raw span 48, d 24", false, 3, 3, 24, false, 0, deberta_scale_24, false, 0, width24, 48, 0, 48},
       {"deberta c2p + p2c, causal window 20", false, 4, 4, 64, true, 20, deberta_scale_64, false, 0, width64 + 8, 32, 32, 512},
+      {"alibi, 12 heads (jina-embeddings-v2-base)", false, 12, 12, 64, false, 0, 0.0f, false, -1, -1, 0, 0, 0, true},
+      {"alibi, 6 heads, d 32, window 20", false, 6, 6, 32, false, 20, 0.0f, false, -1, -1, 0, 0, 0, true},
       // The tensor-core kernel: every head size it has, grouped heads, masks; 1..300 tokens
       // cover partial query tiles (64 rows), partial key tiles (64, or 32 at head_dim 256),
       // warps with no rows, and key tiles a mask hides whole.
@@ -209,6 +227,7 @@ int main(int argc, char** argv) {
       {"tensor cores, d 128, causal, 4/2 heads", true, 4, 2, 128, true, 0, 0.0f, false, -1, -1, 0, 0, 0},
       {"tensor cores, d 256, causal, window 40", true, 2, 1, 256, true, 40, 0.0f, false, -1, -1, 0, 0, 0},
       {"tensor cores, d 64, window 7", true, 2, 2, 64, false, 7, 0.0f, false, -1, -1, 0, 0, 0},
+      {"tensor cores, alibi, 6 heads (not a power of two)", true, 6, 6, 64, false, 0, 0.0f, false, -1, -1, 0, 0, 0, true},
   };
   int failures = 0;
   for (const Case& test : cases) {
@@ -223,7 +242,7 @@ int main(int argc, char** argv) {
   // must give them no tile and leave the real sequences' results as they are.
   std::vector<int> padded = {1, 7, 33, 64, 100, 129, 300};
   padded.resize(padded.size() + 30, 0);
-  for (const Case& test : {cases[0], cases[1], cases[9], cases[10], cases[12]}) {
+  for (const Case& test : {cases[0], cases[1], cases[9], cases[12], cases[14]}) {
     const std::string name = test.name + ", 30 empty after";
     if (name.find(only) == std::string::npos) continue;
     const double error = stamen::engine::RelativeError(test, padded, rng);
