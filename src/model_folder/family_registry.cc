@@ -22,6 +22,8 @@ extern const FamilyConfig kLlamaBidirectionalFamilyConfig;
 // Issue 48: rotary post-norm encoders.
 extern const FamilyConfig kNomicBertFamilyConfig;
 extern const FamilyConfig kGteFamilyConfig;
+// Issue 48: jina-embeddings-v3 with its task adapters.
+extern const FamilyConfig kJinaEmbeddingsV3FamilyConfig;
 // Issue 44: Gemma (1), for bge-reranker-v2-gemma.
 extern const FamilyConfig kGemmaFamilyConfig;
 // Issue 44: static embeddings (model2vec, StaticEmbedding).
@@ -48,6 +50,8 @@ const FamilyConfig* const kFamilyConfigs[] = {
     // Issue 48: rotary post-norm encoders.
     &kNomicBertFamilyConfig,
     &kGteFamilyConfig,
+    // Issue 48: jina-embeddings-v3 with its task adapters.
+    &kJinaEmbeddingsV3FamilyConfig,
     // Issue 44: Gemma (1).
     &kGemmaFamilyConfig,
     // Issue 44: static embeddings (model2vec, StaticEmbedding).

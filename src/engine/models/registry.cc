@@ -27,6 +27,8 @@ extern const FamilyDefinition kLlamaBidirectionalFamily;
 // Issue 48: rotary post-norm encoders (models/rotary_encoder.cc).
 extern const FamilyDefinition kNomicBertFamily;
 extern const FamilyDefinition kGteFamily;
+// Issue 48: jina-embeddings-v3 with its task adapters (models/jina_embeddings_v3.cc).
+extern const FamilyDefinition kJinaEmbeddingsV3Family;
 // Issue 44: Gemma (1), for bge-reranker-v2-gemma.
 extern const FamilyDefinition kGemmaFamily;
 // Issue 44: static embeddings (model2vec, StaticEmbedding).
@@ -53,6 +55,8 @@ const FamilyDefinition* const kFamilies[] = {
     // Issue 48: rotary post-norm encoders.
     &kNomicBertFamily,
     &kGteFamily,
+    // Issue 48: jina-embeddings-v3 with its task adapters.
+    &kJinaEmbeddingsV3Family,
     // Issue 44: Gemma (1).
     &kGemmaFamily,
     // Issue 44: static embeddings (model2vec, StaticEmbedding).
