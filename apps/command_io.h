@@ -35,10 +35,13 @@ class LineReader {
 // Sequences packed end to end for Engine::Step, with the input line of each.
 class PackedBatch {
  public:
-  void Add(std::span<const int32_t> ids, std::span<const int32_t> type_ids) {
+  // `adapter`: the task adapter the sequence runs with (Batch::adapters), −1 for none.
+  void Add(std::span<const int32_t> ids, std::span<const int32_t> type_ids, int32_t adapter = -1) {
     ids_.insert(ids_.end(), ids.begin(), ids.end());
     types_.insert(types_.end(), type_ids.begin(), type_ids.end());
     cu_seqlens_.push_back(static_cast<int32_t>(ids_.size()));
+    adapters_.push_back(adapter);
+    with_adapters_ = with_adapters_ || adapter >= 0;
   }
   size_t sequences() const { return cu_seqlens_.size() - 1; }
   size_t tokens() const { return ids_.size(); }
@@ -47,18 +50,23 @@ class PackedBatch {
     batch.token_ids = ids_;
     batch.cu_seqlens = cu_seqlens_;
     if (types_.size() == ids_.size()) batch.token_type_ids = types_;
+    if (with_adapters_) batch.adapters = adapters_;
     return batch;
   }
   void Clear() {
     ids_.clear();
     types_.clear();
     cu_seqlens_.assign(1, 0);
+    adapters_.clear();
+    with_adapters_ = false;
   }
 
  private:
   std::vector<int32_t> ids_;
   std::vector<int32_t> types_;
   std::vector<int32_t> cu_seqlens_{0};
+  std::vector<int32_t> adapters_;
+  bool with_adapters_ = false;
 };
 
 // Writes `text` to stdout and flushes; false on a write error.
@@ -99,11 +107,11 @@ int RunBatch(engine::Engine& engine, const engine::StepOptions& step, const char
 // Returns the first non-zero result of `flush`, else 0.
 template <typename Flush>
 int AddToBatch(PackedBatch& batch, std::span<const int32_t> ids, std::span<const int32_t> type_ids,
-               size_t max_tokens, size_t max_sequences, Flush&& flush) {
+               size_t max_tokens, size_t max_sequences, Flush&& flush, int32_t adapter = -1) {
   if (batch.sequences() > 0 && batch.tokens() + ids.size() > max_tokens) {
     if (const int rc = flush(); rc != 0) return rc;
   }
-  batch.Add(ids, type_ids);
+  batch.Add(ids, type_ids, adapter);
   return batch.sequences() >= max_sequences ? flush() : 0;
 }
 

@@ -1,7 +1,8 @@
 // Implements `stamen embed` with the defaults of Text Embeddings Inference: pooling from the
 // folder's sentence-transformers Pooling module (else --pooling is required), vectors
 // L2-normalised unless --no-normalize, texts truncated to the model's maximum length keeping
-// the final special token, prompts only when --prompt-name names one. Lines are packed into
+// the final special token, prompts only when --prompt-name names one (or --task, for a model with
+// task adapters: jina-embeddings-v3, its task_instructions prompt and its LoRA). Lines are packed into
 // ragged batches (up to --batch-lines lines and --batch-tokens tokens) for Engine::Step, and
 // each batch's vectors are printed, in input order, as soon as it is done.
 //
@@ -38,6 +39,7 @@ struct EmbedOptions {
   bool no_normalize = false;
   int64_t dimensions = 0;
   std::string prompt_name;
+  std::string task;
   bool token_ids = false;
   std::string device = "cpu";
   std::string dtype;
@@ -116,6 +118,23 @@ int RunEmbed(EmbedOptions options) {
     }
   }
 
+  // A task adapter (jina-embeddings-v3): its LoRA on every line, and its prompt (the config's
+  // task_instructions) before every text, as the model's encode(task=…) prepends it.
+  int32_t adapter = -1;
+  if (!options.task.empty()) {
+    adapter = engine::AdapterIndex(engine.config(), options.task);
+    if (adapter < 0) {
+      return Fail("--task '" + options.task + "' is not one of " + options.model + "'s task adapters (" +
+                  engine::AdapterTaskList(engine.config()) + ")");
+    }
+    if (!options.prompt_name.empty()) return Fail("--task brings its own prompt: leave --prompt-name out");
+    if (!options.token_ids) prompt = engine.config().adapter_prompts[adapter];
+    if (!prompt.empty() && !st.include_prompt) {
+      return Fail(options.model + ": the Pooling module excludes prompt tokens (include_prompt false), "
+                  "which is not supported");
+    }
+  }
+
   std::unique_ptr<engine::ModelTokenizer> tokenizer;
   if (!options.token_ids) {
     auto model_tokenizer = engine::ModelTokenizer::Load(options.model, engine.config());
@@ -175,7 +194,7 @@ int RunEmbed(EmbedOptions options) {
       }
     }
     if (ids.empty()) return Fail(where + "no tokens to embed");
-    if (const int rc = AddToBatch(batch, ids, {}, options.batch_tokens, options.batch_lines, flush); rc != 0) {
+    if (const int rc = AddToBatch(batch, ids, {}, options.batch_tokens, options.batch_lines, flush, adapter); rc != 0) {
       return rc;
     }
   }
@@ -203,6 +222,9 @@ void AddEmbedCommand(CLI::App& app) {
   command->add_option("--dimensions", options->dimensions, "Keep only the leading N dimensions (Matryoshka)");
   command->add_option("--prompt-name", options->prompt_name,
                       "Prepend this prompt of config_sentence_transformers.json to every text");
+  command->add_option("--task", options->task,
+                      "Run every text with this task adapter and its prompt (jina-embeddings-v3: retrieval.query, "
+                      "retrieval.passage, separation, classification, text-matching)");
   command->add_flag("--token-ids", options->token_ids, "Lines are space-separated token ids, used as they are");
   command->add_option("--device", options->device, "Where to run: cpu, cuda or cuda:N (bf16 on the GPU)");
   command->add_option("--dtype", options->dtype, kDtypeHelp);

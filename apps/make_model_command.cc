@@ -39,6 +39,8 @@ enum class Family {
   kNomicBert, kGte, kGteReranker,
   // Issue 48: JinaBERT (ALiBi), as the hub's folders hold it.
   kJinaBert, kJinaBertReranker,
+  // Issue 48: jina-embeddings-v3 with its five task LoRA adapters, as the hub holds it.
+  kJinaEmbeddingsV3,
   // Issue 44: LLM rerankers, *ForCausalLM with tied embeddings run as yes/no rerankers
   // (model_folder/yes_no_reranker.h): Qwen2 (mxbai-rerank-v2), Gemma (bge-reranker-v2-gemma).
   kQwen2Reranker, kGemmaReranker,
@@ -104,6 +106,11 @@ constexpr Like kLikes[] = {
      "bert-base-uncased"},
     {"jina-reranker-v1-turbo-en", Family::kJinaBertReranker, 384, 6, 12, 12, 32, 1536, 8192, 30528, 2, nullptr, 0,
      "bert-base-uncased"},
+    // jinaai/jina-embeddings-v3 (the hub's XLMRobertaLoRA config and tensors: rotary, 8,194
+    // positions, five rank-4 task adapters and their prompts, mean pooling); its XLM-R vocabulary
+    // is the trimmed XLM-R tokenizer's superset.
+    {"jina-embeddings-v3", Family::kJinaEmbeddingsV3, 1024, 24, 16, 16, 64, 4096, 8194, 250002, 1, "mean", 8194,
+     "xlm-roberta-trimmed-32k"},
     // Issue 44. mixedbread-ai/mxbai-rerank-base-v2 (Qwen2-0.5B's shapes, tied); Qwen's tokenizer.
     {"mxbai-rerank-base-v2", Family::kQwen2Reranker, 896, 24, 14, 2, 64, 4864, 32768, 151936, 0, nullptr, 0, "qwen2"},
     // BAAI/bge-reranker-v2-gemma (gemma-2b's shapes: multi-query attention, head_dim 256,
@@ -371,6 +378,24 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"position_embedding_type\": \"alibi\",\n  \"torch_dtype\": \"float32\",\n  \"type_vocab_size\": " +
              std::to_string(like.type_vocab) + ",\n  \"vocab_size\": " + v + "\n}\n";
     }
+    case Family::kJinaEmbeddingsV3:
+      // The hub's config.json (jinaai/xlm-roberta-flash-implementation's XLMRobertaFlashConfig).
+      return "{\n  \"architectures\": [\"XLMRobertaModel\"],\n  \"attention_probs_dropout_prob\": 0.1,\n"
+             "  \"auto_map\": {\"AutoConfig\": \"jinaai/xlm-roberta-flash-implementation--configuration_xlm_roberta."
+             "XLMRobertaFlashConfig\", \"AutoModel\": \"jinaai/xlm-roberta-flash-implementation--modeling_lora."
+             "XLMRobertaLoRA\"},\n  \"bos_token_id\": 0,\n  \"eos_token_id\": 2,\n  \"hidden_act\": \"gelu\",\n"
+             "  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h + ",\n  \"initializer_range\": 0.02,\n"
+             "  \"intermediate_size\": " + ffn + ",\n  \"layer_norm_eps\": 1e-05,\n  \"load_trained_adapters\": true,\n"
+             "  \"lora_adaptations\": [\"retrieval.query\", \"retrieval.passage\", \"separation\", \"classification\", "
+             "\"text-matching\"],\n  \"lora_alpha\": 1,\n  \"lora_dropout_p\": 0.0,\n  \"lora_rank\": 4,\n"
+             "  \"max_position_embeddings\": " + positions + ",\n  \"model_type\": \"xlm-roberta\",\n"
+             "  \"num_attention_heads\": " + heads + ",\n  \"num_hidden_layers\": " + n + ",\n  \"pad_token_id\": 1,\n"
+             "  \"position_embedding_type\": \"rotary\",\n  \"rotary_emb_base\": 20000.0,\n"
+             "  \"task_instructions\": {\"retrieval.query\": \"Represent the query for retrieving evidence documents: \", "
+             "\"retrieval.passage\": \"Represent the document for retrieval: \", \"separation\": \"\", "
+             "\"classification\": \"\", \"text-matching\": \"\"},\n  \"torch_dtype\": \"float32\",\n"
+             "  \"type_vocab_size\": " + std::to_string(like.type_vocab) + ",\n  \"use_flash_attn\": true,\n"
+             "  \"vocab_size\": " + v + "\n}\n";
     case Family::kXlmRoberta:
     case Family::kXlmRobertaClassifier: {
       const bool classifier = like.family == Family::kXlmRobertaClassifier;

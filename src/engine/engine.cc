@@ -225,6 +225,28 @@ Status Engine::ValidateSpans(const Batch& batch, std::span<const int32_t> spans)
   return Status();
 }
 
+Status Engine::ValidateAdapters(const Batch& batch) const {
+  if (batch.adapters.empty()) return Status();
+  const size_t sequences = batch.cu_seqlens.size() - 1;
+  if (batch.adapters.size() != sequences) {
+    return Status::Error("adapters has " + std::to_string(batch.adapters.size()) + " entries for " +
+                         std::to_string(sequences) + " sequences");
+  }
+  const int32_t tasks = static_cast<int32_t>(config_.adapter_tasks.size());
+  for (size_t s = 0; s < sequences; ++s) {
+    const int32_t adapter = batch.adapters[s];
+    if (adapter == -1) continue;
+    if (tasks == 0) return Status::Error(config_.architecture + " has no task adapters");
+    if (adapter < -1 || adapter >= tasks) {
+      return Status::Error("adapter " + std::to_string(adapter) + " of sequence " + std::to_string(s) +
+                           " is outside -1.." + std::to_string(tasks - 1) + " (tasks: " + AdapterTaskList(config_) +
+                           ")");
+    }
+    if (device_ != Device::kCpu) return Status::Error("task adapters run on the CPU engine only");
+  }
+  return Status();
+}
+
 Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops::PoolingMode* pooling) const {
   if (batch.cu_seqlens.size() < 2) return Status::Error("a batch needs at least one sequence");
   STAMEN_RETURN_IF_ERROR(ops::ValidateCuSeqlens(batch.cu_seqlens, static_cast<int64_t>(batch.token_ids.size()),
@@ -236,6 +258,7 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
   if (!batch.token_type_ids.empty() && config_.type_vocab_size == 0) {
     return Status::Error(config_.architecture + " takes no token type ids");
   }
+  STAMEN_RETURN_IF_ERROR(ValidateAdapters(batch));
   if (!options.spans.empty() && options.output != StepOutput::kEmbeddings) {
     return Status::Error("spans (late chunking) apply to pooled embeddings only");
   }
@@ -312,6 +335,7 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   }
   input.cu_seqlens = Tensor::Wrap(const_cast<int32_t*>(batch.cu_seqlens.data()), DataType::kI32, {sequences + 1});
   input.cu_seqlens_host = batch.cu_seqlens;
+  input.adapters_host = batch.adapters;
 
   // A model that pools its ids itself (a static table's embedding bag) needs no hidden state
   // when the step wants nothing else of the tokens.

@@ -92,6 +92,10 @@ struct Batch {
   std::span<const int32_t> token_ids;
   std::span<const int32_t> cu_seqlens;      // S + 1 offsets: 0, …, token_ids.size()
   std::span<const int32_t> token_type_ids;  // empty: all 0 (segment A)
+  // Per sequence: the index among config().adapter_tasks of the task adapter it runs with
+  // (jina-embeddings-v3's LoRA, applied to that sequence alone), −1 for none; empty: none.
+  // Sequences of different tasks may share a batch. CPU engine only.
+  std::span<const int32_t> adapters = {};
 };
 
 enum class StepOutput {
@@ -203,6 +207,7 @@ class Engine {
   static StatusOr<std::unique_ptr<Engine>> LoadOrThrow(const std::string& model_dir, const EngineOptions& options);
   Status ValidateBatch(const Batch& batch, const StepOptions& options, ops::PoolingMode* pooling) const;
   Status ValidateSpans(const Batch& batch, std::span<const int32_t> spans) const;
+  Status ValidateAdapters(const Batch& batch) const;
 
   ModelConfig config_;
   SentenceTransformersConfig sentence_transformers_;

@@ -48,6 +48,11 @@ struct FamilyConfig {
   // a folder whose auto_map names any other class for its config or the model class it is
   // loaded through is refused (ReadModelConfig), never run as the model_type's base family.
   std::span<const std::string_view> remote_code_classes = {};
+  // Base architectures a folder of this family names in config.json while its auto_map loads one
+  // of remote_code_classes that is an architecture of this family (jina-embeddings-v3 names
+  // "XLMRobertaModel" and loads XLMRobertaLoRA): such a folder runs as the loaded class. Another
+  // architecture named beside this family's auto_map is refused (model_config.cc).
+  std::span<const std::string_view> remote_code_named_architectures = {};
 };
 
 // Every family stamen reads, in the order error messages list their architectures.

@@ -24,6 +24,8 @@ extern const FamilyConfig kNomicBertFamilyConfig;
 extern const FamilyConfig kGteFamilyConfig;
 // Issue 48: JinaBERT (ALiBi).
 extern const FamilyConfig kJinaBertFamilyConfig;
+// Issue 48: jina-embeddings-v3 with its task adapters.
+extern const FamilyConfig kJinaEmbeddingsV3FamilyConfig;
 // Issue 44: Gemma (1), for bge-reranker-v2-gemma.
 extern const FamilyConfig kGemmaFamilyConfig;
 // Issue 44: static embeddings (model2vec, StaticEmbedding).
@@ -52,6 +54,8 @@ const FamilyConfig* const kFamilyConfigs[] = {
     &kGteFamilyConfig,
     // Issue 48: JinaBERT (ALiBi).
     &kJinaBertFamilyConfig,
+    // Issue 48: jina-embeddings-v3 with its task adapters.
+    &kJinaEmbeddingsV3FamilyConfig,
     // Issue 44: Gemma (1).
     &kGemmaFamilyConfig,
     // Issue 44: static embeddings (model2vec, StaticEmbedding).

@@ -51,6 +51,38 @@ Status CheckRemoteCode(const JsonObject& root, const FamilyConfig& family, Model
   return Status();
 }
 
+// The class name of auto_map[key] ("repo--module.Class" or "module.Class"), "" when absent.
+StatusOr<std::string> AutoMapClass(const JsonObject& root, std::string_view key) {
+  JsonObject auto_map = root;
+  bool has_auto_map = false;
+  STAMEN_RETURN_IF_ERROR(root.OptionalObject("auto_map", &auto_map, &has_auto_map));
+  std::string target;
+  if (has_auto_map) STAMEN_RETURN_IF_ERROR(auto_map.Optional(key, &target));
+  const size_t dot = target.rfind('.');
+  return dot == std::string::npos ? target : target.substr(dot + 1);
+}
+
+// A folder whose "architectures" names a base class (jina-embeddings-v3: XLMRobertaModel) while
+// its auto_map loads a remote-code class that a family implements as an architecture
+// (XLMRobertaLoRA) runs as that class, which is what transformers with trust_remote_code
+// instantiates, when that family lists the named base class (remote_code_named_architectures).
+Status TakeRemoteCodeArchitecture(const JsonObject& root, ModelConfig* config) {
+  const ArchitectureDefinition* named = nullptr;
+  const FamilyConfig* named_family = FindArchitecture(config->architecture, &named);
+  auto loaded = AutoMapClass(root, AutoModelKey(named_family != nullptr ? named->head : ModelHead::kNone));
+  if (!loaded.ok()) return loaded.status();
+  const ArchitectureDefinition* remote = nullptr;
+  const FamilyConfig* remote_family = FindArchitecture(*loaded, &remote);
+  if (loaded->empty() || remote_family == nullptr || remote_family == named_family) return Status();
+  for (const std::string_view base : remote_family->remote_code_named_architectures) {
+    if (base == config->architecture) {
+      config->architecture = *loaded;
+      return Status();
+    }
+  }
+  return Status();
+}
+
 Status ReadArchitecture(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(root.Optional("model_type", &config->model_type));
   simdjson::dom::array architectures;
@@ -73,6 +105,7 @@ Status ReadArchitecture(const JsonObject& root, ModelConfig* config) {
       return root.Error("architectures", "is missing and model_type '" + config->model_type + "' is not supported");
     }
   }
+  STAMEN_RETURN_IF_ERROR(TakeRemoteCodeArchitecture(root, config));
   const ArchitectureDefinition* architecture = nullptr;
   const FamilyConfig* family = FindArchitecture(config->architecture, &architecture);
   if (family == nullptr) {
@@ -146,6 +179,19 @@ Status ReadShapes(const JsonObject& root, const ShapeKeys& keys, ModelConfig* co
 }
 
 }  // namespace
+
+int AdapterIndex(const ModelConfig& config, std::string_view task) {
+  for (size_t i = 0; i < config.adapter_tasks.size(); ++i) {
+    if (config.adapter_tasks[i] == task) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string AdapterTaskList(const ModelConfig& config) {
+  std::string list;
+  for (const std::string& task : config.adapter_tasks) list += (list.empty() ? "'" : ", '") + task + "'";
+  return list.empty() ? "none" : list;
+}
 
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string> names = [] {

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model_folder/kinds.h"
@@ -23,6 +24,8 @@ enum class ModelFamily {
   kNomicBert, kGte,
   // JinaBERT (issue 48): BERT with ALiBi and a gated feed-forward (jina-embeddings-v2, jina-reranker-v1).
   kJinaBert,
+  // jina-embeddings-v3 (issue 48): a rotary XLM-RoBERTa with task LoRA adapters applied per sequence.
+  kJinaEmbeddingsV3,
   // Gemma (1): GemmaForCausalLM, as bge-reranker-v2-gemma (issue 44).
   kGemma,
   // Static embeddings (issue 44): a token embedding table and a tokenizer, no transformer
@@ -125,6 +128,14 @@ struct ModelConfig {
   // them, instead of transformers' in-memory names (layers.i.self_attn.q_proj, …). The reader
   // sets it; loading decides it from the tensors present.
   bool remote_code_tensors = false;
+  // jina-embeddings-v3's task adapters (config.json's lora_adaptations, in the order of the
+  // adapter tensors' first axis): a step may name one per sequence, and each of its LoRA
+  // weights then adds (lora_alpha / lora_rank) · B_task · A_task to W for that sequence only.
+  // adapter_prompts[i] is task i's task_instructions ("" when none). Empty: no adapters.
+  std::vector<std::string> adapter_tasks;
+  std::vector<std::string> adapter_prompts;
+  int64_t lora_rank = 0;
+  double lora_alpha = 0.0;
   // Decoders: the output projection is the token embedding table (no lm_head.weight).
   bool tie_word_embeddings = false;
   // A yes/no LLM reranker (Qwen3-Reranker): a *ForCausalLM whose score is
@@ -141,6 +152,11 @@ struct ModelConfig {
   // StaticEmbedding module its own folder. Empty: the model folder.
   std::string weights_folder;
 };
+
+// The index of `task` among config.adapter_tasks, or -1 when the model has no such adapter.
+int AdapterIndex(const ModelConfig& config, std::string_view task);
+// The adapter tasks as an error message lists them: "'a', 'b'", or "none" without adapters.
+std::string AdapterTaskList(const ModelConfig& config);
 
 // The architectures a model folder may name, in the order error messages list them.
 const std::vector<std::string>& SupportedArchitectures();

@@ -264,6 +264,40 @@ TEST_F(RandomModels, RerankersMatchTransformers) {
   }
 }
 
+// `embed --task` runs every line with that task's adapter: tiny-jina-v3-hub-bf16's ids give its
+// golden (transformers 5.25 on the weights with the task's adapter merged); no task, the base
+// weights; an unknown task names the model's tasks; a model without adapters refuses one.
+TEST(Embed, TaskRunsThatTasksAdapter) {
+  const std::string data = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/";
+  auto golden = engine::WeightStore::OpenFile(data + "tiny-jina-v3-hub-bf16/golden.safetensors");
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  auto ids = golden->Load("input_ids_3", engine::DataType::kI64);
+  ASSERT_TRUE(ids.ok());
+  std::string line;
+  for (int64_t i = 0; i < ids->NumElements(); ++i) line += (i ? " " : "") + std::to_string(ids->data<int64_t>()[i]);
+  for (const std::string task : {"retrieval.passage", "text-matching", ""}) {
+    const std::string option = task.empty() ? "" : " --task " + task;
+    const Result run = RunStamen("embed --token-ids --pooling mean --no-normalize --model " + data +
+                                     "tiny-jina-v3-hub-bf16" + option, line + "\n" + line + "\n");
+    ASSERT_EQ(run.code, 0) << run.err;
+    const Rows rows = ParseRows(run.out);
+    ASSERT_EQ(rows.size(), 2u);
+    auto expected = golden->Load("mean_pooled_" + (task.empty() ? std::string("none") : task) + "_3");
+    ASSERT_TRUE(expected.ok());
+    for (const std::vector<double>& row : rows) {
+      ASSERT_EQ(row.size(), 64u);
+      for (size_t j = 0; j < row.size(); ++j) EXPECT_NEAR(row[j], expected->data<float>()[j], 1e-4) << task << " " << j;
+    }
+  }
+  const Result unknown = RunStamen("embed --token-ids --pooling mean --task query --model " + data + "tiny-jina-v3-hub-bf16", line);
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("'retrieval.query', 'retrieval.passage'"), std::string::npos) << unknown.err;
+  const Result none = RunStamen("embed --token-ids --pooling mean --task separation --model " + data + "tiny-jina-v3",
+                                line);
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("(none)"), std::string::npos) << none.err;
+}
+
 // A yes/no LLM reranker (Qwen3ForCausalLM, tests/engine/data/tiny-qwen3-reranker by
 // tools/make_family_goldens.py): `stamen rerank` wraps each pair in the model card's template
 // and prints logit("yes") - logit("no"), as transformers' full logits give it for the ids HF
@@ -533,6 +567,8 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       // Issue 48: JinaBERT (ALiBi).
       {"jina-embeddings-v2-base-en", "configs/all-MiniLM-L6-v2", 768, "JinaBertForMaskedLM"},
       {"jina-reranker-v1-turbo-en", "configs/all-MiniLM-L6-v2", 0, "JinaBertForSequenceClassification"},
+      // Issue 48: jina-embeddings-v3, config.json naming XLMRobertaModel, run as its XLMRobertaLoRA.
+      {"jina-embeddings-v3", "xlmr-trimmed-32k", 1024, "XLMRobertaLoRA"},
       // Issue 44: LLM rerankers; bge-reranker-v2-gemma with its shipped stand-in tokenizer (""),
       // for which make-model writes a yes_no_reranker.json scoring BERT's "yes".
       {"mxbai-rerank-base-v2", "qwen2-bpe", 0, "Qwen2ForCausalLM"},

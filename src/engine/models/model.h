@@ -35,6 +35,9 @@ struct ModelInput {
   Tensor cu_seqlens;                     // I32 [S + 1]; empty sequences only at the end (a
                                          // CUDA graph's sequence bucket), never inside
   std::span<const int32_t> cu_seqlens_host;  // the same boundaries, readable on the host
+  // Per sequence, on the host: the index of the task adapter it runs with (config.adapter_tasks),
+  // −1 for none; empty: none for every sequence (Batch::adapters, checked by the engine).
+  std::span<const int32_t> adapters_host = {};
 };
 
 // Activation buffers that grow to the largest step seen and are then reused, so steady-state

@@ -29,6 +29,8 @@ extern const FamilyDefinition kNomicBertFamily;
 extern const FamilyDefinition kGteFamily;
 // Issue 48: JinaBERT (models/jina_bert.cc).
 extern const FamilyDefinition kJinaBertFamily;
+// Issue 48: jina-embeddings-v3 with its task adapters (models/jina_embeddings_v3.cc).
+extern const FamilyDefinition kJinaEmbeddingsV3Family;
 // Issue 44: Gemma (1), for bge-reranker-v2-gemma.
 extern const FamilyDefinition kGemmaFamily;
 // Issue 44: static embeddings (model2vec, StaticEmbedding).
@@ -57,6 +59,8 @@ const FamilyDefinition* const kFamilies[] = {
     &kGteFamily,
     // Issue 48: JinaBERT (ALiBi).
     &kJinaBertFamily,
+    // Issue 48: jina-embeddings-v3 with its task adapters.
+    &kJinaEmbeddingsV3Family,
     // Issue 44: Gemma (1).
     &kGemmaFamily,
     // Issue 44: static embeddings (model2vec, StaticEmbedding).
