@@ -8,6 +8,18 @@
 
 namespace stamen::server {
 
+ModelLimits ModelLimits::Of(const engine::ModelProfile& profile) {
+  ModelLimits limits;
+  limits.vocabulary_size = profile.vocabulary_size;
+  limits.max_sequence_length = profile.max_sequence_length;
+  limits.embedding_width = profile.embedding_width;
+  limits.hidden_size = profile.hidden_size;
+  limits.type_vocabulary_size = profile.type_vocabulary_size;
+  limits.num_labels = profile.num_labels;
+  limits.default_pooling = profile.default_pooling;
+  return limits;
+}
+
 namespace {
 
 int32_t ReadInt32(const std::string& bytes, size_t index) {

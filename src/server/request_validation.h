@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/status.h"
+#include "model_folder/model_profile.h"
 #include "proto/stamen/v1/inference.pb.h"
 #include "server/work_request.h"
 
@@ -28,6 +29,8 @@ struct ModelLimits {
   int64_t num_labels = 0;            // > 0 for models with a classification head
   std::optional<engine::ops::PoolingMode> default_pooling;
 
+  // The profile's facts (model_folder/model_profile.h), which the gateway works out alike.
+  static ModelLimits Of(const engine::ModelProfile& profile);
   static ModelLimits Of(const engine::Engine& engine);  // defined with the scheduler
 };
 

@@ -41,18 +41,7 @@ constexpr size_t kMaxRecords = 4096;
 
 }  // namespace
 
-ModelLimits ModelLimits::Of(const engine::Engine& engine) {
-  ModelLimits limits;
-  const engine::ModelConfig& config = engine.config();
-  limits.vocabulary_size = config.vocab_size;
-  limits.max_sequence_length = engine::MaxSequenceLength(config, engine.sentence_transformers());
-  limits.embedding_width = engine.embedding_width();
-  limits.hidden_size = engine.hidden_size();
-  limits.type_vocabulary_size = config.type_vocab_size;
-  limits.num_labels = config.head == engine::ModelHead::kSequenceClassification ? config.num_labels : 0;
-  limits.default_pooling = engine.default_pooling();
-  return limits;
-}
+ModelLimits ModelLimits::Of(const engine::Engine& engine) { return ModelLimits::Of(engine.profile()); }
 
 SchedulerMetrics::SchedulerMetrics(metrics::Registry& registry)
     : queued_sequences(registry.AddGauge("stamen_queue_sequences", "Sequences waiting for a batch")),
