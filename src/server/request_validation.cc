@@ -81,6 +81,36 @@ v1::Priority PriorityMessage(Priority priority) {
   return v1::PRIORITY_NORMAL;
 }
 
+namespace {
+
+std::string PackedInt32s(const std::vector<int32_t>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int32_t));
+}
+
+void EncodeSequences(const WorkRequest& request, v1::TokenSequences& sequences) {
+  sequences.set_token_ids(request.token_ids);
+  sequences.set_lengths(PackedInt32s(request.lengths));
+  sequences.set_token_type_ids(request.token_type_ids);
+}
+
+}  // namespace
+
+void EncodeEmbedRequest(const WorkRequest& request, v1::EmbedRequest& message) {
+  EncodeSequences(request, *message.mutable_sequences());
+  message.set_token_embeddings(request.kind == WorkKind::kTokenEmbed);
+  message.set_span_counts(PackedInt32s(request.span_counts));
+  message.set_spans(PackedInt32s(request.spans));
+  message.set_pooling(PoolingMessage(request.pooling));
+  message.set_normalize(request.normalize);
+  message.set_dimensions(static_cast<uint32_t>(request.dimensions));
+  message.set_priority(PriorityMessage(request.priority));
+}
+
+void EncodeScoreRequest(const WorkRequest& request, v1::ScoreRequest& message) {
+  EncodeSequences(request, *message.mutable_sequences());
+  message.set_priority(PriorityMessage(request.priority));
+}
+
 Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request) {
   const std::string& lengths = sequences.lengths();
   if (lengths.size() % sizeof(int32_t) != 0 || sequences.token_ids().size() % sizeof(int32_t) != 0 ||
