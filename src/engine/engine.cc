@@ -239,16 +239,10 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
       *pooling = *chosen;
       STAMEN_RETURN_IF_ERROR(CheckPoolingFitsModel(config_, *chosen));
       if (*chosen == ops::PoolingMode::kSplade) {
-        // Sparse vectors are indexed by vocabulary id: keeping the leading ids means nothing.
-        if (options.dimensions != 0) return Status::Error("dimensions cannot truncate splade (sparse) vectors");
         if (!options.spans.empty()) return Status::Error("spans (late chunking) cannot pool splade vectors");
         break;
       }
       STAMEN_RETURN_IF_ERROR(ValidateSpans(batch, options.spans));
-      if (options.dimensions < 0 || options.dimensions > embedding_width()) {
-        return Status::Error("dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
-                             std::to_string(embedding_width()));
-      }
       break;
     }
     case StepOutput::kTokenEmbeddings:

@@ -96,7 +96,8 @@ struct Batch {
 };
 
 enum class StepOutput {
-  // [S, dimensions]: pooled, optionally normalised. With splade pooling (a …ForMaskedLM model)
+  // [S, width]: pooled (and through the Dense modules), whole and not normalised: the caller
+  // truncates and normalises (FinishRows, finish_rows.h). With splade pooling (a …ForMaskedLM model)
   // [S, vocab]: the SPLADE vector of each sequence, dense but mostly zeros, never normalised
   // (as TEI's /embed_sparse and sentence-transformers' SparseEncoder give it); callers keep
   // the non-zero entries (index = vocabulary id).
@@ -112,16 +113,11 @@ struct StepOptions {
   StepOutput output = StepOutput::kEmbeddings;
   // Overrides the model's pooling (sentence-transformers config, else the family's default).
   std::optional<ops::PoolingMode> pooling = std::nullopt;
-  // L2-normalise embeddings (after truncation to `dimensions`), as TEI does by default; dense
-  // pooled embeddings only (not splade vectors, not per-token states).
-  bool normalize = true;
-  // Keep only the leading `dimensions` of each embedding (Matryoshka); 0 keeps all.
-  int64_t dimensions = 0;
   // Late chunking (kEmbeddings with a pooling other than splade): when not empty, one
   // embedding per span instead of one per sequence, in span order. Spans are (begin, end)
   // pairs of token indices into the batch, each within one sequence and not empty; each is
   // pooled over its own tokens as if it were a sequence, then passed through the Dense
-  // modules, truncated and normalised as whole sequences are. The tokens still attend over
+  // modules as whole sequences are. The tokens still attend over
   // their whole sequence, so each span's vector carries that context. CPU engine only.
   std::span<const int32_t> spans = {};
 };

@@ -206,6 +206,11 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
       return invalid("the model folder names no pooling; the request must choose one (" +
                      engine::PoolingOptionNames() + ")");
     }
+    // Sparse vectors are indexed by vocabulary id: keeping the leading ids means nothing.
+    if (request.dimensions != 0 && request.pooling.value_or(limits.default_pooling.value_or(engine::ops::PoolingMode::kCls)) ==
+                                       engine::ops::PoolingMode::kSplade) {
+      return invalid("dimensions cannot truncate splade (sparse) vectors");
+    }
     if (request.dimensions < 0 || request.dimensions > limits.embedding_width) {
       return invalid("dimensions " + std::to_string(request.dimensions) + " outside 1.." +
                      std::to_string(limits.embedding_width));

@@ -168,7 +168,7 @@ TEST(RotaryEncodersTest, MatchTransformersByCosineAndAbsoluteError) {
       };
       std::vector<Output> outputs = {
           {"last_hidden_state", {.output = StepOutput::kTokenEmbeddings}, 64},
-          {"mean_pooled", {.pooling = ops::PoolingMode::kMean, .normalize = false}, 64}};
+          {"mean_pooled", {.pooling = ops::PoolingMode::kMean}, 64}};
       if (golden->Contains("logits_0")) outputs.push_back({"logits", {.output = StepOutput::kScores}, 1});
       for (const Output& output : outputs) {
         auto result = (*engine)->Step({ids, bounds, {}}, output.options);

@@ -127,6 +127,14 @@ TEST(RequestValidationTest, TheModelDecidesWhatItServes) {
   EXPECT_NE(unnamed.message().find("names no pooling"), std::string::npos) << unnamed.message();
   embed.pooling = engine::ops::PoolingMode::kCls;
   EXPECT_TRUE(ValidateWorkRequest(embed, no_pooling).ok());
+  // Sparse vectors cannot be truncated.
+  WorkRequest sparse;
+  SetTwoSequences(sparse);
+  sparse.pooling = engine::ops::PoolingMode::kSplade;
+  EXPECT_TRUE(ValidateWorkRequest(sparse, Limits()).ok());
+  sparse.dimensions = 8;
+  const Status truncated = ValidateWorkRequest(sparse, Limits());
+  EXPECT_NE(truncated.message().find("cannot truncate splade"), std::string::npos) << truncated.message();
   // No token types: only 0.
   ModelLimits untyped = Limits();
   untyped.type_vocabulary_size = 0;
