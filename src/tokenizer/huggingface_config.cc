@@ -366,11 +366,7 @@ Status ParseAddedTokens(element node, std::vector<AddedToken>* tokens) {
     if (content.empty()) return Status::Error("added token " + std::to_string(id) + " has empty content");
     token.id = static_cast<int32_t>(id);
     token.content = std::string(content);
-    token.single_word = BoolOr(entry, "single_word", false);
-    token.lstrip = BoolOr(entry, "lstrip", false);
-    token.rstrip = BoolOr(entry, "rstrip", false);
-    token.special = BoolOr(entry, "special", false);
-    token.normalized = BoolOr(entry, "normalized", !token.special);
+    ReadAddedTokenFlags(entry, &token);
     tokens->push_back(std::move(token));
   }
   return Status();

@@ -123,6 +123,16 @@ Status ParseHuggingFaceSharedSections(simdjson::dom::element root, std::vector<A
 // reader. Errors name the unsupported normalizer or regex.
 Status ParseHuggingFaceNormalizer(simdjson::dom::element node, std::vector<NormalizerStep>* steps);
 
+// The flags of an added token entry, in tokenizer.json's `added_tokens` or tokenizer_config.json's
+// `added_tokens_decoder`; `normalized` defaults to "not special", as in transformers.
+inline void ReadAddedTokenFlags(simdjson::dom::element entry, AddedToken* token) {
+  token->single_word = BoolOr(entry, "single_word", false);
+  token->lstrip = BoolOr(entry, "lstrip", false);
+  token->rstrip = BoolOr(entry, "rstrip", false);
+  token->special = BoolOr(entry, "special", false);
+  token->normalized = BoolOr(entry, "normalized", !token->special);
+}
+
 // Appends the tokens of tokenizer_config.json's `added_tokens_decoder` ({"id": {"content": …,
 // flags}}) in the file's order; `normalized` defaults to "not special", as in transformers.
 inline Status ReadAddedTokensDecoder(simdjson::dom::element root, std::vector<AddedToken>* added_tokens) {
@@ -135,11 +145,7 @@ inline Status ReadAddedTokensDecoder(simdjson::dom::element root, std::vector<Ad
     if (token.content.empty()) {
       return Status::Error("tokenizer_config.json: added token " + std::string(key) + " has no content");
     }
-    token.single_word = BoolOr(entry, "single_word", false);
-    token.lstrip = BoolOr(entry, "lstrip", false);
-    token.rstrip = BoolOr(entry, "rstrip", false);
-    token.special = BoolOr(entry, "special", false);
-    token.normalized = BoolOr(entry, "normalized", !token.special);
+    ReadAddedTokenFlags(entry, &token);
     added_tokens->push_back(std::move(token));
   }
   return Status();
