@@ -25,6 +25,7 @@
 #include "command_io.h"
 #include "device_option.h"
 #include "engine/engine.h"
+#include "engine/finish_rows.h"
 #include "model_folder/model_options.h"
 #include "model_folder/model_tokenizer.h"
 #include "hub/resolve_model.h"
@@ -68,7 +69,6 @@ int RunEmbed(EmbedOptions options) {
 
   engine::StepOptions step;
   step.output = engine::StepOutput::kEmbeddings;
-  step.normalize = !options.no_normalize;
   const bool per_token = options.pooling == "none";
   if (per_token) {
     step.output = engine::StepOutput::kTokenEmbeddings;
@@ -99,8 +99,11 @@ int RunEmbed(EmbedOptions options) {
       return Fail("--dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
                   std::to_string(engine.embedding_width()) + " (the model's embedding width)");
     }
-    step.dimensions = options.dimensions;
   }
+  // The step's rows are whole and raw; they are cut and normalised as the worker does it
+  // (FinishRows). SPLADE vectors are never normalised, as TEI's /embed_sparse gives them.
+  const bool normalize = !options.no_normalize && !sparse;
+  std::vector<float> finished;
 
   const engine::SentenceTransformersConfig& st = engine.sentence_transformers();
   std::string prompt;
@@ -174,7 +177,13 @@ int RunEmbed(EmbedOptions options) {
       }
       out.append("}\n");
     } else {
-      AppendJsonArray(result.Row(sequence), &out);
+      const int64_t width = static_cast<int64_t>(result.Row(sequence).size());
+      finished.resize(static_cast<size_t>(options.dimensions > 0 ? options.dimensions : width));
+      // --dimensions is at most the embedding width (checked above), so the rows always give it.
+      const engine::Status status =
+          engine::FinishRows(result, sequence, 1, static_cast<int64_t>(finished.size()), normalize, finished.data());
+      if (!status.ok()) std::cerr << "stamen embed: " << status.message() << "\n";
+      AppendJsonArray(finished, &out);
       out.push_back('\n');
     }
   };

@@ -142,13 +142,13 @@ StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& model_d
   }
   STAMEN_RETURN_IF_ERROR(ResolveYesNoReranker(model_dir, options.yes_no_reranker, engine->sentence_transformers_,
                                               &engine->config_));
-  engine->default_pooling_ = DefaultPooling(engine->config_, engine->sentence_transformers_);
+  engine->profile_ = ProfileOf(engine->config_, engine->sentence_transformers_);
   const bool masked_lm = engine->config_.head == ModelHead::kMaskedLm;
-  if (engine->default_pooling_ == ops::PoolingMode::kSplade && !masked_lm) {
+  if (engine->profile_.sparse && !masked_lm) {
     return Status::Error(model_dir + ": SpladePooling needs a masked-LM head, but config.json names " +
                          engine->config_.architecture);
   }
-  if (engine->default_pooling_ == ops::PoolingMode::kSplade && !engine->sentence_transformers_.dense.empty()) {
+  if (engine->profile_.sparse && !engine->sentence_transformers_.dense.empty()) {
     return Status::Error(model_dir + ": Dense modules after SpladePooling are not supported");
   }
   auto weights = WeightStore::OpenDirectory(engine->config_.weights_folder.empty() ? model_dir
@@ -269,23 +269,17 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
       }
       break;
     case StepOutput::kEmbeddings: {
-      const std::optional<ops::PoolingMode> chosen = options.pooling.has_value() ? options.pooling : default_pooling_;
+      const std::optional<ops::PoolingMode> chosen = options.pooling.has_value() ? options.pooling : profile_.default_pooling;
       if (!chosen.has_value()) {
         return Status::Error("the model folder has no sentence-transformers pooling config: choose a pooling mode");
       }
       *pooling = *chosen;
       STAMEN_RETURN_IF_ERROR(CheckPoolingFitsModel(config_, *chosen));
       if (*chosen == ops::PoolingMode::kSplade) {
-        // Sparse vectors are indexed by vocabulary id: keeping the leading ids means nothing.
-        if (options.dimensions != 0) return Status::Error("dimensions cannot truncate splade (sparse) vectors");
         if (!options.spans.empty()) return Status::Error("spans (late chunking) cannot pool splade vectors");
         break;
       }
       STAMEN_RETURN_IF_ERROR(ValidateSpans(batch, options.spans));
-      if (options.dimensions < 0 || options.dimensions > embedding_width()) {
-        return Status::Error("dimensions " + std::to_string(options.dimensions) + " is outside 1.." +
-                             std::to_string(embedding_width()));
-      }
       break;
     }
     case StepOutput::kTokenEmbeddings:

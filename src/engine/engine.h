@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model_folder/model_config.h"
+#include "model_folder/model_profile.h"
 #include "engine/ops/pooling.h"
 #include "engine/status.h"
 #include "engine/tensor.h"
@@ -99,7 +100,8 @@ struct Batch {
 };
 
 enum class StepOutput {
-  // [S, dimensions]: pooled, optionally normalised. With splade pooling (a …ForMaskedLM model)
+  // [S, width]: pooled (and through the Dense modules), whole and not normalised: the caller
+  // truncates and normalises (FinishRows, finish_rows.h). With splade pooling (a …ForMaskedLM model)
   // [S, vocab]: the SPLADE vector of each sequence, dense but mostly zeros, never normalised
   // (as TEI's /embed_sparse and sentence-transformers' SparseEncoder give it); callers keep
   // the non-zero entries (index = vocabulary id).
@@ -115,16 +117,11 @@ struct StepOptions {
   StepOutput output = StepOutput::kEmbeddings;
   // Overrides the model's pooling (sentence-transformers config, else the family's default).
   std::optional<ops::PoolingMode> pooling = std::nullopt;
-  // L2-normalise embeddings (after truncation to `dimensions`), as TEI does by default; dense
-  // pooled embeddings only (not splade vectors, not per-token states).
-  bool normalize = true;
-  // Keep only the leading `dimensions` of each embedding (Matryoshka); 0 keeps all.
-  int64_t dimensions = 0;
   // Late chunking (kEmbeddings with a pooling other than splade): when not empty, one
   // embedding per span instead of one per sequence, in span order. Spans are (begin, end)
   // pairs of token indices into the batch, each within one sequence and not empty; each is
   // pooled over its own tokens as if it were a sequence, then passed through the Dense
-  // modules, truncated and normalised as whole sequences are. The tokens still attend over
+  // modules as whole sequences are. The tokens still attend over
   // their whole sequence, so each span's vector carries that context. CPU engine only.
   std::span<const int32_t> spans = {};
 };
@@ -177,20 +174,19 @@ class Engine {
 
   const ModelConfig& config() const { return config_; }
   const SentenceTransformersConfig& sentence_transformers() const { return sentence_transformers_; }
+  // What the model serves, its widths, limits and default pooling (model_folder/model_profile.h),
+  // as the gateway works them out from the folder without loading it.
+  const ModelProfile& profile() const { return profile_; }
   // The pooling used when a step names none: the sentence-transformers Pooling (or
   // SpladePooling) module, else last-token for causal decoders, mean for bidirectional ones
   // and splade for …ForMaskedLM models; unset for other encoders without one (steps must
-  // then name it). DefaultPooling in model_config.h says the same without loading.
-  std::optional<ops::PoolingMode> default_pooling() const { return default_pooling_; }
+  // then name it).
+  std::optional<ops::PoolingMode> default_pooling() const { return profile_.default_pooling; }
   int64_t hidden_size() const { return config_.hidden_size; }
   // The width of the embeddings a step gives by default (before Matryoshka truncation): the
   // vocabulary size for a SPLADE model, else the last sentence-transformers Dense module's
   // out_features, else the hidden size.
-  // (DefaultEmbeddingWidth in model_config.h, for callers that have not loaded the model).
-  int64_t embedding_width() const {
-    if (default_pooling_ == ops::PoolingMode::kSplade) return config_.vocab_size;
-    return sentence_transformers_.EmbeddingWidth(config_.hidden_size);
-  }
+  int64_t embedding_width() const { return profile_.embedding_width; }
   Device device() const { return device_; }
   // What the matrix products compute in, as TEI's /info names it: "float32" or "bfloat16".
   std::string_view compute_dtype() const { return compute_dtype_ == DataType::kBF16 ? "bfloat16" : "float32"; }
@@ -211,7 +207,7 @@ class Engine {
 
   ModelConfig config_;
   SentenceTransformersConfig sentence_transformers_;
-  std::optional<ops::PoolingMode> default_pooling_;
+  ModelProfile profile_;
   int num_threads_ = 0;
   Device device_ = Device::kCpu;
   DataType compute_dtype_ = DataType::kF32;

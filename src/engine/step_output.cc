@@ -129,7 +129,7 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelConfig& config, cons
     }
     case StepOutput::kEmbeddings: {
       if (pooling == ops::PoolingMode::kSplade) {
-        // Sparse vectors over the vocabulary: no Dense modules, no truncation, no normalisation.
+        // Sparse vectors over the vocabulary: no Dense modules.
         auto values = buffer({sequences, model.splade_width()});
         if (!values.ok()) return values.status();
         STAMEN_RETURN_IF_ERROR(model.SpladeVectors(input, hidden, *values));
@@ -149,7 +149,7 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelConfig& config, cons
       // No hidden state: the model pools its token ids itself (Model::PoolsIds; no Dense, no spans).
       const bool from_ids = hidden.empty();
       const int64_t hidden_width = from_ids ? config.hidden_size : hidden.dim(1);
-      const int64_t width = options.dimensions > 0 ? options.dimensions : dense.OutputWidth(hidden_width);
+      const int64_t width = dense.OutputWidth(hidden_width);
       auto values = buffer({rows, width});
       if (!values.ok()) return values.status();
       if (from_ids) {
@@ -160,9 +160,8 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelConfig& config, cons
         STAMEN_RETURN_IF_ERROR(RunDenseModules(pooled_hidden, pooled_offsets, pooling, dense, *values));
       }
       // pplx-embed-v1 serves its int8 vectors (round(127·tanh(x))); normalising them after, when
-      // asked, is what TEI does too (its int8 scale is then lost).
+      // asked (FinishRows), is what TEI does too (its int8 scale is then lost).
       if (config.pooled_tanh_int8) STAMEN_RETURN_IF_ERROR(ops::ScaledTanhRound(*values, 127.0f));
-      if (options.normalize) STAMEN_RETURN_IF_ERROR(ops::L2Normalize(*values, *values));
       return values;
     }
   }

@@ -41,9 +41,9 @@ StatusOr<DenseModules> LoadDenseModules(const std::vector<DenseModuleConfig>& mo
 
 // By `options.output`: every token's hidden state [T, hidden], the classification head's
 // logits [S, labels], SPLADE vectors [S, vocab] (splade pooling, through the masked-LM head),
-// or embeddings [S, width] (one per span with options.spans): pooled with `pooling`, passed through the Dense modules, truncated
-// to `options.dimensions` (0: the full width), for config.pooled_tanh_int8 turned into
-// round(127·tanh(x)), and L2-normalised when asked. `hidden` is
+// or embeddings [S, width] (one per span with options.spans): pooled with `pooling`, passed
+// through the Dense modules and, for config.pooled_tanh_int8, turned into round(127·tanh(x));
+// whole and not normalised (whoever asked truncates and normalises: FinishRows). `hidden` is
 // Forward's result for `input`; rows past input.cu_seqlens_host.back() are padding (a CUDA
 // graph's token bucket) and are left out.
 StatusOr<Tensor> ComputeStepValues(Model& model, const ModelConfig& config, const ModelInput& input, const Tensor& hidden,

@@ -211,28 +211,6 @@ std::shared_ptr<WorkerSlot> Dispatcher::PickLocked(const WorkerSlot* avoid, cons
 
 namespace {
 
-// A fresh request with `source`'s inputs (a retry must not inherit the first attempt's
-// scheduler bookkeeping).
-std::shared_ptr<WorkRequest> CopyInputs(const WorkRequest& source) {
-  auto copy = std::make_shared<WorkRequest>();
-  copy->kind = source.kind;
-  copy->pooling = source.pooling;
-  copy->normalize = source.normalize;
-  copy->dimensions = source.dimensions;
-  copy->deadline = source.deadline;
-  copy->priority = source.priority;
-  copy->lengths = source.lengths;
-  copy->token_ids = source.token_ids;
-  copy->token_type_ids = source.token_type_ids;
-  copy->span_counts = source.span_counts;
-  copy->spans = source.spans;
-  return copy;
-}
-
-}  // namespace
-
-namespace {
-
 // A failure of the connection to the worker or of its process (refused, reset, shutting down,
 // a call cancelled that the gateway did not cancel): the worker is down until a health check
 // passes. Load (a full queue, a call past its time) never marks a worker down: under overload
@@ -259,37 +237,18 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
   state->done = std::move(done);
   job->columns = 0;
   job->row_offsets = server::RowOffsets(*job);
-  const std::vector<int64_t> span_offsets = server::SpanOffsets(*job);
   // Cut whole sequences into chunks of about chunk_tokens tokens.
   const auto* lengths = job->lengths.data();
   const size_t count = job->lengths.size();
   size_t first = 0;
-  int64_t token_offset = 0;
   while (first < count) {
     size_t end = first;
     int64_t tokens = 0;
     while (end < count && (end == first || tokens + lengths[end] <= options_.chunk_tokens)) tokens += lengths[end++];
     auto chunk = std::make_shared<ChunkState>();
     chunk->first_row = job->row_offsets[first];
-    auto work = std::make_shared<WorkRequest>();
-    work->kind = job->kind;
-    work->pooling = job->pooling;
-    work->normalize = job->normalize;
-    work->dimensions = job->dimensions;
-    work->deadline = job->deadline;
-    work->priority = job->priority;
-    work->lengths.assign(lengths + first, lengths + end);
-    if (!job->span_counts.empty()) {
-      work->span_counts.assign(job->span_counts.begin() + first, job->span_counts.begin() + end);
-      work->spans.assign(job->spans.begin() + 2 * span_offsets[first], job->spans.begin() + 2 * span_offsets[end]);
-    }
-    work->token_ids = job->token_ids.substr(token_offset * sizeof(int32_t), tokens * sizeof(int32_t));
-    if (!job->token_type_ids.empty()) {
-      work->token_type_ids = job->token_type_ids.substr(token_offset * sizeof(int32_t), tokens * sizeof(int32_t));
-    }
-    chunk->work = std::move(work);
+    chunk->work = server::CopySequences(*job, first, end);
     state->chunks.push_back(std::move(chunk));
-    token_offset += tokens;
     first = end;
   }
   state->remaining = state->chunks.size();
@@ -446,7 +405,7 @@ void Dispatcher::OnChunkDone(const std::shared_ptr<JobState>& job, const std::sh
                      worker->backend->address(), work.status.message());
       }
       retries_total_.Increment();
-      auto retry = CopyInputs(work);
+      auto retry = server::CopySequences(work, 0, work.lengths.size());
       {
         std::lock_guard lock(job->mutex);
         chunk->work = std::move(retry);

@@ -15,6 +15,7 @@
 #include "gateway/late_chunking.h"
 #include "gateway/least_tokens.h"
 #include "gateway/openapi.h"
+#include "server/request_validation.h"
 
 namespace stamen::gateway {
 
@@ -98,6 +99,27 @@ StatusOr<ModelDescription> DescribeModel(const GatewayOptions& options) {
   return model;
 }
 
+// Ok when the worker `info` came from serves the model the gateway read: the same
+// architecture, and what the worker validates requests with (server::ModelLimits) equal to the
+// gateway's profile of its folder.
+Status CheckWorkerServes(const v1::InfoResponse& info, const std::string& address, const std::string& architecture,
+                         const engine::ModelProfile& profile) {
+  const server::ModelLimits limits = server::ModelLimits::Of(profile);
+  const bool same = info.architecture() == architecture &&
+                    static_cast<int64_t>(info.dimensions()) == limits.embedding_width &&
+                    static_cast<int64_t>(info.max_input_length()) == limits.max_sequence_length &&
+                    static_cast<int64_t>(info.num_labels()) == limits.num_labels &&
+                    static_cast<int64_t>(info.vocabulary_size()) == limits.vocabulary_size;
+  if (same) return Status();
+  return Status::Error("worker " + address + " serves " + info.model_id() + " (" + info.architecture() + ", " +
+                       std::to_string(info.dimensions()) + " dimensions, " + std::to_string(info.num_labels()) +
+                       " labels, at most " + std::to_string(info.max_input_length()) + " tokens), not the gateway's model (" +
+                       architecture + ", " + std::to_string(limits.embedding_width) + " dimensions, " +
+                       std::to_string(limits.num_labels) + " labels, at most " +
+                       std::to_string(limits.max_sequence_length) + " tokens): start both on the same model folder "
+                       "with the same --yes-no-reranker");
+}
+
 }  // namespace
 
 Status Gateway::CheckModel(const GatewayOptions& options) { return DescribeModel(options).status(); }
@@ -150,12 +172,13 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
   g.config_ = std::move(model->config);
   g.sentence_transformers_ = std::move(model->sentence_transformers);
   g.yes_no_template_ = std::move(model->yes_no_template);
-  g.max_input_length_ = engine::MaxSequenceLength(g.config_, g.sentence_transformers_);
+  const engine::ModelProfile profile = engine::ProfileOf(g.config_, g.sentence_transformers_);
+  g.max_input_length_ = profile.max_sequence_length;
   g.pooling_ = model->pooling;
   g.splade_ = model->pooling == engine::ops::PoolingMode::kSplade;
-  g.dimensions_ = g.splade_ ? g.config_.vocab_size : g.sentence_transformers_.EmbeddingWidth(g.config_.hidden_size);
-  g.reranker_ = g.config_.head == engine::ModelHead::kSequenceClassification;
-  g.kind_ = !g.reranker_ ? ModelKind::kEmbedding : g.config_.num_labels == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
+  g.dimensions_ = profile.EmbeddingWidthWith(model->pooling);
+  g.reranker_ = profile.kind != ModelKind::kEmbedding;
+  g.kind_ = profile.kind;
   g.created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   g.model_id_ = engine::ModelIdOf(options.model_dir, options.model_id);
   g.openapi_document_ = OpenApiDocument(g.model_id_, kVersion);
@@ -195,11 +218,9 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
       spdlog::warn("gateway: worker {} runs stamen {}, the gateway {}", worker->backend->address(),
                    info->version().empty() ? "of unknown version" : info->version(), kVersion);
     }
-    if (static_cast<int64_t>(info->dimensions()) != g.dimensions_ || info->architecture() != g.config_.architecture) {
-      spdlog::warn("gateway: worker {} serves {} ({}, {} dimensions), not the gateway's model {} ({}, {} dimensions)",
-                   worker->backend->address(), info->model_id(), info->architecture(), info->dimensions(),
-                   g.model_id_, g.config_.architecture, g.dimensions_);
-    }
+    // The worker's engine works out the same profile from its folder; a worker that differs
+    // would answer with other widths, limits or kinds than the gateway checks and reports.
+    STAMEN_RETURN_IF_ERROR(CheckWorkerServes(*info, worker->backend->address(), g.config_.architecture, profile));
   }
   g.dispatcher_->SeedRate(warm_up_rate);
   g.dispatcher_->Start();

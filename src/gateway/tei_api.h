@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gateway/api.h"
+#include "model_folder/model_profile.h"
 
 namespace stamen::gateway {
 
@@ -53,7 +54,7 @@ std::variant<DecodeCall, ApiError> ParseDecodeCall(std::string_view body);
 // body's shape also tells huggingface_hub's tasks apart, which all post to the base URL:
 // sentence_similarity sends {"inputs": {source_sentence, …}}, text_classification {"inputs"}.
 enum class TeiTask { kEmbed, kSimilarity, kRerank, kPredict };
-enum class ModelKind { kEmbedding, kReranker, kClassifier };  // reranker: one label
+using engine::ModelKind;  // model_folder/model_profile.h
 TeiTask RootTask(ModelKind model, std::string_view body);
 
 // One input's predictions: `logits` (one per label) as softmax probabilities (a sigmoid for

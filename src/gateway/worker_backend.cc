@@ -65,16 +65,6 @@ GrpcBackend::~GrpcBackend() {
 
 namespace {
 
-std::string PackedInt32s(const std::vector<int32_t>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int32_t));
-}
-
-void FillSequences(const WorkRequest& work, v1::TokenSequences* sequences) {
-  sequences->set_token_ids(work.token_ids);
-  sequences->set_lengths(PackedInt32s(work.lengths));
-  sequences->set_token_type_ids(work.token_type_ids);
-}
-
 void TakeTiming(const v1::Timing& timing, server::WorkTiming& out) {
   out.queue_microseconds = timing.queue_microseconds();
   out.compute_microseconds = timing.compute_microseconds();
@@ -123,18 +113,10 @@ void GrpcBackend::Submit(std::shared_ptr<WorkRequest> work) {
     if (keep->on_done) keep->on_done(*keep);
   };
   if (request.kind != WorkKind::kScore) {
-    FillSequences(request, call->embed_request.mutable_sequences());
-    call->embed_request.set_token_embeddings(request.kind == WorkKind::kTokenEmbed);
-    call->embed_request.set_span_counts(PackedInt32s(request.span_counts));
-    call->embed_request.set_spans(PackedInt32s(request.spans));
-    call->embed_request.set_pooling(server::PoolingMessage(request.pooling));
-    call->embed_request.set_normalize(request.normalize);
-    call->embed_request.set_dimensions(static_cast<uint32_t>(request.dimensions));
-    call->embed_request.set_priority(server::PriorityMessage(request.priority));
+    server::EncodeEmbedRequest(request, call->embed_request);
     stub_->async()->Embed(&call->context, &call->embed_request, &call->embed_response, finish);
   } else {
-    FillSequences(request, call->score_request.mutable_sequences());
-    call->score_request.set_priority(server::PriorityMessage(request.priority));
+    server::EncodeScoreRequest(request, call->score_request);
     stub_->async()->Score(&call->context, &call->score_request, &call->score_response, finish);
   }
 }

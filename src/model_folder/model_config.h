@@ -200,7 +200,8 @@ struct SentenceTransformersConfig {
 // whoever describes a model folder without loading it (the gateway) agree through this.
 std::optional<ops::PoolingMode> DefaultPooling(const ModelConfig& config, const SentenceTransformersConfig& st);
 // The width of the embeddings a step gives by default: the vocabulary size when that pooling
-// is splade, else the last Dense module's out_features, else the hidden size.
+// is splade, else the last Dense module's out_features, else the hidden size (the
+// embedding_width of ProfileOf, model_profile.h).
 int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransformersConfig& st);
 
 // Reads modules.json, the Pooling module's config, config_sentence_transformers.json and

@@ -6,6 +6,7 @@
 
 #include "model_folder/json_document.h"
 #include "model_folder/model_config.h"
+#include "model_folder/model_profile.h"
 
 namespace stamen::engine {
 namespace {
@@ -213,8 +214,7 @@ std::optional<ops::PoolingMode> DefaultPooling(const ModelConfig& config, const 
 }
 
 int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransformersConfig& st) {
-  if (DefaultPooling(config, st) == ops::PoolingMode::kSplade) return config.vocab_size;
-  return st.EmbeddingWidth(config.hidden_size);
+  return ProfileOf(config, st).embedding_width;
 }
 
 }  // namespace stamen::engine

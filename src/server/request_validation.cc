@@ -8,6 +8,18 @@
 
 namespace stamen::server {
 
+ModelLimits ModelLimits::Of(const engine::ModelProfile& profile) {
+  ModelLimits limits;
+  limits.vocabulary_size = profile.vocabulary_size;
+  limits.max_sequence_length = profile.max_sequence_length;
+  limits.embedding_width = profile.embedding_width;
+  limits.hidden_size = profile.hidden_size;
+  limits.type_vocabulary_size = profile.type_vocabulary_size;
+  limits.num_labels = profile.num_labels;
+  limits.default_pooling = profile.default_pooling;
+  return limits;
+}
+
 namespace {
 
 int32_t ReadInt32(const std::string& bytes, size_t index) {
@@ -67,6 +79,36 @@ v1::Priority PriorityMessage(Priority priority) {
     case Priority::kNormal: break;
   }
   return v1::PRIORITY_NORMAL;
+}
+
+namespace {
+
+std::string PackedInt32s(const std::vector<int32_t>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int32_t));
+}
+
+void EncodeSequences(const WorkRequest& request, v1::TokenSequences& sequences) {
+  sequences.set_token_ids(request.token_ids);
+  sequences.set_lengths(PackedInt32s(request.lengths));
+  sequences.set_token_type_ids(request.token_type_ids);
+}
+
+}  // namespace
+
+void EncodeEmbedRequest(const WorkRequest& request, v1::EmbedRequest& message) {
+  EncodeSequences(request, *message.mutable_sequences());
+  message.set_token_embeddings(request.kind == WorkKind::kTokenEmbed);
+  message.set_span_counts(PackedInt32s(request.span_counts));
+  message.set_spans(PackedInt32s(request.spans));
+  message.set_pooling(PoolingMessage(request.pooling));
+  message.set_normalize(request.normalize);
+  message.set_dimensions(static_cast<uint32_t>(request.dimensions));
+  message.set_priority(PriorityMessage(request.priority));
+}
+
+void EncodeScoreRequest(const WorkRequest& request, v1::ScoreRequest& message) {
+  EncodeSequences(request, *message.mutable_sequences());
+  message.set_priority(PriorityMessage(request.priority));
 }
 
 Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request) {
@@ -163,6 +205,11 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
     if (!request.pooling && !limits.default_pooling) {
       return invalid("the model folder names no pooling; the request must choose one (" +
                      engine::PoolingOptionNames() + ")");
+    }
+    // Sparse vectors are indexed by vocabulary id: keeping the leading ids means nothing.
+    if (request.dimensions != 0 && request.pooling.value_or(limits.default_pooling.value_or(engine::ops::PoolingMode::kCls)) ==
+                                       engine::ops::PoolingMode::kSplade) {
+      return invalid("dimensions cannot truncate splade (sparse) vectors");
     }
     if (request.dimensions < 0 || request.dimensions > limits.embedding_width) {
       return invalid("dimensions " + std::to_string(request.dimensions) + " outside 1.." +

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/status.h"
+#include "model_folder/model_profile.h"
 #include "proto/stamen/v1/inference.pb.h"
 #include "server/work_request.h"
 
@@ -28,6 +29,8 @@ struct ModelLimits {
   int64_t num_labels = 0;            // > 0 for models with a classification head
   std::optional<engine::ops::PoolingMode> default_pooling;
 
+  // The profile's facts (model_folder/model_profile.h), which the gateway works out alike.
+  static ModelLimits Of(const engine::ModelProfile& profile);
   static ModelLimits Of(const engine::Engine& engine);  // defined with the scheduler
 };
 
@@ -38,6 +41,11 @@ Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request
 // dimensions). An unknown pooling value is kInvalidArgument.
 Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request);
 Status DecodeScoreRequest(const v1::ScoreRequest& message, WorkRequest& request);
+// The inverse, for the gateway's calls to a worker: `request`'s sequences and options as an
+// Embed (kEmbed, kTokenEmbed) or Score call (kScore). Beside the decoders, so that the fields
+// travel both ways by one list.
+void EncodeEmbedRequest(const WorkRequest& request, v1::EmbedRequest& message);
+void EncodeScoreRequest(const WorkRequest& request, v1::ScoreRequest& message);
 // The wire values of a priority and of a pooling mode (unset: the model's default), for
 // clients of the worker such as the gateway.
 v1::Priority PriorityMessage(Priority priority);

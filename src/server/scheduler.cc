@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "model_folder/model_tokenizer.h"
-#include "engine/ops/pooling.h"
+#include "engine/finish_rows.h"
 #include "engine/tensor.h"
 
 namespace stamen::server {
@@ -41,18 +41,7 @@ constexpr size_t kMaxRecords = 4096;
 
 }  // namespace
 
-ModelLimits ModelLimits::Of(const engine::Engine& engine) {
-  ModelLimits limits;
-  const engine::ModelConfig& config = engine.config();
-  limits.vocabulary_size = config.vocab_size;
-  limits.max_sequence_length = engine::MaxSequenceLength(config, engine.sentence_transformers());
-  limits.embedding_width = engine.embedding_width();
-  limits.hidden_size = engine.hidden_size();
-  limits.type_vocabulary_size = config.type_vocab_size;
-  limits.num_labels = config.head == engine::ModelHead::kSequenceClassification ? config.num_labels : 0;
-  limits.default_pooling = engine.default_pooling();
-  return limits;
-}
+ModelLimits ModelLimits::Of(const engine::Engine& engine) { return ModelLimits::Of(engine.profile()); }
 
 SchedulerMetrics::SchedulerMetrics(metrics::Registry& registry)
     : queued_sequences(registry.AddGauge("stamen_queue_sequences", "Sequences waiting for a batch")),
@@ -450,8 +439,7 @@ void Scheduler::Launch(Batch& batch) {
     case WorkKind::kScore: step_options.output = engine::StepOutput::kScores; break;
     case WorkKind::kTokenEmbed: step_options.output = engine::StepOutput::kTokenEmbeddings; break;
     case WorkKind::kEmbed:
-      step_options.pooling = batch.key.pooling;
-      step_options.normalize = false;  // per request, after its own `dimensions`
+      step_options.pooling = batch.key.pooling;  // rows whole: each request finishes its own
       step_options.spans = batch.spans;
       break;
   }
@@ -509,24 +497,13 @@ void Scheduler::Scatter(Batch& batch) {
       continue;
     }
     if (!request.status.ok()) continue;  // cancelled or expired meanwhile: drop the rows
-    const engine::LazyResult& result = *batch.result;
+    // The request's own `dimensions` and normalisation, into its output. Host F32 rows never
+    // fail; if they did, the request fails rather than answer wrong.
     float* output = reinterpret_cast<float*>(request.output.data());
-    const size_t columns = static_cast<size_t>(request.columns);
-    float* first_destination = output + request.row_offsets[slice.first_sequence] * columns;
-    for (int64_t k = 0; k < slice.rows; ++k) {
-      std::span<const float> row = result.Row(slice.first_row + k);
-      std::memcpy(first_destination + k * columns, row.data(), columns * sizeof(float));
-    }
-    if (request.kind == WorkKind::kEmbed && request.normalize) {
-      // Per request, after its `dimensions` cut the rows (so the step does not normalise):
-      // the engine's op over the slice's rows, in place in the request's output. Host F32
-      // rows never fail its checks; if they did, the request fails rather than answer wrong.
-      engine::Tensor rows = engine::Tensor::Wrap(
-          first_destination, engine::DataType::kF32,
-          engine::Shape{slice.rows, static_cast<int64_t>(columns)});
-      const Status normalized = engine::ops::L2Normalize(rows, rows);
-      if (!normalized.ok() && request.status.ok()) request.status = normalized;
-    }
+    const Status finished = engine::FinishRows(*batch.result, slice.first_row, slice.rows, request.columns,
+                                               request.kind == WorkKind::kEmbed && request.normalize,
+                                               output + request.row_offsets[slice.first_sequence] * request.columns);
+    if (!finished.ok()) request.status = finished;
     request.sequences_done += slice.sequences;
   }
   batch.record.scatter_milliseconds = MillisecondsBetween(start, Clock::now());

@@ -2,6 +2,8 @@
 // HTTP API, the command line and the benchmarks write them ("high", "normal", "low").
 #include "server/work_request.h"
 
+#include <numeric>
+
 namespace stamen::server {
 
 const char* PriorityName(Priority priority) {
@@ -43,6 +45,30 @@ std::vector<int64_t> SpanOffsets(const WorkRequest& request) {
   return SequenceOffsets(request, [&](size_t sequence) -> int64_t {
     return request.span_counts.empty() ? 0 : request.span_counts[sequence];
   });
+}
+
+std::shared_ptr<WorkRequest> CopySequences(const WorkRequest& source, size_t first, size_t end) {
+  auto copy = std::make_shared<WorkRequest>();
+  copy->kind = source.kind;
+  copy->pooling = source.pooling;
+  copy->normalize = source.normalize;
+  copy->dimensions = source.dimensions;
+  copy->deadline = source.deadline;
+  copy->priority = source.priority;
+  const auto lengths = source.lengths.begin();
+  copy->lengths.assign(lengths + first, lengths + end);
+  const size_t first_byte = std::accumulate(lengths, lengths + first, size_t{0}) * sizeof(int32_t);
+  const size_t bytes = std::accumulate(lengths + first, lengths + end, size_t{0}) * sizeof(int32_t);
+  copy->token_ids = source.token_ids.substr(first_byte, bytes);
+  if (!source.token_type_ids.empty()) copy->token_type_ids = source.token_type_ids.substr(first_byte, bytes);
+  if (!source.span_counts.empty()) {
+    const auto counts = source.span_counts.begin();
+    copy->span_counts.assign(counts + first, counts + end);
+    const size_t first_span = std::accumulate(counts, counts + first, size_t{0});
+    const size_t spans = std::accumulate(counts + first, counts + end, size_t{0});
+    copy->spans.assign(source.spans.begin() + 2 * first_span, source.spans.begin() + 2 * (first_span + spans));
+  }
+  return copy;
 }
 
 }  // namespace stamen::server

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -98,5 +99,12 @@ struct WorkRequest {
 std::vector<int64_t> RowOffsets(const WorkRequest& request);
 // S + 1 offsets: the first span of each sequence, then the span total (all 0 without spans).
 std::vector<int64_t> SpanOffsets(const WorkRequest& request);
+
+// A new request with `source`'s options (kind, pooling, normalize, dimensions, deadline,
+// priority) and its sequences [first, end): their token ids, lengths, type ids and spans. None
+// of the scheduler's bookkeeping or results: a chunk of a larger request, or all of it for a
+// retry, which must not inherit the first attempt's. The one place the submitter's fields are
+// listed (the gRPC messages carry them in request_validation.h).
+std::shared_ptr<WorkRequest> CopySequences(const WorkRequest& source, size_t first, size_t end);
 
 }  // namespace stamen::server

@@ -20,13 +20,7 @@ Status ParseNormalizer(element node, BpeConfig* config) {
   if (node.is_null()) return Status();
   const std::string_view type = StringOr(node, "type", "");
   if (type == "Sequence") {
-    array children;
-    if (node["normalizers"].get(children) != simdjson::SUCCESS) return Status::Error("normalizer Sequence without a list");
-    for (element child : children) {
-      Status status = ParseNormalizer(child, config);
-      if (!status.ok()) return status;
-    }
-    return Status();
+    return ReadSequence(node, "normalizers", "normalizer", [config](element child) { return ParseNormalizer(child, config); });
   }
   if (type != "NFC" && type != "Replace" && type != "Strip" && type != "Prepend" && type != "Precompiled") {
     return Status::Error("normalizer \"" + std::string(type) + "\" is not supported with a BPE model (supported: NFC, "
@@ -69,13 +63,8 @@ Status ParsePreTokenizer(element node, BpeConfig* config) {
   if (node.is_null()) return Status();
   const std::string_view type = StringOr(node, "type", "");
   if (type == "Sequence") {
-    array children;
-    if (node["pretokenizers"].get(children) != simdjson::SUCCESS) return Status::Error("pre_tokenizer Sequence without a list");
-    for (element child : children) {
-      Status status = ParsePreTokenizer(child, config);
-      if (!status.ok()) return status;
-    }
-    return Status();
+    return ReadSequence(node, "pretokenizers", "pre_tokenizer",
+                        [config](element child) { return ParsePreTokenizer(child, config); });
   }
   if (type == "ByteLevel") {
     if (config->byte_level) return Status::Error("pre_tokenizer with two ByteLevel steps is not supported");
@@ -200,22 +189,17 @@ void ParseDecoder(element node, BpeConfig* config) {
 }  // namespace
 
 StatusOr<BpeConfig> ParseBpeJson(std::string_view json) {
-  simdjson::dom::parser parser;
-  element root;
-  const simdjson::padded_string padded(json);
-  Status status = ParseJson(padded, &parser, &root);
-  if (!status.ok()) return status;
   BpeConfig config;
   config.format = "huggingface";
-  element part;
-  if (root["model"].get(part) != simdjson::SUCCESS || StringOr(part, "type", "") != "BPE") {
-    return Status::Error("the model is not BPE");
-  }
-  status = ParseModel(part, &config);
-  if (status.ok() && root["normalizer"].get(part) == simdjson::SUCCESS) status = ParseNormalizer(part, &config);
-  if (status.ok() && root["pre_tokenizer"].get(part) == simdjson::SUCCESS) status = ParsePreTokenizer(part, &config);
-  if (status.ok()) status = ParseHuggingFaceSharedSections(json, &config.added_tokens, &config.post_processor);
-  if (status.ok() && root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null()) ParseDecoder(part, &config);
+  Status status = ReadTokenizerJson(json, "BPE", [&config](element root, element model) {
+    STAMEN_RETURN_IF_ERROR(ParseModel(model, &config));
+    element part;
+    if (root["normalizer"].get(part) == simdjson::SUCCESS) STAMEN_RETURN_IF_ERROR(ParseNormalizer(part, &config));
+    if (root["pre_tokenizer"].get(part) == simdjson::SUCCESS) STAMEN_RETURN_IF_ERROR(ParsePreTokenizer(part, &config));
+    STAMEN_RETURN_IF_ERROR(ParseHuggingFaceSharedSections(root, &config.added_tokens, &config.post_processor));
+    if (root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null()) ParseDecoder(part, &config);
+    return Status();
+  });
   if (!status.ok()) return status;
   return config;
 }

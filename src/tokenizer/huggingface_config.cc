@@ -188,13 +188,8 @@ Status ParseHuggingFaceNormalizer(element node, std::vector<NormalizerStep>* ste
   if (node.is_null()) return Status();
   const std::string_view type = StringOr(node, "type", "");
   if (type == "Sequence") {
-    array children;
-    if (node["normalizers"].get(children) != simdjson::SUCCESS) return Status::Error("normalizer Sequence without a list");
-    for (element child : children) {
-      Status status = ParseHuggingFaceNormalizer(child, steps);
-      if (!status.ok()) return status;
-    }
-    return Status();
+    return ReadSequence(node, "normalizers", "normalizer",
+                        [steps](element child) { return ParseHuggingFaceNormalizer(child, steps); });
   }
   NormalizerStep step;
   if (type == "Precompiled") {
@@ -247,14 +242,10 @@ Status ParsePreTokenizer(element node, PreTokenizerConfig* config) {
   if (node.is_null()) return Status();
   const std::string_view type = StringOr(node, "type", "");
   if (type == "Sequence") {
-    array children;
-    if (node["pretokenizers"].get(children) != simdjson::SUCCESS) return Status::Error("pre_tokenizer Sequence without a list");
-    for (element child : children) {
+    return ReadSequence(node, "pretokenizers", "pre_tokenizer", [config](element child) {
       if (config->has_metaspace) return Status::Error("pre_tokenizer Sequence with steps after Metaspace is not supported");
-      Status status = ParsePreTokenizer(child, config);
-      if (!status.ok()) return status;
-    }
-    return Status();
+      return ParsePreTokenizer(child, config);
+    });
   }
   if (type == "Metaspace") {
     config->has_metaspace = true;
@@ -322,13 +313,8 @@ Status ParsePostProcessor(element node, PostProcessor* processor) {
   if (node.is_null()) return Status();
   const std::string_view type = StringOr(node, "type", "");
   if (type == "Sequence") {
-    array children;
-    if (node["processors"].get(children) != simdjson::SUCCESS) return Status::Error("post_processor Sequence without a list");
-    for (element child : children) {
-      Status status = ParsePostProcessor(child, processor);
-      if (!status.ok()) return status;
-    }
-    return Status();
+    return ReadSequence(node, "processors", "post_processor",
+                        [processor](element child) { return ParsePostProcessor(child, processor); });
   }
   if (type == "ByteLevel") return Status();  // only trims offsets
   if (type == "TemplateProcessing") {
@@ -380,11 +366,7 @@ Status ParseAddedTokens(element node, std::vector<AddedToken>* tokens) {
     if (content.empty()) return Status::Error("added token " + std::to_string(id) + " has empty content");
     token.id = static_cast<int32_t>(id);
     token.content = std::string(content);
-    token.single_word = BoolOr(entry, "single_word", false);
-    token.lstrip = BoolOr(entry, "lstrip", false);
-    token.rstrip = BoolOr(entry, "rstrip", false);
-    token.special = BoolOr(entry, "special", false);
-    token.normalized = BoolOr(entry, "normalized", !token.special);
+    ReadAddedTokenFlags(entry, &token);
     tokens->push_back(std::move(token));
   }
   return Status();
@@ -424,48 +406,37 @@ Status ParseModel(element model, HuggingFaceConfig* config) {
 }  // namespace
 
 StatusOr<HuggingFaceConfig> ParseHuggingFaceConfig(std::string_view json) {
-  simdjson::dom::parser parser;
-  element root;
-  const simdjson::padded_string padded(json);
-  Status status = ParseJson(padded, &parser, &root);
-  if (!status.ok()) return status;
   HuggingFaceConfig config;
-  element model;
-  if (root["model"].get(model) != simdjson::SUCCESS) return Status::Error("no \"model\" section");
-  status = ParseModel(model, &config);
-  if (!status.ok()) return status;
-  element part;
-  if (root["normalizer"].get(part) == simdjson::SUCCESS) status = ParseHuggingFaceNormalizer(part, &config.normalizers);
-  if (status.ok() && root["pre_tokenizer"].get(part) == simdjson::SUCCESS) {
-    status = ParsePreTokenizer(part, &config.pre_tokenizer);
-  }
-  if (status.ok() && root["post_processor"].get(part) == simdjson::SUCCESS) {
-    status = ParsePostProcessor(part, &config.post_processor);
-  }
-  if (status.ok() && root["added_tokens"].get(part) == simdjson::SUCCESS) {
-    status = ParseAddedTokens(part, &config.added_tokens);
-  }
-  if (status.ok() && root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null()) {
-    if (StringOr(part, "type", "") == "Metaspace") {
-      config.decoder_is_metaspace = true;
-      status = ParseMetaspace(part, &config.decoder_metaspace);
+  // The Unigram model checks its own type: files written before "type" existed have none.
+  Status status = ReadTokenizerJson(json, "", [&config](element root, element model) {
+    STAMEN_RETURN_IF_ERROR(ParseModel(model, &config));
+    element part;
+    if (root["normalizer"].get(part) == simdjson::SUCCESS) {
+      STAMEN_RETURN_IF_ERROR(ParseHuggingFaceNormalizer(part, &config.normalizers));
     }
-  }
+    if (root["pre_tokenizer"].get(part) == simdjson::SUCCESS) {
+      STAMEN_RETURN_IF_ERROR(ParsePreTokenizer(part, &config.pre_tokenizer));
+    }
+    STAMEN_RETURN_IF_ERROR(ParseHuggingFaceSharedSections(root, &config.added_tokens, &config.post_processor));
+    if (root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null() &&
+        StringOr(part, "type", "") == "Metaspace") {
+      config.decoder_is_metaspace = true;
+      STAMEN_RETURN_IF_ERROR(ParseMetaspace(part, &config.decoder_metaspace));
+    }
+    return Status();
+  });
   if (!status.ok()) return status;
   return config;
 }
 
-Status ParseHuggingFaceSharedSections(std::string_view json, std::vector<AddedToken>* added_tokens,
+Status ParseHuggingFaceSharedSections(element root, std::vector<AddedToken>* added_tokens,
                                       PostProcessor* post_processor) {
-  simdjson::dom::parser parser;
-  element root;
-  const simdjson::padded_string padded(json);
-  Status status = ParseJson(padded, &parser, &root);
-  if (!status.ok()) return status;
   element part;
-  if (root["post_processor"].get(part) == simdjson::SUCCESS) status = ParsePostProcessor(part, post_processor);
-  if (status.ok() && root["added_tokens"].get(part) == simdjson::SUCCESS) status = ParseAddedTokens(part, added_tokens);
-  return status;
+  if (root["post_processor"].get(part) == simdjson::SUCCESS) {
+    STAMEN_RETURN_IF_ERROR(ParsePostProcessor(part, post_processor));
+  }
+  if (root["added_tokens"].get(part) == simdjson::SUCCESS) STAMEN_RETURN_IF_ERROR(ParseAddedTokens(part, added_tokens));
+  return Status();
 }
 
 }  // namespace stamen::tokenizer

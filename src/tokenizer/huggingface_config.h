@@ -92,9 +92,4 @@ StatusOr<NormalizerStep> PrecompiledNormalizerStep(std::string_view charsmap_blo
 // Parses `json`. Errors name the unsupported component or the malformed key.
 StatusOr<HuggingFaceConfig> ParseHuggingFaceConfig(std::string_view json);
 
-// Only the sections that do not depend on the model type, `added_tokens` and
-// `post_processor` (the WordPiece loader reads the rest itself).
-Status ParseHuggingFaceSharedSections(std::string_view json, std::vector<AddedToken>* added_tokens,
-                                      PostProcessor* post_processor);
-
 }  // namespace stamen::tokenizer

@@ -80,10 +80,58 @@ inline std::string TokenizerJsonModelType(std::string_view json) {
   return std::string(model_type);
 }
 
+// Opens a tokenizer.json once for the reader of one model type: parses `json` and hands `read`
+// the root and its "model" section, whose "type" must be `model_type` (empty: any, the reader
+// checks). The elements live only during `read`. The one opening the Unigram, BPE and
+// WordPiece readers share; each then reads its sections from the same parse.
+template <typename Read>
+Status ReadTokenizerJson(std::string_view json, std::string_view model_type, Read read) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  const simdjson::padded_string padded(json);
+  STAMEN_RETURN_IF_ERROR(ParseJson(padded, &parser, &root));
+  simdjson::dom::element model;
+  const bool has_model = root["model"].get(model) == simdjson::SUCCESS;
+  if (model_type.empty() && !has_model) return Status::Error("no \"model\" section");
+  if (!model_type.empty() && (!has_model || StringOr(model, "type", "") != model_type)) {
+    return Status::Error("the model is not " + std::string(model_type));
+  }
+  return read(root, model);
+}
+
+// A `"type": "Sequence"` node of tokenizer.json: each child of its `list_key` list
+// ("normalizers", "pretokenizers", "processors") read by `read_child`, in order. `what` names
+// the section in the error of a Sequence without its list.
+template <typename ReadChild>
+Status ReadSequence(simdjson::dom::element node, const char* list_key, std::string_view what, ReadChild read_child) {
+  simdjson::dom::array children;
+  if (node[list_key].get(children) != simdjson::SUCCESS) {
+    return Status::Error(std::string(what) + " Sequence without a list");
+  }
+  for (simdjson::dom::element child : children) STAMEN_RETURN_IF_ERROR(read_child(child));
+  return Status();
+}
+
+// The sections of a tokenizer.json `root` that do not depend on the model type,
+// `added_tokens` and `post_processor` (the BPE and WordPiece readers read the rest
+// themselves); defined in huggingface_config.cc.
+Status ParseHuggingFaceSharedSections(simdjson::dom::element root, std::vector<AddedToken>* added_tokens,
+                                      PostProcessor* post_processor);
+
 // Appends the steps of one Hugging Face normalizer node (Precompiled, Replace, Strip, Prepend,
 // or a Sequence of them) to `steps`; defined in huggingface_config.cc, shared with the BPE
 // reader. Errors name the unsupported normalizer or regex.
 Status ParseHuggingFaceNormalizer(simdjson::dom::element node, std::vector<NormalizerStep>* steps);
+
+// The flags of an added token entry, in tokenizer.json's `added_tokens` or tokenizer_config.json's
+// `added_tokens_decoder`; `normalized` defaults to "not special", as in transformers.
+inline void ReadAddedTokenFlags(simdjson::dom::element entry, AddedToken* token) {
+  token->single_word = BoolOr(entry, "single_word", false);
+  token->lstrip = BoolOr(entry, "lstrip", false);
+  token->rstrip = BoolOr(entry, "rstrip", false);
+  token->special = BoolOr(entry, "special", false);
+  token->normalized = BoolOr(entry, "normalized", !token->special);
+}
 
 // Appends the tokens of tokenizer_config.json's `added_tokens_decoder` ({"id": {"content": …,
 // flags}}) in the file's order; `normalized` defaults to "not special", as in transformers.
@@ -97,11 +145,7 @@ inline Status ReadAddedTokensDecoder(simdjson::dom::element root, std::vector<Ad
     if (token.content.empty()) {
       return Status::Error("tokenizer_config.json: added token " + std::string(key) + " has no content");
     }
-    token.single_word = BoolOr(entry, "single_word", false);
-    token.lstrip = BoolOr(entry, "lstrip", false);
-    token.rstrip = BoolOr(entry, "rstrip", false);
-    token.special = BoolOr(entry, "special", false);
-    token.normalized = BoolOr(entry, "normalized", !token.special);
+    ReadAddedTokenFlags(entry, &token);
     added_tokens->push_back(std::move(token));
   }
   return Status();

@@ -88,41 +88,31 @@ std::string_view TokenContent(element node) {
 }  // namespace
 
 StatusOr<WordPieceConfig> ParseWordPieceJson(std::string_view json) {
-  simdjson::dom::parser parser;
-  element root;
-  const simdjson::padded_string padded(json);
-  Status status = ParseJson(padded, &parser, &root);
-  if (!status.ok()) return status;
   WordPieceConfig config;
   config.format = "huggingface";
-  element part;
-  if (root["model"].get(part) != simdjson::SUCCESS || StringOr(part, "type", "") != "WordPiece") {
-    return Status::Error("the model is not WordPiece");
-  }
-  status = ParseModel(part, &config);
-  // An absent normalizer or pre-tokenizer is the same as null: none.
-  if (status.ok()) {
+  Status status = ReadTokenizerJson(json, "WordPiece", [&config](element root, element model) {
+    STAMEN_RETURN_IF_ERROR(ParseModel(model, &config));
+    // An absent normalizer or pre-tokenizer is the same as null: none.
+    element part;
     if (root["normalizer"].get(part) == simdjson::SUCCESS) {
-      status = ParseNormalizer(part, &config.normalizer);
+      STAMEN_RETURN_IF_ERROR(ParseNormalizer(part, &config.normalizer));
     } else {
       config.normalizer = {false, false, false, false};
     }
-  }
-  if (status.ok()) {
     if (root["pre_tokenizer"].get(part) == simdjson::SUCCESS) {
-      status = ParsePreTokenizer(part, &config.bert_pre_tokenizer);
+      STAMEN_RETURN_IF_ERROR(ParsePreTokenizer(part, &config.bert_pre_tokenizer));
     } else {
       config.bert_pre_tokenizer = false;
     }
-  }
-  if (status.ok()) status = ParseHuggingFaceSharedSections(json, &config.added_tokens, &config.post_processor);
-  // Only Decode depends on the decoder; another kind falls back to joining with spaces.
-  if (status.ok() && root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null() &&
-      StringOr(part, "type", "") == "WordPiece") {
-    config.decoder_is_wordpiece = true;
-    config.decoder_prefix = std::string(StringOr(part, "prefix", "##"));
-    config.decoder_cleanup = BoolOr(part, "cleanup", true);
-  }
+    STAMEN_RETURN_IF_ERROR(ParseHuggingFaceSharedSections(root, &config.added_tokens, &config.post_processor));
+    // Only Decode depends on the decoder; another kind falls back to joining with spaces.
+    if (root["decoder"].get(part) == simdjson::SUCCESS && !part.is_null() && StringOr(part, "type", "") == "WordPiece") {
+      config.decoder_is_wordpiece = true;
+      config.decoder_prefix = std::string(StringOr(part, "prefix", "##"));
+      config.decoder_cleanup = BoolOr(part, "cleanup", true);
+    }
+    return Status();
+  });
   if (!status.ok()) return status;
   return config;
 }

@@ -380,10 +380,10 @@ TEST(CudaModelTest, EveryModelMatchesTheCpuEngine) {
     std::vector<std::pair<std::string, StepOptions>> outputs = {
         {"tokens", {.output = StepOutput::kTokenEmbeddings}},
         {"mean", {.pooling = ops::PoolingMode::kMean}},
-        {"cls", {.pooling = ops::PoolingMode::kCls, .normalize = false}},
+        {"cls", {.pooling = ops::PoolingMode::kCls}},
         {"last_token", {.pooling = ops::PoolingMode::kLastToken}},
-        {"max", {.pooling = ops::PoolingMode::kMax, .normalize = false}},
-        {"weightedmean", {.pooling = ops::PoolingMode::kWeightedMean, .normalize = false}},
+        {"max", {.pooling = ops::PoolingMode::kMax}},
+        {"weightedmean", {.pooling = ops::PoolingMode::kWeightedMean}},
         {"mean_sqrt_len_tokens", {.pooling = ops::PoolingMode::kMeanSqrtLen}},
     };
     if (config.head == ModelHead::kMaskedLm) outputs.push_back({"splade", {.pooling = ops::PoolingMode::kSplade}});

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "engine/engine.h"
+#include "engine/finish_rows.h"
 #include "model_folder/model_tokenizer.h"
 #include "engine/weight_store.h"
 #include "model_folder/yes_no_reranker.h"
@@ -102,19 +103,18 @@ TEST_P(GoldenTest, MatchesTransformersAloneAndPacked) {
 
   std::vector<Output> outputs = {
       {"last_hidden_state", {.output = StepOutput::kTokenEmbeddings}},
-      {"mean_pooled", {.pooling = ops::PoolingMode::kMean, .normalize = false}},
-      {"cls_pooled", {.pooling = ops::PoolingMode::kCls, .normalize = false}},
+      {"mean_pooled", {.pooling = ops::PoolingMode::kMean}},
+      {"cls_pooled", {.pooling = ops::PoolingMode::kCls}},
   };
   if (golden->store.Contains("logits_0")) outputs.push_back({"logits", {.output = StepOutput::kScores}});
   if (golden->store.Contains("weightedmean_pooled_0")) {
-    outputs.push_back({"weightedmean_pooled", {.pooling = ops::PoolingMode::kWeightedMean, .normalize = false}});
-    outputs.push_back({"mean_sqrt_len_pooled", {.pooling = ops::PoolingMode::kMeanSqrtLen, .normalize = false}});
+    outputs.push_back({"weightedmean_pooled", {.pooling = ops::PoolingMode::kWeightedMean}});
+    outputs.push_back({"mean_sqrt_len_pooled", {.pooling = ops::PoolingMode::kMeanSqrtLen}});
   }
-  // SPLADE: the masked-LM head's logits, max-pooled after log(1 + relu); the engine never
-  // normalises them, so the default normalize = true must not change them.
+  // SPLADE: the masked-LM head's logits, max-pooled after log(1 + relu).
   if (golden->store.Contains("splade_0")) outputs.push_back({"splade", {.pooling = ops::PoolingMode::kSplade}});
   if (golden->store.Contains("last_token_0")) {
-    outputs.push_back({"last_token", {.pooling = ops::PoolingMode::kLastToken, .normalize = false}});
+    outputs.push_back({"last_token", {.pooling = ops::PoolingMode::kLastToken}});
   }
 
   std::vector<int32_t> packed_ids;
@@ -194,7 +194,7 @@ TEST_P(BFloat16GoldenTest, StaysWithinTheAccuracyGateOfTransformers) {
   ASSERT_TRUE(golden.ok()) << golden.status().message();
   std::vector<Output> outputs = {
       {"last_hidden_state", {.output = StepOutput::kTokenEmbeddings}},
-      {"mean_pooled", {.pooling = ops::PoolingMode::kMean, .normalize = false}},
+      {"mean_pooled", {.pooling = ops::PoolingMode::kMean}},
   };
   const bool has_logits = golden->store.Contains("logits_0");
   if (has_logits) outputs.push_back({"logits", {.output = StepOutput::kScores}});
@@ -297,7 +297,7 @@ TEST_P(SpanPoolingTest, SpansPoolTransformersHiddenStatesOfOneForwardPass) {
     batch_spans.push_back(bounds[sequence] + end);
   }
   for (const ops::PoolingMode pooling : {ops::PoolingMode::kMean, ops::PoolingMode::kCls}) {
-    auto result = (*engine)->Step({ids, bounds, {}}, {.pooling = pooling, .normalize = false, .spans = batch_spans});
+    auto result = (*engine)->Step({ids, bounds, {}}, {.pooling = pooling, .spans = batch_spans});
     ASSERT_TRUE(result.ok()) << result.status().message();
     ASSERT_TRUE(result->Wait().ok());
     ASSERT_EQ(result->values().dim(0), static_cast<int64_t>(spans.size()));
@@ -460,7 +460,7 @@ TEST(DenseModulesTest, RunAfterPoolingBeforeNormalizeAndTruncation) {
   const std::vector<int32_t> bounds = {0, 5, 8};
   auto plain = Engine::Load(folder);
   ASSERT_TRUE(plain.ok()) << plain.status().message();
-  auto pooled = (*plain)->Step({ids, bounds, {}}, {.normalize = false});
+  auto pooled = (*plain)->Step({ids, bounds, {}});
   ASSERT_TRUE(pooled.ok() && pooled->Wait().ok());
 
   WriteFile(folder + "/modules.json",
@@ -473,12 +473,13 @@ TEST(DenseModulesTest, RunAfterPoolingBeforeNormalizeAndTruncation) {
   ASSERT_TRUE(engine.ok()) << engine.status().message();
   EXPECT_EQ((*engine)->embedding_width(), width);
   EXPECT_EQ((*engine)->hidden_size(), hidden);
-  auto full = (*engine)->Step({ids, bounds, {}}, {.normalize = true});
-  auto truncated = (*engine)->Step({ids, bounds, {}}, {.normalize = true, .dimensions = 2});
-  ASSERT_TRUE(full.ok() && full->Wait().ok());
-  ASSERT_TRUE(truncated.ok() && truncated->Wait().ok());
-  ASSERT_EQ(full->values().dim(1), width);
-  ASSERT_EQ(truncated->values().dim(1), 2);
+  auto step = (*engine)->Step({ids, bounds, {}});
+  ASSERT_TRUE(step.ok() && step->Wait().ok());
+  ASSERT_EQ(step->values().dim(1), width);
+  // Normalize follows Dense, and a Matryoshka cut comes before it (FinishRows, as the worker does).
+  std::vector<float> full(2 * width), truncated(2 * 2);
+  ASSERT_TRUE(FinishRows(*step, 0, 2, width, true, full.data()).ok());
+  ASSERT_TRUE(FinishRows(*step, 0, 2, 2, true, truncated.data()).ok());
   for (int64_t s = 0; s < 2; ++s) {
     const float* x = pooled->values().data<float>() + s * hidden;
     std::vector<double> y(width, 0.0);
@@ -487,19 +488,17 @@ TEST(DenseModulesTest, RunAfterPoolingBeforeNormalizeAndTruncation) {
       for (int64_t k = 0; k < hidden; ++k) z += double{w1[j * hidden + k]} * x[k];
       for (int64_t i = 0; i < width; ++i) y[i] += w2[i * middle + j] * std::tanh(z);
     }
-    // Normalize follows Dense; truncation comes before it, so the truncated vector is renormalised.
-    auto check = [&](const Tensor& values, int64_t columns) {
+    for (int64_t i = 0; i < width; ++i) EXPECT_NEAR(step->Row(s)[i], y[i], 1e-5);
+    // The truncated vector is renormalised.
+    auto check = [&](const std::vector<float>& values, int64_t columns) {
       double norm = 0.0;
       for (int64_t i = 0; i < columns; ++i) norm += y[i] * y[i];
       norm = std::sqrt(norm);
-      for (int64_t i = 0; i < columns; ++i) EXPECT_NEAR(values.data<float>()[s * columns + i], y[i] / norm, 1e-5);
+      for (int64_t i = 0; i < columns; ++i) EXPECT_NEAR(values[s * columns + i], y[i] / norm, 1e-5);
     };
-    check(full->values(), width);
-    check(truncated->values(), 2);
+    check(full, width);
+    check(truncated, 2);
   }
-  auto too_wide = (*engine)->Step({ids, bounds, {}}, {.dimensions = width + 1});
-  ASSERT_FALSE(too_wide.ok());
-  EXPECT_NE(too_wide.status().message().find("outside 1..3"), std::string::npos) << too_wide.status().message();
 
   // A Dense module whose in_features do not match the hidden size is refused at load.
   WriteFile(folder + "/2_Dense/config.json", R"({"in_features":32,"out_features":5,"bias":true})");
@@ -578,7 +577,6 @@ TEST(EngineErrorTest, BadBatchesFailAndLeaveTheEngineUsable) {
   expect_error({ids, bounds, bad_types}, mean, "token type ids: id 2 at index 1");
   expect_error({ids, bounds, {}}, {}, "choose a pooling mode");
   expect_error({ids, bounds, {}}, {.output = StepOutput::kScores}, "no classification head");
-  expect_error({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean, .dimensions = 65}, "dimensions 65");
   const std::vector<int32_t> long_ids(513, 100);
   const std::vector<int32_t> long_bounds = {0, 513};
   expect_error({long_ids, long_bounds, {}}, mean, "at most 512");
@@ -611,13 +609,17 @@ TEST(EngineTest, MatryoshkaTruncatesBeforeNormalizing) {
   ASSERT_TRUE(engine.ok()) << engine.status().message();
   const std::vector<int32_t> ids = {0, 500, 600, 2};
   const std::vector<int32_t> bounds = {0, 4};
-  auto full = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean, .normalize = false});
-  auto small = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean, .dimensions = 16});
-  ASSERT_TRUE(full.ok() && small.ok());
-  ASSERT_EQ(small->values().shape(), (Shape{1, 16}));
+  auto full = (*engine)->Step({ids, bounds, {}}, {.pooling = ops::PoolingMode::kMean});
+  ASSERT_TRUE(full.ok() && full->Wait().ok());
+  ASSERT_EQ(full->values().shape(), (Shape{1, 64}));
+  std::vector<float> small(16);
+  ASSERT_TRUE(FinishRows(*full, 0, 1, 16, true, small.data()).ok());
   double norm = 0.0;
   for (int i = 0; i < 16; ++i) norm += double{full->Row(0)[i]} * full->Row(0)[i];
-  for (int i = 0; i < 16; ++i) EXPECT_NEAR(small->Row(0)[i], full->Row(0)[i] / std::sqrt(norm), 1e-6);
+  for (int i = 0; i < 16; ++i) EXPECT_NEAR(small[i], full->Row(0)[i] / std::sqrt(norm), 1e-6);
+  // A row narrower than asked is an error, not a read past it.
+  std::vector<float> wide(65);
+  EXPECT_FALSE(FinishRows(*full, 0, 1, 65, true, wide.data()).ok());
 }
 
 TEST(EngineTest, TokenTypesChangeBertOutputs) {
@@ -626,7 +628,7 @@ TEST(EngineTest, TokenTypesChangeBertOutputs) {
   const std::vector<int32_t> ids = {101, 2000, 102, 3000, 102};
   const std::vector<int32_t> bounds = {0, 5};
   const std::vector<int32_t> zeros(5, 0), pair = {0, 0, 0, 1, 1};
-  const StepOptions cls{.pooling = ops::PoolingMode::kCls, .normalize = false};
+  const StepOptions cls{.pooling = ops::PoolingMode::kCls};
   auto implicit = (*engine)->Step({ids, bounds, {}}, cls);
   auto explicit_zeros = (*engine)->Step({ids, bounds, zeros}, cls);
   auto segments = (*engine)->Step({ids, bounds, pair}, cls);
@@ -648,11 +650,14 @@ TEST(EngineTest, DecoderDefaultsToLastTokenAndNormalizes) {
   const std::vector<int32_t> bounds = {0, static_cast<int32_t>(golden->ids[2].size())};
   auto result = (*engine)->Step({golden->ids[2], bounds, {}});
   ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_TRUE(result->Wait().ok());
+  std::vector<float> normalized(64);
+  ASSERT_TRUE(FinishRows(*result, 0, 1, 64, true, normalized.data()).ok());
   auto expected = golden->store.Load("last_token_2");
   ASSERT_TRUE(expected.ok());
   double norm = 0.0;
   for (int i = 0; i < 64; ++i) norm += double{expected->data<float>()[i]} * expected->data<float>()[i];
-  for (int i = 0; i < 64; ++i) EXPECT_NEAR(result->Row(0)[i], expected->data<float>()[i] / std::sqrt(norm), 1e-5);
+  for (int i = 0; i < 64; ++i) EXPECT_NEAR(normalized[i], expected->data<float>()[i] / std::sqrt(norm), 1e-5);
 
   auto bidirectional = Engine::Load(kGolden + "tiny-qwen2", {.causal = false});
   ASSERT_TRUE(bidirectional.ok());
@@ -683,7 +688,7 @@ TEST(SpladeTest, DefaultPoolingAndSlicesAcrossSequences) {
     }
   }
   ASSERT_GT(ids.size(), 512u);
-  auto result = (*engine)->Step({ids, bounds, {}});  // default options: splade, normalize ignored
+  auto result = (*engine)->Step({ids, bounds, {}});  // default options: splade
   ASSERT_TRUE(result.ok()) << result.status().message();
   ASSERT_TRUE(result->Wait().ok());
   ASSERT_EQ(result->values().shape(), (Shape{static_cast<int64_t>(which.size()), 1000}));
@@ -692,10 +697,6 @@ TEST(SpladeTest, DefaultPoolingAndSlicesAcrossSequences) {
               kTolerance)
         << "sequence " << s;
   }
-  const std::vector<int32_t> one = {0, static_cast<int32_t>(golden->ids[2].size())};
-  auto truncated = (*engine)->Step({golden->ids[2], one, {}}, {.dimensions = 10});
-  ASSERT_FALSE(truncated.ok());
-  EXPECT_NE(truncated.status().message().find("cannot truncate splade"), std::string::npos);
 }
 
 TEST(SpladeTest, NeedsAMaskedLmHead) {

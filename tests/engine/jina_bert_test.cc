@@ -128,7 +128,7 @@ TEST(JinaBertTest, MatchTheReferenceByCosineAndAbsoluteError) {
       };
       std::vector<Output> outputs = {
           {"last_hidden_state", {.output = StepOutput::kTokenEmbeddings}, kHidden},
-          {"mean_pooled", {.pooling = ops::PoolingMode::kMean, .normalize = false}, kHidden}};
+          {"mean_pooled", {.pooling = ops::PoolingMode::kMean}, kHidden}};
       if (golden->Contains("logits_0")) outputs.push_back({"logits", {.output = StepOutput::kScores}, 1});
       for (const Output& output : outputs) {
         auto result = (*engine)->Step({ids, bounds, {}}, output.options);

@@ -104,7 +104,7 @@ TEST(JinaEmbeddingsV3Test, EachTaskMatchesTransformersOnMergedWeights) {
         for (const auto& [name, options] :
              {std::pair<std::string, StepOptions>{"last_hidden_state_", {.output = StepOutput::kTokenEmbeddings}},
               std::pair<std::string, StepOptions>{"mean_pooled_",
-                                                  {.pooling = ops::PoolingMode::kMean, .normalize = false}}}) {
+                                                  {.pooling = ops::PoolingMode::kMean}}}) {
           auto result = (*engine)->Step({ids, bounds, {}, tasks > 0 ? adapters : std::vector<int32_t>{}}, options);
           ASSERT_TRUE(result.ok() && result->Wait().ok()) << folder << " " << suffix;
           auto expected = golden->Load(name + suffix);
@@ -141,7 +141,7 @@ TEST(JinaEmbeddingsV3Test, MixedTasksInOneBatchEqualEachTaskAlone) {
     }
     auto tokens = (*engine)->Step({ids, bounds, {}, adapters}, {.output = StepOutput::kTokenEmbeddings});
     ASSERT_TRUE(tokens.ok() && tokens->Wait().ok()) << tokens.status().message();
-    auto pooled = (*engine)->Step({ids, bounds, {}, adapters}, {.pooling = ops::PoolingMode::kMean, .normalize = false});
+    auto pooled = (*engine)->Step({ids, bounds, {}, adapters}, {.pooling = ops::PoolingMode::kMean});
     ASSERT_TRUE(pooled.ok() && pooled->Wait().ok());
     Agreement agreement;
     for (int i = 0; i < kSequences; ++i) {
@@ -171,7 +171,7 @@ TEST(JinaEmbeddingsV3Test, BFloat16WithAdaptersStaysClose) {
       const std::vector<int32_t> ids = GoldenIds(*golden, i);
       const std::vector<int32_t> bounds = {0, static_cast<int32_t>(ids.size())};
       const std::vector<int32_t> adapters = {adapter};
-      auto result = (*engine)->Step({ids, bounds, {}, adapters}, {.pooling = ops::PoolingMode::kMean, .normalize = false});
+      auto result = (*engine)->Step({ids, bounds, {}, adapters}, {.pooling = ops::PoolingMode::kMean});
       ASSERT_TRUE(result.ok() && result->Wait().ok());
       auto expected = golden->Load("mean_pooled_" + TaskName((*engine)->config(), adapter) + "_" + std::to_string(i));
       ASSERT_TRUE(expected.ok());

@@ -168,7 +168,7 @@ TEST(RotaryEncodersTest, MatchTransformersByCosineAndAbsoluteError) {
       };
       std::vector<Output> outputs = {
           {"last_hidden_state", {.output = StepOutput::kTokenEmbeddings}, 64},
-          {"mean_pooled", {.pooling = ops::PoolingMode::kMean, .normalize = false}, 64}};
+          {"mean_pooled", {.pooling = ops::PoolingMode::kMean}, 64}};
       if (golden->Contains("logits_0")) outputs.push_back({"logits", {.output = StepOutput::kScores}, 1});
       for (const Output& output : outputs) {
         auto result = (*engine)->Step({ids, bounds, {}}, output.options);
@@ -298,7 +298,7 @@ TEST(RotaryEncodersTest, StellaDenseFolderIsTheOneModulesJsonNames) {
       ASSERT_TRUE(ids64.ok());
       const std::vector<int32_t> ids(ids64->data<int64_t>(), ids64->data<int64_t>() + ids64->NumElements());
       const std::vector<int32_t> bounds = {0, static_cast<int32_t>(ids.size())};
-      auto result = (*engine)->Step({ids, bounds, {}}, {.normalize = false});
+      auto result = (*engine)->Step({ids, bounds, {}}, {});
       ASSERT_TRUE(result.ok() && result->Wait().ok());
       auto expected = golden->Load("dense_" + std::to_string(width) + "_" + index);
       ASSERT_TRUE(expected.ok());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/finish_rows.h"
 #include "model_folder/model_config.h"
 #include "model_folder/model_tokenizer.h"
 #include "test_files.h"
@@ -110,13 +111,17 @@ void CheckAgainstReference(const std::string& folder, const std::string& referen
     }
     ExpectClose(reference.raw[i], mean, folder + ": text " + std::to_string(i) + " from the gathered rows");
   }
+  auto result = (*engine)->Step({all_ids, cu_seqlens, {}});
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_TRUE(result->Wait().ok());
   for (const bool normalize : {false, true}) {
-    auto result = (*engine)->Step({all_ids, cu_seqlens, {}}, {.normalize = normalize});
-    ASSERT_TRUE(result.ok()) << result.status().message();
-    ASSERT_TRUE(result->Wait().ok());
+    // Whole rows, normalised when asked, as the worker finishes them.
+    const int64_t width = static_cast<int64_t>(result->Row(0).size());
+    std::vector<float> finished(reference.texts.size() * static_cast<size_t>(width));
+    ASSERT_TRUE(FinishRows(*result, 0, static_cast<int64_t>(reference.texts.size()), width, normalize, finished.data()).ok());
     const auto& expected = normalize ? reference.normalized : reference.raw;
     for (size_t i = 0; i < reference.texts.size(); ++i) {
-      ExpectClose(expected[i], result->Row(static_cast<int64_t>(i)),
+      ExpectClose(expected[i], std::span<const float>(finished.data() + i * width, static_cast<size_t>(width)),
                   folder + ": text " + std::to_string(i) + (normalize ? " normalised" : " raw"));
     }
   }

@@ -78,13 +78,21 @@ class Served {
     tokenizer_->Encode(text, limit, &ids, side);
     return ids;
   }
-  // The engine's vector for `ids` alone.
-  std::vector<float> Embed(const std::vector<int32_t>& ids, engine::StepOptions step = {}) {
+  // The engine's vector for `ids` alone, L2-normalised here when `normalize` (SPLADE vectors
+  // never are).
+  std::vector<float> Embed(const std::vector<int32_t>& ids, engine::StepOptions step = {}, bool normalize = true) {
     const std::vector<int32_t> cu_seqlens = {0, static_cast<int32_t>(ids.size())};
     auto result = engine_->Step({ids, cu_seqlens, {}}, step);
     EXPECT_TRUE(result.ok() && result->Wait().ok());
     auto row = result->Row(0);
-    return {row.begin(), row.end()};
+    std::vector<float> values(row.begin(), row.end());
+    if (normalize && step.pooling.value_or(engine_->default_pooling().value_or(engine::ops::PoolingMode::kCls)) !=
+                         engine::ops::PoolingMode::kSplade) {
+      double squares = 0;
+      for (float v : values) squares += double(v) * v;
+      for (float& v : values) v = static_cast<float>(v / std::max(std::sqrt(squares), 1e-12));
+    }
+    return values;
   }
   float Score(const std::string& query, const std::string& document) {
     std::vector<int32_t> ids, types;
@@ -260,7 +268,7 @@ TEST_F(GatewayTest, DimensionsKeepTheLeadingComponentsRenormalised) {
   const auto answer = Post(served_->port(), "/v1/embeddings", R"({"input": "matryoshka", "dimensions": 64})");
   ASSERT_EQ(answer.status, 200) << answer.body;
   const auto vector = Floats(Parse(parser_, answer.body)["data"].at(0)["embedding"].value());
-  ExpectNear(vector, Renormalized(served_->Embed(served_->Encode("matryoshka"), {.normalize = false}), 64));
+  ExpectNear(vector, Renormalized(served_->Embed(served_->Encode("matryoshka"), {}, false), 64));
 }
 
 TEST_F(GatewayTest, TeiEmbedWithNormalizeTruncateAndPrompts) {
@@ -268,7 +276,7 @@ TEST_F(GatewayTest, TeiEmbedWithNormalizeTruncateAndPrompts) {
   ASSERT_EQ(answer.status, 200) << answer.body;
   auto rows = Parse(parser_, answer.body).get_array().value();
   ASSERT_EQ(rows.size(), 2u);
-  ExpectNear(Floats(rows.at(1).value()), served_->Embed(served_->Encode("two"), {.normalize = false}), 1e-4);
+  ExpectNear(Floats(rows.at(1).value()), served_->Embed(served_->Encode("two"), {}, false), 1e-4);
 
   // 300 words: more than the model's 256 tokens.
   std::string long_text;
@@ -345,7 +353,7 @@ TEST_F(GatewayTest, TeiHealthRoutesAndRootEmbed) {
     simdjson::dom::parser parser;
     auto rows = Parse(parser, answer.body).get_array().value();
     ASSERT_EQ(rows.size(), 2u);
-    ExpectNear(Floats(rows.at(1).value()), served_->Embed(served_->Encode("two words"), {.normalize = false}), 1e-4);
+    ExpectNear(Floats(rows.at(1).value()), served_->Embed(served_->Encode("two words"), {}, false), 1e-4);
   }
 }
 
@@ -1192,7 +1200,7 @@ TEST_F(GatewayTest, CohereV2EmbedAnswersEveryTypeFromTheEngineVector) {
   ASSERT_EQ(cut.status, 200) << cut.body;
   auto cut_root = Parse(other, cut.body);
   ExpectNear(Floats(cut_root["embeddings"]["float"].at(0).value()),
-             Renormalized(served_->Embed(served_->Encode("matryoshka"), {.normalize = false}), 64));
+             Renormalized(served_->Embed(served_->Encode("matryoshka"), {}, false), 64));
   EXPECT_EQ(cut_root["embeddings"]["int8"].error(), simdjson::NO_SUCH_FIELD);
 }
 

@@ -30,9 +30,9 @@ using Clock = std::chrono::steady_clock;
 // A server whose handler answers 200 "hello world" and counts the requests it was handed.
 class TestServer {
  public:
-  TestServer() {
+  explicit TestServer(size_t body_limit = 16 * 1024 * 1024) {
     ServerOptions options;
-    options.body_limit = 16 * 1024 * 1024;
+    options.body_limit = body_limit;
     auto server = Server::Start(options, [this](Request, Respond respond) {
       ++handled_;
       Response response;
@@ -164,6 +164,70 @@ TEST(HttpServerTest, ChunkExtensionBeyondTheHeaderLimitIsRefused) {
   }
   EXPECT_LT(refusal.seconds, 5.0);
   EXPECT_LT(MaxResidentKilobytes() - resident_before, 16 * 1024) << "kilobytes";
+}
+
+// The parsing limits, each at its edge: a body of the payload limit is read, one byte more is
+// 413 before the handler runs, whether the Content-Length declares it (refused before any of
+// the body is read) or chunks carry it (refused while reading); a header section over 64 KB is
+// 431, and bytes that are not HTTP are 400.
+TEST(HttpServerTest, ABodyOfThePayloadLimitIsReadAndOneByteMoreIsRefused) {
+  constexpr size_t kLimit = 1000;
+  TestServer server(kLimit);
+  const auto post = [](size_t bytes) {
+    return "POST /x HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: " + std::to_string(bytes) +
+           "\r\n\r\n" + std::string(bytes, 'a');
+  };
+  const Refusal fits = SendOversizedPart(server.port(), post(kLimit), "", 0, "");
+  EXPECT_EQ(fits.answer.substr(0, 12), "HTTP/1.1 200") << fits.answer;
+  EXPECT_EQ(server.handled(), 1);
+  const Refusal over = SendOversizedPart(server.port(), post(kLimit + 1), "", 0, "");
+  EXPECT_EQ(over.answer.substr(0, 12), "HTTP/1.1 413") << over.answer;
+  EXPECT_EQ(server.handled(), 1) << "the handler was given the oversized request";
+}
+
+TEST(HttpServerTest, ADeclaredBodyOverTheLimitIsRefusedBeforeItIsSent) {
+  TestServer server(1000);
+  // The body never comes: the answer must not wait for it.
+  const Refusal refusal = SendOversizedPart(
+      server.port(), "POST /x HTTP/1.1\r\nHost: test\r\nContent-Length: 1000000000\r\n\r\n", "", 0, "");
+  EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 413") << refusal.answer;
+  EXPECT_LT(refusal.seconds, 4.0) << "the server waited for the body";
+  EXPECT_EQ(server.handled(), 0);
+}
+
+TEST(HttpServerTest, AChunkedBodyOverTheLimitIsRefusedWhileItIsRead) {
+  TestServer server(64 * 1024);
+  const std::string chunk = "1000\r\n" + std::string(0x1000, 'a') + "\r\n";  // 4 KB a chunk
+  const Refusal refusal = SendOversizedPart(
+      server.port(), "POST /x HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n", chunk, kOversized,
+      "0\r\n\r\n");
+  EXPECT_EQ(server.handled(), 0) << "the handler was given the request";
+  EXPECT_LT(refusal.bytes_sent, kOversized) << "the server read the whole body";
+  if (!refusal.answer.empty()) {
+    EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 413") << refusal.answer;
+  }
+}
+
+TEST(HttpServerTest, AHeaderSectionOver64KilobytesIsRefused) {
+  TestServer server;
+  const Refusal refusal = SendOversizedPart(server.port(), "GET / HTTP/1.1\r\nHost: test\r\n",
+                                            "X-Padding: " + std::string(1000, 'a') + "\r\n", 70 * 1024, "\r\n");
+  EXPECT_EQ(server.handled(), 0) << "the handler was given the request";
+  if (!refusal.answer.empty()) {
+    EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 431") << refusal.answer;
+  }
+  // Just under the limit is read.
+  const Refusal fits = SendOversizedPart(
+      server.port(), "GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\nX-Padding: " + std::string(60 * 1024, 'a') +
+                         "\r\n\r\n", "", 0, "");
+  EXPECT_EQ(fits.answer.substr(0, 12), "HTTP/1.1 200") << fits.answer;
+}
+
+TEST(HttpServerTest, BytesThatAreNotHttpAreRefused) {
+  TestServer server;
+  const Refusal refusal = SendOversizedPart(server.port(), "HELLO THERE\r\n\r\n", "", 0, "");
+  EXPECT_EQ(refusal.answer.substr(0, 12), "HTTP/1.1 400") << refusal.answer;
+  EXPECT_EQ(server.handled(), 0);
 }
 
 // Small trailers and extensions are still fine.

@@ -143,11 +143,19 @@ TEST_F(GrpcWorkerTest, TokenStatesSpansAndEveryPoolingCrossTheWire) {
   ids.insert(ids.end(), sequences[1].begin(), sequences[1].end());
   const std::vector<int32_t> bounds = {0, 9, 39};
   auto stub = Connect(worker_->port());
-  auto expect_rows = [](const v1::EmbedResponse& response, const engine::LazyResult& expected) {
+  // `expected`'s rows, L2-normalised here when the worker normalises them (pooled vectors).
+  auto expect_rows = [](const v1::EmbedResponse& response, const engine::LazyResult& expected, bool normalized) {
     ASSERT_EQ(response.count(), expected.values().dim(0));
     ASSERT_EQ(response.dimensions(), expected.values().dim(1));
     const std::vector<float> got = UnpackFloats(response.embeddings());
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected.values().data<float>()[i], 1e-5) << i;
+    const size_t columns = response.dimensions();
+    for (size_t row = 0; row < response.count(); ++row) {
+      const float* values = expected.values().data<float>() + row * columns;
+      double squares = 0;
+      for (size_t j = 0; j < columns; ++j) squares += double{values[j]} * values[j];
+      const double norm = normalized ? std::sqrt(squares) : 1.0;
+      for (size_t j = 0; j < columns; ++j) ASSERT_NEAR(got[row * columns + j], values[j] / norm, 1e-5) << row << ", " << j;
+    }
   };
 
   v1::EmbedRequest tokens;
@@ -158,7 +166,7 @@ TEST_F(GrpcWorkerTest, TokenStatesSpansAndEveryPoolingCrossTheWire) {
   ASSERT_TRUE(stub->Embed(&token_context, tokens, &token_response).ok());
   auto token_states = reference_->Step({ids, bounds, {}}, {.output = engine::StepOutput::kTokenEmbeddings});
   ASSERT_TRUE(token_states.ok() && token_states->Wait().ok());
-  expect_rows(token_response, *token_states);
+  expect_rows(token_response, *token_states, false);
 
   // Sequence 0: one span; sequence 1: two overlapping ones.
   v1::EmbedRequest spans;
@@ -173,7 +181,7 @@ TEST_F(GrpcWorkerTest, TokenStatesSpansAndEveryPoolingCrossTheWire) {
   const std::vector<int32_t> batch_spans = {1, 8, 9, 29, 19, 39};
   auto pooled = reference_->Step({ids, bounds, {}}, {.pooling = engine::ops::PoolingMode::kWeightedMean, .spans = batch_spans});
   ASSERT_TRUE(pooled.ok() && pooled->Wait().ok()) << pooled.status().message();
-  expect_rows(span_response, *pooled);
+  expect_rows(span_response, *pooled, true);
 
   // A span past its sequence's end is the client's error.
   spans.set_spans(Pack(std::vector<int32_t>{1, 8, 0, 20, 10, 31}));

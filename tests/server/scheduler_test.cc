@@ -343,8 +343,8 @@ TEST_F(SchedulerTest, DimensionsAndNormalizeArePerRequest) {
   ASSERT_TRUE(scheduler_->Submit(raw).ok());
   ASSERT_TRUE(completions_.WaitFor(2));
   ASSERT_EQ(truncated->columns, 64);
-  const auto expected_truncated = ComputeAlone(*engine_, sequences, {.dimensions = 64});
-  const auto expected_raw = ComputeAlone(*engine_, sequences, {.normalize = false});
+  const auto expected_truncated = ComputeAlone(*engine_, sequences, {}, 64);
+  const auto expected_raw = ComputeAlone(*engine_, sequences, {}, 0, false);
   const std::vector<float> truncated_values = UnpackFloats(truncated->output);
   const std::vector<float> raw_values = UnpackFloats(raw->output);
   for (size_t row = 0; row < sequences.size(); ++row) {

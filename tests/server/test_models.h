@@ -4,10 +4,13 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -78,14 +81,28 @@ inline std::vector<std::vector<int32_t>> RandomSequences(std::mt19937& random, c
 // batched results are compared with.
 inline std::vector<std::vector<float>> ComputeAlone(engine::Engine& engine,
                                                     const std::vector<std::vector<int32_t>>& sequences,
-                                                    const engine::StepOptions& options) {
+                                                    const engine::StepOptions& options, int64_t dimensions = 0,
+                                                    bool normalize = true) {
+  // Dense embeddings are finished as a request asks (here, not by the code under test): cut
+  // to `dimensions` (0: all), then L2-normalised when `normalize`. Scores, token states and
+  // SPLADE vectors come as the step gives them.
+  const std::optional<engine::ops::PoolingMode> pooling = options.pooling ? options.pooling : engine.default_pooling();
+  const bool embeddings = options.output == engine::StepOutput::kEmbeddings && pooling != engine::ops::PoolingMode::kSplade;
   std::vector<std::vector<float>> rows;
   for (const auto& sequence : sequences) {
     const std::vector<int32_t> cu_seqlens = {0, static_cast<int32_t>(sequence.size())};
     auto result = engine.Step({sequence, cu_seqlens, {}}, options);
     if (!result.ok() || !result->Wait().ok()) return {};
     auto row = result->Row(0);
-    rows.emplace_back(row.begin(), row.end());
+    std::vector<float> values(row.begin(), row.end());
+    if (embeddings && dimensions > 0) values.resize(static_cast<size_t>(dimensions));
+    if (embeddings && normalize) {
+      double squares = 0;
+      for (float v : values) squares += double{v} * v;
+      const double norm = std::max(std::sqrt(squares), 1e-12);  // torch.nn.functional.normalize's eps
+      for (float& v : values) v = static_cast<float>(v / norm);
+    }
+    rows.push_back(std::move(values));
   }
   return rows;
 }

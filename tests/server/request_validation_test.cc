@@ -1,0 +1,282 @@
+// What a worker checks before queueing, without an engine: the gRPC messages decoded into a
+// WorkRequest (and the gateway's encoding of one, read back field for field), a request
+// validated against the model's limits — each rule at its edge — and the copies the gateway's
+// dispatcher makes of a request's sequences.
+#include "server/request_validation.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace stamen::server {
+namespace {
+
+std::string Packed(const std::vector<int32_t>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int32_t));
+}
+
+std::vector<int32_t> Unpacked(const std::string& bytes) {
+  std::vector<int32_t> values(bytes.size() / sizeof(int32_t));
+  if (!bytes.empty()) std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+// A model like a small BERT with two token types and a default pooling.
+ModelLimits Limits() {
+  return {.vocabulary_size = 100, .max_sequence_length = 8, .embedding_width = 16, .hidden_size = 16,
+          .type_vocabulary_size = 2, .num_labels = 0, .default_pooling = engine::ops::PoolingMode::kMean};
+}
+
+// Two sequences, [1 2 3] and [4 5], as an embedding request with the defaults.
+void SetTwoSequences(WorkRequest& request) {
+  request.token_ids = Packed({1, 2, 3, 4, 5});
+  request.lengths = {3, 2};
+}
+
+TEST(ModelLimitsTest, TakeTheProfilesFacts) {
+  engine::ModelProfile profile;
+  profile.kind = engine::ModelKind::kReranker;
+  profile.vocabulary_size = 1000;
+  profile.max_sequence_length = 512;
+  profile.embedding_width = 32;
+  profile.hidden_size = 64;
+  profile.type_vocabulary_size = 2;
+  profile.num_labels = 1;
+  profile.default_pooling = engine::ops::PoolingMode::kCls;
+  const ModelLimits limits = ModelLimits::Of(profile);
+  EXPECT_EQ(limits.vocabulary_size, 1000);
+  EXPECT_EQ(limits.max_sequence_length, 512);
+  EXPECT_EQ(limits.embedding_width, 32);
+  EXPECT_EQ(limits.hidden_size, 64);
+  EXPECT_EQ(limits.type_vocabulary_size, 2);
+  EXPECT_EQ(limits.num_labels, 1);
+  EXPECT_EQ(limits.default_pooling, engine::ops::PoolingMode::kCls);
+}
+
+TEST(RequestValidationTest, AWellFormedRequestPasses) {
+  WorkRequest plain;
+  SetTwoSequences(plain);
+  EXPECT_TRUE(ValidateWorkRequest(plain, Limits()).ok());
+  WorkRequest typed;
+  SetTwoSequences(typed);
+  typed.token_type_ids = Packed({0, 0, 0, 1, 1});
+  EXPECT_TRUE(ValidateWorkRequest(typed, Limits()).ok());
+  WorkRequest longest;
+  longest.token_ids = Packed(std::vector<int32_t>(8, 99));  // the longest sequence, the last id
+  longest.lengths = {8};
+  longest.dimensions = 16;
+  EXPECT_TRUE(ValidateWorkRequest(longest, Limits()).ok());
+}
+
+TEST(RequestValidationTest, EachRuleRefusesJustPastItsEdge) {
+  struct Case {
+    const char* name;
+    std::function<void(WorkRequest&)> change;
+    std::string expected;  // in the message
+  };
+  const std::vector<Case> cases = {
+      {"no sequences", [](WorkRequest& r) { r.lengths.clear(); r.token_ids.clear(); }, "no sequences"},
+      {"partial int32", [](WorkRequest& r) { r.token_ids.push_back('\0'); }, "whole number of int32"},
+      {"empty sequence", [](WorkRequest& r) { r.lengths = {3, 0, 2}; }, "sequence 1 is empty"},
+      {"too long", [](WorkRequest& r) { r.token_ids = Packed(std::vector<int32_t>(9, 1)); r.lengths = {9}; },
+       "has 9 tokens; the model takes at most 8"},
+      {"lengths over ids", [](WorkRequest& r) { r.lengths = {3, 3}; }, "add up to more than the 5"},
+      {"lengths under ids", [](WorkRequest& r) { r.lengths = {3, 1}; }, "add up to 4 but 5"},
+      {"id past the vocabulary", [](WorkRequest& r) { r.token_ids = Packed({1, 2, 3, 4, 100}); }, "token id 100"},
+      {"negative id", [](WorkRequest& r) { r.token_ids = Packed({-1, 2, 3, 4, 5}); }, "token id -1"},
+      {"type ids miscounted", [](WorkRequest& r) { r.token_type_ids = Packed({0, 0}); }, "2 values for 5 tokens"},
+      {"type id past the types", [](WorkRequest& r) { r.token_type_ids = Packed({0, 0, 0, 0, 2}); }, "token type id 2"},
+      {"dimensions past the width", [](WorkRequest& r) { r.dimensions = 17; }, "dimensions 17 outside 1..16"},
+      {"negative dimensions", [](WorkRequest& r) { r.dimensions = -1; }, "dimensions -1"},
+      {"scores from an embedder", [](WorkRequest& r) { r.kind = WorkKind::kScore; }, "no classification head"},
+      {"pooled token states", [](WorkRequest& r) { r.kind = WorkKind::kTokenEmbed; r.pooling = engine::ops::PoolingMode::kCls; },
+       "neither pooled nor truncated"},
+      {"spans on token states", [](WorkRequest& r) { r.kind = WorkKind::kTokenEmbed; r.span_counts = {1, 1}; },
+       "pooled embeddings only"},
+  };
+  for (const Case& test : cases) {
+    WorkRequest request;
+    SetTwoSequences(request);
+    test.change(request);
+    const Status status = ValidateWorkRequest(request, Limits());
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << test.name;
+    EXPECT_NE(status.message().find(test.expected), std::string::npos) << test.name << ": " << status.message();
+  }
+}
+
+TEST(RequestValidationTest, TheModelDecidesWhatItServes) {
+  ModelLimits reranker = Limits();
+  reranker.num_labels = 1;
+  WorkRequest embed;
+  SetTwoSequences(embed);
+  EXPECT_FALSE(ValidateWorkRequest(embed, reranker).ok());
+  WorkRequest score;
+  SetTwoSequences(score);
+  score.kind = WorkKind::kScore;
+  EXPECT_TRUE(ValidateWorkRequest(score, reranker).ok());
+  // No pooling in the folder: the request must name one.
+  ModelLimits no_pooling = Limits();
+  no_pooling.default_pooling.reset();
+  WorkRequest unpooled;
+  SetTwoSequences(unpooled);
+  const Status unnamed = ValidateWorkRequest(unpooled, no_pooling);
+  EXPECT_NE(unnamed.message().find("names no pooling"), std::string::npos) << unnamed.message();
+  embed.pooling = engine::ops::PoolingMode::kCls;
+  EXPECT_TRUE(ValidateWorkRequest(embed, no_pooling).ok());
+  // Sparse vectors cannot be truncated.
+  WorkRequest sparse;
+  SetTwoSequences(sparse);
+  sparse.pooling = engine::ops::PoolingMode::kSplade;
+  EXPECT_TRUE(ValidateWorkRequest(sparse, Limits()).ok());
+  sparse.dimensions = 8;
+  const Status truncated = ValidateWorkRequest(sparse, Limits());
+  EXPECT_NE(truncated.message().find("cannot truncate splade"), std::string::npos) << truncated.message();
+  // No token types: only 0.
+  ModelLimits untyped = Limits();
+  untyped.type_vocabulary_size = 0;
+  WorkRequest typed;
+  SetTwoSequences(typed);
+  typed.token_type_ids = Packed({0, 0, 0, 0, 0});
+  EXPECT_TRUE(ValidateWorkRequest(typed, untyped).ok());
+  typed.token_type_ids = Packed({0, 0, 0, 0, 1});
+  EXPECT_FALSE(ValidateWorkRequest(typed, untyped).ok());
+}
+
+TEST(RequestValidationTest, SpansMustLieInsideTheirSequence) {
+  WorkRequest request;
+  SetTwoSequences(request);
+  request.span_counts = {2, 1};
+  request.spans = {0, 1, 1, 3, 0, 2};
+  EXPECT_TRUE(ValidateWorkRequest(request, Limits()).ok());
+  request.spans = {0, 1, 1, 4, 0, 2};  // past sequence 0's 3 tokens
+  EXPECT_FALSE(ValidateWorkRequest(request, Limits()).ok());
+  request.spans = {0, 1, 1, 3};  // three spans counted, two sent
+  EXPECT_FALSE(ValidateWorkRequest(request, Limits()).ok());
+}
+
+// `sent` encoded as the gateway sends it and decoded as the worker reads it.
+template <typename Message>
+std::unique_ptr<WorkRequest> RoundTrip(const WorkRequest& sent, void (*encode)(const WorkRequest&, Message&),
+                                       Status (*decode)(const Message&, WorkRequest&)) {
+  Message message;
+  encode(sent, message);
+  auto read = std::make_unique<WorkRequest>();
+  const Status decoded = decode(message, *read);
+  EXPECT_TRUE(decoded.ok()) << decoded.message();
+  return read;
+}
+
+// `read` carries the sequences `sent` had, token types included.
+void ExpectSameSequences(const WorkRequest& read, const WorkRequest& sent) {
+  EXPECT_EQ(read.token_ids, sent.token_ids);
+  EXPECT_EQ(read.lengths, sent.lengths);
+  EXPECT_EQ(read.token_type_ids, sent.token_type_ids);
+}
+
+TEST(RequestCodingTest, AnEmbedRequestReadsBackAsItWasSent) {
+  WorkRequest sent;
+  SetTwoSequences(sent);
+  sent.kind = WorkKind::kEmbed;
+  sent.token_type_ids = Packed({0, 0, 1, 1, 1});
+  sent.pooling = engine::ops::PoolingMode::kWeightedMean;
+  sent.normalize = false;
+  sent.dimensions = 8;
+  sent.priority = Priority::kLow;
+  sent.span_counts = {1, 1};
+  sent.spans = {0, 2, 1, 2};
+  const auto read_back = RoundTrip<v1::EmbedRequest>(sent, EncodeEmbedRequest, DecodeEmbedRequest);
+  const WorkRequest& read = *read_back;
+  EXPECT_EQ(read.kind, WorkKind::kEmbed);
+  ExpectSameSequences(read, sent);
+  EXPECT_EQ(read.pooling, sent.pooling);
+  EXPECT_EQ(read.normalize, false);
+  EXPECT_EQ(read.dimensions, 8);
+  EXPECT_EQ(read.priority, Priority::kLow);
+  EXPECT_EQ(read.span_counts, sent.span_counts);
+  EXPECT_EQ(read.spans, sent.spans);
+  // Unset fields keep the defaults: the model's pooling, normalised, all dimensions, normal priority.
+  WorkRequest token_states;
+  SetTwoSequences(token_states);
+  token_states.kind = WorkKind::kTokenEmbed;
+  const auto defaults_back = RoundTrip<v1::EmbedRequest>(token_states, EncodeEmbedRequest, DecodeEmbedRequest);
+  const WorkRequest& defaults = *defaults_back;
+  EXPECT_EQ(defaults.kind, WorkKind::kTokenEmbed);
+  EXPECT_FALSE(defaults.pooling.has_value());
+  EXPECT_TRUE(defaults.normalize);
+  EXPECT_EQ(defaults.priority, Priority::kNormal);
+}
+
+TEST(RequestCodingTest, AScoreRequestReadsBackAsItWasSent) {
+  WorkRequest sent;
+  SetTwoSequences(sent);
+  sent.kind = WorkKind::kScore;
+  sent.priority = Priority::kHigh;
+  const auto read_back = RoundTrip<v1::ScoreRequest>(sent, EncodeScoreRequest, DecodeScoreRequest);
+  const WorkRequest& read = *read_back;
+  EXPECT_EQ(read.kind, WorkKind::kScore);
+  ExpectSameSequences(read, sent);
+  EXPECT_EQ(read.priority, Priority::kHigh);
+}
+
+TEST(RequestCodingTest, MalformedMessagesAreRefused) {
+  v1::EmbedRequest message;
+  message.mutable_sequences()->set_token_ids("abc");  // not a whole int32
+  WorkRequest request;
+  EXPECT_EQ(DecodeEmbedRequest(message, request).code(), StatusCode::kInvalidArgument);
+  v1::EmbedRequest spans;
+  spans.set_spans("ab");
+  EXPECT_EQ(DecodeEmbedRequest(spans, request).code(), StatusCode::kInvalidArgument);
+  v1::EmbedRequest pooling;
+  pooling.set_pooling(static_cast<v1::Pooling>(99));
+  EXPECT_EQ(DecodeEmbedRequest(pooling, request).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CopySequencesTest, ASliceCarriesItsTokensTypesSpansAndTheOptions) {
+  WorkRequest source;
+  source.token_ids = Packed({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  source.lengths = {2, 3, 4};
+  source.token_type_ids = Packed({0, 0, 0, 1, 1, 0, 0, 1, 1});
+  source.span_counts = {1, 2, 1};
+  source.spans = {0, 2, 0, 1, 1, 3, 0, 4};
+  source.pooling = engine::ops::PoolingMode::kMax;
+  source.normalize = false;
+  source.dimensions = 4;
+  source.priority = Priority::kHigh;
+  source.deadline = Clock::now() + std::chrono::seconds(3);
+  source.output = "not copied";
+  source.columns = 7;
+  const auto middle = CopySequences(source, 1, 2);
+  EXPECT_EQ(middle->lengths, (std::vector<int32_t>{3}));
+  EXPECT_EQ(Unpacked(middle->token_ids), (std::vector<int32_t>{3, 4, 5}));
+  EXPECT_EQ(Unpacked(middle->token_type_ids), (std::vector<int32_t>{0, 1, 1}));
+  EXPECT_EQ(middle->span_counts, (std::vector<int32_t>{2}));
+  EXPECT_EQ(middle->spans, (std::vector<int32_t>{0, 1, 1, 3}));
+  EXPECT_EQ(middle->pooling, engine::ops::PoolingMode::kMax);
+  EXPECT_FALSE(middle->normalize);
+  EXPECT_EQ(middle->dimensions, 4);
+  EXPECT_EQ(middle->priority, Priority::kHigh);
+  EXPECT_EQ(middle->deadline, source.deadline);
+  EXPECT_TRUE(middle->output.empty());
+  EXPECT_EQ(middle->columns, 0);
+  const auto tail = CopySequences(source, 1, 3);
+  EXPECT_EQ(Unpacked(tail->token_ids), (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(tail->spans, (std::vector<int32_t>{0, 1, 1, 3, 0, 4}));
+  const auto whole = CopySequences(source, 0, 3);
+  EXPECT_EQ(whole->token_ids, source.token_ids);
+  EXPECT_EQ(whole->spans, source.spans);
+  EXPECT_TRUE(ValidateWorkRequest(*whole, Limits()).ok());
+  // Without types or spans, none are made up.
+  WorkRequest plain;
+  SetTwoSequences(plain);
+  const auto second = CopySequences(plain, 1, 2);
+  EXPECT_EQ(Unpacked(second->token_ids), (std::vector<int32_t>{4, 5}));
+  EXPECT_TRUE(second->token_type_ids.empty());
+  EXPECT_TRUE(second->span_counts.empty() && second->spans.empty());
+}
+
+}  // namespace
+}  // namespace stamen::server
