@@ -1,8 +1,10 @@
 // The CUDA attention kernels (tensor cores and scalar) against the CPU op on the same random
 // ragged batches: plain, grouped-query, causal and windowed attention, MPNet's relative position
-// bias, DeBERTa's c2p / p2c terms (relative error ≤ 1e-2, cuda_test_support.h). Without a GPU every test reports SKIPPED.
+// bias, DeBERTa's c2p / p2c terms, JinaBERT's ALiBi (relative error ≤ 1e-2, cuda_test_support.h).
+// Without a GPU every test reports SKIPPED.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -118,16 +120,6 @@ TEST_F(CudaKernelTest, TensorCoreAttentionMatchesCpuAndScalarKernel) {
       EXPECT_CLOSE(ToHost(scalar), ToHost(tensor_cores), what.str() + " vs the scalar kernel");
     }
   }
-  // JinaBERT's ALiBi (12 heads: slopes of a non-power-of-two count) runs on tensor cores too.
-  const ops::QkvLayout layout{12, 12, 64};
-  const RaggedBatch batch = MakeRaggedBatch(layout, lengths, rng_);
-  std::vector<float> slopes = ops::AlibiSlopes(layout.num_heads);
-  Tensor host_slopes = *Tensor::Allocate(DataType::kF32, {layout.num_heads});
-  std::copy(slopes.begin(), slopes.end(), host_slopes.data<float>());
-  const ops::AlibiBias host_alibi{.slopes = host_slopes};
-  const ops::AlibiBias device_alibi{.slopes = ToDevice(host_slopes, DataType::kF32)};
-  ASSERT_TRUE(cuda::TensorCoreAttentionFits(ToDevice(batch.qkv), layout, {.alibi = &device_alibi}));
-  ExpectAttentionMatchesCpu(batch, layout, {.alibi = &host_alibi}, {.alibi = &device_alibi}, "tensor cores, alibi, 12 heads");
 }
 
 // MPNet's relative position bias (32 buckets, max_distance 128) over sequences shorter and
@@ -205,6 +197,41 @@ TEST_F(CudaKernelTest, DisentangledBiasMatchesCpu) {
           ExpectAttentionMatchesCpu(batch, layout, options, device_options, what.str());
         }
       }
+    }
+  }
+}
+
+// JinaBERT's ALiBi (−slope_h · |i − j|, ops::AlibiSlopes) on the kernel the op chooses and on the
+// scalar kernel, with jina-embeddings-v2-base's 12 heads and -small's 8, over sequences up to 300
+// tokens (slopes of 0.5 reach scores e^−150 below the row's largest) and several 32-query /
+// 64-key tiles; with the causal and window limits too.
+TEST_F(CudaKernelTest, AlibiMatchesCpu) {
+  const std::vector<int32_t> lengths = {1, 7, 33, 64, 100, 129, 300};
+  for (const ops::QkvLayout layout : {ops::QkvLayout{12, 12, 64}, ops::QkvLayout{8, 8, 64}, ops::QkvLayout{6, 6, 32}}) {
+    const RaggedBatch batch = MakeRaggedBatch(layout, lengths, rng_);
+    const std::vector<float> slopes = ops::AlibiSlopes(layout.num_heads);
+    Tensor table = *Tensor::Allocate(DataType::kF32, {layout.num_heads});
+    std::copy(slopes.begin(), slopes.end(), table.data<float>());
+    const ops::AlibiBias host_alibi{.slopes = table};
+    const ops::AlibiBias device_alibi{.slopes = ToDevice(table, DataType::kF32)};
+    const std::vector<std::pair<std::string, ops::AttentionOptions>> cases = {
+        {"bidirectional", {}}, {"causal", {.causal = true}}, {"window 20", {.window = 20}}};
+    for (const auto& [name, limits] : cases) {
+      ops::AttentionOptions options = limits;
+      options.alibi = &host_alibi;
+      ops::AttentionOptions device_options = limits;
+      device_options.alibi = &device_alibi;
+      std::ostringstream what;
+      what << "alibi, heads " << layout.num_heads << " d " << layout.head_dim << " " << name;
+      ExpectAttentionMatchesCpu(batch, layout, options, device_options, what.str());
+      // The scalar kernel (the fallback) too, whichever kernel the op chose above.
+      Tensor cpu = *Tensor::Allocate(DataType::kF32, {batch.tokens, layout.num_heads * layout.head_dim});
+      ASSERT_TRUE(ops::Attention(batch.qkv, batch.cu_seqlens, layout, options, cpu).ok()) << what.str();
+      Tensor scalar = Empty(DataType::kBF16, {batch.tokens, layout.num_heads * layout.head_dim}, Device::kCuda);
+      ASSERT_TRUE(cuda::ScalarAttention(ToDevice(batch.qkv), ToDevice(batch.cu_seqlens), layout, device_options,
+                                        scalar).ok())
+          << what.str();
+      EXPECT_CLOSE(cpu, ToHost(scalar), what.str() + ", scalar kernel");
     }
   }
 }
