@@ -159,6 +159,26 @@ struct DenseModuleConfig {
   ops::Activation activation = ops::Activation::kTanh;  // sentence-transformers' default
 };
 
+// A multi-vector (late-interaction, ColBERT) model as PyLate saves it: the transformer, then Dense
+// modules on every token, no Pooling, and these settings in config_sentence_transformers.json
+// (PyLate's defaults where a key is absent). PyLate's ColBERT.tokenize and encode give the rules:
+// the text is tokenized with its special tokens and cut to length − 1 tokens, the prefix token
+// goes after the first one (CLS); a query is padded with the mask token to query_length when
+// do_query_expansion, the padding attended only when attend_to_expansion_tokens (else the
+// expansion tokens see the query but no token sees them) and every query token gives a vector; a
+// document keeps the vectors of the tokens whose ids are not those of skiplist_words. Vectors are
+// L2-normalised per token.
+struct MultiVectorConfig {
+  bool enabled = false;  // the folder is a multi-vector model
+  std::string query_prefix = "[Q] ";
+  std::string document_prefix = "[D] ";
+  int64_t query_length = 32;
+  int64_t document_length = 180;
+  bool do_query_expansion = true;
+  bool attend_to_expansion_tokens = false;
+  std::vector<std::string> skiplist_words;  // default: Python's string.punctuation, one character each
+};
+
 // What sentence-transformers adds to a model folder (all optional).
 struct SentenceTransformersConfig {
   bool has_modules = false;                 // modules.json exists
@@ -172,6 +192,8 @@ struct SentenceTransformersConfig {
   // The folder of a StaticEmbedding module (the model folder itself for model2vec's "."
   // path); empty when there is none. Such a module pools (mean) by itself.
   std::string static_embedding_folder;
+  // Dense modules on every token without pooling: a multi-vector (ColBERT) model.
+  MultiVectorConfig multi_vector;
 
   // The width of the embeddings users get: the last Dense module's out_features, else the
   // transformer's hidden size.

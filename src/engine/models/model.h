@@ -35,6 +35,8 @@ struct ModelInput {
   Tensor cu_seqlens;                     // I32 [S + 1]; empty sequences only at the end (a
                                          // CUDA graph's sequence bucket), never inside
   std::span<const int32_t> cu_seqlens_host;  // the same boundaries, readable on the host
+  // I32 [S]: keys attended per sequence (its leading tokens), or empty for all (Batch::key_lengths).
+  Tensor key_lengths;
 };
 
 // Activation buffers that grow to the largest step seen and are then reused, so steady-state
@@ -73,6 +75,9 @@ class Model {
   virtual int64_t splade_width() const { return 0; }
   // The most tokens one sequence may have (0: no limit); the engine checks it on the host.
   virtual int64_t max_sequence_length() const = 0;
+  // Whether Forward honours ModelInput::key_lengths (the BERT family and ModernBERT: the
+  // backbones of PyLate's ColBERT models).
+  virtual bool LimitsKeys() const { return false; }
   // Whether PoolIds gives `pooling`'s vectors straight from the token ids, without Forward's
   // hidden state [T, hidden]: a static embedding table's mean is an embedding bag, which need
   // not copy every token's row first. The engine then skips Forward (no Dense modules, no spans).
