@@ -226,6 +226,8 @@ std::shared_ptr<WorkRequest> CopyInputs(const WorkRequest& source) {
   copy->token_type_ids = source.token_type_ids;
   copy->span_counts = source.span_counts;
   copy->spans = source.spans;
+  copy->key_lengths = source.key_lengths;
+  copy->skip_token_ids = source.skip_token_ids;
   return copy;
 }
 
@@ -260,11 +262,15 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
   job->columns = 0;
   job->row_offsets = server::RowOffsets(*job);
   const std::vector<int64_t> span_offsets = server::SpanOffsets(*job);
-  // Cut whole sequences into chunks of about chunk_tokens tokens.
+  // Cut whole sequences into chunks of about chunk_tokens tokens. MaxSim's query (sequence 0)
+  // goes first in every chunk: each worker scores its documents against the query it computed
+  // itself, and no document's vectors ever leave the worker.
   const auto* lengths = job->lengths.data();
   const size_t count = job->lengths.size();
-  size_t first = 0;
-  int64_t token_offset = 0;
+  const bool max_sim = job->kind == server::WorkKind::kMaxSim;
+  const int64_t query_tokens = max_sim ? lengths[0] : 0;
+  size_t first = max_sim ? 1 : 0;
+  int64_t token_offset = query_tokens;
   while (first < count) {
     size_t end = first;
     int64_t tokens = 0;
@@ -279,6 +285,8 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
     work->deadline = job->deadline;
     work->priority = job->priority;
     work->lengths.assign(lengths + first, lengths + end);
+    work->skip_token_ids = job->skip_token_ids;
+    if (!job->key_lengths.empty()) work->key_lengths.assign(job->key_lengths.begin() + first, job->key_lengths.begin() + end);
     if (!job->span_counts.empty()) {
       work->span_counts.assign(job->span_counts.begin() + first, job->span_counts.begin() + end);
       work->spans.assign(job->spans.begin() + 2 * span_offsets[first], job->spans.begin() + 2 * span_offsets[end]);
@@ -286,6 +294,11 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
     work->token_ids = job->token_ids.substr(token_offset * sizeof(int32_t), tokens * sizeof(int32_t));
     if (!job->token_type_ids.empty()) {
       work->token_type_ids = job->token_type_ids.substr(token_offset * sizeof(int32_t), tokens * sizeof(int32_t));
+    }
+    if (max_sim) {
+      work->lengths.insert(work->lengths.begin(), lengths[0]);
+      work->token_ids.insert(0, job->token_ids, 0, query_tokens * sizeof(int32_t));
+      if (!job->key_lengths.empty()) work->key_lengths.insert(work->key_lengths.begin(), job->key_lengths[0]);
     }
     chunk->work = std::move(work);
     state->chunks.push_back(std::move(chunk));

@@ -125,6 +125,10 @@ void GrpcBackend::Submit(std::shared_ptr<WorkRequest> work) {
   if (request.kind != WorkKind::kScore) {
     FillSequences(request, call->embed_request.mutable_sequences());
     call->embed_request.set_token_embeddings(request.kind == WorkKind::kTokenEmbed);
+    call->embed_request.set_token_vectors(request.kind == WorkKind::kTokenVectors);
+    call->embed_request.set_max_sim(request.kind == WorkKind::kMaxSim);
+    call->embed_request.set_key_lengths(PackedInt32s(request.key_lengths));
+    call->embed_request.set_skip_token_ids(PackedInt32s(request.skip_token_ids));
     call->embed_request.set_span_counts(PackedInt32s(request.span_counts));
     call->embed_request.set_spans(PackedInt32s(request.spans));
     call->embed_request.set_pooling(server::PoolingMessage(request.pooling));

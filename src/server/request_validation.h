@@ -27,6 +27,7 @@ struct ModelLimits {
   int64_t type_vocabulary_size = 0;  // 0: token type ids must be 0
   int64_t num_labels = 0;            // > 0 for models with a classification head
   std::optional<engine::ops::PoolingMode> default_pooling;
+  bool multi_vector = false;  // a multi-vector (ColBERT) model: kTokenVectors and kMaxSim
 
   static ModelLimits Of(const engine::Engine& engine);  // defined with the scheduler
 };
