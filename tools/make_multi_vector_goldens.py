@@ -12,6 +12,9 @@ lengths, query expansion and skiplist, a `tokenizer.json` holding the added "[Q]
                            the query, the query never to them), the punctuation skiplist
   tiny-colbert-modernbert  ModernBertModel backbone (local attention 8, so the window matters),
                            attend_to_expansion_tokens true, a two-layer Dense chain with a bias
+  tiny-colbert-stanford    a colbertv2.0-style checkpoint (HF_ColBERT: "bert."-prefixed BERT and
+                           "linear.weight" in one file, artifact.metadata, [unused0] / [unused1]
+                           prefixes), which PyLate loads through Dense.from_stanford_weights
 
 and in each `reference.json`: the texts, PyLate's `tokenize` ids for queries and documents, the
 attention mask's count of attended keys per query, the positions `encode` keeps (skiplist and
@@ -36,6 +39,7 @@ import types
 sys.path.insert(0, str(pathlib.Path(sys.prefix) / "pylate-sentence-transformers"))
 
 import tokenizers  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
@@ -58,10 +62,11 @@ DOCUMENTS = ["paris is the capital of france.", "berlin, the capital of germany!
              "music and book and sun and moon and water and fire and stone and tree and house and road and city"]
 
 
-def write_vocabulary(folder):
-    """A WordPiece vocabulary under 1000 entries: specials, punctuation, letters, words, ##letters."""
+def write_vocabulary(folder, extra=()):
+    """A WordPiece vocabulary under 1000 entries: specials, punctuation, letters, words, ##letters, `extra`."""
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(string.punctuation) + list(string.ascii_lowercase)
     tokens += [word for word in WORDS if word not in tokens] + ["##" + letter for letter in string.ascii_lowercase]
+    tokens += list(extra)
     vocabulary = {token: index for index, token in enumerate(tokens)}
     # BERT's pipeline, built with tokenizers directly (transformers 5's BertTokenizerFast ignores a
     # vocab_file argument): lowercasing normalizer, punctuation-splitting pre-tokenizer, WordPiece,
@@ -111,9 +116,33 @@ def backbone(kind, vocabulary):
     return model
 
 
+def make_stanford(folder):
+    """A colbertv2.0-style checkpoint as Stanford's ColBERT library saves it: config.json naming
+    HF_ColBERT, BERT's tensors under "bert." and the projection "linear.weight" in one
+    model.safetensors, artifact.metadata with the prefixes' tokens and lengths; [unused0] and
+    [unused1] in the vocabulary."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vocabulary = write_vocabulary(folder, extra=["[unused0]", "[unused1]"])
+    model = backbone("bert", vocabulary)
+    model.config.architectures = ["HF_ColBERT"]
+    model.config.save_pretrained(folder)
+    generator = torch.Generator().manual_seed(13)
+    tensors = {"bert." + name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    tensors["linear.weight"] = torch.randn(24, 64, generator=generator) * 0.5
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    (folder / "artifact.metadata").write_text(json.dumps({
+        "query_token_id": "[unused0]", "doc_token_id": "[unused1]", "query_token": "[Q]", "doc_token": "[D]",
+        "query_maxlen": 12, "doc_maxlen": 20, "attend_to_mask_tokens": False, "dim": 24, "similarity": "cosine",
+        "mask_punctuation": True}, indent=2))
+
+
 def make(kind, out_dir):
     name = f"tiny-colbert-{kind}"
     folder = out_dir / name
+    if kind == "stanford":
+        make_stanford(folder)
+        write_reference(name, folder)
+        return
     with tempfile.TemporaryDirectory() as temporary:
         base = pathlib.Path(temporary)
         vocabulary = write_vocabulary(base)
@@ -136,6 +165,10 @@ def make(kind, out_dir):
                 dense.linear.weight.mul_(3.0)
         model.save(str(folder))
         (folder / "README.md").unlink()  # the generated model card: paths and dates, nothing the tests read
+    write_reference(name, folder)
+
+
+def write_reference(name, folder):
     # Reload from the saved folder, as a user would, and run in float64.
     model = models.ColBERT(model_name_or_path=str(folder), device="cpu").to(torch.float64)
     queries = {"ids": [], "attended_keys": [], "kept": [], "vectors": []}
@@ -180,7 +213,7 @@ def make(kind, out_dir):
 
 def main():
     out_dir = pathlib.Path(sys.argv[1])
-    for kind in ("bert", "modernbert"):
+    for kind in ("bert", "modernbert", "stanford"):
         make(kind, out_dir)
 
 

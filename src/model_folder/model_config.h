@@ -209,6 +209,11 @@ std::optional<ops::PoolingMode> DefaultPooling(const ModelConfig& config, const 
 // is splade, else the last Dense module's out_features, else the hidden size.
 int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransformersConfig& st);
 
+// A Stanford ColBERT checkpoint (architecture HF_ColBERT, no modules.json): its projection
+// "linear.weight" as one Dense module and artifact.metadata's settings into `st` as PyLate reads
+// them (stanford_colbert.cc).
+Status ReadStanfordColbert(const std::string& model_dir, const ModelConfig& config, SentenceTransformersConfig* st);
+
 // Reads modules.json, the Pooling module's config, config_sentence_transformers.json and
 // sentence_*_config.json from `model_dir`; a folder without them gives the defaults.
 StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& model_dir);

@@ -101,6 +101,10 @@ Status ReadDense(const fs::path& module_folder, SentenceTransformersConfig* conf
   const auto parsed = DenseActivation(activation);
   if (!parsed.has_value()) return root.Error("activation_function", "names unsupported activation '" + activation + "'");
   dense.activation = *parsed;
+  // PyLate's Dense may add its input back (use_residual), which the engine does not compute.
+  bool residual = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("use_residual", &residual));
+  if (residual) return root.Error("use_residual", "is true; a Dense module with a residual is not supported");
   if (!config->dense.empty() && config->dense.back().out_features != dense.in_features) {
     return root.Error("in_features", "is " + std::to_string(dense.in_features) + " but the Dense module before gives " +
                                          std::to_string(config->dense.back().out_features));

@@ -3,7 +3,9 @@
 // vectors for PyLate's own query and document ids against PyLate's encode (float64 reference) at
 // cosine >= 0.9999 and absolute error <= 1e-4 per vector in fp32: queries with [MASK] expansion
 // tokens unattended (tiny-colbert-bert) and attended (tiny-colbert-modernbert, whose local
-// attention window is shorter than the query), documents with the skiplist's tokens dropped.
+// attention window is shorter than the query), documents with the skiplist's tokens dropped; and a
+// colbertv2.0-style checkpoint (tiny-colbert-stanford: HF_ColBERT, "linear.weight" beside the
+// "bert."-prefixed backbone, artifact.metadata), which PyLate reads through its Stanford branch.
 #include <gtest/gtest.h>
 
 #include <simdjson.h>
@@ -96,7 +98,8 @@ TEST_P(MultiVectorTest, TokenVectorsEqualPyLate) {
   EXPECT_EQ(settings.query_length, int64_t(reference["query_length"]));
   EXPECT_EQ(settings.document_length, int64_t(reference["document_length"]));
   EXPECT_EQ(settings.attend_to_expansion_tokens, bool(reference["attend_to_expansion_tokens"]));
-  EXPECT_EQ(settings.query_prefix, "[Q] ");
+  // PyLate's "[Q] " (an added token), or a Stanford checkpoint's [unused0] (artifact.metadata).
+  EXPECT_EQ(settings.query_prefix, GetParam() == "tiny-colbert-stanford" ? "[unused0]" : "[Q] ");
   EXPECT_EQ(settings.skiplist_words.size(), 32u);
   EXPECT_EQ((*engine)->embedding_width(), static_cast<int64_t>(ReadVectors(reference["query_vectors"])[0][0].size()));
 
@@ -127,7 +130,7 @@ TEST_P(MultiVectorTest, TokenVectorsEqualPyLate) {
             << queries.lowest_cosine << "; documents " << documents.worst_error << ", " << documents.lowest_cosine << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(PyLate, MultiVectorTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert"));
+INSTANTIATE_TEST_SUITE_P(PyLate, MultiVectorTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert", "tiny-colbert-stanford"));
 
 TEST(MultiVectorConfigTest, TokenVectorsNeedAMultiVectorModelAndKeyLengthsFitTheirSequences) {
   auto colbert = Engine::Load(kData + "tiny-colbert-bert", {.num_threads = 1, .compute_dtype = DataType::kF32});

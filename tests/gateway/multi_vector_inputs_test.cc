@@ -57,7 +57,7 @@ TEST_P(MultiVectorInputsTest, IdsEqualPyLateTokenize) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(PyLate, MultiVectorInputsTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert"));
+INSTANTIATE_TEST_SUITE_P(PyLate, MultiVectorInputsTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert", "tiny-colbert-stanford"));
 
 }  // namespace
 }  // namespace stamen::gateway

@@ -149,7 +149,7 @@ TEST_P(MaxSimSchedulerTest, PooledEmbeddingModelsRefuseTokenVectors) {
   EXPECT_FALSE(ValidateWorkRequest(request, ModelLimits::Of(**loaded)).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(PyLate, MaxSimSchedulerTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert"));
+INSTANTIATE_TEST_SUITE_P(PyLate, MaxSimSchedulerTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert", "tiny-colbert-stanford"));
 
 }  // namespace
 }  // namespace stamen::server
