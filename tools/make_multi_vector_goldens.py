@@ -2,6 +2,7 @@
 """Tiny random PyLate (ColBERT) folders with PyLate's own multi-vector outputs and MaxSim scores.
 
     .venv-heavy/bin/python tools/make_multi_vector_goldens.py tests/engine/data
+    .venv-heavy/bin/python tools/make_multi_vector_goldens.py bench-model SENTENCE_TRANSFORMERS_DIR OUT   # for the bench
 
 Writes, under OUT_DIR, folders that PyLate 1.6.0 itself saved (`ColBERT.save`: the backbone at the
 root, `1_Dense/` projecting every token, `config_sentence_transformers.json` with the prefixes,
@@ -211,7 +212,21 @@ def write_reference(name, folder):
           "prefix ids", model.query_prefix_id, model.document_prefix_id, "attended", queries["attended_keys"])
 
 
+def make_bench_model(source, folder):
+    """A PyLate ColBERT folder on a real sentence-transformers model (bench/max_sim_rerank.py): its
+    Transformer, a random Dense to 128 (PyLate's default size), query_length 32, document_length
+    256, PyLate's other defaults."""
+    torch.manual_seed(3)
+    model = models.ColBERT(model_name_or_path=str(source), device="cpu", query_length=32, document_length=256)
+    model.save(str(folder))
+    (folder / "README.md").unlink()
+    print(folder, [type(module).__name__ for module in model])
+
+
 def main():
+    if sys.argv[1] == "bench-model":
+        make_bench_model(pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]))
+        return
     out_dir = pathlib.Path(sys.argv[1])
     for kind in ("bert", "modernbert", "stanford"):
         make(kind, out_dir)

@@ -95,7 +95,7 @@ struct Batch {
   // Per sequence, how many of its leading tokens are attended as keys (the rest still attend to
   // them and give outputs: PyLate's query expansion tokens when attend_to_expansion_tokens is
   // false); empty: every token. Each count is in 1..the sequence's length. CPU engine only.
-  std::span<const int32_t> key_lengths;
+  std::span<const int32_t> key_lengths = {};
 };
 
 enum class StepOutput {

@@ -64,7 +64,7 @@ Agreement CompareVectors(Engine& engine, const Ids& ids, const std::vector<int32
     cu_seqlens.push_back(static_cast<int32_t>(tokens.size()));
   }
   Agreement agreement;
-  auto result = engine.Step({.token_ids = tokens, .cu_seqlens = cu_seqlens, .key_lengths = key_lengths},
+  auto result = engine.Step({.token_ids = tokens, .cu_seqlens = cu_seqlens, .token_type_ids = {}, .key_lengths = key_lengths},
                             {.output = StepOutput::kTokenVectors});
   EXPECT_TRUE(result.ok()) << result.status().message();
   if (!result.ok() || !result->Wait().ok()) return {1e9, -1};
@@ -137,15 +137,15 @@ TEST(MultiVectorConfigTest, TokenVectorsNeedAMultiVectorModelAndKeyLengthsFitThe
   ASSERT_TRUE(colbert.ok()) << colbert.status().message();
   const std::vector<int32_t> ids = {2, 128, 70, 3}, cu_seqlens = {0, 4};
   const std::vector<int32_t> too_long = {5}, zero = {0};
-  auto step = (*colbert)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .key_lengths = too_long},
+  auto step = (*colbert)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}, .key_lengths = too_long},
                                {.output = StepOutput::kTokenVectors});
   EXPECT_FALSE(step.ok());
-  step = (*colbert)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .key_lengths = zero},
+  step = (*colbert)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}, .key_lengths = zero},
                           {.output = StepOutput::kTokenVectors});
   EXPECT_FALSE(step.ok());
   auto plain = Engine::Load(kData + "tiny-distilbert", {.num_threads = 1, .compute_dtype = DataType::kF32});
   ASSERT_TRUE(plain.ok()) << plain.status().message();
-  step = (*plain)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens}, {.output = StepOutput::kTokenVectors});
+  step = (*plain)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}}, {.output = StepOutput::kTokenVectors});
   ASSERT_FALSE(step.ok());
   EXPECT_NE(step.status().message().find("multi-vector"), std::string::npos) << step.status().message();
 }
