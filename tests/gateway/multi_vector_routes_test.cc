@@ -1,5 +1,5 @@
 // Multi-vector (ColBERT) routes over real HTTP (issue 44): `stamen serve`'s gateway with an
-// in-process worker on tests/engine/data/tiny-colbert-bert (PyLate's own folder and vectors,
+// in-process worker, and with a gRPC worker, on tests/engine/data/tiny-colbert-bert (PyLate's own folder and vectors,
 // tools/make_multi_vector_goldens.py). POST /v1/multi-vector answers PyLate's query and document
 // vectors (every embedding_type), /rerank, /v1/rerank and /v2/rerank answer PyLate's
 // colbert_scores (MaxSim, no sigmoid, raw_scores or not), pooled routes refuse the model and
@@ -17,6 +17,7 @@
 #include "gateway/gateway.h"
 #include "gateway/in_process_backend.h"
 #include "gateway/quantize.h"
+#include "server/grpc_worker.h"
 #include "server/local_worker.h"
 #include "tests/gateway/base64_floats.h"
 #include "tests/gateway/http_client.h"
@@ -29,24 +30,33 @@ using testing::Post;
 
 const std::string kData = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/";
 
-// A gateway with an in-process worker on `model_dir`, chunks of few tokens so that a rerank's
-// documents go out in several chunks.
+// A gateway with an in-process worker on `model_dir` (or, with `grpc`, a gRPC worker on
+// loopback: the work's token vectors, MaxSim, key lengths and skiplist cross the wire), chunks of
+// few tokens so that a rerank's documents go out in several chunks.
 class Served {
  public:
-  explicit Served(const std::string& model_dir) {
+  explicit Served(const std::string& model_dir, bool grpc = false) {
     server::LocalWorkerOptions worker_options;
     worker_options.model_dir = model_dir;
     worker_options.scheduler = {.max_batch_tokens = 32, .max_batch_sequences = 64, .max_queued_tokens = 1 << 20};
     worker_options.engine.num_threads = 1;
     worker_options.engine.compute_dtype = engine::DataType::kF32;
-    auto worker = server::LocalWorker::Load(worker_options, registry_);
-    EXPECT_TRUE(worker.ok()) << worker.status().message();
-    worker_ = std::move(worker.value());
     GatewayOptions options;
+    if (grpc) {
+      server::GrpcWorkerOptions grpc_options{.worker = worker_options, .listen = "127.0.0.1:0"};
+      auto started = server::GrpcWorker::Start(grpc_options);
+      EXPECT_TRUE(started.ok()) << started.status().message();
+      grpc_worker_ = std::move(started.value());
+      options.worker_addresses = {"127.0.0.1:" + std::to_string(grpc_worker_->port())};
+    } else {
+      auto worker = server::LocalWorker::Load(worker_options, registry_);
+      EXPECT_TRUE(worker.ok()) << worker.status().message();
+      worker_ = std::move(worker.value());
+      options.in_process_worker = std::make_shared<InProcessBackend>(*worker_);
+    }
     options.model_dir = model_dir;
     options.port = 0;
     options.tokenization_workers = 2;
-    options.in_process_worker = std::make_shared<InProcessBackend>(*worker_);
     options.dispatcher.chunk_tokens = 40;
     auto gateway = Gateway::Start(options, registry_);
     EXPECT_TRUE(gateway.ok()) << gateway.status().message();
@@ -58,6 +68,7 @@ class Served {
  private:
   metrics::Registry registry_;
   std::unique_ptr<server::LocalWorker> worker_;
+  std::unique_ptr<server::GrpcWorker> grpc_worker_;
   std::unique_ptr<Gateway> gateway_;
 };
 
@@ -76,11 +87,20 @@ std::string JsonStrings(simdjson::dom::array texts) {
   return out + "]";
 }
 
-class MultiVectorRoutesTest : public ::testing::Test {
+class MultiVectorRoutesTest : public ::testing::TestWithParam<bool> {
  protected:
-  static void SetUpTestSuite() { served_ = new Served(kData + "tiny-colbert-bert"); }
-  static void TearDownTestSuite() { delete served_; }
-  void SetUp() override { reference_ = reference_parser_.load(kData + "tiny-colbert-bert/reference.json"); }
+  static void SetUpTestSuite() {
+    in_process_ = new Served(kData + "tiny-colbert-bert");
+    over_grpc_ = new Served(kData + "tiny-colbert-bert", /*grpc=*/true);
+  }
+  static void TearDownTestSuite() {
+    delete in_process_;
+    delete over_grpc_;
+  }
+  void SetUp() override {
+    reference_ = reference_parser_.load(kData + "tiny-colbert-bert/reference.json");
+    served_ = GetParam() ? over_grpc_ : in_process_;
+  }
 
   // The answer's data[i].embeddings, each vector as floats (float or base64 answers).
   std::vector<std::vector<std::vector<float>>> Vectors(const std::string& body, bool base64) {
@@ -97,11 +117,14 @@ class MultiVectorRoutesTest : public ::testing::Test {
     return inputs;
   }
 
-  static Served* served_;
+  static Served* in_process_;
+  static Served* over_grpc_;
+  Served* served_ = nullptr;
   simdjson::dom::parser parser_, reference_parser_;
   simdjson::dom::element reference_;
 };
-Served* MultiVectorRoutesTest::served_ = nullptr;
+Served* MultiVectorRoutesTest::in_process_ = nullptr;
+Served* MultiVectorRoutesTest::over_grpc_ = nullptr;
 
 void ExpectVectorsNear(const std::vector<std::vector<std::vector<float>>>& actual, simdjson::dom::array expected,
                        const std::string& what) {
@@ -119,7 +142,7 @@ void ExpectVectorsNear(const std::vector<std::vector<std::vector<float>>>& actua
   }
 }
 
-TEST_F(MultiVectorRoutesTest, QueriesAndDocumentsGivePyLatesVectors) {
+TEST_P(MultiVectorRoutesTest, QueriesAndDocumentsGivePyLatesVectors) {
   const std::string queries = JsonStrings(reference_["queries"].get_array());
   const std::string documents = JsonStrings(reference_["documents"].get_array());
   auto answer = Post(served_->port(), "/v1/multi-vector", R"({"model": "m", "input_type": "query", "input": )" + queries + "}");
@@ -155,7 +178,7 @@ TEST_F(MultiVectorRoutesTest, QueriesAndDocumentsGivePyLatesVectors) {
   }
 }
 
-TEST_F(MultiVectorRoutesTest, RerankScoresArePyLatesMaxSim) {
+TEST_P(MultiVectorRoutesTest, RerankScoresArePyLatesMaxSim) {
   simdjson::dom::array queries = reference_["queries"].get_array();
   const std::string documents = JsonStrings(reference_["documents"].get_array());
   simdjson::dom::array scores = reference_["scores"].get_array();
@@ -191,7 +214,7 @@ TEST_F(MultiVectorRoutesTest, RerankScoresArePyLatesMaxSim) {
   }
 }
 
-TEST_F(MultiVectorRoutesTest, PooledRoutesRefuseAndEmbedAllGivesHiddenStates) {
+TEST_P(MultiVectorRoutesTest, PooledRoutesRefuseAndEmbedAllGivesHiddenStates) {
   for (const char* path : {"/embed", "/v1/embeddings"}) {
     const auto answer = Post(served_->port(), path, R"({"input": "a", "inputs": "a"})");
     EXPECT_EQ(answer.status, 400) << path << ": " << answer.body;
@@ -204,6 +227,9 @@ TEST_F(MultiVectorRoutesTest, PooledRoutesRefuseAndEmbedAllGivesHiddenStates) {
   EXPECT_EQ(Post(served_->port(), "/v1/multi-vector", R"({"input": "a", "input_type": "passage"})").status, 400);
   EXPECT_EQ(Post(served_->port(), "/v1/multi-vector", R"({"input": "a", "embedding_type": "int8"})").status, 400);
 }
+
+INSTANTIATE_TEST_SUITE_P(Workers, MultiVectorRoutesTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Grpc" : "InProcess"; });
 
 TEST(MultiVectorRoutesRefusalTest, APooledModelRefusesMultiVector) {
   // The same backbone and tokenizer without PyLate's modules: a plain BERT embedder.
