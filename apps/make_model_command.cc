@@ -44,6 +44,9 @@ enum class Family {
   // Issue 44: LLM rerankers, *ForCausalLM with tied embeddings run as yes/no rerankers
   // (model_folder/yes_no_reranker.h): Qwen2 (mxbai-rerank-v2), Gemma (bge-reranker-v2-gemma).
   kQwen2Reranker, kGemmaReranker,
+  // Issue 44: a Stanford ColBERT checkpoint (colbertv2.0): HF_ColBERT, BERT under "bert." and
+  // the projection "linear.weight" in one file, artifact.metadata (model_folder/stanford_colbert.cc).
+  kStanfordColbert,
 };
 
 struct Like {
@@ -116,9 +119,15 @@ constexpr Like kLikes[] = {
     // BAAI/bge-reranker-v2-gemma (gemma-2b's shapes: multi-query attention, head_dim 256,
     // tied); BERT's uncased tokenizer stands in for Gemma's 256k one, with a
     // yes_no_reranker.json that scores its "yes" and opens with its [CLS].
+    // BERT-base with ColBERT's 128-dimension projection; BERT's tokenizer has the [unused0] /
+    // [unused1] prefix tokens.
+    {"colbertv2.0", Family::kStanfordColbert, 768, 12, 12, 12, 64, 3072, 512, 30522, 2, nullptr, 0, "bert-base-uncased"},
     {"bge-reranker-v2-gemma", Family::kGemmaReranker, 2048, 18, 8, 1, 256, 16384, 8192, 256000, 0, nullptr, 0,
      "bert-base-uncased"},
 };
+
+// ColBERT's projection width (colbertv2.0's "dim").
+constexpr int64_t kColbertDimension = 128;
 
 // EmbeddingGemma's Dense modules after pooling: in → out features, no bias, identity.
 constexpr int64_t kGemmaDense[][2] = {{768, 3072}, {3072, 768}};
@@ -224,10 +233,11 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\",\n"
              "  \"use_cache\": true,\n  \"use_sliding_window\": false,\n  \"vocab_size\": " + v + "\n}\n";
     case Family::kBert:
-    case Family::kBertClassifier: {
+    case Family::kBertClassifier:
+    case Family::kStanfordColbert: {
       const bool classifier = like.family == Family::kBertClassifier;
       return std::string("{\n  \"architectures\": [\"") +
-             (classifier ? "BertForSequenceClassification" : "BertModel") +
+             (classifier ? "BertForSequenceClassification" : like.family == Family::kStanfordColbert ? "HF_ColBERT" : "BertModel") +
              "\"],\n  \"attention_probs_dropout_prob\": 0.1,\n" +
              (classifier ? LabelsJson(labels) : "") +
              "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h + ",\n"
@@ -634,7 +644,17 @@ int MakeModel(const MakeModelOptions& options) {
   if (!WriteText(out / "config.json", ConfigJson(*like, layers, vocab, labels))) return Fail("cannot write " + (out / "config.json").string());
   auto config = engine::ReadModelConfig((out / "config.json").string());
   if (!config.ok()) return Fail("the written config.json does not read back: " + config.status().message());
-  const std::vector<engine::TensorSpec> tensors = SchemaTensors(*config);
+  std::vector<engine::TensorSpec> tensors = SchemaTensors(*config);
+  if (like->family == Family::kStanfordColbert) {
+    // The projection beside the backbone, and the settings ColBERT's library saves with it
+    // (PyLate's defaults for the lengths).
+    tensors.push_back({.name = "linear.weight", .shape = engine::Shape{kColbertDimension, like->hidden}});
+    const std::string metadata =
+        "{\n  \"query_token_id\": \"[unused0]\",\n  \"doc_token_id\": \"[unused1]\",\n  \"query_maxlen\": 32,\n"
+        "  \"doc_maxlen\": 180,\n  \"attend_to_mask_tokens\": false,\n  \"dim\": " + std::to_string(kColbertDimension) +
+        ",\n  \"similarity\": \"cosine\"\n}\n";
+    if (!WriteText(out / "artifact.metadata", metadata)) return Fail("cannot write " + (out / "artifact.metadata").string());
+  }
   if (auto status = WriteSafetensors(out / "model.safetensors", tensors, options.seed); !status.ok()) return Fail(status.message());
   if (auto status = WriteSentenceTransformersFiles(*like, out); !status.ok()) return Fail(status.message());
   if (like->family == Family::kGemma3) {
@@ -678,8 +698,8 @@ void AddMakeModelCommand(CLI::App& app) {
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
   command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
                       "ms-marco-MiniLM-L6-v2, mpnet-base, modernbert-base, embeddinggemma-300m, EuroBERT-210m, "
-                      "pplx-embed-v1-0.6b, pplx-embed-v1-4b, llama-nemotron-embed-1b-v2, mxbai-rerank-base-v2 or "
-                      "bge-reranker-v2-gemma")
+                      "pplx-embed-v1-0.6b, pplx-embed-v1-4b, llama-nemotron-embed-1b-v2, mxbai-rerank-base-v2, "
+                      "colbertv2.0 or bge-reranker-v2-gemma")
       ->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
   command->add_option("--out", options->out, "Folder to write")->required();

@@ -152,6 +152,8 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
   engine::StepOptions step;
   if (scores) {
     step.output = engine::StepOutput::kScores;
+  } else if (engine.sentence_transformers().multi_vector.enabled) {
+    step.output = engine::StepOutput::kTokenVectors;  // a multi-vector model's forward pass and projection
   } else if (!engine.default_pooling()) {
     step.pooling = engine::ops::PoolingMode::kMean;
   }

@@ -284,6 +284,26 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
     }
     case StepOutput::kTokenEmbeddings:
       break;
+    case StepOutput::kTokenVectors:
+      if (!sentence_transformers_.multi_vector.enabled) {
+        return Status::Error("token vectors come from a multi-vector (ColBERT) model; " + config_.architecture +
+                             " here is not one");
+      }
+      break;
+  }
+  if (!batch.key_lengths.empty()) {
+    if (device_ != Device::kCpu) return Status::Error("key lengths (unattended query expansion) run on the CPU engine only");
+    if (!model_->LimitsKeys()) return Status::Error(config_.architecture + " does not take key lengths");
+    if (batch.key_lengths.size() + 1 != batch.cu_seqlens.size()) {
+      return Status::Error("key_lengths has " + std::to_string(batch.key_lengths.size()) + " entries for " +
+                           std::to_string(batch.cu_seqlens.size() - 1) + " sequences");
+    }
+    for (size_t s = 0; s < batch.key_lengths.size(); ++s) {
+      if (batch.key_lengths[s] < 1 || batch.key_lengths[s] > batch.cu_seqlens[s + 1] - batch.cu_seqlens[s]) {
+        return Status::Error("key length " + std::to_string(batch.key_lengths[s]) + " of sequence " + std::to_string(s) +
+                             " is outside 1..its length");
+      }
+    }
   }
   const int64_t longest = model_->max_sequence_length();
   for (size_t s = 0; s + 1 < batch.cu_seqlens.size(); ++s) {
@@ -308,7 +328,7 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
 #if STAMEN_WITH_CUDA
   if (runner_ != nullptr) {
     auto result = runner_->Step(*model_, config_, *dense_, batch, options, pooling);
-    if (result.ok() && options.output == StepOutput::kTokenEmbeddings) {
+    if (result.ok() && (options.output == StepOutput::kTokenEmbeddings || options.output == StepOutput::kTokenVectors)) {
       result->sequence_offsets_.assign(batch.cu_seqlens.begin(), batch.cu_seqlens.end());
     }
     return result;
@@ -330,6 +350,9 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   input.cu_seqlens = Tensor::Wrap(const_cast<int32_t*>(batch.cu_seqlens.data()), DataType::kI32, {sequences + 1});
   input.cu_seqlens_host = batch.cu_seqlens;
   input.adapters_host = batch.adapters;
+  if (!batch.key_lengths.empty()) {
+    input.key_lengths = Tensor::Wrap(const_cast<int32_t*>(batch.key_lengths.data()), DataType::kI32, {sequences});
+  }
 
   // A model that pools its ids itself (a static table's embedding bag) needs no hidden state
   // when the step wants nothing else of the tokens.
@@ -348,7 +371,7 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   if (!values.ok()) return values.status();
   LazyResult result;
   result.values_ = std::move(values.value());
-  if (options.output == StepOutput::kTokenEmbeddings) {
+  if (options.output == StepOutput::kTokenEmbeddings || options.output == StepOutput::kTokenVectors) {
     result.sequence_offsets_.assign(batch.cu_seqlens.begin(), batch.cu_seqlens.end());
   }
   return result;

@@ -97,6 +97,10 @@ struct Batch {
   // (jina-embeddings-v3's LoRA, applied to that sequence alone), −1 for none; empty: none.
   // Sequences of different tasks may share a batch. CPU engine only.
   std::span<const int32_t> adapters = {};
+  // Per sequence, how many of its leading tokens are attended as keys (the rest still attend to
+  // them and give outputs: PyLate's query expansion tokens when attend_to_expansion_tokens is
+  // false); empty: every token. Each count is in 1..the sequence's length. CPU engine only.
+  std::span<const int32_t> key_lengths = {};
 };
 
 enum class StepOutput {
@@ -111,6 +115,10 @@ enum class StepOutput {
   // pooled nor normalised, with the batch's cu_seqlens in the result (SequenceRows): what
   // TEI's /embed_all and late chunking (pooling spans of a long text's tokens) start from.
   kTokenEmbeddings,
+  // [T, width]: every token's hidden state through the sentence-transformers Dense modules, each
+  // row L2-normalised (a multi-vector model's token vectors, PyLate's encode before its masks),
+  // with the batch's cu_seqlens in the result as for kTokenEmbeddings.
+  kTokenVectors,
 };
 
 struct StepOptions {

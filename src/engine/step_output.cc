@@ -42,25 +42,13 @@ StatusOr<DenseModules> LoadDenseModules(const std::vector<DenseModuleConfig>& mo
 
 namespace {
 
-// Pooled vectors [S, hidden] through the Dense modules into `values` F32 [S, D]. Truncation to
-// D columns runs the last module on its first D weight rows only: the leading columns of
-// x·Wᵀ + b are x·W[:D]ᵀ + b[:D].
-Status RunDenseModules(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode pooling, DenseModules& dense,
-                       Tensor& values) {
+// Rows [rows, in] of the compute dtype through the Dense modules into `values` F32 [rows, D],
+// from scratch slot `slot` on. Truncation to D columns runs the last module on its first D
+// weight rows only: the leading columns of x·Wᵀ + b are x·W[:D]ᵀ + b[:D].
+Status ProjectRows(Tensor input, DenseModules& dense, size_t slot, Tensor& values) {
   const int64_t sequences = values.dim(0);
   const int64_t width = values.dim(1);
-  const DataType compute = hidden.dtype();  // F32 on the CPU, BF16 on CUDA: what Gemm takes
-  size_t slot = 0;
-  auto pooled = dense.scratch.Get(slot++, DataType::kF32, {sequences, hidden.dim(1)});
-  if (!pooled.ok()) return pooled.status();
-  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, cu_seqlens, pooling, *pooled));
-  Tensor input = *pooled;
-  if (compute != DataType::kF32) {
-    auto converted = dense.scratch.Get(slot++, compute, pooled->shape());
-    if (!converted.ok()) return converted.status();
-    STAMEN_RETURN_IF_ERROR(ops::Convert(*pooled, *converted));
-    input = *converted;
-  }
+  const DataType compute = input.dtype();  // F32 on the CPU, BF16 on CUDA: what Gemm takes
   for (size_t i = 0; i < dense.layers.size(); ++i) {
     const DenseModules::Layer& layer = dense.layers[i];
     const bool last = i + 1 == dense.layers.size();
@@ -76,6 +64,25 @@ Status RunDenseModules(const Tensor& hidden, const Tensor& cu_seqlens, ops::Pool
     input = *output;
   }
   return ops::Convert(input, values);
+}
+
+// Pooled vectors [S, hidden] through the Dense modules into `values` F32 [S, D].
+Status RunDenseModules(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode pooling, DenseModules& dense,
+                       Tensor& values) {
+  const int64_t sequences = values.dim(0);
+  const DataType compute = hidden.dtype();
+  size_t slot = 0;
+  auto pooled = dense.scratch.Get(slot++, DataType::kF32, {sequences, hidden.dim(1)});
+  if (!pooled.ok()) return pooled.status();
+  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, cu_seqlens, pooling, *pooled));
+  Tensor input = *pooled;
+  if (compute != DataType::kF32) {
+    auto converted = dense.scratch.Get(slot++, compute, pooled->shape());
+    if (!converted.ok()) return converted.status();
+    STAMEN_RETURN_IF_ERROR(ops::Convert(*pooled, *converted));
+    input = *converted;
+  }
+  return ProjectRows(input, dense, slot, values);
 }
 
 // Late chunking: the hidden rows of every span end to end, and offsets that make each span a
@@ -117,6 +124,14 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelConfig& config, cons
       auto values = buffer({tokens, hidden.dim(1)});
       if (!values.ok()) return values.status();
       STAMEN_RETURN_IF_ERROR(ops::Convert(hidden.Rows(0, tokens), *values));
+      return values;
+    }
+    case StepOutput::kTokenVectors: {
+      // A multi-vector model: every token through the Dense modules, then each row normalised.
+      auto values = buffer({tokens, dense.OutputWidth(hidden.dim(1))});
+      if (!values.ok()) return values.status();
+      STAMEN_RETURN_IF_ERROR(ProjectRows(hidden.Rows(0, tokens), dense, 0, *values));
+      STAMEN_RETURN_IF_ERROR(ops::L2Normalize(*values, *values));
       return values;
     }
     case StepOutput::kScores: {

@@ -211,6 +211,15 @@ std::shared_ptr<WorkerSlot> Dispatcher::PickLocked(const WorkerSlot* avoid, cons
 
 namespace {
 
+// MaxSim's query (the job's sequence 0) put in front of a chunk of its documents.
+void PrependQuery(const WorkRequest& job, WorkRequest& chunk) {
+  const size_t query_bytes = static_cast<size_t>(job.lengths[0]) * sizeof(int32_t);
+  chunk.lengths.insert(chunk.lengths.begin(), job.lengths[0]);
+  chunk.token_ids.insert(0, job.token_ids, 0, query_bytes);
+  if (!job.token_type_ids.empty()) chunk.token_type_ids.insert(0, job.token_type_ids, 0, query_bytes);
+  if (!job.key_lengths.empty()) chunk.key_lengths.insert(chunk.key_lengths.begin(), job.key_lengths[0]);
+}
+
 // A failure of the connection to the worker or of its process (refused, reset, shutting down,
 // a call cancelled that the gateway did not cancel): the worker is down until a health check
 // passes. Load (a full queue, a call past its time) never marks a worker down: under overload
@@ -237,10 +246,13 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
   state->done = std::move(done);
   job->columns = 0;
   job->row_offsets = server::RowOffsets(*job);
-  // Cut whole sequences into chunks of about chunk_tokens tokens.
+  // Cut whole sequences into chunks of about chunk_tokens tokens. MaxSim's query (sequence 0)
+  // goes first in every chunk: each worker scores its documents against the query it computed
+  // itself, and no document's vectors ever leave the worker.
   const auto* lengths = job->lengths.data();
   const size_t count = job->lengths.size();
-  size_t first = 0;
+  const bool max_sim = job->kind == server::WorkKind::kMaxSim;
+  size_t first = max_sim ? 1 : 0;
   while (first < count) {
     size_t end = first;
     int64_t tokens = 0;
@@ -248,6 +260,7 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
     auto chunk = std::make_shared<ChunkState>();
     chunk->first_row = job->row_offsets[first];
     chunk->work = server::CopySequences(*job, first, end);
+    if (max_sim) PrependQuery(*job, *chunk->work);
     state->chunks.push_back(std::move(chunk));
     first = end;
   }

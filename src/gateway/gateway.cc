@@ -194,6 +194,11 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
   while (g.tokenizers_.size() < static_cast<size_t>(workers)) {
     g.tokenizers_.push_back(g.tokenizers_.front()->ShareWithNewScratch());
   }
+  if (g.sentence_transformers_.multi_vector.enabled) {
+    auto inputs = MultiVectorInputs::Resolve(g.sentence_transformers_.multi_vector, *g.tokenizers_.front());
+    if (!inputs.ok()) return Status::Error(options.model_dir + ": " + inputs.status().message());
+    g.multi_vector_ = std::move(inputs.value());
+  }
 
   g.dispatcher_ = std::make_unique<Dispatcher>(options.dispatcher, registry);
   if (options.in_process_worker) {
@@ -306,6 +311,7 @@ std::vector<Route> Gateway::Routes() {
       {"/decode", "POST", kTei, true, false, handler(&Gateway::Decode)},
       {"/embed_all", "POST", kTei, true, false, handler(&Gateway::EmbedAll)},
       {"/embed_sparse", "POST", kTei, true, false, handler(&Gateway::EmbedSparse)},
+      {"/v1/multi-vector", "POST", kOpenAI, true, false, handler(&Gateway::MultiVector)},
       // TEI's catch-all (what huggingface_hub's InferenceClient posts to) and SageMaker's.
       {"/", "POST", kTei, true, false, handler(&Gateway::TeiRoot)},
       {"/invocations", "POST", kTei, true, false, handler(&Gateway::TeiRoot)},
@@ -501,7 +507,12 @@ std::string Gateway::OtherModelsOfKind(bool embedders) const {
          ServedModelNames(others) + " (name one in \"model\", or call /models/" + others.front()->model_id_ + "/…)";
 }
 
-std::optional<ApiError> Gateway::NeedEmbedder(const std::string& route) const {
+std::optional<ApiError> Gateway::NeedEmbedder(const std::string& route, bool pooled) const {
+  if (multi_vector_ && pooled) {
+    return ApiError{400, "model " + model_id_ + " is a multi-vector (ColBERT) model: it gives one vector per token, "
+                         "not one per input (" + route + "): use /v1/multi-vector, or /rerank, /v1/rerank and /v2/rerank "
+                         "for MaxSim scores"};
+  }
   if (!reranker_) return std::nullopt;
   return ApiError{400, "model " + model_id_ + " is a " + (kind_ == ModelKind::kReranker ? "reranker" : "classifier") +
                            ", not an embedding model (" + route + "): use " +
@@ -698,6 +709,7 @@ void Gateway::Rerank(const http::Request& request, RerankShape shape, Reply resp
                                                 : ParseRerankCall(request.body, shape == RerankShape::kCohereV1);
   if (auto* error = std::get_if<ApiError>(&parsed)) return respond.Error(*error);
   auto call = std::make_shared<RerankCall>(std::move(std::get<RerankCall>(parsed)));
+  if (multi_vector_) return RerankByMaxSim(request, call, shape, std::move(respond));
   if (auto error = NeedClassifier("reranker")) return respond.Error(*error);
   if (config_.num_labels != 1) {
     return respond.Error({400, "model " + model_id_ + " has " + std::to_string(config_.num_labels) +
@@ -743,6 +755,42 @@ void Gateway::Rerank(const http::Request& request, RerankShape shape, Reply resp
         const double logit = logits[i * done.columns];
         scores[i] = call->raw_scores ? logit : 1.0 / (1.0 + std::exp(-logit));
       }
+      std::vector<size_t> order(scores.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+      if (call->top_n && static_cast<size_t>(*call->top_n) < order.size()) order.resize(*call->top_n);
+      respond(TimedResponse(RerankBody(*call, shape, scores, order, total_tokens), tokenization_ms, done.timing));
+    });
+  });
+}
+
+void Gateway::RerankByMaxSim(const http::Request& request, std::shared_ptr<RerankCall> call, RerankShape shape,
+                             Reply respond) {
+  if (auto error = CheckBatchSize(call->documents.size(), "documents")) return respond.Error(*error);
+  pool_->Post([this, call, shape, respond, client = request.client](size_t thread) {
+    if (ClientGone(client, respond)) return;
+    const Clock::time_point tokenization_start = Clock::now();
+    // The query once (sequence 0), then each document: the worker scores each document against
+    // the query's vectors it computed (WorkKind::kMaxSim); documents are cut to the model's
+    // document_length as PyLate cuts them, so truncate does not apply.
+    auto job = std::make_shared<WorkRequest>();
+    job->kind = WorkKind::kMaxSim;
+    EncodeMultiVector(*tokenizers_[thread], {call->query}, /*query=*/true, *job);
+    WorkRequest documents;
+    EncodeMultiVector(*tokenizers_[thread], call->documents, /*query=*/false, documents);
+    job->token_ids += documents.token_ids;
+    job->lengths.insert(job->lengths.end(), documents.lengths.begin(), documents.lengths.end());
+    if (!job->key_lengths.empty()) job->key_lengths.resize(job->lengths.size(), 0);
+    job->skip_token_ids = documents.skip_token_ids;
+    job->priority = PriorityOf(call->priority, call->documents.size(), options_.rerank_bulk_threshold);
+    const size_t total_tokens = static_cast<size_t>(job->total_tokens());
+    const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
+    Dispatch(client, job, [this, call, shape, respond, tokenization_ms, total_tokens](WorkRequest& done) {
+      if (!done.status.ok()) return respond.Error(DispatchError(done.status));
+      // PyLate's colbert_scores as they are, raw_scores or not: a sum of cosines, no sigmoid.
+      const float* values = reinterpret_cast<const float*>(done.output.data());
+      std::vector<double> scores(call->documents.size());
+      for (size_t i = 0; i < scores.size(); ++i) scores[i] = values[done.row_offsets[i + 1]];
       std::vector<size_t> order(scores.size());
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });

@@ -18,6 +18,7 @@
 #include "model_folder/model_tokenizer.h"
 #include "gateway/api.h"
 #include "gateway/dispatcher.h"
+#include "gateway/multi_vector.h"
 #include "gateway/routes.h"
 #include "gateway/task_pool.h"
 #include "gateway/tei_api.h"
@@ -117,6 +118,8 @@ class Gateway {
   // Cohere v2's {id, results, meta}.
   enum class RerankShape { kTei, kCohereV1, kCohereV2 };
   void Rerank(const http::Request& request, RerankShape shape, Reply reply);
+  // Rerank on a multi-vector model: MaxSim scores of each document against the query.
+  void RerankByMaxSim(const http::Request& request, std::shared_ptr<RerankCall> call, RerankShape shape, Reply reply);
   std::string RerankBody(const RerankCall& call, RerankShape shape, const std::vector<double>& scores,
                          const std::vector<size_t>& order, size_t total_tokens) const;
   // Cohere's v2 routes beyond rerank (cohere_routes.cc).
@@ -131,6 +134,12 @@ class Gateway {
   void Decode(const http::Request& request, Reply reply);
   void EmbedAll(const http::Request& request, Reply reply);     // every token's vector
   void EmbedSparse(const http::Request& request, Reply reply);  // SPLADE models' sparse vectors
+  // Jina's POST /v1/multi-vector: a multi-vector model's token vectors (multi_vector_routes.cc).
+  void MultiVector(const http::Request& request, Reply reply);
+  // `texts` as queries or documents of the multi-vector model into `job`'s ids, lengths, key
+  // lengths and (documents) skiplist ids.
+  void EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::vector<std::string>& texts, bool query,
+                         server::WorkRequest& job) const;
   // What /embed_all and /embed_sparse share: TEI's embed body parsed, its inputs tokenized and
   // run as `kind` with `pooling`, not normalised, and answered as a JSON array with one entry
   // per input, which `write` appends from that input's `count` rows of `columns` floats.
@@ -162,7 +171,8 @@ class Gateway {
                                          bool truncate, Truncation direction, const std::string& what,
                                          server::WorkRequest& job) const;
   // 400 unless the model is an embedding model (asked on `route`) / a classifier (asked as `what`).
-  std::optional<ApiError> NeedEmbedder(const std::string& route) const;
+  // `pooled`: the route wants one vector per input, which a multi-vector model does not give.
+  std::optional<ApiError> NeedEmbedder(const std::string& route, bool pooled = true) const;
   std::optional<ApiError> NeedClassifier(const std::string& what) const;
   // With several models: the served models of the kind this one is not (embedders when
   // `embedders`), as a sentence to end those errors with; empty when there are none.
@@ -205,6 +215,8 @@ class Gateway {
   bool reranker_ = false;  // a classification head: /rerank with one label, /predict with any
   engine::ops::PoolingMode pooling_ = engine::ops::PoolingMode::kCls;  // --pooling, else the model's
   bool splade_ = false;    // SPLADE pooling (a …ForMaskedLM model): /embed_sparse
+  // A multi-vector (ColBERT) model: its query and document rules (/v1/multi-vector, MaxSim rerank).
+  std::optional<MultiVectorInputs> multi_vector_;
   ModelKind kind_ = ModelKind::kEmbedding;
   int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)
   std::vector<const Gateway*> served_;  // every model of this server, this one included

@@ -149,7 +149,7 @@ void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::option
   auto parsed = ParseEmbedCall(request.body, /*openai=*/false);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
   auto call = std::make_shared<EmbedCall>(std::move(std::get<EmbedCall>(parsed)));
-  if (auto error = NeedEmbedder(request.path)) return reply.Error(*error);
+  if (auto error = NeedEmbedder(request.path, kind != WorkKind::kTokenEmbed)) return reply.Error(*error);
   if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
   if (auto error = RefuseForLoad(call->inputs)) return reply.Error(*error);
   auto prompt = Prompt(call->prompt_name);

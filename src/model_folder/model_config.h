@@ -175,6 +175,26 @@ struct DenseModuleConfig {
   ops::Activation activation = ops::Activation::kTanh;  // sentence-transformers' default
 };
 
+// A multi-vector (late-interaction, ColBERT) model as PyLate saves it: the transformer, then Dense
+// modules on every token, no Pooling, and these settings in config_sentence_transformers.json
+// (PyLate's defaults where a key is absent). PyLate's ColBERT.tokenize and encode give the rules:
+// the text is tokenized with its special tokens and cut to length − 1 tokens, the prefix token
+// goes after the first one (CLS); a query is padded with the mask token to query_length when
+// do_query_expansion, the padding attended only when attend_to_expansion_tokens (else the
+// expansion tokens see the query but no token sees them) and every query token gives a vector; a
+// document keeps the vectors of the tokens whose ids are not those of skiplist_words. Vectors are
+// L2-normalised per token.
+struct MultiVectorConfig {
+  bool enabled = false;  // the folder is a multi-vector model
+  std::string query_prefix = "[Q] ";
+  std::string document_prefix = "[D] ";
+  int64_t query_length = 32;
+  int64_t document_length = 180;
+  bool do_query_expansion = true;
+  bool attend_to_expansion_tokens = false;
+  std::vector<std::string> skiplist_words;  // default: Python's string.punctuation, one character each
+};
+
 // What sentence-transformers adds to a model folder (all optional).
 struct SentenceTransformersConfig {
   bool has_modules = false;                 // modules.json exists
@@ -188,6 +208,8 @@ struct SentenceTransformersConfig {
   // The folder of a StaticEmbedding module (the model folder itself for model2vec's "."
   // path); empty when there is none. Such a module pools (mean) by itself.
   std::string static_embedding_folder;
+  // Dense modules on every token without pooling: a multi-vector (ColBERT) model.
+  MultiVectorConfig multi_vector;
 
   // The width of the embeddings users get: the last Dense module's out_features, else the
   // transformer's hidden size.
@@ -203,6 +225,11 @@ std::optional<ops::PoolingMode> DefaultPooling(const ModelConfig& config, const 
 // is splade, else the last Dense module's out_features, else the hidden size (the
 // embedding_width of ProfileOf, model_profile.h).
 int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransformersConfig& st);
+
+// A Stanford ColBERT checkpoint (architecture HF_ColBERT, no modules.json): its projection
+// "linear.weight" as one Dense module and artifact.metadata's settings into `st` as PyLate reads
+// them (stanford_colbert.cc).
+Status ReadStanfordColbert(const std::string& model_dir, const ModelConfig& config, SentenceTransformersConfig* st);
 
 // Reads modules.json, the Pooling module's config, config_sentence_transformers.json and
 // sentence_*_config.json from `model_dir`; a folder without them gives the defaults.

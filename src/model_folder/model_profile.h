@@ -24,6 +24,7 @@ struct ModelProfile {
   // The pooling a step uses when it names none (DefaultPooling); unset: requests must name one.
   std::optional<ops::PoolingMode> default_pooling;
   bool sparse = false;  // the default pooling is SPLADE: vectors over the vocabulary
+  bool multi_vector = false;  // a multi-vector (ColBERT) model: one vector per token, MaxSim
   // The width of a dense pooled embedding: the last sentence-transformers Dense module's
   // out_features, else the hidden size.
   int64_t pooled_width = 0;

@@ -85,9 +85,15 @@ StatusOr<ModelTokenizer::StaticRules> ModelTokenizer::ReadStaticRules(const Mode
 
 int64_t MaxSequenceLength(const ModelConfig& config, const SentenceTransformersConfig& sentence_transformers) {
   int64_t limit = config.max_position_embeddings;
-  if (limit > 0 && config.family == ModelFamily::kRoberta) limit -= config.pad_token_id.value_or(1) + 1;
+  // Positions that start past 0 (RoBERTa's and MPNet's pad_token_id + 1) leave that many fewer
+  // for tokens, as the engine's models count them.
+  if (limit > 0) limit -= config.position_offset;
   if (limit < 0) limit = 0;
-  const int64_t st = sentence_transformers.max_seq_length;
+  // A multi-vector model's texts are cut to its query and document lengths (PyLate sets the
+  // Transformer's max_seq_length from them at every tokenize, so the saved one is stale).
+  const MultiVectorConfig& multi_vector = sentence_transformers.multi_vector;
+  const int64_t st = multi_vector.enabled ? std::max(multi_vector.query_length, multi_vector.document_length)
+                                          : sentence_transformers.max_seq_length;
   if (st > 0 && (limit == 0 || st < limit)) limit = st;
   return limit;
 }

@@ -102,6 +102,10 @@ Status ReadDense(const fs::path& module_folder, SentenceTransformersConfig* conf
   const auto parsed = DenseActivation(activation);
   if (!parsed.has_value()) return root.Error("activation_function", "names unsupported activation '" + activation + "'");
   dense.activation = *parsed;
+  // PyLate's Dense may add its input back (use_residual), which the engine does not compute.
+  bool residual = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("use_residual", &residual));
+  if (residual) return root.Error("use_residual", "is true; a Dense module with a residual is not supported");
   if (!config->dense.empty() && config->dense.back().out_features != dense.in_features) {
     return root.Error("in_features", "is " + std::to_string(dense.in_features) + " but the Dense module before gives " +
                                          std::to_string(config->dense.back().out_features));
@@ -143,14 +147,18 @@ Status ReadModules(const fs::path& folder, SentenceTransformersConfig* config) {
     } else if (name == "Normalize") {
       config->normalize = true;
     } else if (name == "Pooling") {
+      if (config->multi_vector.enabled) {
+        return Status::Error(path + ": a Dense module before Pooling (on token vectors) is not supported");
+      }
       STAMEN_RETURN_IF_ERROR(ReadPooling((folder / module_path / "config.json").string(), config));
     } else if (name == "SpladePooling") {
       STAMEN_RETURN_IF_ERROR(ReadSpladePooling((folder / module_path / "config.json").string(), config));
     } else if (name == "Dense") {
       // The engine runs Dense on pooled vectors and normalises last; another order would
-      // compute something else, so it is refused.
+      // compute something else, so it is refused. Dense modules with no Pooling at all project
+      // every token: a multi-vector model (PyLate's ColBERT folders; checked below).
       if (!config->pooling.has_value()) {
-        return Status::Error(path + ": a Dense module before Pooling (on token vectors) is not supported");
+        if (config->static_embedding_folder.empty()) config->multi_vector.enabled = true;
       }
       if (config->normalize) return Status::Error(path + ": a Dense module after Normalize is not supported");
       STAMEN_RETURN_IF_ERROR(ReadDense(folder / module_path, config));
@@ -159,6 +167,33 @@ Status ReadModules(const fs::path& folder, SentenceTransformersConfig* config) {
                            "' is not supported (supported: Transformer, MLMTransformer, StaticEmbedding, "
                            "Pooling, SpladePooling, Dense, Normalize)");
     }
+  }
+  return Status();
+}
+
+// PyLate's ColBERT settings (MultiVectorConfig), its defaults where a key is absent.
+Status ReadMultiVector(const JsonObject& root, MultiVectorConfig* config) {
+  STAMEN_RETURN_IF_ERROR(root.Optional("query_prefix", &config->query_prefix));
+  STAMEN_RETURN_IF_ERROR(root.Optional("document_prefix", &config->document_prefix));
+  STAMEN_RETURN_IF_ERROR(root.Optional("query_length", &config->query_length));
+  STAMEN_RETURN_IF_ERROR(root.Optional("document_length", &config->document_length));
+  STAMEN_RETURN_IF_ERROR(root.Optional("do_query_expansion", &config->do_query_expansion));
+  STAMEN_RETURN_IF_ERROR(root.Optional("attend_to_expansion_tokens", &config->attend_to_expansion_tokens));
+  // PyLate: no expansion, nothing to attend to.
+  if (!config->do_query_expansion) config->attend_to_expansion_tokens = false;
+  if (config->query_length < 2) return root.Error("query_length", "must be at least 2");
+  if (config->document_length < 2) return root.Error("document_length", "must be at least 2");
+  simdjson::dom::element words;
+  if (root.raw()["skiplist_words"].get(words) == simdjson::SUCCESS && !words.is_null()) {
+    simdjson::dom::array list;
+    if (words.get(list) != simdjson::SUCCESS) return root.Error("skiplist_words", "must be a list of strings");
+    for (simdjson::dom::element word : list) {
+      std::string_view text;
+      if (word.get(text) != simdjson::SUCCESS) return root.Error("skiplist_words", "must be a list of strings");
+      config->skiplist_words.emplace_back(text);
+    }
+  } else {
+    for (const char c : std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")) config->skiplist_words.emplace_back(1, c);
   }
   return Status();
 }
@@ -178,6 +213,7 @@ Status ReadPrompts(const std::string& path, SentenceTransformersConfig* config) 
     }
   }
   STAMEN_RETURN_IF_ERROR(root.Optional("default_prompt_name", &config->default_prompt_name));
+  if (config->multi_vector.enabled) STAMEN_RETURN_IF_ERROR(ReadMultiVector(root, &config->multi_vector));
   if (!config->default_prompt_name.empty() && config->prompts.count(config->default_prompt_name) == 0) {
     return root.Error("default_prompt_name", "names prompt '" + config->default_prompt_name + "', which is not in prompts");
   }
@@ -193,6 +229,9 @@ StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::s
   if (fs::is_regular_file(folder / "modules.json", error)) STAMEN_RETURN_IF_ERROR(ReadModules(folder, &config));
   if (fs::is_regular_file(folder / "config_sentence_transformers.json", error)) {
     STAMEN_RETURN_IF_ERROR(ReadPrompts((folder / "config_sentence_transformers.json").string(), &config));
+  } else if (config.multi_vector.enabled) {
+    return Status::Error(model_dir + ": Dense modules on token vectors without a Pooling module make a multi-vector "
+                         "(PyLate ColBERT) model, which needs config_sentence_transformers.json");
   }
   // sentence_bert_config.json, or sentence_<model type>_config.json in older exports.
   for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {

@@ -11,6 +11,7 @@
 
 #include "model_folder/json_document.h"
 #include "model_folder/model_config.h"
+#include "model_folder/tensor_shapes.h"
 
 namespace stamen::engine {
 namespace {
@@ -20,44 +21,6 @@ namespace fs = std::filesystem;
 bool IsFile(const fs::path& path) {
   std::error_code error;
   return fs::is_regular_file(path, error);
-}
-
-// The shape of each tensor in a safetensors file's header (8 bytes of little-endian length,
-// then that many bytes of JSON): {"name": {"dtype", "shape", "data_offsets"}, ...}.
-StatusOr<std::map<std::string, std::vector<int64_t>>> ReadTensorShapes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Status::Error("cannot read " + path);
-  unsigned char length_bytes[8] = {};
-  file.read(reinterpret_cast<char*>(length_bytes), 8);
-  uint64_t length = 0;
-  for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
-  constexpr uint64_t kLongestHeader = uint64_t{100} << 20;  // as the engine's reader allows
-  if (!file || length == 0 || length > kLongestHeader) return Status::Error(path + ": not a safetensors file");
-  simdjson::padded_string header(static_cast<size_t>(length));
-  file.read(header.data(), static_cast<std::streamsize>(length));
-  if (!file) return Status::Error(path + ": the safetensors header is cut short");
-  simdjson::dom::parser parser;
-  simdjson::dom::object tensors;
-  if (parser.parse(header).get(tensors) != simdjson::SUCCESS) {
-    return Status::Error(path + ": the safetensors header is not a JSON object");
-  }
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (auto [name, entry] : tensors) {
-    if (name == "__metadata__") continue;
-    simdjson::dom::array dims;
-    if (entry["shape"].get(dims) != simdjson::SUCCESS) {
-      return Status::Error(path + ": tensor '" + std::string(name) + "' has no shape");
-    }
-    std::vector<int64_t>& shape = shapes[std::string(name)];
-    for (simdjson::dom::element dim : dims) {
-      int64_t value = 0;
-      if (dim.get(value) != simdjson::SUCCESS || value < 0) {
-        return Status::Error(path + ": tensor '" + std::string(name) + "' has a bad shape");
-      }
-      shape.push_back(value);
-    }
-  }
-  return shapes;
 }
 
 // The table's width and the number of token ids it serves, from the tensors a static folder
@@ -201,6 +164,9 @@ StatusOr<ModelFolder> ReadModelFolder(const std::string& model_dir) {
   auto config = ReadModelConfig(config_path);
   if (!config.ok()) return config.status();
   folder.config = std::move(config.value());
+  if (folder.config.architecture == "HF_ColBERT" && !folder.sentence_transformers.has_modules) {
+    STAMEN_RETURN_IF_ERROR(ReadStanfordColbert(model_dir, folder.config, &folder.sentence_transformers));
+  }
   return folder;
 }
 

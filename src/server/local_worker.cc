@@ -35,6 +35,8 @@ Status WarmUp(engine::Engine& engine, int64_t max_sequence_length, const std::ar
   engine::StepOptions step;
   if (engine.config().head == engine::ModelHead::kSequenceClassification) {
     step.output = engine::StepOutput::kScores;
+  } else if (engine.sentence_transformers().multi_vector.enabled) {
+    step.output = engine::StepOutput::kTokenVectors;  // what all its work runs
   } else if (!engine.default_pooling()) {
     step.pooling = engine::ops::PoolingMode::kMean;
   }

@@ -17,6 +17,7 @@ ModelLimits ModelLimits::Of(const engine::ModelProfile& profile) {
   limits.type_vocabulary_size = profile.type_vocabulary_size;
   limits.num_labels = profile.num_labels;
   limits.default_pooling = profile.default_pooling;
+  limits.multi_vector = profile.multi_vector;
   return limits;
 }
 
@@ -98,6 +99,10 @@ void EncodeSequences(const WorkRequest& request, v1::TokenSequences& sequences) 
 void EncodeEmbedRequest(const WorkRequest& request, v1::EmbedRequest& message) {
   EncodeSequences(request, *message.mutable_sequences());
   message.set_token_embeddings(request.kind == WorkKind::kTokenEmbed);
+  message.set_token_vectors(request.kind == WorkKind::kTokenVectors);
+  message.set_max_sim(request.kind == WorkKind::kMaxSim);
+  message.set_key_lengths(PackedInt32s(request.key_lengths));
+  message.set_skip_token_ids(PackedInt32s(request.skip_token_ids));
   message.set_span_counts(PackedInt32s(request.span_counts));
   message.set_spans(PackedInt32s(request.spans));
   message.set_pooling(PoolingMessage(request.pooling));
@@ -125,7 +130,17 @@ Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request
 }
 
 Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request) {
-  request.kind = message.token_embeddings() ? WorkKind::kTokenEmbed : WorkKind::kEmbed;
+  request.kind = message.token_embeddings() ? WorkKind::kTokenEmbed
+                 : message.max_sim()          ? WorkKind::kMaxSim
+                 : message.token_vectors()    ? WorkKind::kTokenVectors
+                                              : WorkKind::kEmbed;
+  if (int(message.token_embeddings()) + int(message.token_vectors()) + int(message.max_sim()) > 1) {
+    return Status::Error(StatusCode::kInvalidArgument, "token_embeddings, token_vectors and max_sim exclude each other");
+  }
+  if (!ReadInt32s(message.key_lengths(), request.key_lengths) ||
+      !ReadInt32s(message.skip_token_ids(), request.skip_token_ids)) {
+    return Status::Error(StatusCode::kInvalidArgument, "key_lengths and skip_token_ids must be packed int32 (a multiple of 4 bytes)");
+  }
   STAMEN_RETURN_IF_ERROR(DecodeSequences(message.sequences(), request));
   if (!ReadInt32s(message.span_counts(), request.span_counts) || !ReadInt32s(message.spans(), request.spans)) {
     return Status::Error(StatusCode::kInvalidArgument, "span_counts and spans must be packed int32 (a multiple of 4 bytes)");
@@ -199,6 +214,29 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
   }
   if (request.kind == WorkKind::kTokenEmbed && (request.pooling || request.dimensions != 0)) {
     return invalid("token embeddings are neither pooled nor truncated: pooling and dimensions must be unset");
+  }
+  const bool token_vectors = request.kind == WorkKind::kTokenVectors || request.kind == WorkKind::kMaxSim;
+  if (token_vectors && !limits.multi_vector) {
+    return invalid("this model is not a multi-vector (ColBERT) model: it has no token vectors or MaxSim scores");
+  }
+  if (token_vectors && (request.pooling || request.dimensions != 0)) {
+    return invalid("token vectors are neither pooled nor truncated: pooling and dimensions must be unset");
+  }
+  if (!token_vectors && !(request.key_lengths.empty() && request.skip_token_ids.empty())) {
+    return invalid("key_lengths and skip_token_ids apply to token vectors and MaxSim only");
+  }
+  if (!request.key_lengths.empty()) {
+    if (request.key_lengths.size() != request.lengths.size()) {
+      return invalid("key_lengths has " + std::to_string(request.key_lengths.size()) + " entries for " +
+                     std::to_string(request.lengths.size()) + " sequences");
+    }
+    for (size_t sequence = 0; sequence < request.lengths.size(); ++sequence) {
+      if (request.key_lengths[sequence] < 0 || request.key_lengths[sequence] > request.lengths[sequence]) {
+        return invalid("key length " + std::to_string(request.key_lengths[sequence]) + " of sequence " +
+                       std::to_string(sequence) + " is outside 0..its " + std::to_string(request.lengths[sequence]) +
+                       " tokens");
+      }
+    }
   }
   if (request.kind == WorkKind::kEmbed) {
     if (limits.num_labels > 0) return invalid("this model is a reranker/classifier: it scores, it does not embed");

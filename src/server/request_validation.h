@@ -28,6 +28,7 @@ struct ModelLimits {
   int64_t type_vocabulary_size = 0;  // 0: token type ids must be 0
   int64_t num_labels = 0;            // > 0 for models with a classification head
   std::optional<engine::ops::PoolingMode> default_pooling;
+  bool multi_vector = false;  // a multi-vector (ColBERT) model: kTokenVectors and kMaxSim
 
   // The profile's facts (model_folder/model_profile.h), which the gateway works out alike.
   static ModelLimits Of(const engine::ModelProfile& profile);

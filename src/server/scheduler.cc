@@ -9,6 +9,7 @@
 #include "model_folder/model_tokenizer.h"
 #include "engine/finish_rows.h"
 #include "engine/tensor.h"
+#include "server/max_sim.h"
 
 namespace stamen::server {
 
@@ -38,6 +39,40 @@ StepKey KeyOf(const WorkRequest& request) {
 }
 
 constexpr size_t kMaxRecords = 4096;
+
+// kTokenVectors and kMaxSim: the step gives every token's vector; the sequences
+// [first_sequence, + sequences) of `request` start at token `batch_token` of the batch. Their
+// kept vectors become rows of the output, or (kMaxSim) the query's vectors and the documents'
+// scores.
+void ScatterTokenVectors(const engine::LazyResult& result, int64_t batch_token, size_t first_sequence, size_t sequences,
+                         WorkRequest& request) {
+  float* output = reinterpret_cast<float*>(request.output.data());
+  const int64_t width = result.values().dim(1);
+  std::vector<float> kept;
+  for (size_t sequence = first_sequence; sequence < first_sequence + sequences; ++sequence) {
+    // The sequence's kept token vectors, in order.
+    kept.clear();
+    const int64_t first_token = request.token_offsets[sequence];
+    for (int64_t token = 0; token < request.lengths[sequence]; ++token) {
+      if (!request.KeepsToken(sequence, first_token + token)) continue;
+      const std::span<const float> row = result.Row(batch_token + token);
+      kept.insert(kept.end(), row.begin(), row.end());
+    }
+    batch_token += request.lengths[sequence];
+    const int64_t rows = static_cast<int64_t>(kept.size()) / width;
+    if (request.kind == WorkKind::kTokenVectors) {
+      std::memcpy(output + request.row_offsets[sequence] * width, kept.data(), kept.size() * sizeof(float));
+    } else if (sequence == 0) {
+      // The query comes first in the request, so in its first batch: the documents after it
+      // (in this batch or later ones, scattered in order) find its vectors here.
+      request.query_vectors = kept;
+    } else {
+      output[request.row_offsets[sequence]] =
+          MaxSim(request.query_vectors.data(), static_cast<int64_t>(request.query_vectors.size()) / width, kept.data(),
+                 rows, width);
+    }
+  }
+}
 
 }  // namespace
 
@@ -78,12 +113,14 @@ struct Scheduler::Batch {
     size_t sequences = 0;
     int64_t first_row = 0;  // of the step's result
     int64_t rows = 0;
+    int64_t first_token = 0;  // of the batch (Prepare): where token-level results start
   };
   BatchRecord record;
   StepKey key{};
   std::vector<Slice> slices;
   std::vector<int32_t> token_ids, cu_seqlens, token_type_ids;
   std::vector<int32_t> spans;  // late chunking: (begin, end) pairs into the batch's tokens
+  std::vector<int32_t> key_lengths;  // per sequence, when a request sets them (engine::Batch)
   bool any_token_types = false;
   Clock::time_point cut_time;
   Clock::time_point launch_time;
@@ -123,6 +160,7 @@ Status Scheduler::Submit(std::shared_ptr<WorkRequest> request) {
   request->span_offsets = SpanOffsets(*request);
   request->columns = request->kind == WorkKind::kScore        ? limits_.num_labels
                      : request->kind == WorkKind::kTokenEmbed ? limits_.hidden_size
+                     : request->kind == WorkKind::kMaxSim     ? 1
                      : request->dimensions > 0                ? request->dimensions
                                                               : limits_.embedding_width;
   if (request->kind == WorkKind::kEmbed && !request->pooling) request->pooling = limits_.default_pooling;
@@ -356,12 +394,16 @@ void Scheduler::Prepare(Batch& batch) {
   batch.token_type_ids.clear();
   batch.cu_seqlens.assign(1, 0);
   batch.spans.clear();
+  batch.key_lengths.clear();
+  bool any_key_lengths = false;
   for (const Batch::Slice& slice : batch.slices) {
     if (!slice.request->token_type_ids.empty()) batch.any_token_types = true;
+    if (!slice.request->key_lengths.empty()) any_key_lengths = true;
   }
   if (batch.any_token_types) batch.token_type_ids.assign(batch.record.tokens, 0);
-  for (const Batch::Slice& slice : batch.slices) {
+  for (Batch::Slice& slice : batch.slices) {
     const WorkRequest& request = *slice.request;
+    slice.first_token = batch.cu_seqlens.back();
     const int64_t first_token = request.token_offsets[slice.first_sequence];
     const int64_t end_token = request.token_offsets[slice.first_sequence + slice.sequences];
     const int64_t destination = batch.cu_seqlens.back();
@@ -379,6 +421,11 @@ void Scheduler::Prepare(Batch& batch) {
         batch.spans.push_back(sequence_start + request.spans[2 * span + 1]);
       }
       batch.cu_seqlens.push_back(sequence_start + request.lengths[sequence]);
+      if (any_key_lengths) {
+        // 0 (or none sent): every token of the sequence is a key.
+        const int32_t keys = request.key_lengths.empty() ? 0 : request.key_lengths[sequence];
+        batch.key_lengths.push_back(keys > 0 ? keys : request.lengths[sequence]);
+      }
     }
   }
   batch.record.prepare_milliseconds = MillisecondsBetween(start, Clock::now());
@@ -434,10 +481,13 @@ void Scheduler::ComputeThread() {
 void Scheduler::Launch(Batch& batch) {
   batch.launch_time = Clock::now();
   engine::Batch engine_batch{batch.token_ids, batch.cu_seqlens, batch.token_type_ids};
+  engine_batch.key_lengths = batch.key_lengths;
   engine::StepOptions step_options;
   switch (batch.key.kind) {
     case WorkKind::kScore: step_options.output = engine::StepOutput::kScores; break;
     case WorkKind::kTokenEmbed: step_options.output = engine::StepOutput::kTokenEmbeddings; break;
+    case WorkKind::kTokenVectors:
+    case WorkKind::kMaxSim: step_options.output = engine::StepOutput::kTokenVectors; break;
     case WorkKind::kEmbed:
       step_options.pooling = batch.key.pooling;  // rows whole: each request finishes its own
       step_options.spans = batch.spans;
@@ -497,6 +547,11 @@ void Scheduler::Scatter(Batch& batch) {
       continue;
     }
     if (!request.status.ok()) continue;  // cancelled or expired meanwhile: drop the rows
+    if (request.kind == WorkKind::kTokenVectors || request.kind == WorkKind::kMaxSim) {
+      ScatterTokenVectors(*batch.result, slice.first_token, slice.first_sequence, slice.sequences, request);
+      request.sequences_done += slice.sequences;
+      continue;
+    }
     // The request's own `dimensions` and normalisation, into its output. Host F32 rows never
     // fail; if they did, the request fails rather than answer wrong.
     float* output = reinterpret_cast<float*>(request.output.data());

@@ -2,6 +2,8 @@
 // HTTP API, the command line and the benchmarks write them ("high", "normal", "low").
 #include "server/work_request.h"
 
+#include <algorithm>
+#include <cstring>
 #include <numeric>
 
 namespace stamen::server {
@@ -37,8 +39,35 @@ std::vector<int64_t> SequenceOffsets(const WorkRequest& request, Count count) {
 
 }  // namespace
 
+int64_t WorkRequest::RowsOf(size_t sequence, int64_t first_token) const {
+  switch (kind) {
+    case WorkKind::kTokenEmbed: return lengths[sequence];
+    case WorkKind::kMaxSim: return sequence == 0 ? 0 : 1;
+    case WorkKind::kTokenVectors: {
+      int64_t kept = 0;
+      for (int64_t token = first_token; token < first_token + lengths[sequence]; ++token) kept += KeepsToken(sequence, token);
+      return kept;
+    }
+    case WorkKind::kEmbed:
+    case WorkKind::kScore: break;
+  }
+  return span_counts.empty() ? 1 : span_counts[sequence];
+}
+
+bool WorkRequest::KeepsToken(size_t sequence, int64_t token) const {
+  if (skip_token_ids.empty() || (kind == WorkKind::kMaxSim && sequence == 0)) return true;
+  int32_t id;
+  std::memcpy(&id, token_ids.data() + token * sizeof(int32_t), sizeof(id));
+  return std::find(skip_token_ids.begin(), skip_token_ids.end(), id) == skip_token_ids.end();
+}
+
 std::vector<int64_t> RowOffsets(const WorkRequest& request) {
-  return SequenceOffsets(request, [&](size_t sequence) { return request.RowsOf(sequence); });
+  int64_t first_token = 0;
+  return SequenceOffsets(request, [&](size_t sequence) {
+    const int64_t rows = request.RowsOf(sequence, first_token);
+    first_token += request.lengths[sequence];
+    return rows;
+  });
 }
 
 std::vector<int64_t> SpanOffsets(const WorkRequest& request) {
@@ -68,6 +97,10 @@ std::shared_ptr<WorkRequest> CopySequences(const WorkRequest& source, size_t fir
     const size_t spans = std::accumulate(counts + first, counts + end, size_t{0});
     copy->spans.assign(source.spans.begin() + 2 * first_span, source.spans.begin() + 2 * (first_span + spans));
   }
+  if (!source.key_lengths.empty()) {
+    copy->key_lengths.assign(source.key_lengths.begin() + first, source.key_lengths.begin() + end);
+  }
+  copy->skip_token_ids = source.skip_token_ids;
   return copy;
 }
 

@@ -28,6 +28,13 @@ enum class WorkKind {
   kEmbed,        // one pooled vector per sequence (or per span of it: late chunking, `spans`)
   kScore,        // the classification head's logits per sequence
   kTokenEmbed,   // every token's last hidden state, neither pooled nor normalised (TEI's /embed_all)
+  // A multi-vector (ColBERT) model's L2-normalised token vectors, those of the tokens whose ids
+  // are in skip_token_ids left out (a document's skiplist): one row per token kept.
+  kTokenVectors,
+  // MaxSim (late interaction): sequence 0 is a query, every other sequence a document; each
+  // document gives one row of one value, Σ over the query's vectors of the largest dot product
+  // with the document's kept vectors (PyLate's colbert_scores). Sequence 0 gives no row.
+  kMaxSim,
 };
 
 // Which requests' sequences join the next batch first (the scheduler's cut, scheduler.h).
@@ -59,6 +66,11 @@ struct WorkRequest {
   // vector carries the context of the whole sequence.
   std::vector<int32_t> span_counts;
   std::vector<int32_t> spans;
+  // kTokenVectors and kMaxSim: the keys each sequence's tokens attend to, its leading ones (a
+  // query's unattended expansion tokens; engine::Batch::key_lengths), 0 for all; empty: all.
+  std::vector<int32_t> key_lengths;
+  // kTokenVectors: the token ids whose vectors are dropped (kMaxSim: from the documents only).
+  std::vector<int32_t> skip_token_ids;
   Clock::time_point deadline = Clock::time_point::max();
   Priority priority = Priority::kNormal;
   // Called exactly once, from the scheduler's thread, when every sequence has its result or
@@ -78,16 +90,17 @@ struct WorkRequest {
   std::atomic<bool> cancelled{false};
 
   int64_t total_tokens() const { return static_cast<int64_t>(token_ids.size() / sizeof(int32_t)); }
-  // The output rows sequence s gives: 1, its span count, or its length (kTokenEmbed).
-  int64_t RowsOf(size_t sequence) const {
-    if (kind == WorkKind::kTokenEmbed) return lengths[sequence];
-    return span_counts.empty() ? 1 : span_counts[sequence];
-  }
+  // The output rows sequence s gives: 1, its span count, its length (kTokenEmbed), its tokens
+  // kept (kTokenVectors: `first_token` is its first token's index), none for kMaxSim's query.
+  int64_t RowsOf(size_t sequence, int64_t first_token) const;
+  // Whether the vector of token `token` (an index into token_ids) of sequence `sequence` is kept.
+  bool KeepsToken(size_t sequence, int64_t token) const;
 
   // --- the scheduler's bookkeeping ---
   std::vector<int64_t> token_offsets;  // first token of each sequence, plus the end
   std::vector<int64_t> row_offsets;    // first output row of each sequence, plus the end (RowOffsets)
   std::vector<int64_t> span_offsets;   // first span (pair of `spans`) of each sequence, plus the end
+  std::vector<float> query_vectors;    // kMaxSim: sequence 0's vectors once computed, row after row
   size_t next_sequence = 0;            // first sequence not yet put in a batch
   size_t sequences_done = 0;           // sequences whose results are written
   int batches_in_flight = 0;

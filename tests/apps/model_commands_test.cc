@@ -574,6 +574,8 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       // for which make-model writes a yes_no_reranker.json scoring BERT's "yes".
       {"mxbai-rerank-base-v2", "qwen2-bpe", 0, "Qwen2ForCausalLM"},
       {"bge-reranker-v2-gemma", "", 0, "GemmaForCausalLM"},
+      // Issue 44: a Stanford ColBERT checkpoint, whose token vectors are 128 wide.
+      {"colbertv2.0", "configs/all-MiniLM-L6-v2", 128, "HF_ColBERT"},
   };
   for (const Like& like : likes) {
     // One layer and a small vocabulary keep the folders small; token ids stay below 1000. The
@@ -599,6 +601,22 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       ASSERT_TRUE(result.ok()) << result.status().message();
       ASSERT_TRUE(result->Wait().ok());
       EXPECT_TRUE(std::isfinite(result->Row(0)[0]));
+      continue;
+    }
+    if (like.architecture == "HF_ColBERT") {
+      // A multi-vector model: one unit vector per token, of the projection's width.
+      auto engine = engine::Engine::Load(folder, {.num_threads = 1});
+      ASSERT_TRUE(engine.ok()) << engine.status().message();
+      EXPECT_TRUE((*engine)->sentence_transformers().multi_vector.enabled);
+      EXPECT_EQ((*engine)->sentence_transformers().multi_vector.query_prefix, "[unused0]");
+      const std::vector<int32_t> ids = {101, 1, 17, 102}, cu_seqlens = {0, 4};
+      auto result = (*engine)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}}, {.output = engine::StepOutput::kTokenVectors});
+      ASSERT_TRUE(result.ok()) << result.status().message();
+      ASSERT_TRUE(result->Wait().ok());
+      ASSERT_EQ(result->values().dim(0), 4);
+      ASSERT_EQ(result->values().dim(1), static_cast<int64_t>(like.width));
+      const std::span<const float> row = result->Row(3);
+      EXPECT_NEAR(Norm(std::vector<double>(row.begin(), row.end())), 1.0, 1e-5) << like.name;
       continue;
     }
     const Result run = RunStamen("embed --token-ids --model " + folder, "1 5 17 2\n0 999 2\n");

@@ -31,6 +31,7 @@ ModelConfig XlmrConfig() {
   config.family = ModelFamily::kRoberta;
   config.max_position_embeddings = 514;
   config.pad_token_id = 1;
+  config.position_offset = 2;  // as the family reader sets it: pad_token_id + 1
   return config;
 }
 
@@ -224,6 +225,14 @@ TEST(ModelTokenizerTest, MaxSequenceLength) {
   config.family = ModelFamily::kBert;
   config.max_position_embeddings = 512;
   config.pad_token_id = 0;
+  config.position_offset = 0;
+  EXPECT_EQ(MaxSequenceLength(config, {}), 512);
+  // MPNet's positions also start at pad_token_id + 1: 514 positions hold 512 tokens (the engine's
+  // limit; 514 let 513- and 514-token sequences past the worker's checks to fail their batch).
+  config.family = ModelFamily::kMpnet;
+  config.max_position_embeddings = 514;
+  config.pad_token_id = 1;
+  config.position_offset = 2;
   EXPECT_EQ(MaxSequenceLength(config, {}), 512);
   config.family = ModelFamily::kQwen3;
   config.max_position_embeddings = 32768;

@@ -307,12 +307,16 @@ struct KeyRange {
   int64_t end;
 };
 
-KeyRange VisibleKeys(int64_t i, int64_t length, bool causal, int64_t window) {
+// `keys` (≤ length) limits every query to the sequence's leading keys (key_lengths); a window
+// that would leave a query none of them keeps the last one, so that its softmax has a term.
+KeyRange VisibleKeys(int64_t i, int64_t length, bool causal, int64_t window, int64_t keys) {
   KeyRange range{0, causal ? i + 1 : length};
   if (window > 0) {
     range.begin = std::max<int64_t>(0, i - window + 1);
     range.end = std::min(range.end, i + window);
   }
+  range.end = std::min(range.end, keys);
+  range.begin = std::min(range.begin, range.end - 1);
   return range;
 }
 
@@ -325,7 +329,8 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   const int64_t group = layout.num_heads / layout.num_kv_heads;
   const int64_t output_row = layout.num_heads * d;
   const float scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d));
-  if (CurrentMatrixPrecision() == MatrixPrecision::kBFloat16 && DetectCpuPath().amx && AmxAttentionApplies(options)) {
+  if (CurrentMatrixPrecision() == MatrixPrecision::kBFloat16 && DetectCpuPath().amx && AmxAttentionApplies(options) &&
+      options.key_lengths == nullptr) {
     AmxAttention(qkv, cu_seqlens, layout, scale, output);
     return Status();
   }
@@ -335,6 +340,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   const ops::DisentangledPositionBias* disentangled = options.disentangled_bias;
   const ops::AlibiBias* alibi = options.alibi;
   const int32_t* bounds = cu_seqlens.data<int32_t>();
+  const int32_t* key_lengths = options.key_lengths != nullptr ? options.key_lengths->data<int32_t>() : nullptr;
   const float* data = qkv.data<float>();
 
   // One work item per (sequence, key/value head, block of queries): attention_items.h. The
@@ -350,6 +356,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
     const auto [s, kv_head, begin, length, first_query, end_query] =
         ItemOf(item, query_blocks, layout.num_kv_heads, bounds, kQueryTile);
     if (first_query >= end_query) return;
+    const int64_t attended = key_lengths != nullptr ? key_lengths[s] : length;
     const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;
     const int64_t stride = panels * kKeyPanel;
     AttentionScratch& scratch = Scratch();
@@ -446,8 +453,8 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
         std::fill(queries + rows * d, queries + kQueryTile * d, 0.0f);
         // Keys any query of the tile sees: from the first query's first key (scored from the
         // start of its panel) to the last query's last key.
-        const int64_t seen_begin = VisibleKeys(first, length, causal, window).begin;
-        const int64_t seen_end = VisibleKeys(first + rows - 1, length, causal, window).end;
+        const int64_t seen_begin = VisibleKeys(first, length, causal, window, attended).begin;
+        const int64_t seen_end = VisibleKeys(first + rows - 1, length, causal, window, attended).end;
         const int64_t first_panel = seen_begin / kKeyPanel;
         ScoreTile(queries, keys + first_panel * d * kKeyPanel, d, (seen_end + kKeyPanel - 1) / kKeyPanel - first_panel,
                   stride, scores + first_panel * kKeyPanel);
@@ -469,7 +476,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
           float* row_scores = scores + r * stride;
           KeyRange visible{seen_begin, seen_begin};
           if (r < rows) {
-            visible = VisibleKeys(first + r, length, causal, window);
+            visible = VisibleKeys(first + r, length, causal, window, attended);
             if (bias_by_offset != nullptr) {
               const float* bias = bias_by_offset + (length - 1) - (first + r);  // bias[j] is offset j − i
               for (int64_t j = visible.begin; j < visible.end; ++j) row_scores[j] += bias[j];

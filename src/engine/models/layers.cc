@@ -152,7 +152,8 @@ StatusOr<Tensor> PostNormEncoderModel::Forward(const ModelInput& input) {
   const bool position_bias = !weights_.position_bias.table.empty();
   const AttentionSettings attention{
       .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim},
-      .options = {.position_bias = position_bias ? &weights_.position_bias : nullptr}};
+      .options = {.position_bias = position_bias ? &weights_.position_bias : nullptr,
+                  .key_lengths = input.key_lengths.empty() ? nullptr : &input.key_lengths}};
   const FeedForwardSettings feed_forward{.activation = config_.hidden_act,
                                          .intermediate_size = config_.intermediate_size};
   for (const PostNormLayerWeights& layer : weights_.layers) {

@@ -203,6 +203,7 @@ class PostNormEncoderModel final : public FamilyModel<PostNormEncoderWeights> {
   Status SpladeVectors(const ModelInput& input, const Tensor& hidden, Tensor& output) override;
   int64_t splade_width() const override { return config_.head == ModelHead::kMaskedLm ? config_.vocab_size : 0; }
   int64_t max_sequence_length() const override { return config_.max_position_embeddings - config_.position_offset; }
+  bool LimitsKeys() const override { return true; }
 };
 
 // The pre-norm decoder layer of Qwen2/3, Llama, Mistral and Gemma3, with RMSNorms:

@@ -38,6 +38,8 @@ struct ModelInput {
   // Per sequence, on the host: the index of the task adapter it runs with (config.adapter_tasks),
   // −1 for none; empty: none for every sequence (Batch::adapters, checked by the engine).
   std::span<const int32_t> adapters_host = {};
+  // I32 [S]: keys attended per sequence (its leading tokens), or empty for all (Batch::key_lengths).
+  Tensor key_lengths;
 };
 
 // Activation buffers that grow to the largest step seen and are then reused, so steady-state
@@ -76,6 +78,9 @@ class Model {
   virtual int64_t splade_width() const { return 0; }
   // The most tokens one sequence may have (0: no limit); the engine checks it on the host.
   virtual int64_t max_sequence_length() const = 0;
+  // Whether Forward honours ModelInput::key_lengths (the BERT family and ModernBERT: the
+  // backbones of PyLate's ColBERT models).
+  virtual bool LimitsKeys() const { return false; }
   // Whether PoolIds gives `pooling`'s vectors straight from the token ids, without Forward's
   // hidden state [T, hidden]: a static embedding table's mean is an embedding bag, which need
   // not copy every token's row first. The engine then skips Forward (no Dense modules, no spans).

@@ -89,6 +89,7 @@ class ModernBertModel final : public FamilyModel<ModernBertWeights> {
     return layers::Classify(weights_.head, config_, input, hidden, head_workspace_);
   }
   int64_t max_sequence_length() const override { return config_.max_position_embeddings; }
+  bool LimitsKeys() const override { return true; }
 
  private:
   Status RunLayer(const ModernBertLayer& layer, bool sliding, const ModelInput& input, const Tensor& rope,
@@ -102,7 +103,8 @@ Status ModernBertModel::RunLayer(const ModernBertLayer& layer, bool sliding, con
   STAMEN_RETURN_IF_ERROR(slots.status());
   const layers::AttentionSettings attention{
       .layout = {config_.num_attention_heads, config_.num_attention_heads, config_.head_dim},
-      .options = {.window = sliding ? config_.attention_window : 0},
+      .options = {.window = sliding ? config_.attention_window : 0,
+                  .key_lengths = input.key_lengths.empty() ? nullptr : &input.key_lengths},
       .rope = &rope};
   const Tensor* attention_input = &hidden;
   if (!layer.attention_norm_gamma.empty()) {

@@ -120,6 +120,11 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& l
     STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "alibi.slopes", alibi->slopes, 0, layout.num_heads));
     STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice("attention", {&qkv, &alibi->slopes}));
   }
+  if (options.key_lengths != nullptr) {
+    STAMEN_RETURN_IF_ERROR(internal::Expect("attention", "key_lengths", *options.key_lengths, DataType::kI32, 1));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "key_lengths", *options.key_lengths, 0, cu_seqlens.dim(0) - 1));
+    if (qkv.device() != Device::kCpu) return Status::Error("attention: key_lengths run on the CPU only");
+  }
   return internal::Dispatch(
       "attention", qkv.device(),
       [&] { return cpu::Attention(qkv, cu_seqlens, layout, options, output); },

@@ -91,6 +91,9 @@ struct AttentionOptions {
   // DeBERTa's c2p / p2c terms; must outlive the call.
   const DisentangledPositionBias* disentangled_bias = nullptr;
   const AlibiBias* alibi = nullptr;  // added after scaling; must outlive the call
+  // I32 [sequences] on the attention's device: sequence s's queries see only its first
+  // key_lengths[s] keys (PyLate's query expansion tokens, unattended); null: every key. CPU only.
+  const Tensor* key_lengths = nullptr;
 };
 
 // output[t, h·d:(h+1)·d] = softmax(q_h[t] · K_hᵀ · scale + bias_h) · V_h over the keys of t's

@@ -29,6 +29,9 @@ constexpr ArchitectureDefinition kBertArchitectures[] = {
     {"BertModel", ModelHead::kNone, "", "bert"},
     {"BertForSequenceClassification", ModelHead::kSequenceClassification, "bert.", ""},
     {"BertForMaskedLM", ModelHead::kMaskedLm, "bert.", ""},
+    // Stanford ColBERT checkpoints (colbertv2.0): BERT under "bert.", its "linear" projection
+    // read as a Dense module (stanford_colbert.cc).
+    {"HF_ColBERT", ModelHead::kNone, "bert.", ""},
 };
 
 constexpr ArchitectureDefinition kRobertaArchitectures[] = {

@@ -1,0 +1,129 @@
+// Jina's multi-vector API, POST /v1/multi-vector: a multi-vector (ColBERT) model's token vectors
+// of each input, as a query or as a document (MultiVectorInputs), in the embedding types of
+// /v1/embeddings. MaxSim reranking is in Gateway::Rerank.
+#include <simdjson.h>
+
+#include <string>
+#include <vector>
+
+#include "gateway/gateway.h"
+#include "gateway/json_read.h"
+
+namespace stamen::gateway {
+
+using server::WorkKind;
+using server::WorkRequest;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// {"model", "input": str | [str], "input_type": "query" | "document" (default "document"),
+//  "embedding_type": "float" | "base64" | "binary" | "ubinary" (default "float")}.
+struct MultiVectorCall {
+  std::vector<std::string> inputs;
+  bool query = false;
+  EmbeddingType type = EmbeddingType::kFloat;
+  std::string model;
+  std::optional<server::Priority> priority;
+};
+
+std::variant<MultiVectorCall, ApiError> ParseMultiVectorCall(std::string_view body) {
+  return ParseCall<MultiVectorCall>(body, [](simdjson::dom::object fields, MultiVectorCall& call) -> std::optional<ApiError> {
+    simdjson::dom::element input;
+    if (auto error = ReadRequired(fields, "input", "input", &input)) return error;
+    if (std::string_view text; input.get(text) == simdjson::SUCCESS) {
+      call.inputs.emplace_back(text);
+    } else if (simdjson::dom::array list; input.get(list) == simdjson::SUCCESS) {
+      for (simdjson::dom::element item : list) {
+        std::string_view text_item;
+        if (item.get(text_item) != simdjson::SUCCESS) return Invalid("'input' must be a string or a list of strings");
+        call.inputs.emplace_back(text_item);
+      }
+    } else {
+      return Invalid("'input' must be a string or a list of strings");
+    }
+    if (call.inputs.empty()) return EmptyBatch("'input' is empty");
+    std::string input_type = "document";
+    if (auto error = ReadString(fields, "input_type", &input_type)) return error;
+    if (input_type != "query" && input_type != "document") {
+      return Invalid("'input_type' must be \"query\" or \"document\", got \"" + input_type + "\"");
+    }
+    call.query = input_type == "query";
+    std::string type = "float";
+    if (auto error = ReadString(fields, "embedding_type", &type)) return error;
+    const auto parsed = ParseEmbeddingType(type);
+    if (!parsed || (*parsed != EmbeddingType::kFloat && *parsed != EmbeddingType::kBase64 &&
+                    *parsed != EmbeddingType::kBinary && *parsed != EmbeddingType::kUbinary)) {
+      return Invalid("'embedding_type' must be \"float\", \"base64\", \"binary\" or \"ubinary\", got \"" + type + "\"");
+    }
+    call.type = *parsed;
+    if (auto error = ReadString(fields, "model", &call.model)) return error;
+    return ReadPriority(fields, &call.priority);
+  });
+}
+
+}  // namespace
+
+void Gateway::MultiVector(const http::Request& request, Reply reply) {
+  if (!multi_vector_) {
+    return reply.Error({400, "model " + model_id_ + " is not a multi-vector (ColBERT) model: /v1/multi-vector needs "
+                             "one (a PyLate folder: Dense modules on the tokens, no Pooling)"});
+  }
+  auto parsed = ParseMultiVectorCall(request.body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
+  auto call = std::make_shared<MultiVectorCall>(std::move(std::get<MultiVectorCall>(parsed)));
+  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
+  pool_->Post([this, call, reply, client = request.client](size_t thread) {
+    if (ClientGone(client, reply)) return;
+    const Clock::time_point tokenization_start = Clock::now();
+    auto job = std::make_shared<WorkRequest>();
+    job->kind = WorkKind::kTokenVectors;
+    EncodeMultiVector(*tokenizers_[thread], call->inputs, call->query, *job);
+    if (job->total_tokens() * dimensions_ > options_.max_token_states) {
+      return reply.Error({413, "/v1/multi-vector would answer " + std::to_string(job->total_tokens()) +
+                                   " token vectors of " + std::to_string(dimensions_) + " floats, more than " +
+                                   std::to_string(options_.max_token_states) + " floats in all: send fewer or shorter inputs"});
+    }
+    job->priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
+    const size_t total_tokens = static_cast<size_t>(job->total_tokens());
+    const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
+    Dispatch(client, job, [this, call, reply, tokenization_ms, total_tokens](WorkRequest& done) {
+      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
+      const std::vector<int64_t>& rows = done.row_offsets;
+      const size_t columns = static_cast<size_t>(done.columns);
+      const float* values = reinterpret_cast<const float*>(done.output.data());
+      const QuantizationRanges ranges = QuantizationRanges::UnitVector(columns);
+      std::string body = "{\"object\":\"list\",\"model\":";
+      AppendJsonString(body, call->model.empty() ? model_id_ : call->model);
+      body += ",\"data\":[";
+      for (size_t input = 0; input < done.lengths.size(); ++input) {
+        if (input) body += ',';
+        body += "{\"object\":\"embeddings\",\"index\":" + std::to_string(input) + ",\"embeddings\":[";
+        for (int64_t row = rows[input]; row < rows[input + 1]; ++row) {
+          if (row > rows[input]) body += ',';
+          AppendEmbedding(body, values + row * columns, columns, call->type, ranges);
+        }
+        body += "]}";
+      }
+      body += "],\"usage\":{\"total_tokens\":" + std::to_string(total_tokens) + "}}";
+      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
+    });
+  });
+}
+
+void Gateway::EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::vector<std::string>& texts, bool query,
+                                WorkRequest& job) const {
+  std::vector<int32_t> ids;
+  bool any_key_length = false;
+  for (const std::string& text : texts) {
+    const int32_t keys = multi_vector_->Encode(tokenizer, text, query, &ids);
+    job.token_ids.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t));
+    job.lengths.push_back(static_cast<int32_t>(ids.size()));
+    job.key_lengths.push_back(keys);
+    any_key_length = any_key_length || keys > 0;
+  }
+  if (!any_key_length) job.key_lengths.clear();
+  if (!query) job.skip_token_ids = multi_vector_->skiplist_ids();
+}
+
+}  // namespace stamen::gateway

@@ -1,0 +1,51 @@
+// Stanford ColBERT checkpoints (colbert-ir/colbertv2.0 and the folders its library saves):
+// config.json's architecture HF_ColBERT, BERT's tensors under "bert." and the projection
+// "linear.weight" [dim, hidden] in the same model.safetensors, the query and document settings
+// in artifact.metadata. Read as PyLate's ColBERT reads them (Dense.from_stanford_weights and its
+// artifact.metadata branch): one Dense module without bias or activation, the prefixes
+// query_token_id / doc_token_id (default "[unused0]" / "[unused1]"), query_maxlen, doc_maxlen and
+// attend_to_mask_tokens, PyLate's defaults for everything else.
+#include <filesystem>
+
+#include "model_folder/json_document.h"
+#include "model_folder/model_config.h"
+#include "model_folder/tensor_shapes.h"
+
+namespace stamen::engine {
+
+namespace fs = std::filesystem;
+
+Status ReadStanfordColbert(const std::string& model_dir, const ModelConfig& config, SentenceTransformersConfig* st) {
+  const std::string weights = (fs::path(model_dir) / "model.safetensors").string();
+  auto shapes = ReadTensorShapes(weights);
+  if (!shapes.ok()) return shapes.status();
+  const auto linear = shapes->find("linear.weight");
+  if (linear == shapes->end() || linear->second.size() != 2 || linear->second[1] != config.hidden_size) {
+    return Status::Error(weights + ": a HF_ColBERT checkpoint needs its projection \"linear.weight\" [dim, " +
+                         std::to_string(config.hidden_size) + "]");
+  }
+  st->dense.push_back({.folder = model_dir, .in_features = config.hidden_size, .out_features = linear->second[0],
+                       .bias = false, .activation = ops::Activation::kIdentity});
+  MultiVectorConfig& multi_vector = st->multi_vector;
+  multi_vector.enabled = true;
+  multi_vector.query_prefix = "[unused0]";
+  multi_vector.document_prefix = "[unused1]";
+  std::error_code error;
+  const fs::path metadata = fs::path(model_dir) / "artifact.metadata";
+  if (fs::is_regular_file(metadata, error)) {
+    auto document = JsonDocument::Load(metadata.string());
+    if (!document.ok()) return document.status();
+    const JsonObject root = document.value()->root();
+    STAMEN_RETURN_IF_ERROR(root.Optional("query_token_id", &multi_vector.query_prefix));
+    STAMEN_RETURN_IF_ERROR(root.Optional("doc_token_id", &multi_vector.document_prefix));
+    STAMEN_RETURN_IF_ERROR(root.Optional("query_maxlen", &multi_vector.query_length));
+    STAMEN_RETURN_IF_ERROR(root.Optional("doc_maxlen", &multi_vector.document_length));
+    STAMEN_RETURN_IF_ERROR(root.Optional("attend_to_mask_tokens", &multi_vector.attend_to_expansion_tokens));
+  }
+  // PyLate's default skiplist: Python's string.punctuation, one character each.
+  multi_vector.skiplist_words.clear();
+  for (const char c : std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")) multi_vector.skiplist_words.emplace_back(1, c);
+  return Status();
+}
+
+}  // namespace stamen::engine
