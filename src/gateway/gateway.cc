@@ -173,6 +173,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
   g.sentence_transformers_ = std::move(model->sentence_transformers);
   g.yes_no_template_ = std::move(model->yes_no_template);
   const engine::ModelProfile profile = engine::ProfileOf(g.config_, g.sentence_transformers_);
+  g.profile_ = profile;
   g.max_input_length_ = profile.max_sequence_length;
   g.pooling_ = model->pooling;
   g.splade_ = model->pooling == engine::ops::PoolingMode::kSplade;
@@ -930,13 +931,34 @@ server::Priority Gateway::PriorityOf(std::optional<server::Priority> named, size
   return bulk ? server::Priority::kLow : server::Priority::kNormal;
 }
 
+std::optional<v1::InfoResponse> Gateway::WorkerInfo() const {
+  std::lock_guard lock(worker_info_mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (worker_info_ || now - worker_info_asked_ < std::chrono::seconds(1)) return worker_info_;
+  worker_info_asked_ = now;
+  for (const auto& worker : dispatcher_->workers()) {
+    auto info = worker->backend->FetchInfo(std::chrono::milliseconds(250));
+    if (!info.ok()) continue;
+    // A worker that came up later must serve the same model, as at start.
+    const Status serves = CheckWorkerServes(*info, worker->backend->address(), config_.architecture, profile_);
+    if (!serves.ok()) {
+      spdlog::error("gateway: {}", serves.message());
+      continue;
+    }
+    worker_info_ = *info;
+    break;
+  }
+  return worker_info_;
+}
+
 std::string Gateway::InfoBody() const {
+  const std::optional<v1::InfoResponse> worker_info = WorkerInfo();
   std::string body = "{\"model_id\":";
   AppendJsonString(body, model_id_);
   body += ",\"architecture\":";
   AppendJsonString(body, config_.architecture);
   body += ",\"model_dtype\":";
-  AppendJsonString(body, worker_info_ ? worker_info_->dtype() : "unknown");
+  AppendJsonString(body, worker_info ? worker_info->dtype() : "unknown");
   body += ",\"served_model_name\":";
   AppendJsonString(body, model_id_);
   // TEI's ModelType: a one-label head is a reranker, a head of several labels a classifier;
@@ -961,25 +983,25 @@ std::string Gateway::InfoBody() const {
     body += "}}";
   }
   body += ",\"backend\":";
-  AppendJsonString(body, worker_info_ ? worker_info_->backend() : "unknown");
-  if (worker_info_ && !worker_info_->gpu().empty()) {
+  AppendJsonString(body, worker_info ? worker_info->backend() : "unknown");
+  if (worker_info && !worker_info->gpu().empty()) {
     body += ",\"gpu\":";
-    AppendJsonString(body, worker_info_->gpu());
+    AppendJsonString(body, worker_info->gpu());
   }
-  if (worker_info_ && worker_info_->has_cpu()) {
+  if (worker_info && worker_info->has_cpu()) {
     body += ",\"cpu\":{\"kernels\":";
-    AppendJsonString(body, worker_info_->cpu().kernels());
+    AppendJsonString(body, worker_info->cpu().kernels());
     body += ",\"gemm\":";
-    AppendJsonString(body, worker_info_->cpu().gemm());
+    AppendJsonString(body, worker_info->cpu().gemm());
     body += ",\"features\":";
-    AppendJsonString(body, worker_info_->cpu().features());
+    AppendJsonString(body, worker_info->cpu().features());
     body += '}';
   }
   body += ",\"dimensions\":" + std::to_string(dimensions_);
   body += ",\"max_input_length\":" + std::to_string(max_input_length_);
   body += ",\"max_concurrent_requests\":" + std::to_string(options_.max_concurrent_requests);
   body += ",\"max_client_batch_size\":" + std::to_string(options_.max_client_batch_size);
-  body += ",\"max_batch_tokens\":" + std::to_string(worker_info_ ? worker_info_->max_batch_tokens() : 0);
+  body += ",\"max_batch_tokens\":" + std::to_string(worker_info ? worker_info->max_batch_tokens() : 0);
   body += ",\"payload_limit\":" + std::to_string(options_.payload_limit);
   body += std::string(",\"auto_truncate\":") + (options_.auto_truncate ? "true" : "false");
   body += ",\"tokenization_workers\":" + std::to_string(tokenizers_.size());

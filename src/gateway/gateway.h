@@ -15,6 +15,7 @@
 
 #include "common/metrics.h"
 #include "model_folder/model_config.h"
+#include "model_folder/model_profile.h"
 #include "model_folder/model_tokenizer.h"
 #include "gateway/api.h"
 #include "gateway/dispatcher.h"
@@ -220,9 +221,14 @@ class Gateway {
   ModelKind kind_ = ModelKind::kEmbedding;
   int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)
   std::vector<const Gateway*> served_;  // every model of this server, this one included
-  // What the first worker to answer at start runs on (dtype, backend, CPU path), for /info;
-  // unset when none answered then.
-  std::optional<v1::InfoResponse> worker_info_;
+  // What the first worker to answer runs on (dtype, backend, CPU path), for /info: asked at
+  // start, and again by /info (at most once a second) while no worker has answered, so a gateway
+  // started before its workers tells the truth once one is up (issue 45, item 12).
+  std::optional<v1::InfoResponse> WorkerInfo() const;
+  mutable std::mutex worker_info_mutex_;
+  mutable std::optional<v1::InfoResponse> worker_info_;
+  mutable std::chrono::steady_clock::time_point worker_info_asked_{};
+  engine::ModelProfile profile_;  // the gateway's own, which a worker's must match
 
   // One per pool thread, all over the same loaded tokenizer (ShareWithNewScratch).
   std::vector<std::unique_ptr<engine::ModelTokenizer>> tokenizers_;

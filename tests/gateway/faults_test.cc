@@ -259,7 +259,7 @@ class GatewayFaultsTest : public ::testing::Test {
   // A gateway over the three workers (a fresh process per test, so its metrics start at 0).
   // `worker_timeout`: seconds per chunk call, queueing on the worker included (all chunks of a
   // request are sent at once).
-  static void StartGateway(const std::string& worker_timeout = "30") {
+  static void StartGateway(const std::string& worker_timeout = "30", bool wait_for_workers = true) {
     gateway_.log = server::testing::ScratchFolder() + "/gateway.log";
     std::vector<std::string> arguments = {"gateway", "--model", model_, "--port", "0",
                                           "--workers", WorkerAddress(0) + "," + WorkerAddress(1) + "," + WorkerAddress(2),
@@ -270,6 +270,7 @@ class GatewayFaultsTest : public ::testing::Test {
     ASSERT_FALSE(HasFatalFailure());
     gateway_port_ = gateway_.NumberAfter("on http://127.0.0.1:");
     ASSERT_GT(gateway_port_, 0) << ReadFile(gateway_.log);
+    if (!wait_for_workers) return;
     ASSERT_TRUE(WaitFor([] { return Metric(gateway_port_, "stamen_gateway_healthy_workers") == kWorkers; }, 10s))
         << ReadFile(gateway_.log);
   }
@@ -402,6 +403,28 @@ TEST_F(GatewayFaultsTest, AllWorkersDownIs503WithinTheDeadlineAndRestartedWorker
     EXPECT_GT(Metric(metrics_ports_[i], "stamen_worker_requests_total{status=\"ok\"}"), 0)
         << "restarted worker " << i << " got no work";
   }
+}
+
+// A gateway started before its workers says what they run once one is up: /info's model_dtype
+// and backend stayed "unknown" for good when no worker answered at start (issue 45, item 12).
+TEST_F(GatewayFaultsTest, InfoTellsWhatAWorkerRunsOnceOneComesUpAfterTheGateway) {
+  for (auto& worker : workers_) worker.Kill();
+  StartGateway("30", /*wait_for_workers=*/false);
+  ASSERT_FALSE(HasFatalFailure());
+  const HttpAnswer before = Http(gateway_port_, "GET", "/info");
+  EXPECT_EQ(before.status, 200) << before.body;
+  EXPECT_NE(before.body.find("\"model_dtype\":\"unknown\""), std::string::npos) << before.body;
+  StartWorker(0);
+  ASSERT_FALSE(HasFatalFailure());
+  HttpAnswer after;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        after = Http(gateway_port_, "GET", "/info");
+        return after.body.find("\"model_dtype\":\"unknown\"") == std::string::npos;
+      },
+      15s))
+      << after.body;
+  EXPECT_NE(after.body.find("\"backend\":\"cpu\""), std::string::npos) << after.body;
 }
 
 TEST_F(GatewayFaultsTest, ClientThatHangsUpHasItsQueuedWorkDropped) {

@@ -135,24 +135,9 @@ __global__ void __launch_bounds__(kThreads)
   if (tile_sequence < 0) return;
 
   const int head = blockIdx.y;
-  const int kv_head = head / (num_heads / num_kv_heads);
-  const int64_t row_size = int64_t{num_heads + 2 * num_kv_heads} * head_dim;
-  const int64_t q_column = int64_t{head} * head_dim;
   const float alibi_slope = terms.alibi_slopes != nullptr ? terms.alibi_slopes[head] : 0.0f;
-  const int64_t k_column = int64_t{num_heads + kv_head} * head_dim;
-  const int64_t v_column = int64_t{num_heads + num_kv_heads + kv_head} * head_dim;
-  const int sequence_begin = cu_seqlens[tile_sequence];
-  const int sequence_end = cu_seqlens[tile_sequence + 1];
-  const int q_begin = sequence_begin + tile_index * kBlockM;
-  const int q_rows = min(kBlockM, sequence_end - q_begin);
-  // Keys any query of the tile sees: causal, none past its last query; with a window, none
-  // further than window − 1 before its first query or after its last.
-  int kv_begin = sequence_begin;
-  int kv_end = causal ? q_begin + q_rows : sequence_end;
-  if (window > 0) {
-    kv_begin = max(sequence_begin, q_begin - window + 1);
-    kv_end = min(kv_end, q_begin + q_rows - 1 + window);
-  }
+  const auto [row_size, q_column, k_column, v_column, q_begin, q_rows, kv_begin, kv_end] = LocateQueryTile(
+      cu_seqlens, tile_sequence, tile_index, kBlockM, head, num_heads, num_kv_heads, head_dim, causal, window);
 
   // Queries, pre-scaled, as fp32; rows past the sequence are zero.
   for (int k = threadIdx.x; k < kBlockM * head_dim; k += kThreads) {

@@ -43,4 +43,35 @@ __device__ __forceinline__ void FindQueryTile(const int32_t* cu_seqlens, int seq
   }
 }
 
+// Where a block's tile lies: its head's columns in the packed qkv rows ([q heads | k heads |
+// v heads] · head_dim; grouped-query heads share a kv head), its queries, and the keys any of them
+// sees (causal: none past its last query; with a window, none further than window − 1 before its
+// first query or after its last).
+struct QueryTile {
+  int64_t row_size, q_column, k_column, v_column;
+  int q_begin, q_rows, kv_begin, kv_end;
+};
+
+__device__ __forceinline__ QueryTile LocateQueryTile(const int32_t* cu_seqlens, int sequence, int index,
+                                                     int block_rows, int head, int num_heads, int num_kv_heads,
+                                                     int head_dim, bool causal, int window) {
+  QueryTile tile;
+  const int kv_head = head / (num_heads / num_kv_heads);
+  tile.row_size = int64_t{num_heads + 2 * num_kv_heads} * head_dim;
+  tile.q_column = int64_t{head} * head_dim;
+  tile.k_column = int64_t{num_heads + kv_head} * head_dim;
+  tile.v_column = int64_t{num_heads + num_kv_heads + kv_head} * head_dim;
+  const int sequence_begin = cu_seqlens[sequence];
+  const int sequence_end = cu_seqlens[sequence + 1];
+  tile.q_begin = sequence_begin + index * block_rows;
+  tile.q_rows = min(block_rows, sequence_end - tile.q_begin);
+  tile.kv_begin = sequence_begin;
+  tile.kv_end = causal ? tile.q_begin + tile.q_rows : sequence_end;
+  if (window > 0) {
+    tile.kv_begin = max(sequence_begin, tile.q_begin - window + 1);
+    tile.kv_end = min(tile.kv_end, tile.q_begin + tile.q_rows - 1 + window);
+  }
+  return tile;
+}
+
 }  // namespace stamen::engine::cuda
