@@ -19,6 +19,7 @@
 #include "engine/weight_store.h"
 #include "model_folder/json_document.h"
 #include "model_folder/model_config.h"
+#include "golden_targets.h"
 #include "test_files.h"
 
 namespace stamen::engine {
@@ -150,50 +151,7 @@ TEST(RotaryEncodersTest, NtkFrequenciesAreTheGoldenRunsOnes) {
 TEST(RotaryEncodersTest, MatchTransformersByCosineAndAbsoluteError) {
   for (const std::string folder : {"tiny-nomic-bert", "tiny-nomic-bert-hub-bf16", "tiny-gte", "tiny-gte-hub-ntk-f16",
                                    "tiny-gte-reranker", "tiny-gte-reranker-hub"}) {
-    auto engine = Engine::Load(kData + folder, {.num_threads = 1});
-    ASSERT_TRUE(engine.ok()) << folder << ": " << engine.status().message();
-    auto golden = WeightStore::OpenFile(kData + folder + "/golden.safetensors");
-    ASSERT_TRUE(golden.ok()) << golden.status().message();
-    double worst_cosine = 1.0, worst_error = 0.0;
-    for (int i = 0; i < 6; ++i) {
-      const std::string index = std::to_string(i);
-      auto ids64 = golden->Load("input_ids_" + index, DataType::kI64);
-      ASSERT_TRUE(ids64.ok());
-      const std::vector<int32_t> ids(ids64->data<int64_t>(), ids64->data<int64_t>() + ids64->NumElements());
-      const std::vector<int32_t> bounds = {0, static_cast<int32_t>(ids.size())};
-      struct Output {
-        std::string name;
-        StepOptions options;
-        int64_t width;  // of one compared vector
-      };
-      std::vector<Output> outputs = {
-          {"last_hidden_state", {.output = StepOutput::kTokenEmbeddings}, 64},
-          {"mean_pooled", {.pooling = ops::PoolingMode::kMean}, 64}};
-      if (golden->Contains("logits_0")) outputs.push_back({"logits", {.output = StepOutput::kScores}, 1});
-      for (const Output& output : outputs) {
-        auto result = (*engine)->Step({ids, bounds, {}}, output.options);
-        ASSERT_TRUE(result.ok() && result->Wait().ok()) << folder;
-        auto expected = golden->Load(output.name + "_" + index);
-        ASSERT_TRUE(expected.ok());
-        ASSERT_EQ(expected->NumElements(), result->values().NumElements()) << folder << " " << output.name;
-        const float* actual = result->values().data<float>();
-        const float* reference = expected->data<float>();
-        for (int64_t j = 0; j < expected->NumElements(); ++j) {
-          worst_error = std::max(worst_error, double{std::abs(actual[j] - reference[j])});
-        }
-        if (output.width == 1) continue;  // a single logit: its absolute error is the measure
-        for (int64_t row = 0; row < expected->NumElements() / output.width; ++row) {
-          const double cosine = Cosine({actual + row * output.width, static_cast<size_t>(output.width)},
-                                       {reference + row * output.width, static_cast<size_t>(output.width)});
-          worst_cosine = std::min(worst_cosine, cosine);
-        }
-      }
-    }
-    EXPECT_GE(worst_cosine, 0.9999) << folder;
-    EXPECT_LE(worst_error, 1e-4) << folder;
-    std::cout << "[ golden   ] " << folder << ": worst cosine " << std::setprecision(10) << worst_cosine
-              << ", max abs error " << std::setprecision(3) << worst_error
-              << " (per token, mean" << (golden->Contains("logits_0") ? ", logits" : "") << ")\n";
+    testing::ExpectMatchesGoldenTargets(kData + folder, folder, 64);
   }
 }
 
