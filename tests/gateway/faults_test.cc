@@ -133,6 +133,9 @@ HttpAnswer Http(int port, const std::string& method, const std::string& path, co
   while (true) {
     const size_t n = socket.read_some(boost::asio::buffer(buffer), error);
     raw.append(buffer, n);
+    // A receive with SO_RCVTIMEO returns EINTR when this process is frozen and thawed, or a
+    // signal it ignores is queued; that is no answer, so read on (CI saw it once, 0 bytes read).
+    if (error == boost::asio::error::interrupted) continue;
     if (error) break;
   }
   if (raw.rfind("HTTP/1.1 ", 0) != 0) {
