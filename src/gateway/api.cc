@@ -209,6 +209,7 @@ std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool ope
   if (auto error = ReadChunks(fields, call.inputs.size(), &call.chunks)) return *error;
   if (auto error = ReadChunkingRule(fields, &call.chunking)) return *error;
   if (call.chunking && !call.chunks.empty()) return Invalid("give 'chunks' or 'chunking', not both");
+  if (auto error = ReadString(fields, "task", &call.task)) return *error;
   if (openai) {
     std::string format;
     if (auto error = ReadString(fields, "encoding_format", &format)) return *error;

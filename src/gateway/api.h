@@ -80,6 +80,8 @@ struct EmbedCall {
   // input. A single input may give its list alone ([[start, end], …]).
   std::vector<std::vector<TextSpan>> chunks;
   std::optional<ChunkingRule> chunking;  // instead of "chunks": the gateway cuts the chunks
+  // Jina's "task": the task adapter every input runs with (jina-embeddings-v3; task_adapter.h).
+  std::string task;
 };
 // `openai` picks the OpenAI shape ({input, …}); otherwise TEI's ({inputs, …}).
 std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool openai);

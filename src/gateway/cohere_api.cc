@@ -95,6 +95,7 @@ std::variant<CohereEmbedCall, ApiError> ParseCohereEmbedCall(std::string_view bo
     if (auto error = has_texts ? ReadTexts(texts, &call.texts) : ReadContentInputs(inputs, &call.texts)) return error;
     if (auto error = ReadString(fields, "model", &call.model)) return error;
     if (auto error = ReadString(fields, "input_type", &call.input_type)) return error;
+    if (auto error = ReadString(fields, "task", &call.task)) return error;
     const std::string& input_type = call.input_type;
     if (input_type == "image") return Invalid("'input_type' \"image\": stamen serves text embedding models only");
     if (!input_type.empty() && input_type != "search_query" && input_type != "search_document" &&

@@ -29,6 +29,8 @@ struct CohereEmbedCall {
   int64_t output_dimension = 0;              // 0: the model's width
   int64_t max_tokens = 0;                    // per input, 0: the model's maximum
   std::optional<server::Priority> priority;
+  // Jina's "task" (a task adapter, task_adapter.h); empty: the one input_type stands for, if any.
+  std::string task;
 };
 std::variant<CohereEmbedCall, ApiError> ParseCohereEmbedCall(std::string_view body);
 

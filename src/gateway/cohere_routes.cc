@@ -26,10 +26,16 @@ void Gateway::CohereEmbed(const http::Request& request, Reply reply) {
   const int64_t most = call->max_tokens > 0 ? std::min(call->max_tokens, max_input_length_) : max_input_length_;
   for (const std::string& text : call->texts) least_tokens += LeastTokens(text, most);
   if (auto error = RefuseForLoad(least_tokens)) return reply.Error(*error);
-  // The input_type's prompt of the model's config, else the server's default prompt.
-  auto prompt = Prompt(PromptNameForInputType(sentence_transformers_, call->input_type));
+  // The task named, else the one the input_type stands for (a model with task adapters), with
+  // its prompt; else the input_type's prompt of the model's config, else the server's default.
+  auto task = ResolveTask(config_, call->task.empty() ? TaskForInputType(config_, call->input_type) : call->task);
+  if (auto* error = std::get_if<ApiError>(&task)) return reply.Error(*error);
+  const TaskAdapter& adapter = std::get<TaskAdapter>(task);
+  auto prompt = adapter.index >= 0 ? std::variant<std::string, ApiError>(adapter.prompt)
+                                   : Prompt(PromptNameForInputType(sentence_transformers_, call->input_type));
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
-  pool_->Post([this, call, prompt = std::get<std::string>(prompt), reply, client = request.client](size_t thread) {
+  pool_->Post([this, call, prompt = std::get<std::string>(prompt), adapter = adapter.index, reply,
+               client = request.client](size_t thread) {
     if (ClientGone(client, reply)) return;
     const Clock::time_point tokenization_start = Clock::now();
     auto job = std::make_shared<WorkRequest>();
@@ -42,6 +48,7 @@ void Gateway::CohereEmbed(const http::Request& request, Reply reply) {
     job->pooling = options_.pooling;
     job->normalize = true;  // Cohere's embeddings are unit length; int8 / uint8 are calibrated to that
     job->dimensions = call->output_dimension;
+    job->adapter = adapter;
     job->priority = PriorityOf(call->priority, call->texts.size(), options_.bulk_threshold);
     const size_t total_tokens = static_cast<size_t>(job->total_tokens());
     const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);

@@ -464,6 +464,13 @@ std::variant<std::string, ApiError> Gateway::Prompt(const std::string& prompt_na
   return std::string();
 }
 
+std::variant<std::string, ApiError> Gateway::TaskPrompt(const TaskAdapter& task, const std::string& prompt_name) const {
+  // A task brings its own instruction (as the model's remote code puts it before each text),
+  // unless the caller names a prompt.
+  if (task.index >= 0 && prompt_name.empty()) return task.prompt;
+  return Prompt(prompt_name);
+}
+
 double Gateway::FinishTokenization(server::WorkRequest& job, size_t tokens, Clock::time_point start) {
   const Clock::time_point now = Clock::now();
   job.deadline = now + options_.request_timeout;
@@ -648,12 +655,14 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
   }
   if (auto error = CheckQuantizable(call->encoding, openai || call->normalize)) return respond.Error(*error);
   if (auto error = RefuseForLoad(call->inputs)) return respond.Error(*error);
-  auto prompt = Prompt(call->prompt_name);
+  auto task = ResolveTask(config_, call->task);
+  if (auto* error = std::get_if<ApiError>(&task)) return respond.Error(*error);
+  auto prompt = TaskPrompt(std::get<TaskAdapter>(task), call->prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return respond.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
 
-  pool_->Post([this, call, prompt = std::get<std::string>(prompt), truncate, openai, respond,
-               client = request.client](size_t thread) {
+  pool_->Post([this, call, prompt = std::get<std::string>(prompt), adapter = std::get<TaskAdapter>(task).index,
+               truncate, openai, respond, client = request.client](size_t thread) {
     if (ClientGone(client, respond)) return;
     const Clock::time_point tokenization_start = Clock::now();
     auto job = std::make_shared<WorkRequest>();
@@ -669,6 +678,7 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
     job->pooling = options_.pooling;
     job->normalize = openai ? true : call->normalize;
     job->dimensions = call->dimensions;
+    job->adapter = adapter;
     job->priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
     const size_t total_tokens = static_cast<size_t>(job->total_tokens());
     const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
@@ -1015,7 +1025,19 @@ std::string Gateway::InfoBody() const {
     body += ':';
     AppendJsonString(body, text);
   }
-  body += "},\"version\":\"";
+  body += '}';
+  // The task adapters a request may name in "task" (jina-embeddings-v3), with their prompts.
+  if (!config_.adapter_tasks.empty()) {
+    body += ",\"tasks\":{";
+    for (size_t task = 0; task < config_.adapter_tasks.size(); ++task) {
+      if (task) body += ',';
+      AppendJsonString(body, config_.adapter_tasks[task]);
+      body += ':';
+      AppendJsonString(body, config_.adapter_prompts[task]);
+    }
+    body += '}';
+  }
+  body += ",\"version\":\"";
   body += kVersion;
   body += "\"}";
   return body;

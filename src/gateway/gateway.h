@@ -21,6 +21,7 @@
 #include "gateway/dispatcher.h"
 #include "gateway/multi_vector.h"
 #include "gateway/routes.h"
+#include "gateway/task_adapter.h"
 #include "gateway/task_pool.h"
 #include "gateway/tei_api.h"
 #include "http/http_server.h"
@@ -186,6 +187,8 @@ class Gateway {
   bool ClientGone(const std::shared_ptr<http::ClientWatch>& client, const Reply& reply);
   // The prompt text for `prompt_name` (or the defaults), or an error.
   std::variant<std::string, ApiError> Prompt(const std::string& prompt_name) const;
+  // The prompt of a request that runs `task`: the task's own unless it names a prompt.
+  std::variant<std::string, ApiError> TaskPrompt(const TaskAdapter& task, const std::string& prompt_name) const;
   // Stamps the job's deadline and records the tokenization metrics for `tokens` tokens
   // tokenized since `start`; returns the milliseconds it took.
   double FinishTokenization(server::WorkRequest& job, size_t tokens, std::chrono::steady_clock::time_point start);

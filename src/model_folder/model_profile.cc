@@ -19,6 +19,7 @@ ModelProfile ProfileOf(const ModelConfig& config, const SentenceTransformersConf
   profile.vocabulary_size = config.vocab_size;
   profile.type_vocabulary_size = config.type_vocab_size;
   profile.num_labels = classifier ? config.num_labels : 0;
+  profile.task_adapters = config.lora_rank > 0 ? static_cast<int64_t>(config.adapter_tasks.size()) : 0;
   return profile;
 }
 

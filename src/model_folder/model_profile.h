@@ -36,6 +36,9 @@ struct ModelProfile {
   int64_t vocabulary_size = 0;
   int64_t type_vocabulary_size = 0;  // 0: token type ids must be 0
   int64_t num_labels = 0;            // > 0 for a classification head only
+  // Task LoRA adapters a sequence may run with (jina-embeddings-v3: config.adapter_tasks, read
+  // from a hub folder); 0: none.
+  int64_t task_adapters = 0;
 
   // The width of embeddings pooled with `pooling` (a --pooling that overrides the default).
   int64_t EmbeddingWidthWith(ops::PoolingMode pooling) const {

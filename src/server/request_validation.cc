@@ -18,6 +18,7 @@ ModelLimits ModelLimits::Of(const engine::ModelProfile& profile) {
   limits.num_labels = profile.num_labels;
   limits.default_pooling = profile.default_pooling;
   limits.multi_vector = profile.multi_vector;
+  limits.task_adapters = profile.task_adapters;
   return limits;
 }
 
@@ -109,6 +110,7 @@ void EncodeEmbedRequest(const WorkRequest& request, v1::EmbedRequest& message) {
   message.set_normalize(request.normalize);
   message.set_dimensions(static_cast<uint32_t>(request.dimensions));
   message.set_priority(PriorityMessage(request.priority));
+  if (request.adapter >= 0) message.set_adapter(request.adapter);
 }
 
 void EncodeScoreRequest(const WorkRequest& request, v1::ScoreRequest& message) {
@@ -151,6 +153,7 @@ Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request)
   request.pooling = PoolingOf(message.pooling());
   request.normalize = message.has_normalize() ? message.normalize() : true;
   request.dimensions = message.dimensions();
+  request.adapter = message.has_adapter() ? message.adapter() : -1;
   return DecodePriority(message.priority(), request);
 }
 
@@ -221,6 +224,12 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
   }
   if (token_vectors && (request.pooling || request.dimensions != 0)) {
     return invalid("token vectors are neither pooled nor truncated: pooling and dimensions must be unset");
+  }
+  if (request.adapter < -1) return invalid("adapter must be -1 (none) or the index of a task adapter");
+  if (request.adapter >= 0 && request.adapter >= limits.task_adapters) {
+    if (limits.adapters_need_cpu) return invalid("task adapters run on the CPU engine only; this worker runs on a GPU");
+    return invalid("adapter " + std::to_string(request.adapter) + " is not one of the model's " +
+                   std::to_string(limits.task_adapters) + " task adapters");
   }
   if (!token_vectors && !(request.key_lengths.empty() && request.skip_token_ids.empty())) {
     return invalid("key_lengths and skip_token_ids apply to token vectors and MaxSim only");

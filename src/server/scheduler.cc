@@ -76,7 +76,15 @@ void ScatterTokenVectors(const engine::LazyResult& result, int64_t batch_token, 
 
 }  // namespace
 
-ModelLimits ModelLimits::Of(const engine::Engine& engine) { return ModelLimits::Of(engine.profile()); }
+ModelLimits ModelLimits::Of(const engine::Engine& engine) {
+  ModelLimits limits = ModelLimits::Of(engine.profile());
+  // The CUDA engine does not read the adapters (engine::Engine::ValidateAdapters).
+  if (limits.task_adapters > 0 && engine.device() != engine::Device::kCpu) {
+    limits.task_adapters = 0;
+    limits.adapters_need_cpu = true;
+  }
+  return limits;
+}
 
 SchedulerMetrics::SchedulerMetrics(metrics::Registry& registry)
     : queued_sequences(registry.AddGauge("stamen_queue_sequences", "Sequences waiting for a batch")),
@@ -121,6 +129,7 @@ struct Scheduler::Batch {
   std::vector<int32_t> token_ids, cu_seqlens, token_type_ids;
   std::vector<int32_t> spans;  // late chunking: (begin, end) pairs into the batch's tokens
   std::vector<int32_t> key_lengths;  // per sequence, when a request sets them (engine::Batch)
+  std::vector<int32_t> adapters;     // per sequence, when a request names a task adapter (engine::Batch)
   bool any_token_types = false;
   Clock::time_point cut_time;
   Clock::time_point launch_time;
@@ -395,10 +404,12 @@ void Scheduler::Prepare(Batch& batch) {
   batch.cu_seqlens.assign(1, 0);
   batch.spans.clear();
   batch.key_lengths.clear();
-  bool any_key_lengths = false;
+  batch.adapters.clear();
+  bool any_key_lengths = false, any_adapter = false;
   for (const Batch::Slice& slice : batch.slices) {
     if (!slice.request->token_type_ids.empty()) batch.any_token_types = true;
     if (!slice.request->key_lengths.empty()) any_key_lengths = true;
+    if (slice.request->adapter >= 0) any_adapter = true;
   }
   if (batch.any_token_types) batch.token_type_ids.assign(batch.record.tokens, 0);
   for (Batch::Slice& slice : batch.slices) {
@@ -426,6 +437,8 @@ void Scheduler::Prepare(Batch& batch) {
         const int32_t keys = request.key_lengths.empty() ? 0 : request.key_lengths[sequence];
         batch.key_lengths.push_back(keys > 0 ? keys : request.lengths[sequence]);
       }
+      // Requests with different tasks share the batch: the engine adds each sequence's adapter.
+      if (any_adapter) batch.adapters.push_back(request.adapter);
     }
   }
   batch.record.prepare_milliseconds = MillisecondsBetween(start, Clock::now());
@@ -482,6 +495,7 @@ void Scheduler::Launch(Batch& batch) {
   batch.launch_time = Clock::now();
   engine::Batch engine_batch{batch.token_ids, batch.cu_seqlens, batch.token_type_ids};
   engine_batch.key_lengths = batch.key_lengths;
+  engine_batch.adapters = batch.adapters;
   engine::StepOptions step_options;
   switch (batch.key.kind) {
     case WorkKind::kScore: step_options.output = engine::StepOutput::kScores; break;

@@ -101,6 +101,7 @@ std::shared_ptr<WorkRequest> CopySequences(const WorkRequest& source, size_t fir
     copy->key_lengths.assign(source.key_lengths.begin() + first, source.key_lengths.begin() + end);
   }
   copy->skip_token_ids = source.skip_token_ids;
+  copy->adapter = source.adapter;
   return copy;
 }
 

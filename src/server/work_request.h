@@ -71,6 +71,9 @@ struct WorkRequest {
   std::vector<int32_t> key_lengths;
   // kTokenVectors: the token ids whose vectors are dropped (kMaxSim: from the documents only).
   std::vector<int32_t> skip_token_ids;
+  // The task adapter every sequence runs with (jina-embeddings-v3's LoRA per task): an index into
+  // the model's adapter tasks (engine::ModelConfig::adapter_tasks), −1 for none (the base weights).
+  int32_t adapter = -1;
   Clock::time_point deadline = Clock::time_point::max();
   Priority priority = Priority::kNormal;
   // Called exactly once, from the scheduler's thread, when every sequence has its result or

@@ -14,13 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "gateway/gateway.h"
-#include "gateway/in_process_backend.h"
 #include "gateway/quantize.h"
-#include "server/grpc_worker.h"
-#include "server/local_worker.h"
 #include "tests/gateway/base64_floats.h"
 #include "tests/gateway/http_client.h"
+#include "tests/gateway/served_model.h"
 
 namespace stamen::gateway {
 namespace {
@@ -30,47 +27,7 @@ using testing::Post;
 
 const std::string kData = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/";
 
-// A gateway with an in-process worker on `model_dir` (or, with `grpc`, a gRPC worker on
-// loopback: the work's token vectors, MaxSim, key lengths and skiplist cross the wire), chunks of
-// few tokens so that a rerank's documents go out in several chunks.
-class Served {
- public:
-  explicit Served(const std::string& model_dir, bool grpc = false) {
-    server::LocalWorkerOptions worker_options;
-    worker_options.model_dir = model_dir;
-    worker_options.scheduler = {.max_batch_tokens = 32, .max_batch_sequences = 64, .max_queued_tokens = 1 << 20};
-    worker_options.engine.num_threads = 1;
-    worker_options.engine.compute_dtype = engine::DataType::kF32;
-    GatewayOptions options;
-    if (grpc) {
-      server::GrpcWorkerOptions grpc_options{.worker = worker_options, .listen = "127.0.0.1:0"};
-      auto started = server::GrpcWorker::Start(grpc_options);
-      EXPECT_TRUE(started.ok()) << started.status().message();
-      grpc_worker_ = std::move(started.value());
-      options.worker_addresses = {"127.0.0.1:" + std::to_string(grpc_worker_->port())};
-    } else {
-      auto worker = server::LocalWorker::Load(worker_options, registry_);
-      EXPECT_TRUE(worker.ok()) << worker.status().message();
-      worker_ = std::move(worker.value());
-      options.in_process_worker = std::make_shared<InProcessBackend>(*worker_);
-    }
-    options.model_dir = model_dir;
-    options.port = 0;
-    options.tokenization_workers = 2;
-    options.dispatcher.chunk_tokens = 40;
-    auto gateway = Gateway::Start(options, registry_);
-    EXPECT_TRUE(gateway.ok()) << gateway.status().message();
-    gateway_ = std::move(gateway.value());
-  }
-  ~Served() { gateway_->Shutdown(std::chrono::seconds(5)); }
-  int port() const { return gateway_->port(); }
-
- private:
-  metrics::Registry registry_;
-  std::unique_ptr<server::LocalWorker> worker_;
-  std::unique_ptr<server::GrpcWorker> grpc_worker_;
-  std::unique_ptr<Gateway> gateway_;
-};
+using Served = testing::ServedModel;
 
 std::vector<float> Floats(simdjson::dom::element array) {
   std::vector<float> values;

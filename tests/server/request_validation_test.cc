@@ -47,7 +47,9 @@ TEST(ModelLimitsTest, TakeTheProfilesFacts) {
   profile.type_vocabulary_size = 2;
   profile.num_labels = 1;
   profile.default_pooling = engine::ops::PoolingMode::kCls;
+  profile.task_adapters = 5;
   const ModelLimits limits = ModelLimits::Of(profile);
+  EXPECT_EQ(limits.task_adapters, 5);
   EXPECT_EQ(limits.vocabulary_size, 1000);
   EXPECT_EQ(limits.max_sequence_length, 512);
   EXPECT_EQ(limits.embedding_width, 32);
@@ -144,6 +146,23 @@ TEST(RequestValidationTest, TheModelDecidesWhatItServes) {
   EXPECT_TRUE(ValidateWorkRequest(typed, untyped).ok());
   typed.token_type_ids = Packed({0, 0, 0, 0, 1});
   EXPECT_FALSE(ValidateWorkRequest(typed, untyped).ok());
+  // Task adapters: the model's, 0..task_adapters - 1; none on a GPU worker, which says so.
+  ModelLimits adapted = Limits();
+  adapted.task_adapters = 5;
+  WorkRequest task;
+  SetTwoSequences(task);
+  task.adapter = 4;
+  EXPECT_TRUE(ValidateWorkRequest(task, adapted).ok());
+  task.adapter = 5;
+  const Status past = ValidateWorkRequest(task, adapted);
+  EXPECT_NE(past.message().find("adapter 5 is not one of the model's 5 task adapters"), std::string::npos) << past.message();
+  task.adapter = -2;
+  EXPECT_FALSE(ValidateWorkRequest(task, adapted).ok());
+  ModelLimits on_gpu = Limits();
+  on_gpu.adapters_need_cpu = true;
+  task.adapter = 0;
+  const Status gpu = ValidateWorkRequest(task, on_gpu);
+  EXPECT_NE(gpu.message().find("task adapters run on the CPU engine only"), std::string::npos) << gpu.message();
 }
 
 TEST(RequestValidationTest, SpansMustLieInsideTheirSequence) {
@@ -188,6 +207,7 @@ TEST(RequestCodingTest, AnEmbedRequestReadsBackAsItWasSent) {
   sent.priority = Priority::kLow;
   sent.span_counts = {1, 1};
   sent.spans = {0, 2, 1, 2};
+  sent.adapter = 3;
   const auto read_back = RoundTrip<v1::EmbedRequest>(sent, EncodeEmbedRequest, DecodeEmbedRequest);
   const WorkRequest& read = *read_back;
   EXPECT_EQ(read.kind, WorkKind::kEmbed);
@@ -198,6 +218,7 @@ TEST(RequestCodingTest, AnEmbedRequestReadsBackAsItWasSent) {
   EXPECT_EQ(read.priority, Priority::kLow);
   EXPECT_EQ(read.span_counts, sent.span_counts);
   EXPECT_EQ(read.spans, sent.spans);
+  EXPECT_EQ(read.adapter, 3);
   // Unset fields keep the defaults: the model's pooling, normalised, all dimensions, normal priority.
   WorkRequest token_states;
   SetTwoSequences(token_states);
@@ -208,6 +229,7 @@ TEST(RequestCodingTest, AnEmbedRequestReadsBackAsItWasSent) {
   EXPECT_FALSE(defaults.pooling.has_value());
   EXPECT_TRUE(defaults.normalize);
   EXPECT_EQ(defaults.priority, Priority::kNormal);
+  EXPECT_EQ(defaults.adapter, -1);  // no task adapter
 }
 
 TEST(RequestCodingTest, AScoreRequestReadsBackAsItWasSent) {
@@ -246,6 +268,7 @@ TEST(CopySequencesTest, ASliceCarriesItsTokensTypesSpansAndTheOptions) {
   source.normalize = false;
   source.dimensions = 4;
   source.priority = Priority::kHigh;
+  source.adapter = 2;
   source.deadline = Clock::now() + std::chrono::seconds(3);
   source.output = "not copied";
   source.columns = 7;
@@ -259,6 +282,7 @@ TEST(CopySequencesTest, ASliceCarriesItsTokensTypesSpansAndTheOptions) {
   EXPECT_FALSE(middle->normalize);
   EXPECT_EQ(middle->dimensions, 4);
   EXPECT_EQ(middle->priority, Priority::kHigh);
+  EXPECT_EQ(middle->adapter, 2);
   EXPECT_EQ(middle->deadline, source.deadline);
   EXPECT_TRUE(middle->output.empty());
   EXPECT_EQ(middle->columns, 0);
@@ -268,7 +292,9 @@ TEST(CopySequencesTest, ASliceCarriesItsTokensTypesSpansAndTheOptions) {
   const auto whole = CopySequences(source, 0, 3);
   EXPECT_EQ(whole->token_ids, source.token_ids);
   EXPECT_EQ(whole->spans, source.spans);
-  EXPECT_TRUE(ValidateWorkRequest(*whole, Limits()).ok());
+  ModelLimits adapted = Limits();
+  adapted.task_adapters = 3;  // the source names adapter 2
+  EXPECT_TRUE(ValidateWorkRequest(*whole, adapted).ok());
   // Without types or spans, none are made up.
   WorkRequest plain;
   SetTwoSequences(plain);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/weight_store.h"
 #include "tests/server/test_models.h"
 
 namespace stamen::server {
@@ -437,6 +438,8 @@ TEST_F(SchedulerTest, BadRequestsFailAloneWithAMessage) {
       {"dimensions", [](WorkRequest& r) { r.dimensions = 385; }, "dimensions 385 outside 1..384"},
       {"type ids", [](WorkRequest& r) { r.token_type_ids = Pack({0}); }, "token type ids: 1 values for"},
       {"score on an embedder", [](WorkRequest& r) { r.kind = WorkKind::kScore; }, "no classification head"},
+      {"adapter without adapters", [](WorkRequest& r) { r.adapter = 0; }, "adapter 0 is not one of the model's 0 task adapters"},
+      {"negative adapter", [](WorkRequest& r) { r.adapter = -2; }, "adapter must be -1 (none) or the index"},
   };
   for (const Case& bad : cases) {
     auto request = Request(RandomSequences(random_, {4}));
@@ -451,6 +454,69 @@ TEST_F(SchedulerTest, BadRequestsFailAloneWithAMessage) {
   ASSERT_TRUE(completions_.WaitFor(1));
   ExpectMatchesAlone(*request, good);
   EXPECT_EQ(metrics_.requests_invalid.value(), cases.size());
+}
+
+// Requests naming different task adapters (jina-embeddings-v3) share one batch, each sequence
+// with its request's adapter: every answer is transformers' golden for its task
+// (tests/engine/data/tiny-jina-v3-hub-bf16, tools/make_jina_v3_goldens.py), and the batch that
+// held all three passed the engine one adapter per sequence.
+TEST(SchedulerTaskAdaptersTest, RequestsOfDifferentTasksShareABatchEachWithItsAdapter) {
+  const std::string folder = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/tiny-jina-v3-hub-bf16/";
+  auto engine = engine::Engine::Load(folder, {.num_threads = 1, .compute_dtype = engine::DataType::kF32});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto golden = engine::WeightStore::OpenFile(folder + "golden.safetensors");
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  auto ids = golden->Load("input_ids_3", engine::DataType::kI64);
+  ASSERT_TRUE(ids.ok());
+  const std::vector<int32_t> sequence(ids->data<int64_t>(), ids->data<int64_t>() + ids->NumElements());
+  Gate gate;
+  std::mutex mutex;
+  std::vector<std::vector<int32_t>> batch_adapters;
+  Scheduler scheduler(
+      [&](const engine::Batch& batch, const engine::StepOptions& step) {
+        {
+          std::lock_guard lock(mutex);
+          batch_adapters.emplace_back(batch.adapters.begin(), batch.adapters.end());
+        }
+        gate.Pass();
+        return (*engine)->Step(batch, step);
+      },
+      ModelLimits::Of(**engine), {.max_batch_tokens = 4096, .max_batch_sequences = 64, .max_queued_tokens = 4096},
+      nullptr);
+  ASSERT_EQ(scheduler.limits().task_adapters, 5);
+  Completions completions;
+  auto request = [&](int32_t adapter) {
+    auto work = std::make_shared<WorkRequest>();
+    work->token_ids = Pack(sequence);
+    work->lengths = {static_cast<int32_t>(sequence.size())};
+    work->pooling = engine::ops::PoolingMode::kMean;
+    work->normalize = false;
+    work->adapter = adapter;
+    work->on_done = completions.Callback();
+    return work;
+  };
+  // The first request holds the engine while the three others queue, so they are cut together.
+  ASSERT_TRUE(scheduler.Submit(request(-1)).ok());
+  gate.WaitEntered(1);
+  const std::vector<std::pair<int32_t, std::string>> tasks = {{1, "retrieval.passage"}, {4, "text-matching"}, {-1, "none"}};
+  std::vector<std::shared_ptr<WorkRequest>> requests;
+  for (const auto& [adapter, name] : tasks) {
+    requests.push_back(request(adapter));
+    ASSERT_TRUE(scheduler.Submit(requests.back()).ok());
+  }
+  gate.Open();
+  ASSERT_TRUE(completions.WaitFor(4));
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    ASSERT_TRUE(requests[k]->status.ok()) << requests[k]->status.message();
+    auto expected = golden->Load("mean_pooled_" + tasks[k].second + "_3");
+    ASSERT_TRUE(expected.ok());
+    const std::vector<float> actual = UnpackFloats(requests[k]->output);
+    ASSERT_EQ(actual.size(), static_cast<size_t>(expected->NumElements()));
+    for (size_t j = 0; j < actual.size(); ++j) EXPECT_NEAR(actual[j], expected->data<float>()[j], 1e-4) << tasks[k].second;
+  }
+  ASSERT_EQ(batch_adapters.size(), 2u);
+  EXPECT_TRUE(batch_adapters[0].empty());  // no request named an adapter: the engine gets none
+  EXPECT_EQ(batch_adapters[1], (std::vector<int32_t>{1, 4, -1}));
 }
 
 TEST_F(SchedulerTest, DrainFinishesAcceptedWorkAndRefusesNewWork) {
