@@ -294,6 +294,13 @@ def grpc_request_seeds():
     }
 
 
+def torch_file_seeds():
+    """The torch.save files of the engine's tests (tools/make_bge_m3_goldens.py), those it reads and
+    those it refuses."""
+    folder = pathlib.Path(__file__).resolve().parent.parent / "tests" / "engine" / "data" / "torch-files"
+    return {path.stem: path.read_bytes() for path in sorted(folder.glob("*.pt"))}
+
+
 def write(target, seeds):
     folder = CORPUS / target
     folder.mkdir(parents=True, exist_ok=True)
@@ -306,6 +313,7 @@ def main():
     write("fuzz_tokenizer_json", huggingface_seeds())
     write("fuzz_encode", encode_seeds())
     write("fuzz_safetensors", safetensors_seeds())
+    write("fuzz_torch_file", torch_file_seeds())
     write("fuzz_model_config", model_config_seeds())
     write("fuzz_http_bodies", http_body_seeds())
     write("fuzz_grpc_request", grpc_request_seeds())

@@ -22,7 +22,9 @@ Writes under the given directory:
                  storage offset), and files the reader must refuse: `int_value.pt` (a state dict
                  holding an int), `module.pt` (a whole torch.nn.Linear: a class global),
                  `deflated.pt` (linear.pt rewritten with compressed entries), `legacy.pt`
-                 (torch.save's pre-1.6 format, not a zip).
+                 (torch.save's pre-1.6 format, not a zip), and two hand-made pickles in torch.save's
+                 layout: `cycle.pt` (a dict inside itself), `nested_change.pt` (a dict changed
+                 after being put in a tuple).
 
 FlagEmbedding is installed with --no-deps (requirements/reference-heavy.txt): its import chain wants
 `datasets` (its fine-tuning datasets), which encode never uses, so this tool stubs it.
@@ -151,6 +153,22 @@ def values(tensor):
     return {"shape": list(tensor.shape), "values": tensor.float().flatten().tolist()}
 
 
+def write_hand_made_pickles(folder):
+    """Zip archives laid out as torch.save's, with pickles no torch.save writes, which the reader
+    must refuse: a dict that holds itself (`cycle.pt`) and one that is changed after being put
+    inside another (`nested_change.pt`)."""
+    pickles = {
+        # {} memo 0, 'a', get 0, SETITEM: d['a'] = d.
+        "cycle": b"\x80\x02}q\x00X\x01\x00\x00\x00ah\x00s.",
+        # {} memo 0, then ( get 0 ) as a tuple (the dict inside it), then d['a'] = 1 via get 0.
+        "nested_change": b"\x80\x02}q\x00h\x00\x85q\x01h\x00X\x01\x00\x00\x00aK\x01s0.",
+    }
+    for name, pickle in pickles.items():
+        with zipfile.ZipFile(folder / (name + ".pt"), "w", compression=zipfile.ZIP_STORED) as archive:
+            archive.writestr(name + "/data.pkl", pickle)
+            archive.writestr(name + "/byteorder", "little")
+
+
 def make_torch_files(out_dir):
     folder = out_dir / "torch-files"
     folder.mkdir(parents=True, exist_ok=True)
@@ -169,6 +187,7 @@ def make_torch_files(out_dir):
             zipfile.ZipFile(folder / "deflated.pt", "w", compression=zipfile.ZIP_DEFLATED) as target:
         for item in source.infolist():
             target.writestr(item.filename, source.read(item.filename))
+    write_hand_made_pickles(folder)
     reference = {"linear.pt": {name: values(t) for name, t in linear.state_dict().items()},
                  "half.pt": {name: values(t) for name, t in half.items()},
                  "views.pt": {name: values(t) for name, t in views.items()}}

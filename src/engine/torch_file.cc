@@ -3,6 +3,7 @@
 #include "engine/torch_file.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -48,7 +49,15 @@ struct Value {
   std::vector<std::pair<ValuePointer, ValuePointer>> entries;  // kDict, in insertion order
   Callable callable = Callable::kOrderedDict;
   TensorRecipe tensor;  // kStorage (dtype, key, elements) and kTensor
+  // Containers: how deeply values nest inside this one, and whether it sits inside another. A dict
+  // or list is only changed while inside none, so no value can come to hold itself (a cycle of
+  // shared pointers would never be freed), and nesting is bounded (freeing recurses).
+  int depth = 0;
+  bool contained = false;
 };
+
+// Far deeper than a state dict's tuples of tuples (4).
+constexpr int kMaxDepth = 64;
 
 std::string_view KindName(Value::Kind kind) {
   switch (kind) {
@@ -101,6 +110,8 @@ class PickleMachine {
   Status Build();
   Status SetItems(std::vector<ValuePointer> pairs);
   Status Memo(uint64_t index);
+  // Puts `item` into `container` (whose depth it may raise); refuses a container inside another.
+  Status Nest(Value& container, const ValuePointer& item);
 
   std::span<const std::byte> bytes_;
   std::string where_;
@@ -148,6 +159,16 @@ Status PickleMachine::Memo(uint64_t index) {
   if (index > memo_.size() + 1'000'000) return Fail("memo index " + std::to_string(index) + " is out of range");
   if (memo_.size() <= index) memo_.resize(index + 1);
   memo_[index] = stack_.back();
+  return Status();
+}
+
+Status PickleMachine::Nest(Value& container, const ValuePointer& item) {
+  if (container.contained) return Fail("changes a dict or list that is already inside another value");
+  // Uncontained, the container can be inside the item only if it is the item.
+  if (&container == item.get()) return Fail("puts a value inside itself");
+  if (item->depth + 1 > kMaxDepth) return Fail("values nest more than " + std::to_string(kMaxDepth) + " deep");
+  container.depth = std::max(container.depth, item->depth + 1);
+  item->contained = true;
   return Status();
 }
 
@@ -266,7 +287,12 @@ Status PickleMachine::Build() {
 Status PickleMachine::SetItems(std::vector<ValuePointer> pairs) {
   if (pairs.size() % 2 != 0) return Fail("SETITEMS with an odd number of values");
   if (stack_.empty() || stack_.back()->kind != Value::Kind::kDict) return Fail("SETITEMS on something that is not a dict");
-  for (size_t i = 0; i < pairs.size(); i += 2) stack_.back()->entries.emplace_back(pairs[i], pairs[i + 1]);
+  Value& dict = *stack_.back();
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    STAMEN_RETURN_IF_ERROR(Nest(dict, pairs[i]));
+    STAMEN_RETURN_IF_ERROR(Nest(dict, pairs[i + 1]));
+    dict.entries.emplace_back(pairs[i], pairs[i + 1]);
+  }
   return Status();
 }
 
@@ -363,6 +389,7 @@ StatusOr<ValuePointer> PickleMachine::Run() {
             if (item->kind == Value::Kind::kMark) return Fail("a mark inside a tuple");
           }
         }
+        for (const ValuePointer& item : tuple->items) STAMEN_RETURN_IF_ERROR(Nest(*tuple, item));
         stack_.push_back(std::move(tuple));
         break;
       }
@@ -404,6 +431,7 @@ StatusOr<ValuePointer> PickleMachine::Run() {
         auto value = Pop();
         if (!value.ok()) return value.status();
         if (stack_.empty() || stack_.back()->kind != Value::Kind::kList) return Fail("APPEND to something that is not a list");
+        STAMEN_RETURN_IF_ERROR(Nest(*stack_.back(), *value));
         stack_.back()->items.push_back(*value);
         break;
       }
@@ -411,7 +439,10 @@ StatusOr<ValuePointer> PickleMachine::Run() {
         auto items = PopToMark();
         if (!items.ok()) return items.status();
         if (stack_.empty() || stack_.back()->kind != Value::Kind::kList) return Fail("APPENDS to something that is not a list");
-        for (ValuePointer& item : *items) stack_.back()->items.push_back(std::move(item));
+        for (ValuePointer& item : *items) {
+          STAMEN_RETURN_IF_ERROR(Nest(*stack_.back(), item));
+          stack_.back()->items.push_back(std::move(item));
+        }
         break;
       }
       default: {

@@ -3,7 +3,7 @@
 // state dict, F16 and BF16 tensors, views with strides and a storage offset into a shared storage;
 // and the files it must refuse by name: a state dict holding an int, a pickled module (a class
 // global), compressed entries, the legacy non-zip format, a truncated file, a pickle patched to
-// name another global.
+// name another global, and hand-made pickles of a dict inside itself.
 #include <gtest/gtest.h>
 
 #include <simdjson.h>
@@ -92,6 +92,15 @@ TEST(TorchFileTest, RefusesEveryOtherGlobalByName) {
   testing::WriteFile(dir.File("patched.pt"), bytes);
   const std::string patched = Refusal(dir.File("patched.pt"));
   EXPECT_NE(patched.find("refuses the pickled global 'os.system'"), std::string::npos) << patched;
+}
+
+// Hand-made pickles no torch.save writes: a value held by itself would never be freed, so a dict
+// or list may change only while it is inside no other value.
+TEST(TorchFileTest, RefusesValuesThatHoldThemselves) {
+  const std::string cycle = Refusal(kData + "cycle.pt");
+  EXPECT_NE(cycle.find("puts a value inside itself"), std::string::npos) << cycle;
+  const std::string nested = Refusal(kData + "nested_change.pt");
+  EXPECT_NE(nested.find("changes a dict or list that is already inside another value"), std::string::npos) << nested;
 }
 
 TEST(TorchFileTest, RefusesCompressedEntriesAndOtherFormats) {
