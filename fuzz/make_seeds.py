@@ -298,7 +298,12 @@ def torch_file_seeds():
     """The torch.save files of the engine's tests (tools/make_bge_m3_goldens.py), those it reads and
     those it refuses."""
     folder = pathlib.Path(__file__).resolve().parent.parent / "tests" / "engine" / "data" / "torch-files"
-    return {path.stem: path.read_bytes() for path in sorted(folder.glob("*.pt"))}
+    seeds = {path.stem: path.read_bytes() for path in sorted(folder.glob("*.pt"))}
+    # Found by the fuzzer: a zip64 locator in a file shorter than a zip64 end record.
+    seeds["zip64_locator_in_short_file"] = bytes.fromhex(
+        "504b030400000000000050 4b060700000000f905002c00000000010000 00504b050600000000070007 00c1010000 3904f7ff0000"
+        .replace(" ", ""))
+    return seeds
 
 
 def write(target, seeds):

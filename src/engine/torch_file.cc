@@ -459,27 +459,35 @@ StatusOr<ValuePointer> PickleMachine::Run() {
 // A contiguous F32 copy of the tensor `recipe` describes, from its storage's bytes.
 StatusOr<Tensor> Materialize(const TensorRecipe& recipe, std::span<const std::byte> storage, const std::string& where) {
   const size_t element = ElementSize(recipe.dtype);
-  if (storage.size() < static_cast<size_t>(recipe.storage_elements) * element) {
+  const int64_t elements = recipe.storage_elements;
+  if (static_cast<uint64_t>(elements) > storage.size() / element) {
     return Status::Error(where + ": its storage has " + std::to_string(storage.size()) + " bytes for " +
-                         std::to_string(recipe.storage_elements) + " elements");
+                         std::to_string(elements) + " elements");
   }
   auto shape = Shape::FromDims(recipe.size);
   if (!shape.ok()) return Status::Error(where + ": " + shape.status().message());
-  // The last element it reads must lie inside the storage (negative strides are refused).
-  int64_t last = recipe.offset;
-  bool empty = false;
+  // Every element it reads must lie inside the storage, and it may not read more elements than
+  // the storage holds (a broadcast view, which no state dict saves); checked without overflow.
+  const auto outside = [&] {
+    return Status::Error(where + " reads outside its storage of " + std::to_string(elements) + " elements");
+  };
+  if (recipe.offset < 0 || recipe.offset > elements) return outside();
+  int64_t last = recipe.offset, count = 1;
   for (size_t axis = 0; axis < recipe.size.size(); ++axis) {
-    if (recipe.stride[axis] < 0) return Status::Error(where + " has a negative stride");
-    if (recipe.size[axis] == 0) empty = true;
-    last += (recipe.size[axis] - 1) * recipe.stride[axis];
+    const int64_t size = recipe.size[axis], stride = recipe.stride[axis];
+    if (stride < 0) return Status::Error(where + " has a negative stride");
+    if (size == 0) {
+      count = 0;
+      break;
+    }
+    if (size > elements || count > elements / size) return outside();
+    count *= size;
+    if (stride > 0 && size - 1 > (elements - last) / stride) return outside();
+    last += (size - 1) * stride;
   }
-  if (recipe.offset < 0 || (!empty && last >= recipe.storage_elements)) {
-    return Status::Error(where + " reads past the end of its storage of " + std::to_string(recipe.storage_elements) +
-                         " elements");
-  }
+  if (count > 0 && last >= elements) return outside();
   auto gathered = Tensor::Allocate(recipe.dtype, *shape);
   if (!gathered.ok()) return gathered.status();
-  const int64_t count = empty ? 0 : shape->NumElements();
   auto* out = static_cast<std::byte*>(gathered->raw_data());
   const int rank = static_cast<int>(recipe.size.size());
   std::vector<int64_t> index(rank, 0);

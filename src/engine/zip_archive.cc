@@ -59,7 +59,8 @@ Status ZipArchive::ReadCentralDirectory() {
   // Zip64: a locator just before the end record points to the 64-bit end record.
   if (end_record >= kLocatorBytes && ReadLittleEndian(data, end_record - kLocatorBytes, 4) == kZip64Locator) {
     const uint64_t zip64_record = ReadLittleEndian(data, end_record - kLocatorBytes + 8, 8);
-    if (zip64_record > size - kZip64EndRecordBytes || ReadLittleEndian(data, zip64_record, 4) != kZip64EndOfCentralDirectory) {
+    if (size < kZip64EndRecordBytes || zip64_record > size - kZip64EndRecordBytes ||
+        ReadLittleEndian(data, zip64_record, 4) != kZip64EndOfCentralDirectory) {
       return broken("the zip64 end-of-central-directory locator points outside the file");
     }
     entries = ReadLittleEndian(data, zip64_record + 32, 8);

@@ -103,6 +103,20 @@ TEST(TorchFileTest, RefusesValuesThatHoldThemselves) {
   EXPECT_NE(nested.find("changes a dict or list that is already inside another value"), std::string::npos) << nested;
 }
 
+// linear.pt with its weight's storage said to hold 5 elements instead of 6: its [2, 3] view would
+// read past the end.
+TEST(TorchFileTest, RefusesAViewOutsideItsStorage) {
+  std::string bytes = testing::ReadText(kData + "linear.pt");
+  const std::string from = "cpuq\x07K\x06t", to = "cpuq\x07K\x05t";
+  const size_t at = bytes.find(from);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, from.size(), to);
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("short.pt"), bytes);
+  const std::string message = Refusal(dir.File("short.pt"));
+  EXPECT_NE(message.find("'weight' reads outside its storage of 5 elements"), std::string::npos) << message;
+}
+
 TEST(TorchFileTest, RefusesCompressedEntriesAndOtherFormats) {
   const std::string deflated = Refusal(kData + "deflated.pt");
   EXPECT_NE(deflated.find("is compressed"), std::string::npos) << deflated;
