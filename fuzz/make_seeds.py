@@ -294,6 +294,18 @@ def grpc_request_seeds():
     }
 
 
+def torch_file_seeds():
+    """The torch.save files of the engine's tests (tools/make_bge_m3_goldens.py), those it reads and
+    those it refuses."""
+    folder = pathlib.Path(__file__).resolve().parent.parent / "tests" / "engine" / "data" / "torch-files"
+    seeds = {path.stem: path.read_bytes() for path in sorted(folder.glob("*.pt"))}
+    # Found by the fuzzer: a zip64 locator in a file shorter than a zip64 end record.
+    seeds["zip64_locator_in_short_file"] = bytes.fromhex(
+        "504b030400000000000050 4b060700000000f905002c00000000010000 00504b050600000000070007 00c1010000 3904f7ff0000"
+        .replace(" ", ""))
+    return seeds
+
+
 def write(target, seeds):
     folder = CORPUS / target
     folder.mkdir(parents=True, exist_ok=True)
@@ -306,6 +318,7 @@ def main():
     write("fuzz_tokenizer_json", huggingface_seeds())
     write("fuzz_encode", encode_seeds())
     write("fuzz_safetensors", safetensors_seeds())
+    write("fuzz_torch_file", torch_file_seeds())
     write("fuzz_model_config", model_config_seeds())
     write("fuzz_http_bodies", http_body_seeds())
     write("fuzz_grpc_request", grpc_request_seeds())

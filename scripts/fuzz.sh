@@ -10,7 +10,7 @@ seconds="${1:-30}"
 shift || true
 targets=("$@")
 (( ${#targets[@]} > 0 )) || targets=(fuzz_sentencepiece_model fuzz_tokenizer_json fuzz_encode fuzz_safetensors
-                                     fuzz_model_config fuzz_http_bodies fuzz_grpc_request)
+                                     fuzz_torch_file fuzz_model_config fuzz_http_bodies fuzz_grpc_request)
 
 build_start=$SECONDS
 scripts/build.sh fuzz --target "${targets[@]}"

@@ -9,7 +9,7 @@ PYTHON=/usr/bin/python3
 [[ -x .venv-heavy/bin/python ]] || "$PYTHON" -m venv .venv-heavy
 .venv-heavy/bin/python -m pip install --disable-pip-version-check -q -r requirements/reference-heavy.txt
 # Without its dependencies (requirements/reference-heavy.txt says why).
-.venv-heavy/bin/python -m pip install --disable-pip-version-check -q --no-deps mxbai-rerank==0.1.6 pylate==1.6.0
+.venv-heavy/bin/python -m pip install --disable-pip-version-check -q --no-deps mxbai-rerank==0.1.6 pylate==1.6.0 FlagEmbedding==1.4.2
 .venv-heavy/bin/python -m pip install --disable-pip-version-check -q --no-deps \
   --target .venv-heavy/pylate-sentence-transformers sentence-transformers==5.3.0
 echo "setup_heavy_venv: ready; run: .venv-heavy/bin/python tools/make_real_weight_references.py --stamen build/release/apps/stamen"

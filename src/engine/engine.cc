@@ -10,6 +10,7 @@
 
 #include <omp.h>
 
+#include "engine/bge_m3_heads.h"
 #include "engine/cpu/cpu_path.h"
 #include "engine/cpu/matrix_precision.h"
 #include "engine/models/family.h"
@@ -154,6 +155,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& model_d
   auto weights = WeightStore::OpenDirectory(engine->config_.weights_folder.empty() ? model_dir
                                                                                   : engine->config_.weights_folder);
   if (!weights.ok()) return weights.status();
+  if (engine->config_.bge_m3.enabled) {
+    auto heads = LoadBgeM3Heads(engine->config_.bge_m3, engine->config_.hidden_size);
+    if (!heads.ok()) return heads.status();
+    engine->bge_m3_ = std::make_unique<BgeM3Heads>(std::move(heads.value()));
+  }
   engine->device_ = options.device;
   engine->compute_dtype_ = options.compute_dtype.value_or(DefaultComputeType(engine->config_, options.device));
   if (engine->compute_dtype_ != DataType::kF32 && engine->compute_dtype_ != DataType::kBF16) {
@@ -284,6 +290,13 @@ Status Engine::ValidateBatch(const Batch& batch, const StepOptions& options, ops
     }
     case StepOutput::kTokenEmbeddings:
       break;
+    case StepOutput::kDenseSparseColbert:
+      if (bge_m3_ == nullptr) {
+        return Status::Error("dense, sparse and ColBERT outputs together come from a bge-m3 folder (colbert_linear.pt and "
+                             "sparse_linear.pt beside config.json); " + config_.architecture + " here is not one");
+      }
+      if (device_ != Device::kCpu) return Status::Error("bge-m3's outputs run on the CPU engine only");
+      break;
     case StepOutput::kTokenVectors:
       if (!sentence_transformers_.multi_vector.enabled) {
         return Status::Error("token vectors come from a multi-vector (ColBERT) model; " + config_.architecture +
@@ -366,12 +379,15 @@ StatusOr<LazyResult> Engine::Step(const Batch& batch, const StepOptions& options
   }
   // The values outlive the step (callers read them after the next Step), so each step
   // allocates its own.
-  auto values = ComputeStepValues(*model_, config_, input, hidden, options, pooling, *dense_,
+  auto values = options.output == StepOutput::kDenseSparseColbert
+                    ? ComputeBgeM3Rows(*bge_m3_, hidden, batch.cu_seqlens)
+                    : ComputeStepValues(*model_, config_, input, hidden, options, pooling, *dense_,
                                   [](const Shape& shape) { return Tensor::Allocate(DataType::kF32, shape); });
   if (!values.ok()) return values.status();
   LazyResult result;
   result.values_ = std::move(values.value());
-  if (options.output == StepOutput::kTokenEmbeddings || options.output == StepOutput::kTokenVectors) {
+  if (options.output == StepOutput::kTokenEmbeddings || options.output == StepOutput::kTokenVectors ||
+      options.output == StepOutput::kDenseSparseColbert) {
     result.sequence_offsets_.assign(batch.cu_seqlens.begin(), batch.cu_seqlens.end());
   }
   return result;

@@ -25,6 +25,7 @@ namespace stamen::engine {
 
 class Model;
 struct DenseModules;
+struct BgeM3Heads;
 namespace cuda {
 class Runner;
 }
@@ -119,6 +120,11 @@ enum class StepOutput {
   // row L2-normalised (a multi-vector model's token vectors, PyLate's encode before its masks),
   // with the batch's cu_seqlens in the result as for kTokenEmbeddings.
   kTokenVectors,
+  // bge-m3 only (config().bge_m3): FlagEmbedding's dense, sparse and ColBERT outputs from one forward,
+  // one row per token laid out as BgeM3RowLayout says (model_folder/bge_m3.h; the dense vector and
+  // the ColBERT vectors already normalised, the sparse weights per token before each id keeps its
+  // largest), with the batch's cu_seqlens in the result as for kTokenEmbeddings. CPU engine only.
+  kDenseSparseColbert,
 };
 
 struct StepOptions {
@@ -224,6 +230,7 @@ class Engine {
   std::unique_ptr<cuda::Runner> runner_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<DenseModules> dense_;  // on the model's device, like its weights
+  std::unique_ptr<BgeM3Heads> bge_m3_;   // bge-m3's heads (host memory), else null
 };
 
 }  // namespace stamen::engine

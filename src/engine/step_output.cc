@@ -134,6 +134,9 @@ StatusOr<Tensor> ComputeStepValues(Model& model, const ModelConfig& config, cons
       STAMEN_RETURN_IF_ERROR(ops::L2Normalize(*values, *values));
       return values;
     }
+    case StepOutput::kDenseSparseColbert:
+      // The engine computes them from the hidden state on the host (bge_m3_heads.h).
+      return Status::Error("bge-m3's outputs run on the CPU engine only");
     case StepOutput::kScores: {
       auto logits = model.Classify(input, hidden);
       if (!logits.ok()) return logits.status();

@@ -13,6 +13,9 @@ constexpr std::string_view kTokenizerFiles[] = {
     "vocab.json",     "merges.txt",            "sentencepiece.bpe.model", "spiece.model",      "tokenizer.model",
     "spm.model"};  // DeBERTa-v2/v3 repositories without tokenizer.json (microsoft/deberta-v3-base)
 constexpr std::string_view kSentenceTransformersFiles[] = {"modules.json", "config_sentence_transformers.json"};
+// bge-m3's ColBERT and sparse heads (torch.save state dicts beside config.json): small, and what
+// makes the folder a bge-m3 one for the gateway too, so they are chosen with or without weights.
+constexpr std::string_view kBgeM3Heads[] = {"colbert_linear.pt", "sparse_linear.pt"};
 
 bool AllDigits(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
@@ -112,7 +115,8 @@ StatusOr<std::vector<RepoFile>> SelectModelFiles(const std::vector<RepoFile>& fi
     const bool static_table = static_repository && (path == "model.safetensors" || IsStaticEmbeddingFile(path));
     if (!weights && path.ends_with(".safetensors") && !static_table) continue;
     if (path == "config.json" || model_weights || OneOf(path, kTokenizerFiles) ||
-        OneOf(path, kSentenceTransformersFiles) || IsSentenceConfig(path) || IsModuleFile(path)) {
+        OneOf(path, kSentenceTransformersFiles) || IsSentenceConfig(path) || IsModuleFile(path) ||
+        OneOf(path, kBgeM3Heads)) {
       STAMEN_RETURN_IF_ERROR(ValidateRepoFilePath(path));
       chosen.push_back(file);
     }

@@ -36,6 +36,7 @@ Status ValidateRepoFilePath(std::string_view path);
 //   - sentence-transformers files: modules.json, config_sentence_transformers.json,
 //     sentence_*_config.json, and the .json and .safetensors files of the module folders
 //     (1_Pooling/config.json, 2_Dense/…, 2_Normalize/…).
+//   - bge-m3's heads, colbert_linear.pt and sparse_linear.pt, with or without `weights`.
 // Without `weights`, no .safetensors file is chosen (a sharded model's small index still is,
 // for the tensor names; a StaticEmbedding repository's table too, whose header describes the
 // model): what a gateway reads. The repository must still have weights a

@@ -70,6 +70,18 @@ struct StaticEmbeddingConfig {
   int64_t empty_bag_id() const { return vocabulary_rows; }
 };
 
+// bge-m3 (BAAI/bge-m3; FlagEmbedding's BGEM3FlagModel): an XLM-RoBERTa encoder folder with two torch.save
+// state dicts beside config.json, colbert_linear.pt (Linear hidden → hidden) and sparse_linear.pt
+// (Linear hidden → 1). One forward gives its three outputs (StepOutput::kDenseSparseColbert,
+// model_folder/bge_m3.h): the CLS state normalised (dense), relu(sparse_linear(h)) per token
+// (the lexical weights before FlagEmbedding keeps each id's largest), and colbert_linear(h) of the
+// tokens after CLS, normalised. ReadModelFolder sets it when both files are there.
+struct BgeM3Config {
+  bool enabled = false;
+  std::string colbert_linear_path;
+  std::string sparse_linear_path;
+};
+
 struct ModelConfig {
   std::string architecture;  // as config.json names it, e.g. "XLMRobertaForSequenceClassification"
   std::string model_type;
@@ -151,6 +163,7 @@ struct ModelConfig {
   // Where model.safetensors (or its index) is: the model folder, or for a sentence-transformers
   // StaticEmbedding module its own folder. Empty: the model folder.
   std::string weights_folder;
+  BgeM3Config bge_m3;  // bge-m3's ColBERT and sparse heads (beside an encoder), else disabled
 };
 
 // The index of `task` among config.adapter_tasks, or -1 when the model has no such adapter.

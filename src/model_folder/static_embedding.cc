@@ -9,6 +9,7 @@
 #include <map>
 #include <string_view>
 
+#include "model_folder/bge_m3.h"
 #include "model_folder/json_document.h"
 #include "model_folder/model_config.h"
 #include "model_folder/tensor_shapes.h"
@@ -167,6 +168,7 @@ StatusOr<ModelFolder> ReadModelFolder(const std::string& model_dir) {
   if (folder.config.architecture == "HF_ColBERT" && !folder.sentence_transformers.has_modules) {
     STAMEN_RETURN_IF_ERROR(ReadStanfordColbert(model_dir, folder.config, &folder.sentence_transformers));
   }
+  STAMEN_RETURN_IF_ERROR(ReadBgeM3Heads(model_dir, &folder));
   return folder;
 }
 

@@ -870,5 +870,24 @@ TEST(EmbedCommandTest, StaticModel2VecFolderGivesItsLibrarysVectors) {
   }
 }
 
+// `stamen embed` on a bge-m3 folder (issue 44) prints its dense vector, tokenized by stamen from the
+// text: FlagEmbedding's BGEM3FlagModel.encode dense_vecs (tests/engine/data/tiny-bge-m3/reference.json).
+TEST(EmbedCommandTest, BgeM3FolderGivesFlagEmbeddingsDenseVectors) {
+  const std::string folder = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/tiny-bge-m3";
+  Reference reference;
+  ASSERT_TRUE(reference.Load(folder + "/reference.json"));
+  const auto texts = Strings(reference.root["texts"]);
+  const Rows expected = Numbers(reference.root["dense"]);
+  const Result result = RunStamen("embed --model '" + folder + "'", Lines(texts));
+  ASSERT_EQ(result.code, 0) << result.err;
+  const Rows actual = ParseRows(result.out);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(actual[i].size(), expected[i].size()) << "text " << i;
+    for (size_t k = 0; k < expected[i].size(); ++k) EXPECT_NEAR(actual[i][k], expected[i][k], 1e-4) << "text " << i;
+    EXPECT_GE(Cosine(actual[i], expected[i]), kMinCosine) << "text " << i;
+  }
+}
+
 }  // namespace
 }  // namespace stamen::apps

@@ -158,6 +158,26 @@ TEST(FileSelection, SafetensorsConfigTokenizerAndSentenceTransformersOnly) {
                                              "2_Dense/model.safetensors"}));
 }
 
+// BAAI/bge-m3's layout (issue 44): its two torch.save heads beside config.json are chosen, with
+// weights or without (the gateway's pull: they make the folder a bge-m3 one); other .pt files not.
+TEST(FileSelection, BgeM3HeadsBesideTheEncoder) {
+  std::vector<RepoFile> files;
+  for (const char* path : {"config.json", "model.safetensors", "pytorch_model.bin", "colbert_linear.pt",
+                           "sparse_linear.pt", "optimizer.pt", "tokenizer.json", "1_Pooling/config.json"}) {
+    files.push_back({.path = path});
+  }
+  for (const bool weights : {true, false}) {
+    auto chosen = SelectModelFiles(files, "BAAI/bge-m3", weights);
+    ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+    std::vector<std::string> paths;
+    for (const RepoFile& file : *chosen) paths.push_back(file.path);
+    std::vector<std::string> expected = {"config.json", "colbert_linear.pt", "sparse_linear.pt", "tokenizer.json",
+                                         "1_Pooling/config.json"};
+    if (weights) expected.insert(expected.begin() + 1, "model.safetensors");
+    EXPECT_EQ(paths, expected) << "weights " << weights;
+  }
+}
+
 // A DeBERTa-v3 cross-encoder without tokenizer.json (as mxbai-rerank-base-v1): spm.model and
 // its JSON files are what its tokenizer is made of.
 TEST(FileSelection, DebertaSpmModelAndItsFiles) {
