@@ -109,6 +109,17 @@ double MinCosine(const Rows& actual, const Rows& expected) {
   return worst;
 }
 
+// Every row of `actual` within 1e-4 of `expected`'s, element by element, and at kMinCosine or more
+// to it (a zero reference row, which has no direction, only by its elements).
+void ExpectRowsNear(const Rows& actual, const Rows& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(actual[i].size(), expected[i].size()) << "text " << i;
+    for (size_t k = 0; k < expected[i].size(); ++k) EXPECT_NEAR(actual[i][k], expected[i][k], 1e-4) << "text " << i;
+    if (Norm(expected[i]) > 0) EXPECT_GE(Cosine(actual[i], expected[i]), kMinCosine) << "text " << i;
+  }
+}
+
 // --- reference files ---
 
 struct Reference {
@@ -860,13 +871,7 @@ TEST(EmbedCommandTest, StaticModel2VecFolderGivesItsLibrarysVectors) {
     const Rows expected = Numbers(reference.root[normalize ? "normalized" : "raw"]);
     const Result result = RunStamen("embed --model '" + folder + "'" + (normalize ? "" : " --no-normalize"), Lines(texts));
     ASSERT_EQ(result.code, 0) << result.err;
-    const Rows actual = ParseRows(result.out);
-    ASSERT_EQ(actual.size(), expected.size());
-    for (size_t i = 0; i < expected.size(); ++i) {
-      ASSERT_EQ(actual[i].size(), expected[i].size()) << "text " << i;
-      for (size_t k = 0; k < expected[i].size(); ++k) EXPECT_NEAR(actual[i][k], expected[i][k], 1e-4) << "text " << i;
-      if (Norm(expected[i]) > 0) EXPECT_GE(Cosine(actual[i], expected[i]), kMinCosine) << "text " << i;
-    }
+    ExpectRowsNear(ParseRows(result.out), expected);
   }
 }
 
@@ -880,13 +885,9 @@ TEST(EmbedCommandTest, BgeM3FolderGivesFlagEmbeddingsDenseVectors) {
   const Rows expected = Numbers(reference.root["dense"]);
   const Result result = RunStamen("embed --model '" + folder + "'", Lines(texts));
   ASSERT_EQ(result.code, 0) << result.err;
-  const Rows actual = ParseRows(result.out);
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    ASSERT_EQ(actual[i].size(), expected[i].size()) << "text " << i;
-    for (size_t k = 0; k < expected[i].size(); ++k) EXPECT_NEAR(actual[i][k], expected[i][k], 1e-4) << "text " << i;
-    EXPECT_GE(Cosine(actual[i], expected[i]), kMinCosine) << "text " << i;
-  }
+  // A dense vector is unit length, so ExpectRowsNear checks every row's cosine too.
+  for (const auto& row : expected) EXPECT_NEAR(Norm(row), 1.0, 1e-5);
+  ExpectRowsNear(ParseRows(result.out), expected);
 }
 
 }  // namespace
