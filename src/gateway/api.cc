@@ -241,6 +241,32 @@ std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool ope
   return call;
 }
 
+std::variant<EmbedMultiCall, ApiError> ParseEmbedMultiCall(std::string_view body) {
+  return ParseCall<EmbedMultiCall>(body, [](object fields, EmbedMultiCall& call) -> std::optional<ApiError> {
+    element input;
+    if (auto error = ReadRequired(fields, "inputs", "inputs", &input)) return error;
+    if (auto error = ReadInputs(input, "inputs", &call.inputs)) return error;
+    std::optional<bool> dense, sparse, colbert;
+    if (auto error = ReadOptionalBool(fields, "dense", &dense)) return error;
+    if (auto error = ReadOptionalBool(fields, "sparse", &sparse)) return error;
+    if (auto error = ReadOptionalBool(fields, "colbert", &colbert)) return error;
+    // Naming any output asks for exactly those named true (FlagEmbedding's return_* flags);
+    // naming none asks for the dense vectors, what /embed gives.
+    if (dense || sparse || colbert) {
+      call.dense = dense.value_or(false);
+      call.sparse = sparse.value_or(false);
+      call.colbert = colbert.value_or(false);
+      if (!call.dense && !call.sparse && !call.colbert) {
+        return Invalid("'dense', 'sparse' and 'colbert' are all false: ask for at least one output");
+      }
+    }
+    if (auto error = ReadOptionalBool(fields, "truncate", &call.truncate)) return error;
+    if (auto error = ReadTruncationDirection(fields, &call.truncation_direction)) return error;
+    if (auto error = ReadString(fields, "prompt_name", &call.prompt_name)) return error;
+    return ReadPriority(fields, &call.priority);
+  });
+}
+
 std::variant<RerankCall, ApiError> ParseRerankCall(std::string_view body, bool cohere) {
   simdjson::dom::parser parser;
   auto parsed = ParseObject(parser, body);

@@ -86,6 +86,21 @@ struct EmbedCall {
 // `openai` picks the OpenAI shape ({input, …}); otherwise TEI's ({inputs, …}).
 std::variant<EmbedCall, ApiError> ParseEmbedCall(std::string_view body, bool openai);
 
+// POST /embed_multi (bge-m3's three outputs from one forward): {"inputs" (as /embed's), "dense",
+// "sparse", "colbert" (booleans: the outputs wanted; none named: dense alone), "truncate",
+// "truncation_direction", "prompt_name", "priority"}. Asking for no output is an error.
+struct EmbedMultiCall {
+  std::vector<Input> inputs;
+  bool dense = true;
+  bool sparse = false;
+  bool colbert = false;
+  std::optional<bool> truncate;
+  Truncation truncation_direction = Truncation::kRight;
+  std::string prompt_name;
+  std::optional<server::Priority> priority;
+};
+std::variant<EmbedMultiCall, ApiError> ParseEmbedMultiCall(std::string_view body);
+
 // POST /rerank (TEI) and POST /v1/rerank (Cohere / Jina).
 struct RerankCall {
   std::string query;

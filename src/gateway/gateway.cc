@@ -10,6 +10,7 @@
 #include <numeric>
 #include <thread>
 
+#include "model_folder/bge_m3.h"
 #include "model_folder/model_options.h"
 #include "gateway/cohere_api.h"
 #include "gateway/late_chunking.h"
@@ -201,6 +202,13 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
     g.multi_vector_ = std::move(inputs.value());
   }
 
+  if (g.config_.bge_m3.enabled) {
+    auto dropped = engine::BgeM3DroppedIds(options.model_dir, *g.tokenizers_.front());
+    if (!dropped.ok()) return dropped.status();
+    g.bge_m3_ = true;
+    g.bge_m3_dropped_ids_ = std::move(dropped.value());
+  }
+
   g.dispatcher_ = std::make_unique<Dispatcher>(options.dispatcher, registry);
   if (options.in_process_worker) {
     g.dispatcher_->AddWorker(options.in_process_worker);
@@ -313,6 +321,7 @@ std::vector<Route> Gateway::Routes() {
       {"/embed_all", "POST", kTei, true, false, handler(&Gateway::EmbedAll)},
       {"/embed_sparse", "POST", kTei, true, false, handler(&Gateway::EmbedSparse)},
       {"/v1/multi-vector", "POST", kOpenAI, true, false, handler(&Gateway::MultiVector)},
+      {"/embed_multi", "POST", kTei, true, false, handler(&Gateway::EmbedMulti)},
       // TEI's catch-all (what huggingface_hub's InferenceClient posts to) and SageMaker's.
       {"/", "POST", kTei, true, false, handler(&Gateway::TeiRoot)},
       {"/invocations", "POST", kTei, true, false, handler(&Gateway::TeiRoot)},

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@
 #include "http/http_server.h"
 
 namespace stamen::gateway {
+
+struct MultiVectorCall;  // a parsed /v1/multi-vector body (multi_vector_routes.cc)
 
 struct GatewayOptions {
   std::string model_dir;  // tokenizer and model description
@@ -138,16 +141,37 @@ class Gateway {
   void EmbedSparse(const http::Request& request, Reply reply);  // SPLADE models' sparse vectors
   // Jina's POST /v1/multi-vector: a multi-vector model's token vectors (multi_vector_routes.cc).
   void MultiVector(const http::Request& request, Reply reply);
+  // The same on bge-m3: its ColBERT vectors.
+  void BgeM3MultiVector(const http::Request& request, std::shared_ptr<MultiVectorCall> call, Reply reply);
   // `texts` as queries or documents of the multi-vector model into `job`'s ids, lengths, key
   // lengths and (documents) skiplist ids.
   void EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::vector<std::string>& texts, bool query,
                          server::WorkRequest& job) const;
+  // bge-m3's dense, sparse and ColBERT outputs from one forward (bge_m3_routes.cc).
+  void EmbedMulti(const http::Request& request, Reply reply);
   // What /embed_all and /embed_sparse share: TEI's embed body parsed, its inputs tokenized and
   // run as `kind` with `pooling`, not normalised, and answered as a JSON array with one entry
-  // per input, which `write` appends from that input's `count` rows of `columns` floats.
-  using RowsWriter = std::function<void(std::string& out, const float* rows, size_t count, size_t columns)>;
+  // per input, which `write` appends from that input's `count` rows of `columns` floats and its
+  // token ids.
+  using RowsWriter = std::function<void(std::string& out, const float* rows, size_t count, size_t columns,
+                                        std::span<const int32_t> ids)>;
   void EmbedRows(const http::Request& request, server::WorkKind kind, std::optional<engine::ops::PoolingMode> pooling,
                  RowsWriter write, Reply reply);
+  // Inputs to run unnormalised as `kind` with `pooling` (EmbedRows, EmbedMulti).
+  struct TokenRowsJob {
+    std::vector<Input> inputs;
+    std::string prompt;
+    bool truncate = false;
+    Truncation direction = Truncation::kRight;
+    std::optional<server::Priority> priority;
+    server::WorkKind kind = server::WorkKind::kEmbed;
+    std::optional<engine::ops::PoolingMode> pooling;
+  };
+  // The body of the answer from the finished work.
+  using RowsAnswer = std::function<std::string(const server::WorkRequest& done)>;
+  // Checks `job`'s size and the load, tokenizes its inputs on the pool (413 when rows per token
+  // would pass --max-token-states), runs it and answers `answer`'s body.
+  void RunTokenRows(const http::Request& request, TokenRowsJob job, RowsAnswer answer, Reply reply);
   // Tokenizes `inputs` (texts with `prompt` before them, or token ids) into `job`'s ids and
   // lengths, each cut to the model's length (or `max_tokens`, when fewer) when `truncate`; or
   // the error of the first bad one.
@@ -219,6 +243,10 @@ class Gateway {
   bool reranker_ = false;  // a classification head: /rerank with one label, /predict with any
   engine::ops::PoolingMode pooling_ = engine::ops::PoolingMode::kCls;  // --pooling, else the model's
   bool splade_ = false;    // SPLADE pooling (a …ForMaskedLM model): /embed_sparse
+  // A bge-m3 folder (config_.bge_m3): /embed_multi, and its sparse and ColBERT outputs on
+  // /embed_sparse and /v1/multi-vector; the ids its lexical weights drop.
+  bool bge_m3_ = false;
+  std::vector<int32_t> bge_m3_dropped_ids_;
   // A multi-vector (ColBERT) model: its query and document rules (/v1/multi-vector, MaxSim rerank).
   std::optional<MultiVectorInputs> multi_vector_;
   ModelKind kind_ = ModelKind::kEmbedding;

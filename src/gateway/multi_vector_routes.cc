@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/bge_m3_outputs.h"
 #include "gateway/gateway.h"
 #include "gateway/json_read.h"
 
@@ -14,8 +15,6 @@ namespace stamen::gateway {
 using server::WorkKind;
 using server::WorkRequest;
 using Clock = std::chrono::steady_clock;
-
-namespace {
 
 // {"model", "input": str | [str], "input_type": "query" | "document" (default "document"),
 //  "embedding_type": "float" | "base64" | "binary" | "ubinary" (default "float")}.
@@ -26,6 +25,8 @@ struct MultiVectorCall {
   std::string model;
   std::optional<server::Priority> priority;
 };
+
+namespace {
 
 std::variant<MultiVectorCall, ApiError> ParseMultiVectorCall(std::string_view body) {
   return ParseCall<MultiVectorCall>(body, [](simdjson::dom::object fields, MultiVectorCall& call) -> std::optional<ApiError> {
@@ -62,16 +63,35 @@ std::variant<MultiVectorCall, ApiError> ParseMultiVectorCall(std::string_view bo
   });
 }
 
+// Jina's answer: {"object": "list", "model", "data": [{"object": "embeddings", "index": i,
+// "embeddings": [v, …]}], "usage": {"total_tokens"}}; `append_vectors(out, i)` writes input i's
+// vectors.
+std::string MultiVectorBody(std::string_view model, size_t inputs, size_t total_tokens,
+                            const std::function<void(std::string&, size_t)>& append_vectors) {
+  std::string body = "{\"object\":\"list\",\"model\":";
+  AppendJsonString(body, model);
+  body += ",\"data\":[";
+  for (size_t input = 0; input < inputs; ++input) {
+    if (input) body += ',';
+    body += "{\"object\":\"embeddings\",\"index\":" + std::to_string(input) + ",\"embeddings\":";
+    append_vectors(body, input);
+    body += '}';
+  }
+  body += "],\"usage\":{\"total_tokens\":" + std::to_string(total_tokens) + "}}";
+  return body;
+}
+
 }  // namespace
 
 void Gateway::MultiVector(const http::Request& request, Reply reply) {
-  if (!multi_vector_) {
+  if (!multi_vector_ && !bge_m3_) {
     return reply.Error({400, "model " + model_id_ + " is not a multi-vector (ColBERT) model: /v1/multi-vector needs "
-                             "one (a PyLate folder: Dense modules on the tokens, no Pooling)"});
+                             "one (a PyLate folder: Dense modules on the tokens, no Pooling; or bge-m3)"});
   }
   auto parsed = ParseMultiVectorCall(request.body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
   auto call = std::make_shared<MultiVectorCall>(std::move(std::get<MultiVectorCall>(parsed)));
+  if (bge_m3_) return BgeM3MultiVector(request, call, std::move(reply));
   if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
   pool_->Post([this, call, reply, client = request.client](size_t thread) {
     if (ClientGone(client, reply)) return;
@@ -93,22 +113,31 @@ void Gateway::MultiVector(const http::Request& request, Reply reply) {
       const size_t columns = static_cast<size_t>(done.columns);
       const float* values = reinterpret_cast<const float*>(done.output.data());
       const QuantizationRanges ranges = QuantizationRanges::UnitVector(columns);
-      std::string body = "{\"object\":\"list\",\"model\":";
-      AppendJsonString(body, call->model.empty() ? model_id_ : call->model);
-      body += ",\"data\":[";
-      for (size_t input = 0; input < done.lengths.size(); ++input) {
-        if (input) body += ',';
-        body += "{\"object\":\"embeddings\",\"index\":" + std::to_string(input) + ",\"embeddings\":[";
+      std::string body = MultiVectorBody(call->model.empty() ? model_id_ : call->model, done.lengths.size(), total_tokens,
+                                         [&](std::string& out, size_t input) {
+        out += '[';
         for (int64_t row = rows[input]; row < rows[input + 1]; ++row) {
-          if (row > rows[input]) body += ',';
-          AppendEmbedding(body, values + row * columns, columns, call->type, ranges);
+          if (row > rows[input]) out += ',';
+          AppendEmbedding(out, values + row * columns, columns, call->type, ranges);
         }
-        body += "]}";
-      }
-      body += "],\"usage\":{\"total_tokens\":" + std::to_string(total_tokens) + "}}";
+        out += ']';
+      });
       reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
     });
   });
+}
+
+void Gateway::BgeM3MultiVector(const http::Request& request, std::shared_ptr<MultiVectorCall> call, Reply reply) {
+  // bge-m3 reads queries and documents alike: `input_type` changes nothing.
+  TokenRowsJob job{.truncate = options_.auto_truncate, .priority = call->priority, .kind = WorkKind::kDenseSparseColbert};
+  for (std::string& text : call->inputs) job.inputs.emplace_back(std::move(text));
+  RunTokenRows(request, std::move(job), [this, call](const WorkRequest& done) {
+    const std::vector<BgeM3Rows> inputs = BgeM3RowsOf(done);
+    return MultiVectorBody(call->model.empty() ? model_id_ : call->model, done.lengths.size(),
+                           static_cast<size_t>(done.total_tokens()), [&](std::string& out, size_t input) {
+      AppendBgeM3Colbert(out, inputs[input], config_.hidden_size, call->type);
+    });
+  }, std::move(reply));
 }
 
 void Gateway::EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::vector<std::string>& texts, bool query,

@@ -4,8 +4,10 @@
 // and written by tei_api.cc; here they are tokenized, run on the workers and answered.
 #include <algorithm>
 
+#include "gateway/bge_m3_outputs.h"
 #include "gateway/gateway.h"
 #include "gateway/least_tokens.h"
+#include "model_folder/bge_m3.h"
 
 namespace stamen::gateway {
 
@@ -148,50 +150,73 @@ void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::option
                         RowsWriter write, Reply reply) {
   auto parsed = ParseEmbedCall(request.body, /*openai=*/false);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
-  auto call = std::make_shared<EmbedCall>(std::move(std::get<EmbedCall>(parsed)));
-  if (auto error = NeedEmbedder(request.path, kind != WorkKind::kTokenEmbed)) return reply.Error(*error);
-  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
-  if (auto error = RefuseForLoad(call->inputs)) return reply.Error(*error);
-  auto prompt = Prompt(call->prompt_name);
+  const EmbedCall& call = std::get<EmbedCall>(parsed);
+  if (auto error = NeedEmbedder(request.path, kind == WorkKind::kEmbed)) return reply.Error(*error);
+  auto prompt = Prompt(call.prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
-  const bool truncate = call->truncate.value_or(options_.auto_truncate);
-  pool_->Post([this, call, kind, pooling, write = std::move(write), prompt = std::get<std::string>(prompt), truncate,
-               reply, client = request.client](size_t thread) {
+  TokenRowsJob job{.inputs = call.inputs,
+                   .prompt = std::get<std::string>(prompt),
+                   .truncate = call.truncate.value_or(options_.auto_truncate),
+                   .direction = call.truncation_direction,
+                   .priority = call.priority,
+                   .kind = kind,
+                   .pooling = pooling};
+  RunTokenRows(request, std::move(job), [write = std::move(write)](const WorkRequest& done) {
+    const std::vector<int64_t>& rows = done.row_offsets;  // set by Dispatcher::Run
+    const size_t columns = static_cast<size_t>(done.columns);
+    const float* values = reinterpret_cast<const float*>(done.output.data());
+    const auto* ids = reinterpret_cast<const int32_t*>(done.token_ids.data());
+    std::string body = "[";
+    int64_t first_token = 0;
+    for (size_t input = 0; input < done.lengths.size(); ++input) {
+      if (input) body += ',';
+      write(body, values + rows[input] * columns, static_cast<size_t>(rows[input + 1] - rows[input]), columns,
+            std::span<const int32_t>(ids + first_token, static_cast<size_t>(done.lengths[input])));
+      first_token += done.lengths[input];
+    }
+    body += ']';
+    return body;
+  }, std::move(reply));
+}
+
+void Gateway::RunTokenRows(const http::Request& request, TokenRowsJob job, RowsAnswer answer, Reply reply) {
+  if (auto error = CheckBatchSize(job.inputs.size(), "inputs")) return reply.Error(*error);
+  if (auto error = RefuseForLoad(job.inputs)) return reply.Error(*error);
+  // Rows per token (every token's state, bge-m3's outputs) grow with the tokens: capped by
+  // --max-token-states once they are counted.
+  const int64_t token_columns = job.kind == WorkKind::kTokenEmbed ? config_.hidden_size
+                                : job.kind == WorkKind::kDenseSparseColbert
+                                    ? engine::BgeM3RowLayout{.hidden_size = config_.hidden_size}.columns()
+                                    : 0;
+  pool_->Post([this, job = std::make_shared<TokenRowsJob>(std::move(job)), token_columns, answer = std::move(answer),
+               reply, path = request.path, client = request.client](size_t thread) {
     if (ClientGone(client, reply)) return;
     const Clock::time_point tokenization_start = Clock::now();
-    auto job = std::make_shared<WorkRequest>();
-    if (auto error = TokenizeInputs(*tokenizers_[thread], call->inputs, prompt, truncate, call->truncation_direction, *job)) {
+    auto work = std::make_shared<WorkRequest>();
+    if (auto error = TokenizeInputs(*tokenizers_[thread], job->inputs, job->prompt, job->truncate, job->direction, *work)) {
       return reply.Error(*error);
     }
-    if (kind == WorkKind::kTokenEmbed && job->total_tokens() * config_.hidden_size > options_.max_token_states) {
-      return reply.Error({413, "/embed_all would answer " + std::to_string(job->total_tokens()) + " token vectors of " +
-                                   std::to_string(config_.hidden_size) + " floats, more than " +
+    if (work->total_tokens() * token_columns > options_.max_token_states) {
+      return reply.Error({413, path + " would answer " + std::to_string(work->total_tokens()) + " token vectors of " +
+                                   std::to_string(token_columns) + " floats, more than " +
                                    std::to_string(options_.max_token_states) + " floats in all: send fewer or shorter inputs"});
     }
-    job->kind = kind;
-    job->pooling = pooling;
-    job->normalize = false;
-    job->priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
-    const double tokenization_ms = FinishTokenization(*job, static_cast<size_t>(job->total_tokens()), tokenization_start);
-    Dispatch(client, job, [write, reply, tokenization_ms](WorkRequest& done) {
+    work->kind = job->kind;
+    work->pooling = job->pooling;
+    work->normalize = false;
+    work->priority = PriorityOf(job->priority, job->inputs.size(), options_.bulk_threshold);
+    const double tokenization_ms = FinishTokenization(*work, static_cast<size_t>(work->total_tokens()), tokenization_start);
+    Dispatch(client, work, [answer, reply, tokenization_ms](WorkRequest& done) {
       if (!done.status.ok()) return reply.Error(DispatchError(done.status));
-      const std::vector<int64_t>& rows = done.row_offsets;  // set by Dispatcher::Run
-      const size_t columns = static_cast<size_t>(done.columns);
-      const float* values = reinterpret_cast<const float*>(done.output.data());
-      std::string body = "[";
-      for (size_t input = 0; input < done.lengths.size(); ++input) {
-        if (input) body += ',';
-        write(body, values + rows[input] * columns, static_cast<size_t>(rows[input + 1] - rows[input]), columns);
-      }
-      body += ']';
-      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
+      reply(TimedResponse(answer(done), tokenization_ms, done.timing));
     });
   });
 }
 
 void Gateway::EmbedAll(const http::Request& request, Reply reply) {
   // [[float] per token] per input: the last hidden state, special tokens included.
-  EmbedRows(request, WorkKind::kTokenEmbed, std::nullopt, [](std::string& out, const float* rows, size_t count, size_t columns) {
+  EmbedRows(request, WorkKind::kTokenEmbed, std::nullopt,
+            [](std::string& out, const float* rows, size_t count, size_t columns, std::span<const int32_t>) {
     out += '[';
     for (size_t token = 0; token < count; ++token) {
       if (token) out += ',';
@@ -207,13 +232,20 @@ void Gateway::EmbedAll(const http::Request& request, Reply reply) {
 }
 
 void Gateway::EmbedSparse(const http::Request& request, Reply reply) {
+  if (bge_m3_) {
+    // [{index, value}] per input: bge-m3's lexical weights.
+    return EmbedRows(request, WorkKind::kDenseSparseColbert, std::nullopt,
+                     [this](std::string& out, const float* rows, size_t, size_t, std::span<const int32_t> ids) {
+                       AppendBgeM3Sparse(out, {rows, ids}, config_.hidden_size, bge_m3_dropped_ids_);
+                     }, std::move(reply));
+  }
   if (!splade_) {
     return reply.Error({400, "model " + model_id_ + " has no SPLADE pooling: /embed_sparse needs a …ForMaskedLM model "
                              "with a SpladePooling module (or --pooling splade)"});
   }
   // [{index, value}] per input: the SPLADE vector's non-zero entries, by vocabulary id.
   EmbedRows(request, WorkKind::kEmbed, engine::ops::PoolingMode::kSplade,
-            [](std::string& out, const float* row, size_t, size_t columns) {
+            [](std::string& out, const float* row, size_t, size_t columns, std::span<const int32_t>) {
               out += '[';
               bool first = true;
               for (size_t index = 0; index < columns; ++index) {

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <map>
 
+#include "model_folder/json_document.h"
+
 namespace stamen::engine {
 
 Status ReadBgeM3Heads(const std::string& model_dir, ModelFolder* folder) {
@@ -41,6 +43,34 @@ std::vector<std::pair<int32_t, float>> LexicalWeights(std::span<const int32_t> i
     kept = std::max(kept, weights[i]);
   }
   return {largest.begin(), largest.end()};
+}
+
+StatusOr<std::vector<int32_t>> BgeM3DroppedIds(const std::string& model_dir, const ModelTokenizer& tokenizer) {
+  if (tokenizer.kind() == ModelTokenizer::Kind::kFairseqSentencePiece) {
+    return std::vector<int32_t>{kFairseqBos, kFairseqEos, kFairseqPad, kFairseqUnk};
+  }
+  std::pair<const char*, std::string> tokens[] = {
+      {"cls_token", "<s>"}, {"eos_token", "</s>"}, {"pad_token", "<pad>"}, {"unk_token", "<unk>"}};
+  const std::filesystem::path config_path = std::filesystem::path(model_dir) / "tokenizer_config.json";
+  std::error_code error;
+  if (std::filesystem::is_regular_file(config_path, error)) {
+    auto document = JsonDocument::Load(config_path.string());
+    if (!document.ok()) return document.status();
+    const JsonObject root = (*document)->root();
+    for (auto& [key, name] : tokens) {
+      if (simdjson::dom::object added; root.raw()[key].get(added) == simdjson::SUCCESS) {
+        STAMEN_RETURN_IF_ERROR(JsonObject(root.file(), added).Required("content", &name));
+      } else {
+        STAMEN_RETURN_IF_ERROR(root.Optional(key, &name));
+      }
+    }
+  }
+  std::vector<int32_t> ids;
+  for (const auto& [key, name] : tokens) {
+    const int32_t id = tokenizer.tokenizer().PieceToId(name);
+    if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
 }
 
 }  // namespace stamen::engine

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "model_folder/model_config.h"
+#include "model_folder/model_tokenizer.h"
 
 namespace stamen::engine {
 
@@ -37,5 +38,11 @@ struct BgeM3RowLayout {
 // of its weights; in id order. `weights[i]` is token i's sparse weight.
 std::vector<std::pair<int32_t, float>> LexicalWeights(std::span<const int32_t> ids, std::span<const float> weights,
                                                       std::span<const int32_t> dropped_ids);
+
+// The ids the lexical weights drop (M3Embedder's unused_tokens): the tokenizer's cls, eos, pad and
+// unk tokens, as `model_dir`'s tokenizer_config.json names them (a string or an AddedToken object
+// with "content"), XLM-R's <s>, </s>, <pad> and <unk> where it names none; a token the vocabulary
+// lacks cannot occur and is left out. A fairseq-mapped tokenizer has them at fixed ids.
+StatusOr<std::vector<int32_t>> BgeM3DroppedIds(const std::string& model_dir, const ModelTokenizer& tokenizer);
 
 }  // namespace stamen::engine

@@ -12,6 +12,7 @@ ModelProfile ProfileOf(const ModelConfig& config, const SentenceTransformersConf
   profile.default_pooling = DefaultPooling(config, sentence_transformers);
   profile.sparse = profile.default_pooling == ops::PoolingMode::kSplade;
   profile.multi_vector = sentence_transformers.multi_vector.enabled;
+  profile.bge_m3 = config.bge_m3.enabled;
   profile.pooled_width = sentence_transformers.EmbeddingWidth(config.hidden_size);
   profile.embedding_width = profile.sparse ? config.vocab_size : profile.pooled_width;
   profile.hidden_size = config.hidden_size;

@@ -25,6 +25,9 @@ struct ModelProfile {
   std::optional<ops::PoolingMode> default_pooling;
   bool sparse = false;  // the default pooling is SPLADE: vectors over the vocabulary
   bool multi_vector = false;  // a multi-vector (ColBERT) model: one vector per token, MaxSim
+  // bge-m3's sparse and ColBERT heads beside the encoder (config.bge_m3): its dense, sparse and
+  // ColBERT outputs come from one forward (BgeM3RowLayout).
+  bool bge_m3 = false;
   // The width of a dense pooled embedding: the last sentence-transformers Dense module's
   // out_features, else the hidden size.
   int64_t pooled_width = 0;

@@ -18,6 +18,7 @@ ModelLimits ModelLimits::Of(const engine::ModelProfile& profile) {
   limits.num_labels = profile.num_labels;
   limits.default_pooling = profile.default_pooling;
   limits.multi_vector = profile.multi_vector;
+  limits.bge_m3 = profile.bge_m3;
   limits.task_adapters = profile.task_adapters;
   return limits;
 }
@@ -102,6 +103,7 @@ void EncodeEmbedRequest(const WorkRequest& request, v1::EmbedRequest& message) {
   message.set_token_embeddings(request.kind == WorkKind::kTokenEmbed);
   message.set_token_vectors(request.kind == WorkKind::kTokenVectors);
   message.set_max_sim(request.kind == WorkKind::kMaxSim);
+  message.set_dense_sparse_colbert(request.kind == WorkKind::kDenseSparseColbert);
   message.set_key_lengths(PackedInt32s(request.key_lengths));
   message.set_skip_token_ids(PackedInt32s(request.skip_token_ids));
   message.set_span_counts(PackedInt32s(request.span_counts));
@@ -132,12 +134,15 @@ Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request
 }
 
 Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request) {
-  request.kind = message.token_embeddings() ? WorkKind::kTokenEmbed
-                 : message.max_sim()          ? WorkKind::kMaxSim
-                 : message.token_vectors()    ? WorkKind::kTokenVectors
-                                              : WorkKind::kEmbed;
-  if (int(message.token_embeddings()) + int(message.token_vectors()) + int(message.max_sim()) > 1) {
-    return Status::Error(StatusCode::kInvalidArgument, "token_embeddings, token_vectors and max_sim exclude each other");
+  request.kind = message.token_embeddings()       ? WorkKind::kTokenEmbed
+                 : message.max_sim()                ? WorkKind::kMaxSim
+                 : message.token_vectors()          ? WorkKind::kTokenVectors
+                 : message.dense_sparse_colbert()   ? WorkKind::kDenseSparseColbert
+                                                    : WorkKind::kEmbed;
+  if (int(message.token_embeddings()) + int(message.token_vectors()) + int(message.max_sim()) +
+          int(message.dense_sparse_colbert()) > 1) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "token_embeddings, token_vectors, max_sim and dense_sparse_colbert exclude each other");
   }
   if (!ReadInt32s(message.key_lengths(), request.key_lengths) ||
       !ReadInt32s(message.skip_token_ids(), request.skip_token_ids)) {
@@ -217,6 +222,15 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
   }
   if (request.kind == WorkKind::kTokenEmbed && (request.pooling || request.dimensions != 0)) {
     return invalid("token embeddings are neither pooled nor truncated: pooling and dimensions must be unset");
+  }
+  if (request.kind == WorkKind::kDenseSparseColbert) {
+    if (!limits.bge_m3) {
+      return invalid("dense, sparse and ColBERT outputs together come from a bge-m3 folder (colbert_linear.pt and "
+                     "sparse_linear.pt beside config.json) served on the CPU engine; this worker's model is not one");
+    }
+    if (request.pooling || request.dimensions != 0) {
+      return invalid("bge-m3's outputs are neither pooled nor truncated: pooling and dimensions must be unset");
+    }
   }
   const bool token_vectors = request.kind == WorkKind::kTokenVectors || request.kind == WorkKind::kMaxSim;
   if (token_vectors && !limits.multi_vector) {

@@ -29,6 +29,7 @@ struct ModelLimits {
   int64_t num_labels = 0;            // > 0 for models with a classification head
   std::optional<engine::ops::PoolingMode> default_pooling;
   bool multi_vector = false;  // a multi-vector (ColBERT) model: kTokenVectors and kMaxSim
+  bool bge_m3 = false;        // bge-m3's heads, on a CPU engine: kDenseSparseColbert
   // Task adapters a request may name (WorkRequest::adapter): the model's, on a CPU engine; a
   // CUDA engine runs none yet (adapters_need_cpu says why a request naming one is refused).
   int64_t task_adapters = 0;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "model_folder/bge_m3.h"
 #include "model_folder/model_tokenizer.h"
 #include "engine/finish_rows.h"
 #include "engine/tensor.h"
@@ -78,10 +79,14 @@ void ScatterTokenVectors(const engine::LazyResult& result, int64_t batch_token, 
 
 ModelLimits ModelLimits::Of(const engine::Engine& engine) {
   ModelLimits limits = ModelLimits::Of(engine.profile());
-  // The CUDA engine does not read the adapters (engine::Engine::ValidateAdapters).
-  if (limits.task_adapters > 0 && engine.device() != engine::Device::kCpu) {
-    limits.task_adapters = 0;
-    limits.adapters_need_cpu = true;
+  // The CUDA engine does not read the adapters (engine::Engine::ValidateAdapters), nor run
+  // bge-m3's heads (they run on the host).
+  if (engine.device() != engine::Device::kCpu) {
+    if (limits.task_adapters > 0) {
+      limits.task_adapters = 0;
+      limits.adapters_need_cpu = true;
+    }
+    limits.bge_m3 = false;
   }
   return limits;
 }
@@ -169,6 +174,8 @@ Status Scheduler::Submit(std::shared_ptr<WorkRequest> request) {
   request->span_offsets = SpanOffsets(*request);
   request->columns = request->kind == WorkKind::kScore        ? limits_.num_labels
                      : request->kind == WorkKind::kTokenEmbed ? limits_.hidden_size
+                     : request->kind == WorkKind::kDenseSparseColbert
+                         ? engine::BgeM3RowLayout{.hidden_size = limits_.hidden_size}.columns()
                      : request->kind == WorkKind::kMaxSim     ? 1
                      : request->dimensions > 0                ? request->dimensions
                                                               : limits_.embedding_width;
@@ -500,6 +507,7 @@ void Scheduler::Launch(Batch& batch) {
   switch (batch.key.kind) {
     case WorkKind::kScore: step_options.output = engine::StepOutput::kScores; break;
     case WorkKind::kTokenEmbed: step_options.output = engine::StepOutput::kTokenEmbeddings; break;
+    case WorkKind::kDenseSparseColbert: step_options.output = engine::StepOutput::kDenseSparseColbert; break;
     case WorkKind::kTokenVectors:
     case WorkKind::kMaxSim: step_options.output = engine::StepOutput::kTokenVectors; break;
     case WorkKind::kEmbed:

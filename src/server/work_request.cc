@@ -41,7 +41,8 @@ std::vector<int64_t> SequenceOffsets(const WorkRequest& request, Count count) {
 
 int64_t WorkRequest::RowsOf(size_t sequence, int64_t first_token) const {
   switch (kind) {
-    case WorkKind::kTokenEmbed: return lengths[sequence];
+    case WorkKind::kTokenEmbed:
+    case WorkKind::kDenseSparseColbert: return lengths[sequence];
     case WorkKind::kMaxSim: return sequence == 0 ? 0 : 1;
     case WorkKind::kTokenVectors: {
       int64_t kept = 0;

@@ -35,6 +35,10 @@ enum class WorkKind {
   // document gives one row of one value, Σ over the query's vectors of the largest dot product
   // with the document's kept vectors (PyLate's colbert_scores). Sequence 0 gives no row.
   kMaxSim,
+  // bge-m3's three outputs from one forward (engine::StepOutput::kDenseSparseColbert): one row per
+  // token of hidden size + 1 columns laid out as engine::BgeM3RowLayout says, neither pooled nor
+  // normalised further; the gateway reads the dense, sparse and ColBERT outputs from them.
+  kDenseSparseColbert,
 };
 
 // Which requests' sequences join the next batch first (the scheduler's cut, scheduler.h).
@@ -93,7 +97,8 @@ struct WorkRequest {
   std::atomic<bool> cancelled{false};
 
   int64_t total_tokens() const { return static_cast<int64_t>(token_ids.size() / sizeof(int32_t)); }
-  // The output rows sequence s gives: 1, its span count, its length (kTokenEmbed), its tokens
+  // The output rows sequence s gives: 1, its span count, its length (kTokenEmbed,
+  // kDenseSparseColbert), its tokens
   // kept (kTokenVectors: `first_token` is its first token's index), none for kMaxSim's query.
   int64_t RowsOf(size_t sequence, int64_t first_token) const;
   // Whether the vector of token `token` (an index into token_ids) of sequence `sequence` is kept.

@@ -48,8 +48,10 @@ TEST(ModelLimitsTest, TakeTheProfilesFacts) {
   profile.num_labels = 1;
   profile.default_pooling = engine::ops::PoolingMode::kCls;
   profile.task_adapters = 5;
+  profile.bge_m3 = true;
   const ModelLimits limits = ModelLimits::Of(profile);
   EXPECT_EQ(limits.task_adapters, 5);
+  EXPECT_TRUE(limits.bge_m3);
   EXPECT_EQ(limits.vocabulary_size, 1000);
   EXPECT_EQ(limits.max_sequence_length, 512);
   EXPECT_EQ(limits.embedding_width, 32);
@@ -194,6 +196,39 @@ void ExpectSameSequences(const WorkRequest& read, const WorkRequest& sent) {
   EXPECT_EQ(read.token_ids, sent.token_ids);
   EXPECT_EQ(read.lengths, sent.lengths);
   EXPECT_EQ(read.token_type_ids, sent.token_type_ids);
+}
+
+TEST(RequestValidationTest, BgeM3OutputsNeedABgeM3ModelAndNoPooling) {
+  WorkRequest request;
+  SetTwoSequences(request);
+  request.kind = WorkKind::kDenseSparseColbert;
+  ModelLimits limits = Limits();
+  EXPECT_NE(ValidateWorkRequest(request, limits).message().find("bge-m3"), std::string::npos);
+  limits.bge_m3 = true;
+  EXPECT_TRUE(ValidateWorkRequest(request, limits).ok()) << ValidateWorkRequest(request, limits).message();
+  request.pooling = engine::ops::PoolingMode::kCls;
+  EXPECT_FALSE(ValidateWorkRequest(request, limits).ok());
+  request.pooling.reset();
+  request.dimensions = 4;
+  EXPECT_FALSE(ValidateWorkRequest(request, limits).ok());
+  // One row per token, as kTokenEmbed.
+  request.dimensions = 0;
+  EXPECT_EQ(RowOffsets(request), (std::vector<int64_t>{0, 3, 5}));
+}
+
+TEST(RequestCodingTest, BgeM3OutputsTravelAsTheirOwnFlag) {
+  WorkRequest sent;
+  SetTwoSequences(sent);
+  sent.kind = WorkKind::kDenseSparseColbert;
+  v1::EmbedRequest message;
+  EncodeEmbedRequest(sent, message);
+  EXPECT_TRUE(message.dense_sparse_colbert());
+  WorkRequest received;
+  ASSERT_TRUE(DecodeEmbedRequest(message, received).ok());
+  EXPECT_EQ(received.kind, WorkKind::kDenseSparseColbert);
+  message.set_token_vectors(true);
+  WorkRequest both;
+  EXPECT_FALSE(DecodeEmbedRequest(message, both).ok());
 }
 
 TEST(RequestCodingTest, AnEmbedRequestReadsBackAsItWasSent) {
