@@ -10,7 +10,6 @@ namespace stamen::gateway {
 
 using server::WorkKind;
 using server::WorkRequest;
-using Clock = std::chrono::steady_clock;
 
 void Gateway::CohereEmbed(const http::Request& request, Reply reply) {
   auto parsed = ParseCohereEmbedCall(request.body);
@@ -34,53 +33,46 @@ void Gateway::CohereEmbed(const http::Request& request, Reply reply) {
   auto prompt = adapter.index >= 0 ? std::variant<std::string, ApiError>(adapter.prompt)
                                    : Prompt(PromptNameForInputType(sentence_transformers_, call->input_type));
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
-  pool_->Post([this, call, prompt = std::get<std::string>(prompt), adapter = adapter.index, reply,
-               client = request.client](size_t thread) {
-    if (ClientGone(client, reply)) return;
-    const Clock::time_point tokenization_start = Clock::now();
-    auto job = std::make_shared<WorkRequest>();
+  auto tokenize = [this, call, prompt = std::get<std::string>(prompt), adapter = adapter.index](
+                      engine::ModelTokenizer& tokenizer, WorkRequest& job) {
+    job.kind = WorkKind::kEmbed;
+    job.pooling = options_.pooling;
+    job.normalize = true;  // Cohere's embeddings are unit length; int8 / uint8 are calibrated to that
+    job.dimensions = call->output_dimension;
+    job.adapter = adapter;
+    job.priority = PriorityOf(call->priority, call->texts.size(), options_.bulk_threshold);
     const std::vector<Input> inputs(call->texts.begin(), call->texts.end());
-    if (auto error = TokenizeInputs(*tokenizers_[thread], inputs, prompt, call->truncate, call->truncation_direction,
-                                    *job, call->max_tokens)) {
-      return reply.Error(*error);
-    }
-    job->kind = WorkKind::kEmbed;
-    job->pooling = options_.pooling;
-    job->normalize = true;  // Cohere's embeddings are unit length; int8 / uint8 are calibrated to that
-    job->dimensions = call->output_dimension;
-    job->adapter = adapter;
-    job->priority = PriorityOf(call->priority, call->texts.size(), options_.bulk_threshold);
-    const size_t total_tokens = static_cast<size_t>(job->total_tokens());
-    const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
-    Dispatch(client, job, [call, reply, tokenization_ms, total_tokens](WorkRequest& done) {
-      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
-      const size_t count = done.lengths.size();
-      const size_t columns = static_cast<size_t>(done.columns);
-      const float* values = reinterpret_cast<const float*>(done.output.data());
-      const auto ranges = QuantizationRanges::UnitVector(columns);
-      std::string body = "{\"id\":\"" + NewRequestId() + "\",\"embeddings\":{";
-      for (size_t k = 0; k < call->embedding_types.size(); ++k) {
-        const EmbeddingType type = call->embedding_types[k];
-        body += k ? ",\"" : "\"";
-        body += EmbeddingTypeName(type);
-        body += "\":[";
-        for (size_t row = 0; row < count; ++row) {
-          if (row) body += ',';
-          AppendEmbedding(body, values + row * columns, columns, type, ranges);
-        }
-        body += ']';
-      }
-      body += "},\"texts\":[";
-      for (size_t i = 0; i < call->texts.size(); ++i) {
-        if (i) body += ',';
-        AppendJsonString(body, call->texts[i]);
+    return TokenizeInputs(tokenizer, inputs, prompt, call->truncate, call->truncation_direction, job, call->max_tokens);
+  };
+  auto answer = [call](const WorkRequest& done) {
+    const size_t count = done.lengths.size();
+    const size_t columns = static_cast<size_t>(done.columns);
+    const float* values = reinterpret_cast<const float*>(done.output.data());
+    const auto ranges = QuantizationRanges::UnitVector(columns);
+    const size_t total_tokens = static_cast<size_t>(done.total_tokens());
+    std::string body = "{\"id\":\"" + NewRequestId() + "\",\"embeddings\":{";
+    for (size_t k = 0; k < call->embedding_types.size(); ++k) {
+      const EmbeddingType type = call->embedding_types[k];
+      body += k ? ",\"" : "\"";
+      body += EmbeddingTypeName(type);
+      body += "\":[";
+      for (size_t row = 0; row < count; ++row) {
+        if (row) body += ',';
+        AppendEmbedding(body, values + row * columns, columns, type, ranges);
       }
       body += ']';
-      AppendCohereMeta(body, "\"input_tokens\":" + std::to_string(total_tokens), total_tokens);
-      body += ",\"response_type\":\"embeddings_by_type\"}";
-      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
-    });
-  });
+    }
+    body += "},\"texts\":[";
+    for (size_t i = 0; i < call->texts.size(); ++i) {
+      if (i) body += ',';
+      AppendJsonString(body, call->texts[i]);
+    }
+    body += ']';
+    AppendCohereMeta(body, "\"input_tokens\":" + std::to_string(total_tokens), total_tokens);
+    body += ",\"response_type\":\"embeddings_by_type\"}";
+    return body;
+  };
+  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 }  // namespace stamen::gateway

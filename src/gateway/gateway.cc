@@ -670,58 +670,51 @@ void Gateway::Embed(const http::Request& request, bool openai, Reply respond) {
   if (auto* error = std::get_if<ApiError>(&prompt)) return respond.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
 
-  pool_->Post([this, call, prompt = std::get<std::string>(prompt), adapter = std::get<TaskAdapter>(task).index,
-               truncate, openai, respond, client = request.client](size_t thread) {
-    if (ClientGone(client, respond)) return;
-    const Clock::time_point tokenization_start = Clock::now();
-    auto job = std::make_shared<WorkRequest>();
-    // Late chunking: input i's chunks, and chunk_rows[i][k] the output row of its chunk k.
-    auto chunks = std::make_shared<std::vector<std::vector<TextSpan>>>();
-    auto chunk_rows = std::make_shared<std::vector<std::vector<int64_t>>>();
+  // Late chunking: input i's chunks, and (*chunk_rows)[i][k] the output row of its chunk k.
+  auto chunks = std::make_shared<std::vector<std::vector<TextSpan>>>();
+  auto chunk_rows = std::make_shared<std::vector<std::vector<int64_t>>>();
+  auto tokenize = [this, call, prompt = std::get<std::string>(prompt), adapter = std::get<TaskAdapter>(task).index,
+                   truncate, openai, chunks, chunk_rows](engine::ModelTokenizer& tokenizer, WorkRequest& job) {
     const bool late_chunking = !call->chunks.empty() || call->chunking;
-    auto error = late_chunking ? TokenizeChunks(*tokenizers_[thread], *call, prompt, *job, chunks.get(), chunk_rows.get())
-                               : TokenizeInputs(*tokenizers_[thread], call->inputs, prompt, truncate,
-                                                call->truncation_direction, *job);
-    if (error) return respond.Error(*error);
-    job->kind = WorkKind::kEmbed;
-    job->pooling = options_.pooling;
-    job->normalize = openai ? true : call->normalize;
-    job->dimensions = call->dimensions;
-    job->adapter = adapter;
-    job->priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
-    const size_t total_tokens = static_cast<size_t>(job->total_tokens());
-    const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
-
-    Dispatch(client, job, [this, call, chunks, chunk_rows, openai, respond, tokenization_ms, total_tokens](WorkRequest& done) {
-      if (!done.status.ok()) return respond.Error(DispatchError(done.status));
-      const size_t count = done.lengths.size();
-      const size_t columns = static_cast<size_t>(done.columns);
-      const float* values = reinterpret_cast<const float*>(done.output.data());
-      const auto ranges = QuantizationRanges::UnitVector(columns);
-      std::string body;
-      body.reserve(count * columns * (call->encoding == EmbeddingType::kFloat ? 12 : 6) + 256);
-      body += openai ? "{\"object\":\"list\",\"data\":[" : "[";
-      if (!chunk_rows->empty()) {
-        AppendChunkVectors(body, *chunks, *chunk_rows, values, columns, call->encoding, ranges, openai,
-                           /*with_spans=*/call->chunking.has_value());
-      } else {
-        for (size_t row = 0; row < count; ++row) {
-          if (row) body += ',';
-          if (openai) body += "{\"object\":\"embedding\",\"index\":" + std::to_string(row) + ",\"embedding\":";
-          AppendEmbedding(body, values + row * columns, columns, call->encoding, ranges);
-          if (openai) body += '}';
-        }
+    auto error = late_chunking ? TokenizeChunks(tokenizer, *call, prompt, job, chunks.get(), chunk_rows.get())
+                               : TokenizeInputs(tokenizer, call->inputs, prompt, truncate, call->truncation_direction, job);
+    job.kind = WorkKind::kEmbed;
+    job.pooling = options_.pooling;
+    job.normalize = openai ? true : call->normalize;
+    job.dimensions = call->dimensions;
+    job.adapter = adapter;
+    job.priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
+    return error;
+  };
+  auto answer = [this, call, chunks, chunk_rows, openai](const WorkRequest& done) {
+    const size_t count = done.lengths.size();
+    const size_t columns = static_cast<size_t>(done.columns);
+    const float* values = reinterpret_cast<const float*>(done.output.data());
+    const auto ranges = QuantizationRanges::UnitVector(columns);
+    std::string body;
+    body.reserve(count * columns * (call->encoding == EmbeddingType::kFloat ? 12 : 6) + 256);
+    body += openai ? "{\"object\":\"list\",\"data\":[" : "[";
+    if (!chunk_rows->empty()) {
+      AppendChunkVectors(body, *chunks, *chunk_rows, values, columns, call->encoding, ranges, openai,
+                         /*with_spans=*/call->chunking.has_value());
+    } else {
+      for (size_t row = 0; row < count; ++row) {
+        if (row) body += ',';
+        if (openai) body += "{\"object\":\"embedding\",\"index\":" + std::to_string(row) + ",\"embedding\":";
+        AppendEmbedding(body, values + row * columns, columns, call->encoding, ranges);
+        if (openai) body += '}';
       }
-      body += ']';
-      if (openai) {
-        body += ",\"model\":";
-        AppendJsonString(body, call->model.empty() ? model_id_ : call->model);
-        body += ",\"usage\":{\"prompt_tokens\":" + std::to_string(total_tokens) +
-                ",\"total_tokens\":" + std::to_string(total_tokens) + "}}";
-      }
-      respond(TimedResponse(std::move(body), tokenization_ms, done.timing));
-    });
-  });
+    }
+    body += ']';
+    if (openai) {
+      const std::string tokens = std::to_string(done.total_tokens());
+      body += ",\"model\":";
+      AppendJsonString(body, call->model.empty() ? model_id_ : call->model);
+      body += ",\"usage\":{\"prompt_tokens\":" + tokens + ",\"total_tokens\":" + tokens + "}}";
+    }
+    return body;
+  };
+  Run(request, std::move(tokenize), std::move(answer), std::move(respond));
 }
 
 void Gateway::Rerank(const http::Request& request, RerankShape shape, Reply respond) {
@@ -746,82 +739,68 @@ void Gateway::Rerank(const http::Request& request, RerankShape shape, Reply resp
   }
   if (auto error = RefuseForLoad(least_tokens)) return respond.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
-  pool_->Post([this, call, shape, truncate, respond, client = request.client](size_t thread) {
-    if (ClientGone(client, respond)) return;
-    const Clock::time_point tokenization_start = Clock::now();
-    auto job = std::make_shared<WorkRequest>();
+  auto tokenize = [this, call, truncate](engine::ModelTokenizer& tokenizer, WorkRequest& job) {
     // Cohere's max_tokens_per_doc: a document longer than that many tokens of its own is cut
     // at the end of its last one kept.
     std::vector<std::string_view> documents(call->documents.begin(), call->documents.end());
     if (const auto most = call->max_tokens_per_document) {
       for (std::string_view& document : documents) {
-        const auto tokens = tokenizers_[thread]->Tokenize(document, /*add_special_tokens=*/false);
+        const auto tokens = tokenizer.Tokenize(document, /*add_special_tokens=*/false);
         if (static_cast<int64_t>(tokens.size()) > *most) document = document.substr(0, tokens[*most - 1].end);
       }
     }
     std::vector<ScoredText> pairs;
     for (std::string_view document : documents) pairs.push_back({call->query, document});
-    if (auto error = TokenizeScored(*tokenizers_[thread], pairs, truncate, Truncation::kRight, "the query with document", *job)) {
-      return respond.Error(*error);
+    job.priority = PriorityOf(call->priority, call->documents.size(), options_.rerank_bulk_threshold);
+    return TokenizeScored(tokenizer, pairs, truncate, Truncation::kRight, "the query with document", job);
+  };
+  auto answer = [this, call, shape](const WorkRequest& done) {
+    const float* logits = reinterpret_cast<const float*>(done.output.data());
+    std::vector<double> scores(done.lengths.size());
+    for (size_t i = 0; i < scores.size(); ++i) {
+      const double logit = logits[i * done.columns];
+      scores[i] = call->raw_scores ? logit : 1.0 / (1.0 + std::exp(-logit));
     }
-    job->priority = PriorityOf(call->priority, call->documents.size(), options_.rerank_bulk_threshold);
-    const size_t total_tokens = static_cast<size_t>(job->total_tokens());
-    const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
-    Dispatch(client, job, [this, call, shape, respond, tokenization_ms, total_tokens](WorkRequest& done) {
-      if (!done.status.ok()) return respond.Error(DispatchError(done.status));
-      const float* logits = reinterpret_cast<const float*>(done.output.data());
-      std::vector<double> scores(done.lengths.size());
-      for (size_t i = 0; i < scores.size(); ++i) {
-        const double logit = logits[i * done.columns];
-        scores[i] = call->raw_scores ? logit : 1.0 / (1.0 + std::exp(-logit));
-      }
-      std::vector<size_t> order(scores.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-      if (call->top_n && static_cast<size_t>(*call->top_n) < order.size()) order.resize(*call->top_n);
-      respond(TimedResponse(RerankBody(*call, shape, scores, order, total_tokens), tokenization_ms, done.timing));
-    });
-  });
+    return RerankBody(*call, shape, scores, static_cast<size_t>(done.total_tokens()));
+  };
+  Run(request, std::move(tokenize), std::move(answer), std::move(respond));
 }
 
 void Gateway::RerankByMaxSim(const http::Request& request, std::shared_ptr<RerankCall> call, RerankShape shape,
                              Reply respond) {
   if (auto error = CheckBatchSize(call->documents.size(), "documents")) return respond.Error(*error);
-  pool_->Post([this, call, shape, respond, client = request.client](size_t thread) {
-    if (ClientGone(client, respond)) return;
-    const Clock::time_point tokenization_start = Clock::now();
+  auto tokenize = [this, call](engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
     // The query once (sequence 0), then each document: the worker scores each document against
     // the query's vectors it computed (WorkKind::kMaxSim); documents are cut to the model's
     // document_length as PyLate cuts them, so truncate does not apply.
-    auto job = std::make_shared<WorkRequest>();
-    job->kind = WorkKind::kMaxSim;
-    EncodeMultiVector(*tokenizers_[thread], {call->query}, /*query=*/true, *job);
+    job.kind = WorkKind::kMaxSim;
+    EncodeMultiVector(tokenizer, {call->query}, /*query=*/true, job);
     WorkRequest documents;
-    EncodeMultiVector(*tokenizers_[thread], call->documents, /*query=*/false, documents);
-    job->token_ids += documents.token_ids;
-    job->lengths.insert(job->lengths.end(), documents.lengths.begin(), documents.lengths.end());
-    if (!job->key_lengths.empty()) job->key_lengths.resize(job->lengths.size(), 0);
-    job->skip_token_ids = documents.skip_token_ids;
-    job->priority = PriorityOf(call->priority, call->documents.size(), options_.rerank_bulk_threshold);
-    const size_t total_tokens = static_cast<size_t>(job->total_tokens());
-    const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
-    Dispatch(client, job, [this, call, shape, respond, tokenization_ms, total_tokens](WorkRequest& done) {
-      if (!done.status.ok()) return respond.Error(DispatchError(done.status));
-      // PyLate's colbert_scores as they are, raw_scores or not: a sum of cosines, no sigmoid.
-      const float* values = reinterpret_cast<const float*>(done.output.data());
-      std::vector<double> scores(call->documents.size());
-      for (size_t i = 0; i < scores.size(); ++i) scores[i] = values[done.row_offsets[i + 1]];
-      std::vector<size_t> order(scores.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-      if (call->top_n && static_cast<size_t>(*call->top_n) < order.size()) order.resize(*call->top_n);
-      respond(TimedResponse(RerankBody(*call, shape, scores, order, total_tokens), tokenization_ms, done.timing));
-    });
-  });
+    EncodeMultiVector(tokenizer, call->documents, /*query=*/false, documents);
+    job.token_ids += documents.token_ids;
+    job.lengths.insert(job.lengths.end(), documents.lengths.begin(), documents.lengths.end());
+    if (!job.key_lengths.empty()) job.key_lengths.resize(job.lengths.size(), 0);
+    job.skip_token_ids = documents.skip_token_ids;
+    job.priority = PriorityOf(call->priority, call->documents.size(), options_.rerank_bulk_threshold);
+    return std::nullopt;
+  };
+  auto answer = [this, call, shape](const WorkRequest& done) {
+    // PyLate's colbert_scores as they are, raw_scores or not: a sum of cosines, no sigmoid.
+    const float* values = reinterpret_cast<const float*>(done.output.data());
+    std::vector<double> scores(call->documents.size());
+    for (size_t i = 0; i < scores.size(); ++i) scores[i] = values[done.row_offsets[i + 1]];
+    return RerankBody(*call, shape, scores, static_cast<size_t>(done.total_tokens()));
+  };
+  Run(request, std::move(tokenize), std::move(answer), std::move(respond));
 }
 
 std::string Gateway::RerankBody(const RerankCall& call, RerankShape shape, const std::vector<double>& scores,
-                                const std::vector<size_t>& order, size_t total_tokens) const {
+                                size_t total_tokens) const {
+  // Best first (ties in the documents' order), the top_n best when asked.
+  std::vector<size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  if (call.top_n && static_cast<size_t>(*call.top_n) < order.size()) order.resize(*call.top_n);
   const bool cohere = shape != RerankShape::kTei;
   std::string body;
   if (shape == RerankShape::kCohereV1) {
@@ -877,6 +856,23 @@ void Gateway::Dispatch(const std::shared_ptr<http::ClientWatch>& client, std::sh
   client->OnGone([this, weak = std::weak_ptr<Dispatcher::JobState>(handle)] {
     client_disconnects_->Increment();
     if (auto job = weak.lock()) dispatcher_->Cancel(job);
+  });
+}
+
+void Gateway::Run(const http::Request& request, TokenizeJob tokenize, AnswerJob answer, Reply reply) {
+  pool_->Post([this, tokenize = std::move(tokenize), answer = std::move(answer), reply,
+               client = request.client](size_t thread) {
+    if (ClientGone(client, reply)) return;
+    const Clock::time_point tokenization_start = Clock::now();
+    auto job = std::make_shared<WorkRequest>();
+    if (auto error = tokenize(*tokenizers_[thread], *job)) return reply.Error(*error);
+    const double tokenization_ms = FinishTokenization(*job, static_cast<size_t>(job->total_tokens()), tokenization_start);
+    Dispatch(client, job, [answer, reply, tokenization_ms](WorkRequest& done) {
+      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
+      auto body = answer(done);
+      if (auto* error = std::get_if<ApiError>(&body)) return reply.Error(*error);
+      reply(TimedResponse(std::move(std::get<std::string>(body)), tokenization_ms, done.timing));
+    });
   });
 }
 

@@ -125,8 +125,9 @@ class Gateway {
   void Rerank(const http::Request& request, RerankShape shape, Reply reply);
   // Rerank on a multi-vector model: MaxSim scores of each document against the query.
   void RerankByMaxSim(const http::Request& request, std::shared_ptr<RerankCall> call, RerankShape shape, Reply reply);
+  // The answer in `shape` with the documents ordered by their `scores`, best first (top_n of them).
   std::string RerankBody(const RerankCall& call, RerankShape shape, const std::vector<double>& scores,
-                         const std::vector<size_t>& order, size_t total_tokens) const;
+                         size_t total_tokens) const;
   // Cohere's v2 routes beyond rerank (cohere_routes.cc).
   void CohereEmbed(const http::Request& request, Reply reply);
   void Tokenize(const http::Request& request, Reply reply);
@@ -147,6 +148,14 @@ class Gateway {
   // lengths and (documents) skiplist ids.
   void EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::vector<std::string>& texts, bool query,
                          server::WorkRequest& job) const;
+  // The one pipeline of every route that computes: on the pool (unless the client is already
+  // gone), `tokenize` fills a new job's sequences and options, or gives the error to answer; the
+  // job runs on the workers (Dispatch), and `answer` writes the body of the 200 from the
+  // finished job (or the error to answer, when the worker's answer cannot be read), on the pool
+  // too. Worker errors and the timing headers are answered here.
+  using TokenizeJob = std::function<std::optional<ApiError>(engine::ModelTokenizer& tokenizer, server::WorkRequest& job)>;
+  using AnswerJob = std::function<std::variant<std::string, ApiError>(const server::WorkRequest& done)>;
+  void Run(const http::Request& request, TokenizeJob tokenize, AnswerJob answer, Reply reply);
   // bge-m3's dense, sparse and ColBERT outputs from one forward (bge_m3_routes.cc).
   void EmbedMulti(const http::Request& request, Reply reply);
   // What /embed_all and /embed_sparse share: TEI's embed body parsed, its inputs tokenized and
@@ -167,11 +176,9 @@ class Gateway {
     server::WorkKind kind = server::WorkKind::kEmbed;
     std::optional<engine::ops::PoolingMode> pooling;
   };
-  // The body of the answer from the finished work.
-  using RowsAnswer = std::function<std::string(const server::WorkRequest& done)>;
   // Checks `job`'s size and the load, tokenizes its inputs on the pool (413 when rows per token
   // would pass --max-token-states), runs it and answers `answer`'s body.
-  void RunTokenRows(const http::Request& request, TokenRowsJob job, RowsAnswer answer, Reply reply);
+  void RunTokenRows(const http::Request& request, TokenRowsJob job, AnswerJob answer, Reply reply);
   // Tokenizes `inputs` (texts with `prompt` before them, or token ids) into `job`'s ids and
   // lengths, each cut to the model's length (or `max_tokens`, when fewer) when `truncate`; or
   // the error of the first bad one.

@@ -14,7 +14,6 @@ namespace stamen::gateway {
 
 using server::WorkKind;
 using server::WorkRequest;
-using Clock = std::chrono::steady_clock;
 
 // {"model", "input": str | [str], "input_type": "query" | "document" (default "document"),
 //  "embedding_type": "float" | "base64" | "binary" | "ubinary" (default "float")}.
@@ -93,38 +92,33 @@ void Gateway::MultiVector(const http::Request& request, Reply reply) {
   auto call = std::make_shared<MultiVectorCall>(std::move(std::get<MultiVectorCall>(parsed)));
   if (bge_m3_) return BgeM3MultiVector(request, call, std::move(reply));
   if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
-  pool_->Post([this, call, reply, client = request.client](size_t thread) {
-    if (ClientGone(client, reply)) return;
-    const Clock::time_point tokenization_start = Clock::now();
-    auto job = std::make_shared<WorkRequest>();
-    job->kind = WorkKind::kTokenVectors;
-    EncodeMultiVector(*tokenizers_[thread], call->inputs, call->query, *job);
-    if (job->total_tokens() * dimensions_ > options_.max_token_states) {
-      return reply.Error({413, "/v1/multi-vector would answer " + std::to_string(job->total_tokens()) +
-                                   " token vectors of " + std::to_string(dimensions_) + " floats, more than " +
-                                   std::to_string(options_.max_token_states) + " floats in all: send fewer or shorter inputs"});
+  auto tokenize = [this, call](engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
+    job.kind = WorkKind::kTokenVectors;
+    EncodeMultiVector(tokenizer, call->inputs, call->query, job);
+    if (job.total_tokens() * dimensions_ > options_.max_token_states) {
+      return ApiError{413, "/v1/multi-vector would answer " + std::to_string(job.total_tokens()) + " token vectors of " +
+                               std::to_string(dimensions_) + " floats, more than " +
+                               std::to_string(options_.max_token_states) + " floats in all: send fewer or shorter inputs"};
     }
-    job->priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
-    const size_t total_tokens = static_cast<size_t>(job->total_tokens());
-    const double tokenization_ms = FinishTokenization(*job, total_tokens, tokenization_start);
-    Dispatch(client, job, [this, call, reply, tokenization_ms, total_tokens](WorkRequest& done) {
-      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
-      const std::vector<int64_t>& rows = done.row_offsets;
-      const size_t columns = static_cast<size_t>(done.columns);
-      const float* values = reinterpret_cast<const float*>(done.output.data());
-      const QuantizationRanges ranges = QuantizationRanges::UnitVector(columns);
-      std::string body = MultiVectorBody(call->model.empty() ? model_id_ : call->model, done.lengths.size(), total_tokens,
-                                         [&](std::string& out, size_t input) {
-        out += '[';
-        for (int64_t row = rows[input]; row < rows[input + 1]; ++row) {
-          if (row > rows[input]) out += ',';
-          AppendEmbedding(out, values + row * columns, columns, call->type, ranges);
-        }
-        out += ']';
-      });
-      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
+    job.priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
+    return std::nullopt;
+  };
+  auto answer = [this, call](const WorkRequest& done) {
+    const std::vector<int64_t>& rows = done.row_offsets;
+    const size_t columns = static_cast<size_t>(done.columns);
+    const float* values = reinterpret_cast<const float*>(done.output.data());
+    const QuantizationRanges ranges = QuantizationRanges::UnitVector(columns);
+    return MultiVectorBody(call->model.empty() ? model_id_ : call->model, done.lengths.size(),
+                           static_cast<size_t>(done.total_tokens()), [&](std::string& out, size_t input) {
+      out += '[';
+      for (int64_t row = rows[input]; row < rows[input + 1]; ++row) {
+        if (row > rows[input]) out += ',';
+        AppendEmbedding(out, values + row * columns, columns, call->type, ranges);
+      }
+      out += ']';
     });
-  });
+  };
+  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 void Gateway::BgeM3MultiVector(const http::Request& request, std::shared_ptr<MultiVectorCall> call, Reply reply) {

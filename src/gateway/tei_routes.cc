@@ -13,7 +13,6 @@ namespace stamen::gateway {
 
 using server::WorkKind;
 using server::WorkRequest;
-using Clock = std::chrono::steady_clock;
 
 void Gateway::TeiRoot(const http::Request& request, Reply reply) {
   switch (RootTask(kind_, request.body)) {
@@ -43,36 +42,30 @@ void Gateway::Predict(const http::Request& request, Reply reply) {
   }
   if (auto error = RefuseForLoad(least_tokens)) return reply.Error(*error);
   const bool truncate = call->truncate.value_or(options_.auto_truncate);
-  pool_->Post([this, call, truncate, reply, client = request.client](size_t thread) {
-    if (ClientGone(client, reply)) return;
-    const Clock::time_point tokenization_start = Clock::now();
-    auto job = std::make_shared<WorkRequest>();
+  auto tokenize = [this, call, truncate](engine::ModelTokenizer& tokenizer, WorkRequest& job) {
     std::vector<ScoredText> texts;
     for (const auto& sequence : call->sequences) {
       texts.push_back({sequence.first, sequence.second ? std::optional<std::string_view>(*sequence.second) : std::nullopt});
     }
-    if (auto error = TokenizeScored(*tokenizers_[thread], texts, truncate, call->truncation_direction, "input", *job)) {
-      return reply.Error(*error);
+    job.priority = PriorityOf(call->priority, call->sequences.size(), options_.rerank_bulk_threshold);
+    return TokenizeScored(tokenizer, texts, truncate, call->truncation_direction, "input", job);
+  };
+  auto answer = [this, call](const WorkRequest& done) -> std::variant<std::string, ApiError> {
+    const size_t labels = config_.id2label.size();
+    if (static_cast<size_t>(done.columns) != labels) {
+      return ApiError{500, "the worker answered " + std::to_string(done.columns) + " scores per input; the model has " +
+                               std::to_string(labels) + " labels", "server_error"};
     }
-    job->priority = PriorityOf(call->priority, call->sequences.size(), options_.rerank_bulk_threshold);
-    const double tokenization_ms = FinishTokenization(*job, static_cast<size_t>(job->total_tokens()), tokenization_start);
-    Dispatch(client, job, [this, call, reply, tokenization_ms](WorkRequest& done) {
-      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
-      const size_t labels = config_.id2label.size();
-      if (static_cast<size_t>(done.columns) != labels) {
-        return reply.Error({500, "the worker answered " + std::to_string(done.columns) + " scores per input; the model has " +
-                                     std::to_string(labels) + " labels", "server_error"});
-      }
-      const float* logits = reinterpret_cast<const float*>(done.output.data());
-      std::string body = call->batch ? "[" : "";
-      for (size_t row = 0; row < done.lengths.size(); ++row) {
-        if (row) body += ',';
-        AppendPredictions(body, Predictions(logits + row * labels, labels, call->raw_scores, config_.id2label));
-      }
-      if (call->batch) body += ']';
-      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
-    });
-  });
+    const float* logits = reinterpret_cast<const float*>(done.output.data());
+    std::string body = call->batch ? "[" : "";
+    for (size_t row = 0; row < done.lengths.size(); ++row) {
+      if (row) body += ',';
+      AppendPredictions(body, Predictions(logits + row * labels, labels, call->raw_scores, config_.id2label));
+    }
+    if (call->batch) body += ']';
+    return body;
+  };
+  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 void Gateway::Similarity(const http::Request& request, Reply reply) {
@@ -93,31 +86,24 @@ void Gateway::Similarity(const http::Request& request, Reply reply) {
   const bool truncate = similarity.truncate.value_or(options_.auto_truncate);
   const Truncation direction = similarity.truncation_direction;
   const server::Priority priority = PriorityOf(similarity.priority, inputs->size(), options_.bulk_threshold);
-  pool_->Post([this, inputs, prompt = std::get<std::string>(prompt), truncate, direction, priority, reply,
-               client = request.client](size_t thread) {
-    if (ClientGone(client, reply)) return;
-    const Clock::time_point tokenization_start = Clock::now();
-    auto job = std::make_shared<WorkRequest>();
-    if (auto error = TokenizeInputs(*tokenizers_[thread], *inputs, prompt, truncate, direction, *job)) {
-      return reply.Error(*error);
+  auto tokenize = [this, inputs, prompt = std::get<std::string>(prompt), truncate, direction, priority](
+                      engine::ModelTokenizer& tokenizer, WorkRequest& job) {
+    job.kind = WorkKind::kEmbed;
+    job.pooling = options_.pooling;
+    job.priority = priority;
+    return TokenizeInputs(tokenizer, *inputs, prompt, truncate, direction, job);
+  };
+  auto answer = [](const WorkRequest& done) {
+    const size_t columns = static_cast<size_t>(done.columns);
+    const float* vectors = reinterpret_cast<const float*>(done.output.data());
+    std::string body = "[";
+    for (size_t row = 1; row < done.lengths.size(); ++row) {
+      if (row > 1) body += ',';
+      AppendFloat(body, Cosine(vectors, vectors + row * columns, columns));
     }
-    job->kind = WorkKind::kEmbed;
-    job->pooling = options_.pooling;
-    job->priority = priority;
-    const double tokenization_ms = FinishTokenization(*job, static_cast<size_t>(job->total_tokens()), tokenization_start);
-    Dispatch(client, job, [reply, tokenization_ms](WorkRequest& done) {
-      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
-      const size_t columns = static_cast<size_t>(done.columns);
-      const float* vectors = reinterpret_cast<const float*>(done.output.data());
-      std::string body = "[";
-      for (size_t row = 1; row < done.lengths.size(); ++row) {
-        if (row > 1) body += ',';
-        AppendFloat(body, Cosine(vectors, vectors + row * columns, columns));
-      }
-      body += ']';
-      reply(TimedResponse(std::move(body), tokenization_ms, done.timing));
-    });
-  });
+    return body + ']';
+  };
+  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 void Gateway::Decode(const http::Request& request, Reply reply) {
@@ -179,7 +165,7 @@ void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::option
   }, std::move(reply));
 }
 
-void Gateway::RunTokenRows(const http::Request& request, TokenRowsJob job, RowsAnswer answer, Reply reply) {
+void Gateway::RunTokenRows(const http::Request& request, TokenRowsJob job, AnswerJob answer, Reply reply) {
   if (auto error = CheckBatchSize(job.inputs.size(), "inputs")) return reply.Error(*error);
   if (auto error = RefuseForLoad(job.inputs)) return reply.Error(*error);
   // Rows per token (every token's state, bge-m3's outputs) grow with the tokens: capped by
@@ -188,29 +174,23 @@ void Gateway::RunTokenRows(const http::Request& request, TokenRowsJob job, RowsA
                                 : job.kind == WorkKind::kDenseSparseColbert
                                     ? engine::BgeM3RowLayout{.hidden_size = config_.hidden_size}.columns()
                                     : 0;
-  pool_->Post([this, job = std::make_shared<TokenRowsJob>(std::move(job)), token_columns, answer = std::move(answer),
-               reply, path = request.path, client = request.client](size_t thread) {
-    if (ClientGone(client, reply)) return;
-    const Clock::time_point tokenization_start = Clock::now();
-    auto work = std::make_shared<WorkRequest>();
-    if (auto error = TokenizeInputs(*tokenizers_[thread], job->inputs, job->prompt, job->truncate, job->direction, *work)) {
-      return reply.Error(*error);
+  auto tokenize = [this, rows = std::make_shared<TokenRowsJob>(std::move(job)), token_columns, path = request.path](
+                      engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
+    if (auto error = TokenizeInputs(tokenizer, rows->inputs, rows->prompt, rows->truncate, rows->direction, job)) {
+      return error;
     }
-    if (work->total_tokens() * token_columns > options_.max_token_states) {
-      return reply.Error({413, path + " would answer " + std::to_string(work->total_tokens()) + " token vectors of " +
-                                   std::to_string(token_columns) + " floats, more than " +
-                                   std::to_string(options_.max_token_states) + " floats in all: send fewer or shorter inputs"});
+    if (job.total_tokens() * token_columns > options_.max_token_states) {
+      return ApiError{413, path + " would answer " + std::to_string(job.total_tokens()) + " token vectors of " +
+                               std::to_string(token_columns) + " floats, more than " +
+                               std::to_string(options_.max_token_states) + " floats in all: send fewer or shorter inputs"};
     }
-    work->kind = job->kind;
-    work->pooling = job->pooling;
-    work->normalize = false;
-    work->priority = PriorityOf(job->priority, job->inputs.size(), options_.bulk_threshold);
-    const double tokenization_ms = FinishTokenization(*work, static_cast<size_t>(work->total_tokens()), tokenization_start);
-    Dispatch(client, work, [answer, reply, tokenization_ms](WorkRequest& done) {
-      if (!done.status.ok()) return reply.Error(DispatchError(done.status));
-      reply(TimedResponse(answer(done), tokenization_ms, done.timing));
-    });
-  });
+    job.kind = rows->kind;
+    job.pooling = rows->pooling;
+    job.normalize = false;
+    job.priority = PriorityOf(rows->priority, rows->inputs.size(), options_.bulk_threshold);
+    return std::nullopt;
+  };
+  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 void Gateway::EmbedAll(const http::Request& request, Reply reply) {
