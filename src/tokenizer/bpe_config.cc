@@ -4,7 +4,6 @@
 
 #include <simdjson.h>
 
-#include <climits>
 #include <cstdlib>
 
 #include "tokenizer/json_fields.h"
@@ -123,15 +122,7 @@ Status ReadMerge(element entry, size_t index, std::pair<std::string, std::string
 Status ReadVocabulary(element node, const char* what, BpeConfig* config) {
   object vocabulary;
   if (node.get(vocabulary) != simdjson::SUCCESS) return Status::Error(std::string(what) + " is not an object");
-  config->vocabulary.reserve(vocabulary.size());
-  for (auto [piece, value] : vocabulary) {
-    int64_t id = 0;
-    if (value.get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
-      return Status::Error(std::string(what) + " entry \"" + std::string(piece) + "\" has no valid id");
-    }
-    config->vocabulary.emplace_back(std::string(piece), static_cast<int32_t>(id));
-  }
-  return Status();
+  return ReadPieceIds(vocabulary, what, &config->vocabulary);
 }
 
 Status ParseModel(element model, BpeConfig* config) {

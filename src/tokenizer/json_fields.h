@@ -6,6 +6,8 @@
 
 #include <simdjson.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -109,6 +111,22 @@ Status ReadSequence(simdjson::dom::element node, const char* list_key, std::stri
     return Status::Error(std::string(what) + " Sequence without a list");
   }
   for (simdjson::dom::element child : children) STAMEN_RETURN_IF_ERROR(read_child(child));
+  return Status();
+}
+
+// Appends the entries of a `{"piece": id, …}` vocabulary object (the "vocab" of a BPE or
+// WordPiece tokenizer.json, a vocab.json) to `vocabulary` in the file's order; `what` names the
+// vocabulary in the error of an entry whose id is not a number from 0 to INT32_MAX.
+inline Status ReadPieceIds(simdjson::dom::object object, std::string_view what,
+                           std::vector<std::pair<std::string, int32_t>>* vocabulary) {
+  vocabulary->reserve(vocabulary->size() + object.size());
+  for (auto [piece, value] : object) {
+    int64_t id = 0;
+    if (value.get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
+      return Status::Error(std::string(what) + " entry \"" + std::string(piece) + "\" has no valid id");
+    }
+    vocabulary->emplace_back(std::string(piece), static_cast<int32_t>(id));
+  }
   return Status();
 }
 

@@ -5,7 +5,6 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -58,14 +57,7 @@ Status ParseModel(element model, WordPieceConfig* config) {
   if (model["vocab"].get(vocabulary) != simdjson::SUCCESS) {
     return Status::Error("WordPiece model without a vocab object");
   }
-  config->vocabulary.reserve(vocabulary.size());
-  for (auto [piece, value] : vocabulary) {
-    int64_t id = 0;
-    if (value.get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
-      return Status::Error("WordPiece vocab entry \"" + std::string(piece) + "\" has no valid id");
-    }
-    config->vocabulary.emplace_back(std::string(piece), static_cast<int32_t>(id));
-  }
+  STAMEN_RETURN_IF_ERROR(ReadPieceIds(vocabulary, "WordPiece vocab", &config->vocabulary));
   config->unknown_token = std::string(StringOr(model, "unk_token", "[UNK]"));
   config->continuing_subword_prefix = std::string(StringOr(model, "continuing_subword_prefix", "##"));
   int64_t max_chars = 100;

@@ -77,6 +77,63 @@ TEST(MetricsTest, AScopedRegistryLabelsItsSeriesAndRendersTheWhole) {
   EXPECT_TRUE(Contains(text, "\nup 1\n")) << text;
 }
 
+// An observation just above a bound falls in the next bucket, one exactly on it (the float
+// the bound is) in the bucket itself; below the first bound is the first bucket, and a
+// histogram without bounds has only +Inf.
+TEST(MetricsTest, BucketBoundariesAreExact) {
+  Registry registry;
+  Histogram& latency = registry.AddHistogram("latency_seconds", "Latency", {0.005, 0.25, 2.5});
+  for (double value : {-1.0, 0.0, 0.005, 0.0050000001, 0.25, 0.2500001, 2.5, 2.5000001}) latency.Observe(value);
+  registry.AddHistogram("unbounded", "No bounds", {}).Observe(7);
+  EXPECT_EQ(registry.Render(),
+            "# HELP latency_seconds Latency\n"
+            "# TYPE latency_seconds histogram\n"
+            "latency_seconds_bucket{le=\"0.005\"} 3\n"
+            "latency_seconds_bucket{le=\"0.25\"} 5\n"
+            "latency_seconds_bucket{le=\"2.5\"} 7\n"
+            "latency_seconds_bucket{le=\"+Inf\"} 8\n"
+            "latency_seconds_sum 4.5100002001\n"
+            "latency_seconds_count 8\n"
+            "# HELP unbounded No bounds\n"
+            "# TYPE unbounded histogram\n"
+            "unbounded_bucket{le=\"+Inf\"} 1\n"
+            "unbounded_sum 7\n"
+            "unbounded_count 1\n");
+}
+
+// A gauge goes below zero, samples with no updates render as 0, and histograms of one name
+// with different labels are listed under one HELP and TYPE, each with its own buckets.
+TEST(MetricsTest, NegativeGaugesUnusedSeriesAndLabelledHistograms) {
+  Registry registry;
+  registry.AddGauge("balance", "Balance").Add(-3);
+  registry.AddCounter("idle_total", "Never incremented");
+  Histogram& embed = registry.AddHistogram("batch_size", "Batch sizes", {1, 8}, "route=\"embed\"");
+  Histogram& rerank = registry.AddHistogram("batch_size", "", {1, 8}, "route=\"rerank\"");
+  embed.Observe(4);
+  rerank.Observe(1);
+  rerank.Observe(16);
+  EXPECT_EQ(registry.Render(),
+            "# HELP balance Balance\n"
+            "# TYPE balance gauge\n"
+            "balance -3\n"
+            "# HELP idle_total Never incremented\n"
+            "# TYPE idle_total counter\n"
+            "idle_total 0\n"
+            "# HELP batch_size Batch sizes\n"
+            "# TYPE batch_size histogram\n"
+            "batch_size_bucket{route=\"embed\",le=\"1\"} 0\n"
+            "batch_size_bucket{route=\"embed\",le=\"8\"} 1\n"
+            "batch_size_bucket{route=\"embed\",le=\"+Inf\"} 1\n"
+            "batch_size_sum{route=\"embed\"} 4\n"
+            "batch_size_count{route=\"embed\"} 1\n"
+            "batch_size_bucket{route=\"rerank\",le=\"1\"} 1\n"
+            "batch_size_bucket{route=\"rerank\",le=\"8\"} 1\n"
+            "batch_size_bucket{route=\"rerank\",le=\"+Inf\"} 2\n"
+            "batch_size_sum{route=\"rerank\"} 17\n"
+            "batch_size_count{route=\"rerank\"} 2\n");
+  EXPECT_EQ(Registry().Render(), "");
+}
+
 TEST(MetricsTest, ConcurrentUpdatesAreAllCounted) {
   Registry registry;
   Counter& counter = registry.AddCounter("events_total", "Events");

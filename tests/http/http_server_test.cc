@@ -1,6 +1,7 @@
 // The HTTP server over raw loopback sockets, so that a test can send what no HTTP client
-// library would: trailers and chunk extensions megabytes long, pipelined HEAD requests, and
-// connections that wait in the backlog while the process has no file descriptor left.
+// library would: trailers and chunk extensions megabytes long, chunk sizes that are no sizes,
+// pipelined HEAD requests, requests in turn on one kept-alive connection, and connections that
+// wait in the backlog while the process has no file descriptor left.
 #include "http/http_server.h"
 
 #include <gtest/gtest.h>
@@ -257,6 +258,130 @@ TEST(HttpServerTest, HeadAnswersCarryNoBody) {
   EXPECT_EQ(text.substr(head_end + 4, 12), "HTTP/1.1 200") << text;
   EXPECT_EQ(text.find("hello world"), text.rfind("hello world")) << "one body, the GET's: " << text;
   EXPECT_EQ(text.substr(text.size() - 11), "hello world") << text;
+}
+
+// The status line's code of the first answer in `answer` ("" when there is none).
+std::string StatusCode(const std::string& answer) {
+  return answer.starts_with("HTTP/1.1 ") && answer.size() >= 12 ? answer.substr(9, 3) : "";
+}
+
+// A chunked body the parser cannot read is a malformed request (400), whether the chunk size
+// is not hexadecimal, is signed, overflows 64 bits or is missing, or the chunk's data runs past
+// its size; a size beyond the payload limit is 413 as soon as it is read. A Content-Length that
+// is not a number is 400 too. None reaches the handler, and the connection is closed after.
+TEST(HttpServerTest, ChunkedBodiesWithBadSizesAreRefused) {
+  TestServer server(1000);
+  const std::string head = "POST /x HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const struct {
+    const char* name;
+    std::string body;
+    const char* status;
+  } cases[] = {
+      {"not hexadecimal", "zz\r\nhello\r\n0\r\n\r\n", "400"},
+      {"signed", "-5\r\nhello\r\n0\r\n\r\n", "400"},
+      {"past 64 bits", "1ffffffffffffffff\r\nhello\r\n0\r\n\r\n", "400"},
+      {"missing", "\r\nhello\r\n0\r\n\r\n", "400"},
+      {"data longer than its size", "3\r\nhello\r\n0\r\n\r\n", "400"},
+      {"no CRLF after the data", "5\r\nhelloXX0\r\n\r\n", "400"},
+      {"over the payload limit", "3e9\r\n", "413"},  // 1001 bytes, one past the limit
+      {"over the payload limit in 64 bits", "ffffffffffffffff\r\n", "413"},
+  };
+  for (const auto& test : cases) {
+    const Refusal refusal = SendOversizedPart(server.port(), head + test.body, "", 0, "");
+    EXPECT_EQ(StatusCode(refusal.answer), test.status) << test.name << ": " << refusal.answer;
+    EXPECT_LT(refusal.seconds, 4.0) << test.name << ": the server waited for more";
+  }
+  for (const char* length : {"abc", "-1", "1e3", "99999999999999999999999"}) {
+    const Refusal refusal = SendOversizedPart(
+        server.port(), std::string("POST /x HTTP/1.1\r\nHost: test\r\nContent-Length: ") + length + "\r\n\r\nhello", "",
+        0, "");
+    EXPECT_EQ(StatusCode(refusal.answer), "400") << "Content-Length " << length << ": " << refusal.answer;
+  }
+  EXPECT_EQ(server.handled(), 0) << "the handler was given a request it could not have read";
+  // The limit itself is read: chunks that add up to 1000 bytes.
+  const Refusal fits = SendOversizedPart(
+      server.port(), head.substr(0, head.size() - 2) + "Connection: close\r\n\r\n1f4\r\n" + std::string(500, 'a') +
+                         "\r\n1F4\r\n" + std::string(500, 'b') + "\r\n0\r\n\r\n",
+      "", 0, "");
+  EXPECT_EQ(StatusCode(fits.answer), "200") << fits.answer;
+  EXPECT_EQ(server.handled(), 1);
+}
+
+// Reads one answer from `socket_fd`: its head and the Content-Length bytes of body after it;
+// what the server sent beyond them is left unread. "" when the connection ends first.
+std::string ReceiveOneAnswer(int socket_fd) {
+  std::string received;
+  char byte;
+  while (received.find("\r\n\r\n") == std::string::npos) {
+    if (::recv(socket_fd, &byte, 1, 0) != 1) return "";
+    received += byte;
+  }
+  const size_t field = received.find("Content-Length: ");
+  size_t body = field == std::string::npos ? 0 : std::stoul(received.substr(field + 16));
+  while (body > 0) {
+    if (::recv(socket_fd, &byte, 1, 0) != 1) return "";
+    received += byte;
+    --body;
+  }
+  return received;
+}
+
+// The connection is closed from the server's side: a read ends (0) at once instead of waiting
+// for the 5 s receive timeout.
+bool ClosedByServer(int socket_fd) {
+  char byte;
+  const Clock::time_point start = Clock::now();
+  const ssize_t count = ::recv(socket_fd, &byte, 1, 0);
+  return count == 0 && Clock::now() - start < std::chrono::seconds(4);
+}
+
+// An HTTP/1.1 connection stays open after each answer until the client says
+// "Connection: close"; an HTTP/1.0 one closes after its answer unless it asks for keep-alive;
+// an error the server finds itself closes the connection whatever the client asked.
+TEST(HttpServerTest, KeepAliveServesRequestsInTurnUntilTheClientCloses) {
+  TestServer server(1000);
+  const int socket_fd = NewSocket();
+  ASSERT_TRUE(Connect(socket_fd, server.port()));
+  for (int request = 1; request <= 3; ++request) {
+    ASSERT_TRUE(SendAll(socket_fd, "POST /x HTTP/1.1\r\nHost: test\r\nContent-Length: 2\r\n\r\nhi"));
+    const std::string answer = ReceiveOneAnswer(socket_fd);
+    EXPECT_EQ(StatusCode(answer), "200") << "request " << request << ": " << answer;
+    EXPECT_EQ(answer.find("Connection: close"), std::string::npos) << answer;
+    EXPECT_EQ(answer.substr(answer.size() - 11), "hello world");
+    EXPECT_EQ(server.handled(), request);
+  }
+  ASSERT_TRUE(SendAll(socket_fd, "GET /x HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"));
+  const std::string last = ReceiveOneAnswer(socket_fd);
+  EXPECT_EQ(StatusCode(last), "200") << last;
+  EXPECT_NE(last.find("Connection: close"), std::string::npos) << last;
+  EXPECT_TRUE(ClosedByServer(socket_fd));
+  ::close(socket_fd);
+  EXPECT_EQ(server.handled(), 4);
+
+  const int old_client = NewSocket();
+  ASSERT_TRUE(Connect(old_client, server.port()));
+  ASSERT_TRUE(SendAll(old_client, "GET /x HTTP/1.0\r\nHost: test\r\n\r\n"));
+  EXPECT_NE(ReceiveOneAnswer(old_client).find("hello world"), std::string::npos);
+  EXPECT_TRUE(ClosedByServer(old_client)) << "HTTP/1.0 without keep-alive left open";
+  ::close(old_client);
+  const int old_keep_alive = NewSocket();
+  ASSERT_TRUE(Connect(old_keep_alive, server.port()));
+  for (int request = 0; request < 2; ++request) {
+    ASSERT_TRUE(SendAll(old_keep_alive, "GET /x HTTP/1.0\r\nHost: test\r\nConnection: keep-alive\r\n\r\n"));
+    EXPECT_NE(ReceiveOneAnswer(old_keep_alive).find("hello world"), std::string::npos) << "request " << request;
+  }
+  ::close(old_keep_alive);
+  EXPECT_EQ(server.handled(), 7);
+
+  const int refused = NewSocket();
+  ASSERT_TRUE(Connect(refused, server.port()));
+  ASSERT_TRUE(SendAll(refused, "POST /x HTTP/1.1\r\nHost: test\r\nContent-Length: 1001\r\n\r\n"));
+  const std::string too_large = ReceiveOneAnswer(refused);
+  EXPECT_EQ(StatusCode(too_large), "413") << too_large;
+  EXPECT_NE(too_large.find("Connection: close"), std::string::npos) << too_large;
+  EXPECT_TRUE(ClosedByServer(refused)) << "a refused request's connection left open";
+  ::close(refused);
+  EXPECT_EQ(server.handled(), 7);
 }
 
 // Keeps the log lines that mention failed accepts (a count, and the last few), as the server

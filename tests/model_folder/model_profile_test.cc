@@ -1,11 +1,11 @@
 // The model_folder library alone, without an engine: the one profile of a model folder (what
 // it serves, its widths, its maximum length, sparse or not, its default pooling) that the
-// gateway and the worker both use, and the names of the kinds a folder names. The expected
-// values are what transformers and sentence-transformers make of the same files: the
-// folders' config.json fields (recorded in each golden's report.json by transformers 5.24),
-// a RoBERTa's positions starting after its pad id (transformers' create_position_ids, so
-// max_position_embeddings − pad − 1 tokens), sentence-transformers' max_seq_length capping it,
-// its Dense modules' out_features giving the width, and a …ForMaskedLM model served as SPLADE.
+// gateway and the worker both use. The expected values are what transformers and
+// sentence-transformers make of the same files: the folders' config.json fields (recorded in
+// each golden's report.json by transformers 5.24), a RoBERTa's positions starting after its pad
+// id (transformers' create_position_ids, so max_position_embeddings − pad − 1 tokens),
+// sentence-transformers' max_seq_length capping it, its Dense modules' out_features giving the
+// width, and a …ForMaskedLM model served as SPLADE.
 #include "model_folder/model_profile.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,6 @@
 #include <fstream>
 #include <string>
 
-#include "model_folder/kinds.h"
 #include "model_folder/model_options.h"
 #include "model_folder/yes_no_reranker.h"
 #include "temp_dir.h"
@@ -128,25 +127,9 @@ TEST(ModelProfileTest, AStaticEmbeddingFolderPoolsByMean) {
   EXPECT_GT(profile.embedding_width, 0);
 }
 
-// sentence-transformers' names in 1_Pooling/config.json ("lasttoken", "mean_sqrt_len_tokens")
-// and the command line's ("last-token", "mean-sqrt-len-tokens") name the same modes.
-TEST(PoolingNamesTest, EveryModeReadsBackFromItsNames) {
-  for (const ops::PoolingMode mode : ops::kPoolingModes) {
-    EXPECT_EQ(ops::PoolingModeFromName(ops::PoolingModeName(mode)), mode) << ops::PoolingModeName(mode);
-    EXPECT_EQ(ParsePoolingOption(PoolingOptionName(mode)), mode) << PoolingOptionName(mode);
-    EXPECT_EQ(ParsePoolingOption(ops::PoolingModeName(mode)), mode) << ops::PoolingModeName(mode);
-  }
-  EXPECT_EQ(ParsePoolingOption("lasttoken"), ops::PoolingMode::kLastToken);
-  EXPECT_EQ(ParsePoolingOption("last-token"), ops::PoolingMode::kLastToken);
-  EXPECT_EQ(ParsePoolingOption("mean_sqrt_len_tokens"), ops::PoolingMode::kMeanSqrtLen);
-  EXPECT_EQ(ParsePoolingOption("weightedmean"), ops::PoolingMode::kWeightedMean);
-  EXPECT_FALSE(ParsePoolingOption("average").has_value());
-  EXPECT_FALSE(ParsePoolingOption("").has_value());
-  EXPECT_FALSE(ParsePoolingOption("MEAN").has_value());
-  EXPECT_EQ(PoolingOptionNames(), "cls, mean, max, last-token, weightedmean, mean-sqrt-len-tokens, splade");
-}
-
-TEST(PoolingNamesTest, SpladeNeedsAMaskedLanguageModelHead) {
+// The real folders' heads: only the …ForMaskedLM ones can pool with splade (model_options_test
+// checks the rule on configs alone).
+TEST(ModelProfileTest, OnlyTheMaskedLanguageModelFoldersPoolWithSplade) {
   auto splade = ReadModelFolder(Golden("tiny-bert-splade"));
   auto plain = ReadModelFolder(Golden("tiny-mpnet"));
   ASSERT_TRUE(splade.ok() && plain.ok());
@@ -155,24 +138,6 @@ TEST(PoolingNamesTest, SpladeNeedsAMaskedLanguageModelHead) {
   const Status refused = CheckPoolingFitsModel(plain->config, ops::PoolingMode::kSplade);
   EXPECT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("masked-LM"), std::string::npos) << refused.message();
-}
-
-// transformers' ACT2FN names: "gelu" is the exact erf form, "gelu_new" and
-// "gelu_pytorch_tanh" the tanh approximation, "swish" is SiLU.
-TEST(ActivationNamesTest, TransformersNamesMapToTheirFunctions) {
-  EXPECT_EQ(ops::ActivationFromName("gelu"), ops::Activation::kGeluErf);
-  EXPECT_EQ(ops::ActivationFromName("gelu_pytorch_tanh"), ops::Activation::kGeluTanh);
-  EXPECT_EQ(ops::ActivationFromName("gelu_new"), ops::Activation::kGeluTanh);
-  EXPECT_EQ(ops::ActivationFromName("relu"), ops::Activation::kRelu);
-  EXPECT_EQ(ops::ActivationFromName("silu"), ops::Activation::kSilu);
-  EXPECT_EQ(ops::ActivationFromName("swish"), ops::Activation::kSilu);
-  EXPECT_FALSE(ops::ActivationFromName("softmax").has_value());
-}
-
-TEST(ModelIdTest, TheFolderNameUnlessOneIsGiven) {
-  EXPECT_EQ(ModelIdOf("models/e5-small", ""), "e5-small");
-  EXPECT_EQ(ModelIdOf("models/e5-small/", ""), "e5-small");
-  EXPECT_EQ(ModelIdOf("models/e5-small", "intfloat/e5-small"), "intfloat/e5-small");
 }
 
 }  // namespace

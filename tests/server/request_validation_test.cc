@@ -179,6 +179,93 @@ TEST(RequestValidationTest, SpansMustLieInsideTheirSequence) {
   EXPECT_FALSE(ValidateWorkRequest(request, Limits()).ok());
 }
 
+// The rules the tests above check only by ok(), and those of token vectors and MaxSim, each
+// with its own message, so that every refusal of ValidateWorkRequest is reached by one case.
+TEST(RequestValidationTest, EachRefusalSaysWhichRule) {
+  ModelLimits colbert = Limits();
+  colbert.multi_vector = true;
+  ModelLimits reranker = Limits();
+  reranker.num_labels = 1;
+  ModelLimits untyped = Limits();
+  untyped.type_vocabulary_size = 0;
+  ModelLimits sparse = Limits();
+  sparse.default_pooling = engine::ops::PoolingMode::kSplade;
+  struct Case {
+    const char* name;
+    ModelLimits limits;
+    std::function<void(WorkRequest&)> change;
+    std::string expected;  // in the message
+  };
+  const auto token_vectors = [](WorkRequest& r) { r.kind = WorkKind::kTokenVectors; };
+  const std::vector<Case> cases = {
+      {"token vectors from a single-vector model", Limits(), token_vectors, "not a multi-vector (ColBERT) model"},
+      {"MaxSim from a single-vector model", Limits(), [](WorkRequest& r) { r.kind = WorkKind::kMaxSim; },
+       "not a multi-vector (ColBERT) model"},
+      {"pooled token vectors", colbert,
+       [](WorkRequest& r) { r.kind = WorkKind::kTokenVectors; r.pooling = engine::ops::PoolingMode::kMean; },
+       "token vectors are neither pooled nor truncated"},
+      {"truncated MaxSim", colbert, [](WorkRequest& r) { r.kind = WorkKind::kMaxSim; r.dimensions = 8; },
+       "token vectors are neither pooled nor truncated"},
+      {"key lengths on an embedding", colbert, [](WorkRequest& r) { r.key_lengths = {3, 2}; },
+       "key_lengths and skip_token_ids apply to token vectors and MaxSim only"},
+      {"skipped ids on an embedding", colbert, [](WorkRequest& r) { r.skip_token_ids = {4}; },
+       "key_lengths and skip_token_ids apply to token vectors and MaxSim only"},
+      {"key lengths miscounted", colbert, [](WorkRequest& r) { r.kind = WorkKind::kTokenVectors; r.key_lengths = {3}; },
+       "key_lengths has 1 entries for 2 sequences"},
+      {"key length past its sequence", colbert,
+       [](WorkRequest& r) { r.kind = WorkKind::kMaxSim; r.key_lengths = {4, 2}; },
+       "key length 4 of sequence 0 is outside 0..its 3 tokens"},
+      {"negative key length", colbert,
+       [](WorkRequest& r) { r.kind = WorkKind::kTokenVectors; r.key_lengths = {3, -1}; },
+       "key length -1 of sequence 1"},
+      {"embeddings from a reranker", reranker, [](WorkRequest&) {}, "it scores, it does not embed"},
+      {"adapter below -1", Limits(), [](WorkRequest& r) { r.adapter = -2; }, "adapter must be -1 (none)"},
+      {"a second token type on an untyped model", untyped,
+       [](WorkRequest& r) { r.token_type_ids = Packed({0, 0, 0, 0, 1}); },
+       "token type id 1 at position 1 of sequence 1 is outside 0..0"},
+      {"spans pooled by splade", Limits(),
+       [](WorkRequest& r) { r.pooling = engine::ops::PoolingMode::kSplade; r.span_counts = {1, 1}; r.spans = {0, 3, 0, 2}; },
+       "spans (late chunking) cannot pool splade vectors"},
+      {"spans on a model pooling splade by default", sparse,
+       [](WorkRequest& r) { r.span_counts = {1, 1}; r.spans = {0, 3, 0, 2}; },
+       "spans (late chunking) cannot pool splade vectors"},
+      {"span counts miscounted", Limits(), [](WorkRequest& r) { r.span_counts = {1}; r.spans = {0, 3}; },
+       "span_counts has 1 entries for 2 sequences"},
+      {"a sequence without spans", Limits(), [](WorkRequest& r) { r.span_counts = {1, 0}; r.spans = {0, 3}; },
+       "sequence 1 has no span"},
+      {"more spans counted than sent", Limits(), [](WorkRequest& r) { r.span_counts = {1, 2}; r.spans = {0, 3, 0, 1}; },
+       "span_counts add up to more spans than the 2 sent"},
+      {"a span past its sequence", Limits(), [](WorkRequest& r) { r.span_counts = {1, 1}; r.spans = {0, 3, 1, 3}; },
+       "span 0 [1, 3) of sequence 1 is empty or outside its 2 tokens"},
+      {"an empty span", Limits(), [](WorkRequest& r) { r.span_counts = {2, 1}; r.spans = {0, 1, 1, 1, 0, 2}; },
+       "span 1 [1, 1) of sequence 0 is empty"},
+      {"a span before its sequence", Limits(), [](WorkRequest& r) { r.span_counts = {1, 1}; r.spans = {-1, 2, 0, 2}; },
+       "span 0 [-1, 2) of sequence 0"},
+      {"more spans sent than counted", Limits(),
+       [](WorkRequest& r) { r.span_counts = {1, 1}; r.spans = {0, 3, 0, 2, 0, 1}; },
+       "span_counts add up to 2 spans but 3 were sent"},
+  };
+  for (const Case& test : cases) {
+    WorkRequest request;
+    SetTwoSequences(request);
+    test.change(request);
+    const Status status = ValidateWorkRequest(request, test.limits);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << test.name;
+    EXPECT_NE(status.message().find(test.expected), std::string::npos) << test.name << ": " << status.message();
+  }
+  // What a multi-vector model does take: its token vectors and MaxSim, with key lengths (0: all
+  // keys) and skipped ids.
+  for (const WorkKind kind : {WorkKind::kTokenVectors, WorkKind::kMaxSim}) {
+    WorkRequest request;
+    SetTwoSequences(request);
+    request.kind = kind;
+    request.key_lengths = {0, 2};
+    request.skip_token_ids = {4};
+    const Status status = ValidateWorkRequest(request, colbert);
+    EXPECT_TRUE(status.ok()) << status.message();
+  }
+}
+
 // `sent` encoded as the gateway sends it and decoded as the worker reads it.
 template <typename Message>
 std::unique_ptr<WorkRequest> RoundTrip(const WorkRequest& sent, void (*encode)(const WorkRequest&, Message&),
@@ -277,6 +364,80 @@ TEST(RequestCodingTest, AScoreRequestReadsBackAsItWasSent) {
   EXPECT_EQ(read.kind, WorkKind::kScore);
   ExpectSameSequences(read, sent);
   EXPECT_EQ(read.priority, Priority::kHigh);
+}
+
+// Token vectors and MaxSim travel with their key lengths and skipped ids; every pooling mode
+// has its own wire value and reads back as itself.
+TEST(RequestCodingTest, TokenVectorRequestsAndEveryPoolingReadBackAsSent) {
+  for (const WorkKind kind : {WorkKind::kTokenVectors, WorkKind::kMaxSim}) {
+    WorkRequest sent;
+    SetTwoSequences(sent);
+    sent.kind = kind;
+    sent.key_lengths = {3, 0};
+    sent.skip_token_ids = {7, 9};
+    const auto read_back = RoundTrip<v1::EmbedRequest>(sent, EncodeEmbedRequest, DecodeEmbedRequest);
+    EXPECT_EQ(read_back->kind, kind);
+    ExpectSameSequences(*read_back, sent);
+    EXPECT_EQ(read_back->key_lengths, sent.key_lengths);
+    EXPECT_EQ(read_back->skip_token_ids, sent.skip_token_ids);
+    EXPECT_FALSE(read_back->pooling.has_value());
+  }
+  std::vector<v1::Pooling> wire_values;
+  for (const engine::ops::PoolingMode mode : engine::ops::kPoolingModes) {
+    WorkRequest sent;
+    SetTwoSequences(sent);
+    sent.pooling = mode;
+    v1::EmbedRequest message;
+    EncodeEmbedRequest(sent, message);
+    EXPECT_NE(message.pooling(), v1::POOLING_MODEL_DEFAULT) << engine::ops::PoolingModeName(mode);
+    for (const v1::Pooling other : wire_values) EXPECT_NE(message.pooling(), other) << engine::ops::PoolingModeName(mode);
+    wire_values.push_back(message.pooling());
+    WorkRequest read;
+    ASSERT_TRUE(DecodeEmbedRequest(message, read).ok());
+    EXPECT_EQ(read.pooling, mode) << engine::ops::PoolingModeName(mode);
+  }
+}
+
+TEST(RequestCodingTest, EachMalformedFieldIsRefusedByName) {
+  const auto refusal = [](const v1::EmbedRequest& message) {
+    WorkRequest request;
+    const Status status = DecodeEmbedRequest(message, request);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    return status.message();
+  };
+  v1::EmbedRequest two_kinds;
+  two_kinds.set_token_embeddings(true);
+  two_kinds.set_max_sim(true);
+  EXPECT_NE(refusal(two_kinds).find("exclude each other"), std::string::npos);
+  v1::EmbedRequest vectors_and_max_sim;
+  vectors_and_max_sim.set_token_vectors(true);
+  vectors_and_max_sim.set_max_sim(true);
+  EXPECT_NE(refusal(vectors_and_max_sim).find("exclude each other"), std::string::npos);
+  v1::EmbedRequest key_lengths;
+  key_lengths.set_key_lengths("abcde");
+  EXPECT_NE(refusal(key_lengths).find("key_lengths and skip_token_ids must be packed int32"), std::string::npos);
+  v1::EmbedRequest skip;
+  skip.set_skip_token_ids("ab");
+  EXPECT_NE(refusal(skip).find("key_lengths and skip_token_ids must be packed int32"), std::string::npos);
+  v1::EmbedRequest lengths;
+  lengths.mutable_sequences()->set_lengths("abc");
+  EXPECT_NE(refusal(lengths).find("token_ids, lengths and token_type_ids must be packed int32"), std::string::npos);
+  v1::EmbedRequest types;
+  types.mutable_sequences()->set_token_type_ids("a");
+  EXPECT_NE(refusal(types).find("token_ids, lengths and token_type_ids must be packed int32"), std::string::npos);
+  v1::EmbedRequest span_counts;
+  span_counts.set_span_counts("abc");
+  EXPECT_NE(refusal(span_counts).find("span_counts and spans must be packed int32"), std::string::npos);
+  v1::EmbedRequest priority;
+  priority.set_priority(static_cast<v1::Priority>(42));
+  EXPECT_NE(refusal(priority).find("unknown priority 42"), std::string::npos);
+  v1::ScoreRequest score;
+  score.set_priority(static_cast<v1::Priority>(42));
+  WorkRequest request;
+  EXPECT_NE(DecodeScoreRequest(score, request).message().find("unknown priority 42"), std::string::npos);
+  v1::ScoreRequest score_ids;
+  score_ids.mutable_sequences()->set_token_ids("abcde");
+  EXPECT_EQ(DecodeScoreRequest(score_ids, request).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(RequestCodingTest, MalformedMessagesAreRefused) {

@@ -354,6 +354,34 @@ TEST(TokenizerLoadTest, UnsupportedModelTypes) {
   EXPECT_THAT(sentencepiece_bpe.status().message(), HasSubstr("type 2"));
 }
 
+// A BPE or WordPiece vocabulary maps pieces to ids from 0 to INT32_MAX; any other id (negative,
+// past 32 bits, fractional, a string) is refused with the vocabulary and the piece named.
+TEST(TokenizerLoadTest, VocabularyIdsOutsideInt32AreRefusedByPiece) {
+  for (const char* id : {"-1", "2147483648", "1.5", "\"1\"", "null"}) {
+    const std::string vocabulary = std::string(R"({"a": 0, "bad": )") + id + "}";
+    auto bpe = Tokenizer::LoadFromBytes(R"({"model": {"type": "BPE", "merges": [], "vocab": )" + vocabulary + "}}",
+                                        /*is_json=*/true);
+    ASSERT_FALSE(bpe.ok()) << id;
+    EXPECT_THAT(bpe.status().message(), HasSubstr("BPE vocab entry \"bad\" has no valid id")) << id;
+    auto wordpiece = Tokenizer::LoadFromBytes(R"({"model": {"type": "WordPiece", "vocab": )" + vocabulary + "}}",
+                                              /*is_json=*/true);
+    ASSERT_FALSE(wordpiece.ok()) << id;
+    EXPECT_THAT(wordpiece.status().message(), HasSubstr("WordPiece vocab entry \"bad\" has no valid id")) << id;
+    TempDirectory directory;
+    directory.Write("vocab.json", vocabulary);
+    directory.Write("merges.txt", "#version: 0.2\n");
+    auto vocab_json = Tokenizer::Load(directory.path().string());
+    ASSERT_FALSE(vocab_json.ok()) << id;
+    EXPECT_THAT(vocab_json.status().message(), HasSubstr("vocab.json entry \"bad\" has no valid id")) << id;
+  }
+  // The largest valid id is read (and then refused as a table too sparse to build, by its id).
+  auto largest = Tokenizer::LoadFromBytes(
+      R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 2147483647}}})", /*is_json=*/true);
+  ASSERT_FALSE(largest.ok());
+  EXPECT_THAT(largest.status().message(), HasSubstr("2147483647"));
+  EXPECT_THAT(largest.status().message(), ::testing::Not(HasSubstr("has no valid id")));
+}
+
 const char kMinimalUnigram[] =
     R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["a", -1.0]]})";
 

@@ -1,18 +1,28 @@
-// config.json and sentence-transformers readers on the real files in ../shared/models and
-// on broken ones written by the test.
+// The config.json and sentence-transformers readers, and ReadModelFolder over both, on the
+// real files in ../shared/models and tests/engine/data and on small folders the test writes:
+// what they read, and that a folder they cannot serve as its library would is refused with
+// the file and the key named.
+#include "model_folder/model_config.h"
+
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include "model_folder/model_config.h"
-#include "test_files.h"
+#include "temp_dir.h"
 
 namespace stamen::engine {
 namespace {
 
-using testing::TempDir;
-using testing::WriteFile;
+using stamen::test::TempDir;
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
 
 const std::string kShared = STAMEN_SHARED_DIR;
 
@@ -259,6 +269,107 @@ TEST(SentenceTransformersTest, ReadsWeightedMeanSqrtLenAndSplade) {
   auto sum = ReadSentenceTransformersConfig(dir.path());
   ASSERT_FALSE(sum.ok());
   EXPECT_NE(sum.status().message().find("pooling_strategy"), std::string::npos) << sum.status().message();
+}
+
+// ReadModelFolder: the whole folder, config.json with the sentence-transformers files.
+
+constexpr char kBertConfig[] =
+    R"({"architectures":["BertModel"],"model_type":"bert","hidden_size":8,"num_hidden_layers":1,)"
+    R"("num_attention_heads":2,"intermediate_size":16,"vocab_size":10,"max_position_embeddings":16,)"
+    R"("type_vocab_size":2})";
+constexpr char kPoolingModules[] =
+    R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
+    R"({"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},)"
+    R"({"idx":2,"name":"2","path":"2_Normalize","type":"sentence_transformers.models.Normalize"}])";
+
+// The folder's error ("" when it was read), which must name `file` (relative to the folder).
+std::string FolderError(const TempDir& dir, const std::string& file) {
+  auto folder = ReadModelFolder(dir.path());
+  if (folder.ok()) return "";
+  EXPECT_NE(folder.status().message().find(dir.File(file)), std::string::npos) << folder.status().message();
+  return folder.status().message();
+}
+
+TEST(ReadModelFolderTest, AFolderWithConfigAndModulesIsRead) {
+  TempDir dir("stamen_model_folder");
+  WriteFile(dir.File("config.json"), kBertConfig);
+  auto bare = ReadModelFolder(dir.path());
+  ASSERT_TRUE(bare.ok()) << bare.status().message();
+  EXPECT_EQ(bare->config.architecture, "BertModel");
+  EXPECT_EQ(bare->config.family, ModelFamily::kBert);
+  EXPECT_EQ(bare->config.hidden_size, 8);
+  EXPECT_EQ(bare->config.head_dim, 4);
+  EXPECT_EQ(bare->config.type_vocab_size, 2);
+  EXPECT_FALSE(bare->sentence_transformers.has_modules);
+  EXPECT_FALSE(bare->sentence_transformers.pooling.has_value());
+  EXPECT_FALSE(bare->config.bge_m3.enabled);
+
+  WriteFile(dir.File("modules.json"), kPoolingModules);
+  WriteFile(dir.File("1_Pooling/config.json"), R"({"word_embedding_dimension":8,"pooling_mode":"cls"})");
+  WriteFile(dir.File("sentence_bert_config.json"), R"({"max_seq_length":12})");
+  auto pooled = ReadModelFolder(dir.path());
+  ASSERT_TRUE(pooled.ok()) << pooled.status().message();
+  EXPECT_TRUE(pooled->sentence_transformers.has_modules);
+  EXPECT_EQ(pooled->sentence_transformers.pooling, ops::PoolingMode::kCls);
+  EXPECT_TRUE(pooled->sentence_transformers.normalize);
+  EXPECT_EQ(pooled->sentence_transformers.max_seq_length, 12);
+}
+
+TEST(ReadModelFolderTest, AFolderWithoutConfigJsonIsRefused) {
+  TempDir dir("stamen_model_folder");
+  EXPECT_NE(FolderError(dir, "config.json").find("cannot read"), std::string::npos);
+  // The sentence-transformers files alone do not make a model.
+  WriteFile(dir.File("modules.json"), kPoolingModules);
+  WriteFile(dir.File("1_Pooling/config.json"), R"({"pooling_mode":"mean"})");
+  EXPECT_NE(FolderError(dir, "config.json").find("cannot read"), std::string::npos);
+  EXPECT_FALSE(ReadModelFolder(dir.File("no-such-folder")).ok());
+}
+
+TEST(ReadModelFolderTest, AConfigJsonThatIsNoJsonObjectIsRefused) {
+  TempDir dir("stamen_model_folder");
+  for (const char* text : {"", "{\"architectures\":", "{\"hidden_size\": 8,}", "not json"}) {
+    WriteFile(dir.File("config.json"), text);
+    EXPECT_NE(FolderError(dir, "config.json").find("not valid JSON"), std::string::npos) << '"' << text << '"';
+  }
+  WriteFile(dir.File("config.json"), "[1, 2]");
+  EXPECT_NE(FolderError(dir, "config.json").find("not a JSON object"), std::string::npos);
+}
+
+TEST(ReadModelFolderTest, AnUnknownArchitectureIsRefusedWithTheSupportedOnes) {
+  TempDir dir("stamen_model_folder");
+  WriteFile(dir.File("config.json"), std::string(R"({"architectures":["T5EncoderModel"],)") + kShape + "}");
+  const std::string error = FolderError(dir, "config.json");
+  EXPECT_NE(error.find("architecture 'T5EncoderModel' is not supported"), std::string::npos) << error;
+  for (const std::string& supported : SupportedArchitectures()) {
+    EXPECT_NE(error.find(supported), std::string::npos) << supported << " is not listed in: " << error;
+  }
+  // Without "architectures", an unknown model_type is refused by name.
+  WriteFile(dir.File("config.json"), std::string(R"({"model_type":"t5",)") + kShape + "}");
+  EXPECT_NE(FolderError(dir, "config.json").find("model_type 't5' is not supported"), std::string::npos);
+  WriteFile(dir.File("config.json"), std::string(R"({"architectures":[],)") + kShape + "}");
+  EXPECT_NE(FolderError(dir, "config.json").find("'architectures' must be a non-empty list"), std::string::npos);
+}
+
+TEST(ReadModelFolderTest, APoolingNameThatDoesNotExistIsRefused) {
+  TempDir dir("stamen_model_folder");
+  WriteFile(dir.File("config.json"), kBertConfig);
+  WriteFile(dir.File("modules.json"), kPoolingModules);
+  for (const char* name : {"average", "MEAN", "last-token", ""}) {
+    WriteFile(dir.File("1_Pooling/config.json"), std::string(R"({"pooling_mode":")") + name + "\"}");
+    const std::string error = FolderError(dir, "1_Pooling/config.json");
+    EXPECT_NE(error.find(std::string("key 'pooling_mode' names unsupported mode '") + name + "'"), std::string::npos)
+        << error;
+  }
+  // A Pooling module that enables no mode at all, and a module type the engine does not run.
+  WriteFile(dir.File("1_Pooling/config.json"), R"({"pooling_mode_cls_token":false,"pooling_mode_mean_tokens":false})");
+  EXPECT_NE(FolderError(dir, "1_Pooling/config.json").find("no pooling mode is enabled"), std::string::npos);
+  WriteFile(dir.File("modules.json"),
+            R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
+            R"({"idx":1,"name":"1","path":"1_LSTM","type":"sentence_transformers.models.LSTM"}])");
+  EXPECT_NE(FolderError(dir, "modules.json").find("module type 'sentence_transformers.models.LSTM' is not supported"),
+            std::string::npos);
+  WriteFile(dir.File("modules.json"), R"({"not": "a list"})");
+  EXPECT_NE(FolderError(dir, "modules.json").find("not a JSON list"), std::string::npos);
 }
 
 }  // namespace
