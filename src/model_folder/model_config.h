@@ -131,6 +131,10 @@ struct ModelConfig {
   ops::PoolingMode classifier_pooling = ops::PoolingMode::kCls;
   ops::Activation classifier_activation = ops::Activation::kTanh;
   bool classifier_bias = true;
+  // The head runs on every token and its logits are averaged (EuroBERT's classifier_pooling
+  // "late"; classifier_pooling is then kMean): the dense layer and activation on every token, the
+  // mean of those, then the output layer, which is linear, so the mean of its outputs.
+  bool classifier_late_pooling = false;
   // pplx-embed-v1: every pooled vector is served as round(127·tanh(x)) (its remote code's int8
   // embedding, TEI's pplx1.rs), before any normalisation, which would undo it.
   bool pooled_tanh_int8 = false;

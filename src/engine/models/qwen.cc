@@ -1,6 +1,7 @@
 // Qwen2, Qwen3, Llama and Mistral decoders (and pplx-embed-v1, llama-nemotron-embed and EuroBERT,
 // bidirectional encoders with their blocks) as embedding models, and as scorers through
-// *ForSequenceClassification's `score` head on the last token (pre-RMSNorm transformer,
+// *ForSequenceClassification's `score` head on the last token (EuroBERT's: a pooled dense → GELU →
+// classifier head, layers::Classify) (pre-RMSNorm transformer,
 // rotary positions, grouped-query attention, SwiGLU feed-forward, no KV cache: each step sees
 // whole sequences). Llama and Mistral are Qwen2 without the q/k/v biases (unless Llama's
 // attention_bias), Mistral with a causal sliding window (e5-mistral, SFR, Linq embedders).
@@ -32,8 +33,11 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
                                                           config.family == ModelFamily::kPplxQwen3,
                                             .output_bias = config.family == ModelFamily::kEuroBert && config.attention_bias};
   layers::VisitPreNormDecoder(visit, weights, prefix, schema, config);
-  // *ForSequenceClassification keeps its head beside the backbone ("model."), as `score`.
-  if (config.head == ModelHead::kSequenceClassification && config.yes_no_token_ids.empty()) {
+  // *ForSequenceClassification keeps its head beside the backbone ("model."), as `score`; EuroBERT's
+  // as `dense` and `classifier` (EuroBertForSequenceClassification; pooled as config.classifier_pooling).
+  if (config.head == ModelHead::kSequenceClassification && config.family == ModelFamily::kEuroBert) {
+    layers::VisitClassifier(visit, weights.head, "dense", "classifier", config.hidden_size, config.num_labels);
+  } else if (config.head == ModelHead::kSequenceClassification && config.yes_no_token_ids.empty()) {
     visit.Tensor(weights.score, {"score.weight", {config.num_labels, config.hidden_size}});
   }
   // A causal LM's untied output projection (or EuroBertForMaskedLM's prediction head, as the hub
