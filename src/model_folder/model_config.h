@@ -142,7 +142,8 @@ struct ModelConfig {
   // encoder.layers.i.attn.Wqkv, mlp.fc11 / fc12, …; GTE's encoder.layer.i.attention.qkv_proj,
   // mlp.up_gate_proj, …), as the hub's folders and transformers 5.25's save_pretrained write
   // them, instead of transformers' in-memory names (layers.i.self_attn.q_proj, …). The reader
-  // sets it; loading decides it from the tensors present.
+  // sets it; loading decides it from the tensors present. EuroBertForSequenceClassification: the
+  // head's output layer is out_proj (the hub's first remote code) instead of classifier, set at load.
   bool remote_code_tensors = false;
   // jina-embeddings-v3's task adapters (config.json's lora_adaptations, in the order of the
   // adapter tensors' first axis): a step may name one per sequence, and each of its LoRA

@@ -209,6 +209,49 @@ TEST(BidirectionalEncodersTest, EuroBertClassifierRemoteCodeOfAnotherReaderIsRef
   EXPECT_EQ(native->architecture, "EuroBertForSequenceClassification");
 }
 
+// A fine-tune of the hub's first modeling_eurobert.py names the head's output layer out_proj (the
+// later code and transformers: classifier); the same forward, so the same logits: the late
+// reranker's tensors with classifier.* renamed, every sequence alone and packed, against its goldens.
+TEST(BidirectionalEncodersTest, EuroBertClassifierWithOutProjNamesMatchesTransformers) {
+  const std::string folder = kData + "tiny-eurobert-reranker-late/";
+  auto weights = WeightStore::OpenFile(folder + "model.safetensors");
+  ASSERT_TRUE(weights.ok()) << weights.status().message();
+  testing::SafetensorsBuilder renamed;
+  bool had_classifier = false;
+  for (const std::string& name : weights->Names()) {
+    auto tensor = weights->Load(name);
+    ASSERT_TRUE(tensor.ok()) << tensor.status().message();
+    std::vector<int64_t> shape;
+    for (int axis = 0; axis < tensor->rank(); ++axis) shape.push_back(tensor->dim(axis));
+    const float* values = tensor->data<float>();
+    const bool head = name.starts_with("classifier.");
+    had_classifier = had_classifier || head;
+    renamed.AddFloats(head ? "out_proj." + name.substr(11) : name, shape,
+                      std::vector<float>(values, values + tensor->NumElements()));
+  }
+  ASSERT_TRUE(had_classifier);
+  TempDir dir;
+  WriteFile(dir.File("config.json"), ReadText(folder + "config.json"));
+  WriteFile(dir.File("model.safetensors"), renamed.Bytes());
+  auto engine = Engine::Load(dir.File(""), {.num_threads = 1});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto golden = WeightStore::OpenFile(folder + "golden.safetensors");
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  std::vector<int32_t> ids, bounds = {0};
+  std::vector<float> expected;
+  for (int i = 0; i < 6; ++i) {
+    auto sequence = golden->Load("input_ids_" + std::to_string(i), DataType::kI64);
+    auto logits = golden->Load("logits_" + std::to_string(i));
+    ASSERT_TRUE(sequence.ok() && logits.ok());
+    ids.insert(ids.end(), sequence->data<int64_t>(), sequence->data<int64_t>() + sequence->NumElements());
+    bounds.push_back(static_cast<int32_t>(ids.size()));
+    expected.push_back(logits->data<float>()[0]);
+  }
+  auto scores = (*engine)->Step({ids, bounds, {}}, {.output = StepOutput::kScores});
+  ASSERT_TRUE(scores.ok() && scores->Wait().ok());
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(scores->Row(i)[0], expected[i], 1e-4) << "sequence " << i;
+}
+
 // pplx-embed-v1 serves round(127·tanh(mean)): every value an integer within 0.5 of the float64
 // 127·tanh(mean) (a rounding flip is allowed only there), and nearly all equal to its rounding.
 TEST(BidirectionalEncodersTest, PplxServesInt8MeanVectors) {
