@@ -35,6 +35,8 @@ enum class Family {
   kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker, kMpnet, kModernBert, kGemma3,
   // Issue 48: bidirectional Llama / Qwen3 encoders.
   kEuroBert, kPplxQwen3, kLlamaBidirectional,
+  // Issue 48: EuroBertForSequenceClassification, as a fine-tune of the hub's remote code saves it.
+  kEuroBertReranker,
   // Issue 48: rotary post-norm encoders, as the hub's folders hold them.
   kNomicBert, kGte, kGteReranker,
   // Issue 48: JinaBERT (ALiBi), as the hub's folders hold it.
@@ -81,6 +83,10 @@ constexpr Like kLikes[] = {
     // sentence-transformers files: mean pooling, the bidirectional default); BERT's tokenizer
     // stands in for its Llama 3 one (ids < 30,522 fit its 128,256).
     {"EuroBERT-210m", Family::kEuroBert, 768, 12, 12, 12, 64, 3072, 8192, 128256, 0, nullptr, 0, "bert-base-uncased"},
+    // EuroBERT-210m fine-tuned as a reranker (EuroBertForSequenceClassification, clf_pooling "late",
+    // the default; --labels for a classifier), the hub's auto_map naming its head's class.
+    {"EuroBERT-210m-reranker", Family::kEuroBertReranker, 768, 12, 12, 12, 64, 3072, 8192, 128256, 0, nullptr, 0,
+     "bert-base-uncased"},
     // perplexity-ai/pplx-embed-v1-0.6b and -4b (Qwen3-0.6B's and Qwen3-4B's shapes, bidirectional,
     // mean pooling, int8 vectors); Qwen's tokenizer.
     {"pplx-embed-v1-0.6b", Family::kPplxQwen3, 1024, 28, 16, 8, 128, 3072, 32768, 151936, 0, "mean", 32768, "qwen2"},
@@ -309,6 +315,16 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
       return "{\n  \"architectures\": [\"EuroBertForMaskedLM\"],\n  \"attention_bias\": false,\n"
              "  \"auto_map\": {\"AutoConfig\": \"configuration_eurobert.EuroBertConfig\", "
              "\"AutoModel\": \"modeling_eurobert.EuroBertModel\", \"AutoModelForMaskedLM\": \"modeling_eurobert.EuroBertForMaskedLM\"},\n"
+             "  \"bos_token_id\": 128000,\n  \"eos_token_id\": 128001,\n  \"mask_token_id\": 128002,\n  \"mlp_bias\": false,\n"
+             "  \"model_type\": \"eurobert\",\n  \"pad_token_id\": 128001,\n  \"rms_norm_eps\": 1e-05,\n"
+             "  \"rope_scaling\": null,\n  \"rope_theta\": 250000,\n  \"tie_word_embeddings\": false,\n" +
+             DecoderShapesJson(like, layers, vocab) + "}\n";
+    case Family::kEuroBertReranker:
+      return "{\n  \"architectures\": [\"EuroBertForSequenceClassification\"],\n  \"attention_bias\": false,\n"
+             "  \"auto_map\": {\"AutoConfig\": \"configuration_eurobert.EuroBertConfig\", "
+             "\"AutoModel\": \"modeling_eurobert.EuroBertModel\", "
+             "\"AutoModelForSequenceClassification\": \"modeling_eurobert.EuroBertForSequenceClassification\"},\n"
+             "  \"clf_pooling\": \"late\",\n" + LabelsJson(labels) +
              "  \"bos_token_id\": 128000,\n  \"eos_token_id\": 128001,\n  \"mask_token_id\": 128002,\n  \"mlp_bias\": false,\n"
              "  \"model_type\": \"eurobert\",\n  \"pad_token_id\": 128001,\n  \"rms_norm_eps\": 1e-05,\n"
              "  \"rope_scaling\": null,\n  \"rope_theta\": 250000,\n  \"tie_word_embeddings\": false,\n" +
@@ -623,10 +639,11 @@ int MakeModel(const MakeModelOptions& options) {
                        like->family == Family::kQwen2Reranker || like->family == Family::kGemmaReranker;
   if (!decoder && vocab < 4) return Fail("--vocab-size must be at least 4");
   const bool classifier = like->family == Family::kBertClassifier || like->family == Family::kXlmRobertaClassifier ||
-                          like->family == Family::kGteReranker || like->family == Family::kJinaBertReranker;
+                          like->family == Family::kGteReranker || like->family == Family::kJinaBertReranker ||
+                          like->family == Family::kEuroBertReranker;
   if (options.labels < 0 || (options.labels > 1 && !classifier)) {
     return Fail("--labels must be positive, and only a classifier (bge-reranker-base, ms-marco-MiniLM-L6-v2, "
-                "gte-multilingual-reranker-base, jina-reranker-v1-turbo-en) has labels");
+                "gte-multilingual-reranker-base, jina-reranker-v1-turbo-en, EuroBERT-210m-reranker) has labels");
   }
   const int64_t labels = options.labels > 0 ? options.labels : 1;
 
@@ -698,7 +715,7 @@ void AddMakeModelCommand(CLI::App& app) {
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
   command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
                       "ms-marco-MiniLM-L6-v2, mpnet-base, modernbert-base, embeddinggemma-300m, EuroBERT-210m, "
-                      "pplx-embed-v1-0.6b, pplx-embed-v1-4b, llama-nemotron-embed-1b-v2, mxbai-rerank-base-v2, "
+                      "EuroBERT-210m-reranker, pplx-embed-v1-0.6b, pplx-embed-v1-4b, llama-nemotron-embed-1b-v2, mxbai-rerank-base-v2, "
                       "colbertv2.0 or bge-reranker-v2-gemma")
       ->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();

@@ -28,7 +28,9 @@ qwen2-classifier, qwen3-reranker, qwen3-reranker-tied (Qwen3ForCausalLM with a b
 tokenizer.json: `logits_i` [1, 1] = logit("yes") - logit("no") at the last position of the full
 vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `pair_ids_k` /
 `pair_logits_k` / `pair_yes_probability_k` for the model card's template around RERANKER_PAIRS,
-tokenized by HF tokenizers as the card does), eurobert, eurobert-bf16, pplx-embed, llama-bidirectional,
+tokenized by HF tokenizers as the card does), eurobert, eurobert-bf16, eurobert-reranker-late,
+eurobert-reranker-bos-bf16, eurobert-classifier-mean (EuroBertForSequenceClassification, one per
+classifier_pooling; report.json's batch_check: a padded batch against the single goldens), pplx-embed, llama-bidirectional,
 nomic-bert, nomic-bert-hub-bf16, gte, gte-hub-ntk-f16, gte-reranker, gte-reranker-hub (issue 48; the -hub
 folders hold the hub's remote-code config.json and tensor layout, reloaded by transformers with its own
 config through conversion_mapping.py), qwen2-mxbai-reranker (Qwen2ForCausalLM, tied: raw score
@@ -434,6 +436,39 @@ def eurobert(native=False):
                          "AutoModelForPreTraining": "modeling_eurobert.EuroBertPreTrainedModel"})
     return dict(cls=transformers.EuroBertForMaskedLM, config=config, seed=482, ids=(0, 1), pad=1, embedder=True,
                 legacy_config=hub, drop_config_keys=["rope_parameters"])
+
+
+EUROBERT_AUTO_MAP = {"AutoConfig": "configuration_eurobert.EuroBertConfig",
+                     "AutoModel": "modeling_eurobert.EuroBertModel",
+                     "AutoModelForMaskedLM": "modeling_eurobert.EuroBertForMaskedLM",
+                     "AutoModelForPreTraining": "modeling_eurobert.EuroBertPreTrainedModel",
+                     "AutoModelForSequenceClassification": "modeling_eurobert.EuroBertForSequenceClassification"}
+
+
+def eurobert_classifier(pooling, labels=1, hub=False, storage=None):
+    """EuroBertForSequenceClassification (transformers' own): the backbone under model., then dense ->
+    nn.GELU() -> classifier, pooled by classifier_pooling: "bos" (token 0 through the head), "mean"
+    (the mean of the tokens through the head) or "late" (the head on every token, logits averaged).
+    With labels > 1, id2label names them. hub: the config.json a fine-tune of the hub's remote code
+    writes (its key clf_pooling instead of classifier_pooling, rope_theta, an auto_map naming
+    modeling_eurobert), which transformers 5.25 reloads with its own class. Besides the usual
+    goldens, report.json's batch_check runs all six sequences as one right-padded batch with an
+    attention mask, as transformers computes a packed batch, against the single-sequence logits."""
+    shapes = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=128, max_position_embeddings=512, rms_norm_eps=1e-5, hidden_act="silu",
+                  rope_parameters={"rope_type": "default", "rope_theta": 250000.0}, attention_bias=not hub,
+                  mlp_bias=False, tie_word_embeddings=False, pad_token_id=1, bos_token_id=0, eos_token_id=1,
+                  mask_token_id=2, classifier_pooling=pooling, num_labels=labels, attn_implementation="eager")
+    if labels > 1:
+        names = ["negative", "neutral", "positive"][:labels]
+        shapes.update(id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+    spec = dict(cls=transformers.EuroBertForSequenceClassification, config=transformers.EuroBertConfig(**shapes),
+                seed=490 + labels + ["bos", "mean", "late"].index(pooling), ids=(0, 1), pad=1, batch_check=True,
+                storage=storage)
+    if hub:
+        spec.update(legacy_config=dict(clf_pooling=pooling, rope_theta=250000.0, auto_map=EUROBERT_AUTO_MAP),
+                    drop_config_keys=["rope_parameters", "classifier_pooling"])
+    return spec
 
 
 def pplx_embed():
@@ -1049,6 +1084,12 @@ FAMILIES = {
     # Issue 48: bidirectional Llama / Qwen3 encoders.
     "eurobert": eurobert,
     "eurobert-bf16": lambda: eurobert(native=True),
+    # EuroBertForSequenceClassification, one folder per classifier_pooling: a reranker as a hub
+    # fine-tune writes it ("late", the default), a reranker stored BF16 ("bos") and a 3-label
+    # classifier ("mean"), both in transformers' own layout.
+    "eurobert-reranker-late": lambda: eurobert_classifier("late", hub=True),
+    "eurobert-reranker-bos-bf16": lambda: eurobert_classifier("bos", storage=torch.bfloat16),
+    "eurobert-classifier-mean": lambda: eurobert_classifier("mean", labels=3),
     "pplx-embed": pplx_embed,
     "llama-bidirectional": llama_bidirectional,
     # Issue 48: rotary post-norm encoders (transformers' own layout, then the hub's).
@@ -1457,6 +1498,8 @@ def make_spec(family, out, spec):
     if spec.get("learned_positions"):
         checks["absolute_positions"] = position_offset_check(reloaded, rows[5])
     family_checks(family, spec, reloaded, rows, golden, checks)
+    if spec.get("batch_check"):
+        checks["batch_check"] = batch_check(reloaded, rows, golden, spec["pad"])
 
     report["config"] = key_config(out / "config.json")
     report["tensors"] = tensor_names(out / "model.safetensors")
@@ -1465,6 +1508,28 @@ def make_spec(family, out, spec):
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     size = sum(p.stat().st_size for p in out.iterdir())
     print(f"wrote {out} ({size} bytes): reload diff {worst:.2e}, fp32 diff {worst32:.2e}")
+
+
+def batch_check(model, rows, golden, pad):
+    """All rows as one right-padded batch with an attention mask (how transformers runs a packed batch
+    of different lengths), without it (padding attended and pooled) and, for the record, left-padded:
+    the largest |logit - single-sequence golden| of each."""
+    longest = max(len(ids) for ids in rows)
+    result = {"lengths": [len(ids) for ids in rows]}
+    for side in ("right", "left"):
+        ids = torch.full((len(rows), longest), pad, dtype=torch.int64)
+        mask = torch.zeros((len(rows), longest), dtype=torch.int64)
+        for i, row in enumerate(rows):
+            span = slice(0, len(row)) if side == "right" else slice(longest - len(row), longest)
+            ids[i, span], mask[i, span] = row, 1
+        for masked in (True, False):
+            if side == "left" and not masked:
+                continue
+            with torch.no_grad():
+                logits = model(input_ids=ids, attention_mask=mask if masked else None).logits
+            worst = max(float((logits[i:i + 1].float() - golden[f"logits_{i}"]).abs().max()) for i in range(len(rows)))
+            result[f"max_abs_diff_{side}_padded{'' if masked else '_without_mask'}"] = worst
+    return result
 
 
 def family_checks(family, spec, model, rows, golden, checks):

@@ -131,6 +131,10 @@ struct ModelConfig {
   ops::PoolingMode classifier_pooling = ops::PoolingMode::kCls;
   ops::Activation classifier_activation = ops::Activation::kTanh;
   bool classifier_bias = true;
+  // The head runs on every token and its logits are averaged (EuroBERT's classifier_pooling
+  // "late"; classifier_pooling is then kMean): the dense layer and activation on every token, the
+  // mean of those, then the output layer, which is linear, so the mean of its outputs.
+  bool classifier_late_pooling = false;
   // pplx-embed-v1: every pooled vector is served as round(127·tanh(x)) (its remote code's int8
   // embedding, TEI's pplx1.rs), before any normalisation, which would undo it.
   bool pooled_tanh_int8 = false;
@@ -138,7 +142,8 @@ struct ModelConfig {
   // encoder.layers.i.attn.Wqkv, mlp.fc11 / fc12, …; GTE's encoder.layer.i.attention.qkv_proj,
   // mlp.up_gate_proj, …), as the hub's folders and transformers 5.25's save_pretrained write
   // them, instead of transformers' in-memory names (layers.i.self_attn.q_proj, …). The reader
-  // sets it; loading decides it from the tensors present.
+  // sets it; loading decides it from the tensors present. EuroBertForSequenceClassification: the
+  // head's output layer is out_proj (the hub's first remote code) instead of classifier, set at load.
   bool remote_code_tensors = false;
   // jina-embeddings-v3's task adapters (config.json's lora_adaptations, in the order of the
   // adapter tensors' first axis): a step may name one per sequence, and each of its LoRA

@@ -569,6 +569,7 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       {"embeddinggemma-300m", "configs/all-MiniLM-L6-v2", 768, "Gemma3TextModel"},  // after its Dense 768→3072→768
       // Issue 48: bidirectional Llama / Qwen3 encoders.
       {"EuroBERT-210m", "configs/all-MiniLM-L6-v2", 768, "EuroBertForMaskedLM"},
+      {"EuroBERT-210m-reranker", "configs/all-MiniLM-L6-v2", 0, "EuroBertForSequenceClassification"},
       {"pplx-embed-v1-0.6b", "qwen2-bpe", 1024, "PPLXQwen3Model"},
       {"llama-nemotron-embed-1b-v2", "configs/all-MiniLM-L6-v2", 2048, "LlamaBidirectionalModel"},
       // Issue 48: rotary post-norm encoders.

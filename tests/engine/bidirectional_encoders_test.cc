@@ -1,5 +1,6 @@
 // Issue 48's bidirectional Llama / Qwen3 encoders (EuroBERT, pplx-embed-v1, llama-nemotron-embed)
-// beyond the shared golden checks (golden_test.cc): what their hub configs read as, pplx-embed's
+// beyond the shared golden checks (golden_test.cc): what their hub configs read as (EuroBERT's
+// classifier poolings too), pplx-embed's
 // served int8 vectors against transformers, and the refusal of folders whose auto_map names
 // remote code stamen does not implement, whichever reader the folder is handed to.
 #include <gtest/gtest.h>
@@ -139,6 +140,116 @@ TEST(BidirectionalEncodersTest, BaseFamiliesRefuseForeignRemoteCode) {
   WriteFile(dir.File("config.json"), R"({"architectures":["BertModel"],"auto_map":{"AutoTokenizer":["a.B", null]},)" +
                                          shape + "}");
   EXPECT_TRUE(ReadModelConfig(dir.File("config.json")).ok());
+}
+
+// EuroBertForSequenceClassification: each classifier_pooling as transformers 5.25 names it, the hub's
+// clf_pooling, the default "late", and a pooling transformers lacks refused by name. (Logits against
+// transformers, alone and packed: golden_test.cc's tiny-eurobert-reranker-late, -reranker-bos-bf16 and
+// -classifier-mean.)
+TEST(BidirectionalEncodersTest, EuroBertClassifierPoolingsRead) {
+  auto late = ReadModelConfig(kData + "tiny-eurobert-reranker-late/config.json");
+  ASSERT_TRUE(late.ok()) << late.status().message();
+  EXPECT_EQ(late->family, ModelFamily::kEuroBert);
+  EXPECT_EQ(late->head, ModelHead::kSequenceClassification);
+  EXPECT_EQ(late->num_labels, 1);
+  EXPECT_EQ(late->classifier_pooling, ops::PoolingMode::kMean);
+  EXPECT_TRUE(late->classifier_late_pooling);  // from the hub's clf_pooling
+  EXPECT_EQ(late->classifier_activation, ops::Activation::kGeluErf);
+  auto bos = ReadModelConfig(kData + "tiny-eurobert-reranker-bos-bf16/config.json");
+  ASSERT_TRUE(bos.ok()) << bos.status().message();
+  EXPECT_EQ(bos->classifier_pooling, ops::PoolingMode::kCls);
+  EXPECT_FALSE(bos->classifier_late_pooling);
+  auto mean = ReadModelConfig(kData + "tiny-eurobert-classifier-mean/config.json");
+  ASSERT_TRUE(mean.ok()) << mean.status().message();
+  EXPECT_EQ(mean->classifier_pooling, ops::PoolingMode::kMean);
+  EXPECT_FALSE(mean->classifier_late_pooling);
+  EXPECT_EQ(mean->id2label, (std::vector<std::string>{"negative", "neutral", "positive"}));
+
+  // No pooling key: EuroBertConfig's default, "late".
+  std::string json = ReadText(kData + "tiny-eurobert-classifier-mean/config.json");
+  const std::string key = R"("classifier_pooling": "mean",)";
+  ASSERT_NE(json.find(key), std::string::npos);
+  json.erase(json.find(key), key.size());
+  TempDir dir;
+  WriteFile(dir.File("config.json"), json);
+  auto defaulted = ReadModelConfig(dir.File("config.json"));
+  ASSERT_TRUE(defaulted.ok()) << defaulted.status().message();
+  EXPECT_TRUE(defaulted->classifier_late_pooling);
+
+  // Poolings transformers' EuroBertForSequenceClassification lacks ("cls" is ModernBERT's name).
+  for (const std::string unknown : {"cls", "max"}) {
+    const std::string error = EditedConfigError("tiny-eurobert-classifier-mean", R"("classifier_pooling": "mean")",
+                                                R"("classifier_pooling": ")" + unknown + "\"");
+    EXPECT_NE(error.find("'classifier_pooling'"), std::string::npos) << error;
+    EXPECT_NE(error.find("'" + unknown + "'"), std::string::npos) << error;
+  }
+  const std::string hub_error =
+      EditedConfigError("tiny-eurobert-reranker-late", R"("clf_pooling": "late")", R"("clf_pooling": "last")");
+  EXPECT_NE(hub_error.find("'clf_pooling'"), std::string::npos) << hub_error;
+  EXPECT_NE(hub_error.find("'last'"), std::string::npos) << hub_error;
+}
+
+// A EuroBERT classifier handed to a reader that is not EuroBERT's (its architecture renamed to
+// another family's classifier) is refused by its auto_map, naming the remote class; and a hub
+// folder whose AutoModelForSequenceClassification names a class EuroBERT's code lacks is refused.
+TEST(BidirectionalEncodersTest, EuroBertClassifierRemoteCodeOfAnotherReaderIsRefused) {
+  for (const char* base : {"LlamaForSequenceClassification", "Qwen3ForSequenceClassification", "BertForSequenceClassification"}) {
+    const std::string error = EditedConfigError("tiny-eurobert-reranker-late", "\"EuroBertForSequenceClassification\"\n",
+                                                std::string("\"") + base + "\"\n");
+    EXPECT_NE(error.find("'EuroBertConfig'"), std::string::npos) << base << ": " << error;
+    EXPECT_NE(error.find("does not implement"), std::string::npos) << error;
+  }
+  const std::string custom = EditedConfigError("tiny-eurobert-reranker-late",
+                                               "modeling_eurobert.EuroBertForSequenceClassification",
+                                               "modeling_eurobert.EuroBertForRanking");
+  EXPECT_NE(custom.find("'EuroBertForRanking'"), std::string::npos) << custom;
+  // Without the remote code's auto_map, transformers' own layout reads as EuroBERT only under its name.
+  auto native = ReadModelConfig(kData + "tiny-eurobert-reranker-bos-bf16/config.json");
+  ASSERT_TRUE(native.ok()) << native.status().message();
+  EXPECT_EQ(native->architecture, "EuroBertForSequenceClassification");
+}
+
+// A fine-tune of the hub's first modeling_eurobert.py names the head's output layer out_proj (the
+// later code and transformers: classifier); the same forward, so the same logits: the late
+// reranker's tensors with classifier.* renamed, every sequence alone and packed, against its goldens.
+TEST(BidirectionalEncodersTest, EuroBertClassifierWithOutProjNamesMatchesTransformers) {
+  const std::string folder = kData + "tiny-eurobert-reranker-late/";
+  auto weights = WeightStore::OpenFile(folder + "model.safetensors");
+  ASSERT_TRUE(weights.ok()) << weights.status().message();
+  testing::SafetensorsBuilder renamed;
+  bool had_classifier = false;
+  for (const std::string& name : weights->Names()) {
+    auto tensor = weights->Load(name);
+    ASSERT_TRUE(tensor.ok()) << tensor.status().message();
+    std::vector<int64_t> shape;
+    for (int axis = 0; axis < tensor->rank(); ++axis) shape.push_back(tensor->dim(axis));
+    const float* values = tensor->data<float>();
+    const bool head = name.starts_with("classifier.");
+    had_classifier = had_classifier || head;
+    renamed.AddFloats(head ? "out_proj." + name.substr(11) : name, shape,
+                      std::vector<float>(values, values + tensor->NumElements()));
+  }
+  ASSERT_TRUE(had_classifier);
+  TempDir dir;
+  WriteFile(dir.File("config.json"), ReadText(folder + "config.json"));
+  WriteFile(dir.File("model.safetensors"), renamed.Bytes());
+  auto engine = Engine::Load(dir.File(""), {.num_threads = 1});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto golden = WeightStore::OpenFile(folder + "golden.safetensors");
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  std::vector<int32_t> ids, bounds = {0};
+  std::vector<float> expected;
+  for (int i = 0; i < 6; ++i) {
+    auto sequence = golden->Load("input_ids_" + std::to_string(i), DataType::kI64);
+    auto logits = golden->Load("logits_" + std::to_string(i));
+    ASSERT_TRUE(sequence.ok() && logits.ok());
+    ids.insert(ids.end(), sequence->data<int64_t>(), sequence->data<int64_t>() + sequence->NumElements());
+    bounds.push_back(static_cast<int32_t>(ids.size()));
+    expected.push_back(logits->data<float>()[0]);
+  }
+  auto scores = (*engine)->Step({ids, bounds, {}}, {.output = StepOutput::kScores});
+  ASSERT_TRUE(scores.ok() && scores->Wait().ok());
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(scores->Row(i)[0], expected[i], 1e-4) << "sequence " << i;
 }
 
 // pplx-embed-v1 serves round(127·tanh(mean)): every value an integer within 0.5 of the float64

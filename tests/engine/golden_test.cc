@@ -167,6 +167,9 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       // Issue 48: bidirectional Llama / Qwen3 encoders (tiny-pplx-embed, whose pooled
                       // vectors are its int8 ones: bidirectional_encoders_test.cc).
                       "tiny-eurobert", "tiny-eurobert-bf16", "tiny-llama-bidirectional",
+                      // EuroBertForSequenceClassification, one folder per classifier_pooling.
+                      "tiny-eurobert-reranker-late", "tiny-eurobert-reranker-bos-bf16",
+                      "tiny-eurobert-classifier-mean",
                       // Issue 48: rotary post-norm encoders, transformers' layout and the hub's.
                       "tiny-nomic-bert", "tiny-nomic-bert-hub-bf16", "tiny-gte", "tiny-gte-hub-ntk-f16",
                       "tiny-gte-reranker", "tiny-gte-reranker-hub",
@@ -224,9 +227,13 @@ TEST_P(BFloat16GoldenTest, StaysWithinTheAccuracyGateOfTransformers) {
   // largest logit of all the sequences, the scale the head's products have.
   float largest = 1e-3f;
   for (float logit : reference_logits) largest = std::max(largest, std::abs(logit));
+  // A late-pooled head averages every token's logits, which mostly cancel in a random tiny model:
+  // the mean is far smaller than the products it is made of. transformers' own bf16 run of
+  // tiny-eurobert-reranker-late is 4.6% of its largest logit off its fp32 goldens (the engine's, 2.7%).
+  const double gate = model == "tiny-eurobert-reranker-late" ? 0.05 : 0.02;
   for (size_t j = 0; j < logits.size(); ++j) {
     const double relative = std::abs(logits[j] - reference_logits[j]) / largest;
-    EXPECT_LE(relative, 0.02) << model << " logit " << j << ": " << logits[j] << " against " << reference_logits[j];
+    EXPECT_LE(relative, gate) << model << " logit " << j << ": " << logits[j] << " against " << reference_logits[j];
     worst_logit = std::max(worst_logit, relative);
   }
   std::cout << "[ bf16     ] " << model << ": worst cosine " << worst_cosine;

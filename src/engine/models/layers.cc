@@ -282,6 +282,8 @@ StatusOr<Tensor> PreNormDecoderModel::Forward(const ModelInput& input) {
 
 StatusOr<Tensor> PreNormDecoderModel::Classify(const ModelInput& input, const Tensor& hidden) {
   if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
+  // EuroBERT's pooled head, as the config pools it.
+  if (!weights_.head.dense_weight.empty()) return layers::Classify(weights_.head, config_, input, hidden, head_workspace_);
   // On the heads' scratch, apart from Forward's workspace (model.h).
   Slots slots(head_workspace_);
   const int64_t sequences = input.cu_seqlens.dim(0) - 1;
@@ -365,15 +367,29 @@ StatusOr<Tensor> Classify(const ClassifierWeights& weights, const ModelConfig& c
   Tensor pooled_typed = slots.Get(type, {sequences, width});
   Tensor dense = slots.Get(type, {sequences, width});
   Tensor logits = slots.Get(type, {sequences, config.num_labels});
+  // Late pooling: the activated dense layer of every token, pooled after.
+  Tensor every_token = config.classifier_late_pooling ? slots.Get(type, {hidden.dim(0), width}) : Tensor();
   STAMEN_RETURN_IF_ERROR(slots.status());
-  // Pooling yields F32 on every device; the head's gemms run in the compute type.
-  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, cu_seqlens, config.classifier_pooling, pooled));
-  if (type != DataType::kF32) {
-    STAMEN_RETURN_IF_ERROR(ops::Convert(pooled, pooled_typed));
-    pooled = pooled_typed;
+  const ops::GemmOptions activated{.activation = config.classifier_activation};
+  if (config.classifier_late_pooling) {
+    if (!weights.norm_gamma.empty()) return Status::Error("a late-pooled classifier head has no norm");
+    // mean_t(W_o·a_t + b_o) = W_o·mean_t(a_t) + b_o: the output layer runs once per sequence.
+    STAMEN_RETURN_IF_ERROR(ops::Gemm(hidden, weights.dense_weight, weights.dense_bias, every_token, activated));
+    STAMEN_RETURN_IF_ERROR(ops::Pool(every_token, cu_seqlens, config.classifier_pooling, pooled));
+    if (type != DataType::kF32) {
+      STAMEN_RETURN_IF_ERROR(ops::Convert(pooled, dense));
+    } else {
+      dense = pooled;
+    }
+  } else {
+    // Pooling yields F32 on every device; the head's gemms run in the compute type.
+    STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, cu_seqlens, config.classifier_pooling, pooled));
+    if (type != DataType::kF32) {
+      STAMEN_RETURN_IF_ERROR(ops::Convert(pooled, pooled_typed));
+      pooled = pooled_typed;
+    }
+    STAMEN_RETURN_IF_ERROR(ops::Gemm(pooled, weights.dense_weight, weights.dense_bias, dense, activated));
   }
-  STAMEN_RETURN_IF_ERROR(
-      ops::Gemm(pooled, weights.dense_weight, weights.dense_bias, dense, {.activation = config.classifier_activation}));
   if (!weights.norm_gamma.empty()) {
     const float eps = static_cast<float>(config.norm_eps);
     STAMEN_RETURN_IF_ERROR(ops::LayerNorm(dense, Tensor(), weights.norm_gamma, weights.norm_beta, eps, dense));

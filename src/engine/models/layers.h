@@ -88,8 +88,9 @@ Status FeedForward(const FeedForwardWeights& weights, const FeedForwardSettings&
 // A sequence-classification head: logits = W_o·norm(act(W_d·x + b_d)) + b_o, x the first token
 // (BERT's pooler + classifier, RoBERTa's classifier.dense + out_proj, DistilBERT's
 // pre_classifier + classifier) or the mean of the sequence's tokens (ModernBERT's
-// classifier_pooling "mean"; ModernBERT adds the norm). Empty biases are none. The config
-// says how it pools and activates (classifier_pooling, classifier_activation).
+// classifier_pooling "mean"; ModernBERT adds the norm); or, late-pooled (EuroBERT's "late"), the
+// mean over the tokens of W_o·act(W_d·x_t + b_d) + b_o. Empty biases are none. The config says how
+// it pools and activates (classifier_pooling, classifier_late_pooling, classifier_activation).
 struct ClassifierWeights {
   Tensor dense_weight, dense_bias;
   Tensor norm_gamma, norm_beta;  // a LayerNorm after the activation, or empty
@@ -225,13 +226,15 @@ Status PreNormLayer(const PreNormLayerWeights& weights, const AttentionSettings&
 
 // A pre-norm decoder: token embeddings, the layers, a final RMSNorm, and for a scoring model
 // its head: `score` [num_labels, hidden] without bias on each sequence's last token (the
-// *ForSequenceClassification `score.weight`, or a yes/no reranker's lm_head row difference).
+// *ForSequenceClassification `score.weight`, or a yes/no reranker's lm_head row difference), or
+// for EuroBertForSequenceClassification a pooled head (`head`: dense → GELU → classifier).
 struct PreNormDecoderWeights {
   Tensor embeddings;
   float embedding_scale = 1.0f;  // multiplies each gathered row (Gemma3: sqrt(hidden_size))
   std::vector<PreNormLayerWeights> layers;
   Tensor final_norm;
   Tensor score;  // empty without a head
+  ClassifierWeights head;  // empty unless the family's head is pooled (EuroBERT)
 };
 
 // How a decoder family names and stores its tensors: Llama's layout (embed_tokens, layers.i.
@@ -263,7 +266,7 @@ void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, c
 // marks layers, a sliding one within config.attention_window and a full one to every key,
 // scaled by config.attention_scale. Classify (config.head kSequenceClassification): the
 // last token's final hidden state · scoreᵀ, as transformers' *ForSequenceClassification
-// scores the last non-padding token of a causal decoder.
+// scores the last non-padding token of a causal decoder; with a pooled head (EuroBERT), Classify's.
 class PreNormDecoderModel : public FamilyModel<PreNormDecoderWeights> {
  public:
   using FamilyModel::FamilyModel;

@@ -1,6 +1,7 @@
 // Qwen2, Qwen3, Llama and Mistral decoders (and pplx-embed-v1, llama-nemotron-embed and EuroBERT,
 // bidirectional encoders with their blocks) as embedding models, and as scorers through
-// *ForSequenceClassification's `score` head on the last token (pre-RMSNorm transformer,
+// *ForSequenceClassification's `score` head on the last token (EuroBERT's: a pooled dense → GELU →
+// classifier head, layers::Classify) (pre-RMSNorm transformer,
 // rotary positions, grouped-query attention, SwiGLU feed-forward, no KV cache: each step sees
 // whole sequences). Llama and Mistral are Qwen2 without the q/k/v biases (unless Llama's
 // attention_bias), Mistral with a causal sliding window (e5-mistral, SFR, Linq embedders).
@@ -32,8 +33,12 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
                                                           config.family == ModelFamily::kPplxQwen3,
                                             .output_bias = config.family == ModelFamily::kEuroBert && config.attention_bias};
   layers::VisitPreNormDecoder(visit, weights, prefix, schema, config);
-  // *ForSequenceClassification keeps its head beside the backbone ("model."), as `score`.
-  if (config.head == ModelHead::kSequenceClassification && config.yes_no_token_ids.empty()) {
+  // *ForSequenceClassification keeps its head beside the backbone ("model."), as `score`; EuroBERT's
+  // as `dense` and `classifier` (EuroBertForSequenceClassification; pooled as config.classifier_pooling).
+  if (config.head == ModelHead::kSequenceClassification && config.family == ModelFamily::kEuroBert) {
+    const char* output = config.remote_code_tensors ? "out_proj" : "classifier";
+    layers::VisitClassifier(visit, weights.head, "dense", output, config.hidden_size, config.num_labels);
+  } else if (config.head == ModelHead::kSequenceClassification && config.yes_no_token_ids.empty()) {
     visit.Tensor(weights.score, {"score.weight", {config.num_labels, config.hidden_size}});
   }
   // A causal LM's untied output projection (or EuroBertForMaskedLM's prediction head, as the hub
@@ -56,6 +61,18 @@ constexpr FamilyDefinition DecoderFamily(ModelFamily family) {
           .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>, .load = layers::LoadPreNormDecoder<VisitTensors>};
 }
 
+// EuroBertForSequenceClassification's output layer is `classifier` (transformers, the hub's later
+// modeling_eurobert.py) or `out_proj` (the hub's first one, whose fine-tunes keep the name; same
+// forward): the folder's tensors decide (ModelConfig::remote_code_tensors). transformers 5.25 has
+// no renaming for it and would leave its own `classifier` untrained.
+StatusOr<std::unique_ptr<Model>> LoadEuroBert(const ModelConfig& config, const WeightStore& weights,
+                                              const Placement& placement) {
+  ModelConfig layout = config;
+  layout.remote_code_tensors = config.head == ModelHead::kSequenceClassification &&
+                               !weights.Contains("classifier.weight") && weights.Contains("out_proj.weight");
+  return layers::LoadPreNormDecoder<VisitTensors>(layout, weights, placement);
+}
+
 }  // namespace
 
 extern const FamilyDefinition kQwen2Family = DecoderFamily(ModelFamily::kQwen2);
@@ -67,6 +84,8 @@ extern const FamilyDefinition kMistralFamily = DecoderFamily(ModelFamily::kMistr
 extern const FamilyDefinition kPplxQwen3Family = DecoderFamily(ModelFamily::kPplxQwen3);
 extern const FamilyDefinition kLlamaBidirectionalFamily = DecoderFamily(ModelFamily::kLlamaBidirectional);
 // EuroBERT: Llama's blocks, never causal (model_folder/families/eurobert.cc).
-extern const FamilyDefinition kEuroBertFamily = DecoderFamily(ModelFamily::kEuroBert);
+extern const FamilyDefinition kEuroBertFamily = {.family = ModelFamily::kEuroBert, .weight_prefixes = kPrefixes,
+                                                 .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>,
+                                                 .load = LoadEuroBert};
 
 }  // namespace stamen::engine
