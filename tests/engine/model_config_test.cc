@@ -221,6 +221,7 @@ TEST(ModelConfigTest, Gemma2SettingsDefaultsAndRejections) {
             std::string::npos);
   EXPECT_NE(ConfigError(base + R"(,"attn_logit_softcapping":-1.0})").find("'attn_logit_softcapping'"),
             std::string::npos);
+  EXPECT_NE(ConfigError(base + R"(,"final_logit_softcapping":0})").find("'final_logit_softcapping'"), std::string::npos);
   EXPECT_NE(ConfigError(base + R"(,"rope_parameters":{"rope_type":"llama3","rope_theta":1.0,"factor":8.0,)" +
                         R"("low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":8}})")
                 .find("'rope_parameters'"),

@@ -81,15 +81,15 @@ Status ReadGemma3Settings(const JsonObject& root, ModelConfig* config) {
   return family_settings::ReadPadToken(root, config);
 }
 
-// A soft-capping value: transformers' default when absent, none when null, else positive.
+// A soft-capping value into `cap`: transformers' default when absent, 0 (none) when null, else
+// positive (transformers would divide by a cap of 0).
 Status ReadSoftCap(const JsonObject& root, std::string_view key, double fallback, double* cap) {
-  *cap = fallback;
-  if (root.Has(key)) {
-    STAMEN_RETURN_IF_ERROR(root.Optional(key, cap));
-  } else if (root.raw()[key].error() == simdjson::SUCCESS) {
-    *cap = 0.0;  // present and null: no capping
+  if (!root.Has(key)) {
+    *cap = root.raw()[key].error() == simdjson::SUCCESS ? 0.0 : fallback;  // present and null: no capping
+    return Status();
   }
-  if (!(*cap >= 0) || !std::isfinite(*cap)) return root.Error(key, "must be a positive number or null");
+  STAMEN_RETURN_IF_ERROR(root.Optional(key, cap));
+  if (!(*cap > 0) || !std::isfinite(*cap)) return root.Error(key, "must be a positive number or null");
   return Status();
 }
 
