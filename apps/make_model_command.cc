@@ -46,6 +46,8 @@ enum class Family {
   // Issue 44: LLM rerankers, *ForCausalLM with tied embeddings run as yes/no rerankers
   // (model_folder/yes_no_reranker.h): Qwen2 (mxbai-rerank-v2), Gemma (bge-reranker-v2-gemma).
   kQwen2Reranker, kGemmaReranker,
+  // Issue 44: Gemma 2 (Gemma2ForCausalLM, soft-capped) run as a yes/no reranker.
+  kGemma2Reranker,
   // Issue 44: a Stanford ColBERT checkpoint (colbertv2.0): HF_ColBERT, BERT under "bert." and
   // the projection "linear.weight" in one file, artifact.metadata (model_folder/stanford_colbert.cc).
   kStanfordColbert,
@@ -130,6 +132,11 @@ constexpr Like kLikes[] = {
     {"colbertv2.0", Family::kStanfordColbert, 768, 12, 12, 12, 64, 3072, 512, 30522, 2, nullptr, 0, "bert-base-uncased"},
     {"bge-reranker-v2-gemma", Family::kGemmaReranker, 2048, 18, 8, 1, 256, 16384, 8192, 256000, 0, nullptr, 0,
      "bert-base-uncased"},
+    // BAAI/bge-reranker-v2.5-gemma2-lightweight's backbone (gemma-2-9b's shapes: 42 layers alternating sliding and
+    // full, soft-capped attention and logits, tied) as a Gemma2ForCausalLM scored by lm_head's "Yes" (its
+    // per-layer heads and token compression are not supported); BERT's tokenizer stands in, as above.
+    {"bge-reranker-v2.5-gemma2-lightweight", Family::kGemma2Reranker, 3584, 42, 16, 8, 256, 14336, 8192, 256000, 0,
+     nullptr, 0, "bert-base-uncased"},
 };
 
 // ColBERT's projection width (colbertv2.0's "dim").
@@ -301,6 +308,17 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"rope_theta\": 1000000.0,\n  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n"
              "  \"use_cache\": true,\n  \"use_sliding_window\": false,\n" + DecoderShapesJson(like, layers, vocab) +
              "}\n";
+    case Family::kGemma2Reranker: {
+      std::string shapes = DecoderShapesJson(like, layers, vocab);
+      const std::string silu = "\"hidden_act\": \"silu\"";
+      shapes.replace(shapes.find(silu), silu.size(), "\"hidden_activation\": \"gelu_pytorch_tanh\"");
+      return "{\n  \"architectures\": [\"Gemma2ForCausalLM\"],\n  \"attention_bias\": false,\n"
+             "  \"attention_dropout\": 0.0,\n  \"attn_logit_softcapping\": 50.0,\n  \"bos_token_id\": 2,\n"
+             "  \"eos_token_id\": 1,\n  \"final_logit_softcapping\": 30.0,\n  \"model_type\": \"gemma2\",\n"
+             "  \"pad_token_id\": 0,\n  \"query_pre_attn_scalar\": 256,\n  \"rms_norm_eps\": 1e-06,\n"
+             "  \"rope_theta\": 10000.0,\n  \"sliding_window\": 4096,\n  \"tie_word_embeddings\": true,\n"
+             "  \"use_cache\": true,\n" + shapes + "}\n";
+    }
     case Family::kGemmaReranker: {
       std::string shapes = DecoderShapesJson(like, layers, vocab);
       const std::string silu = "\"hidden_act\": \"silu\"";
@@ -636,7 +654,8 @@ int MakeModel(const MakeModelOptions& options) {
   const int64_t layers = options.layers > 0 ? options.layers : like->layers;
   const int64_t vocab = options.vocab_size > 0 ? options.vocab_size : like->vocab;
   const bool decoder = like->family == Family::kQwen3 || like->family == Family::kQwen3Reranker ||
-                       like->family == Family::kQwen2Reranker || like->family == Family::kGemmaReranker;
+                       like->family == Family::kQwen2Reranker || like->family == Family::kGemmaReranker ||
+                       like->family == Family::kGemma2Reranker;
   if (!decoder && vocab < 4) return Fail("--vocab-size must be at least 4");
   const bool classifier = like->family == Family::kBertClassifier || like->family == Family::kXlmRobertaClassifier ||
                           like->family == Family::kGteReranker || like->family == Family::kJinaBertReranker ||
@@ -678,12 +697,17 @@ int MakeModel(const MakeModelOptions& options) {
     if (auto status = WriteDenseModules(out, options.seed); !status.ok()) return Fail(status.message());
   }
   if (auto status = CopyTokenizer(tokenizer, like->family, out); !status.ok()) return Fail(status.message());
-  if (like->family == Family::kGemmaReranker && options.tokenizer.empty()) {
-    // The stand-in tokenizer has neither Gemma's <bos> nor "Yes": its [CLS] and "yes" instead.
+  const bool gemma_reranker = like->family == Family::kGemmaReranker || like->family == Family::kGemma2Reranker;
+  if (gemma_reranker && options.tokenizer.empty()) {
+    // The stand-in tokenizer has neither Gemma's <bos> nor "Yes": its [CLS] and "yes" instead;
+    // the v2.5 lightweight reranker's layout is v2-gemma's, with its own prompt.
+    const std::string instruction = like->family == Family::kGemma2Reranker
+                                        ? "  \"instruction\": \"Predict whether passage B contains an answer to query A.\",\n"
+                                        : "";
     const std::string stand_in =
         "{\n  \"preset\": \"bge-reranker-v2-gemma\",\n"
-        "  \"parts\": [\"[CLS]\", \"A: {query}\", \"\\n\", \"B: {document}\", \"\\n\", \"{instruction}\"],\n"
-        "  \"yes_token\": \"yes\"\n}\n";
+        "  \"parts\": [\"[CLS]\", \"A: {query}\", \"\\n\", \"B: {document}\", \"\\n\", \"{instruction}\"],\n" +
+        instruction + "  \"yes_token\": \"yes\"\n}\n";
     if (!WriteText(out / std::string(engine::kYesNoTemplateFile), stand_in)) {
       return Fail("cannot write " + (out / std::string(engine::kYesNoTemplateFile)).string());
     }

@@ -36,7 +36,10 @@ folders hold the hub's remote-code config.json and tensor layout, reloaded by tr
 config through conversion_mapping.py), qwen2-mxbai-reranker (Qwen2ForCausalLM, tied: raw score
 logit("1") - logit("0"), pair ids from mxbai-rerank 0.1.6's own MxbaiRerankV2.prepare_inputs) and gemma-reranker
 (GemmaForCausalLM, tied, multi-query: raw score logit("Yes") alone, normalized its sigmoid, pair ids from the
-bge-reranker-v2-gemma card's get_inputs); both also hold `instruction_pair_ids` (pair 0 with an instruction).
+bge-reranker-v2-gemma card's get_inputs), gemma2-reranker and gemma2-reranker-bf16 (Gemma2ForCausalLM with small
+attention and final logit soft-caps, sliding window 16: raw score logit("Yes") of the soft-capped logits, pair ids as
+gemma-reranker's with the v2.5-gemma2-lightweight prompt, which its yes_no_reranker.json names); all of them also hold
+`instruction_pair_ids` (pair 0 with an instruction).
 The folder name written by `all` is tiny-FAMILY.
 
 bert-classifier and bert-splade also hold `weightedmean_pooled_i` and `mean_sqrt_len_pooled_i`,
@@ -250,6 +253,39 @@ def gemma_reranker():
                 legacy_config={"hidden_act": "gelu"},
                 reranker=dict(tokenizer=gemma_tokenizer, yes="Yes", no=None, pair_ids=gemma_pair_ids,
                               reference="bge-reranker-v2-gemma model card get_inputs; score logit('Yes')"))
+
+
+# bge-reranker-v2.5-gemma2-lightweight's default prompt (FlagEmbedding's LightweightLLMReranker,
+# inference/reranker/decoder_only/lightweight.py); its inputs are laid out as bge-reranker-v2-gemma's.
+GEMMA2_LIGHTWEIGHT_PROMPT = "Predict whether passage B contains an answer to query A."
+
+
+def gemma2_pair_ids(tokenizer, query, document, instruction=None):
+    """gemma_pair_ids with the lightweight reranker's prompt: its compute_score_single_gpu builds the same
+    [bos] + "A: query", sep + "B: passage" (only_second truncation), sep, prompt."""
+    return gemma_pair_ids(tokenizer, query, document, instruction=instruction or GEMMA2_LIGHTWEIGHT_PROMPT)
+
+
+def gemma2_reranker():
+    """Gemma2ForCausalLM as a yes/no reranker (tied, grouped-query, layers [sliding, full, sliding] with a window of
+    16 that the longer sequences exceed, query_pre_attn_scalar 24 != head_dim, embedding rows x10 so the tied head's
+    logits are of order 1): score = logit("Yes") at the last
+    position of the full, soft-capped logits (Gemma2ForCausalLM applies final_logit_softcapping to them). The caps
+    are small, so both change the outputs far beyond the tolerance (report.json's softcap checks). The folder's
+    yes_no_reranker.json keeps the bge-reranker-v2-gemma preset (its layout is the lightweight reranker's) with the
+    lightweight's prompt; its per-layer heads and token compression are not Gemma2ForCausalLM's."""
+    config = transformers.Gemma2Config(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rms_norm_eps=1e-6, rope_theta=10000.0,
+        hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24, sliding_window=16,
+        attn_logit_softcapping=2.0, final_logit_softcapping=1.0, pad_token_id=0, eos_token_id=1, bos_token_id=2,
+        tie_word_embeddings=True, attn_implementation="eager")
+    return dict(cls=transformers.Gemma2ForCausalLM, config=config, seed=443, ids="random", perturb="gemma",
+                windowed=True, softcapped=True, embedding_gain=10.0,
+                yes_no_template={"preset": "bge-reranker-v2-gemma", "instruction": GEMMA2_LIGHTWEIGHT_PROMPT},
+                reranker=dict(tokenizer=gemma_tokenizer, yes="Yes", no=None, pair_ids=gemma2_pair_ids,
+                              reference="bge-reranker-v2-gemma model card get_inputs with the v2.5-gemma2-lightweight "
+                                        "prompt; score logit('Yes') of Gemma2ForCausalLM's soft-capped logits"))
 
 
 def distilbert(labels=0, splade=False):
@@ -1076,6 +1112,8 @@ FAMILIES = {
     # Issue 44: any LLM reranker.
     "qwen2-mxbai-reranker": mxbai_reranker,
     "gemma-reranker": gemma_reranker,
+    "gemma2-reranker": gemma2_reranker,
+    "gemma2-reranker-bf16": lambda: dict(gemma2_reranker(), storage=torch.bfloat16),
     # Weights stored in half precision, as many checkpoints ship: the goldens are the float64
     # run of exactly the stored (rounded) values.
     "modernbert-bf16": lambda: dict(modernbert(), storage=torch.bfloat16),
@@ -1343,6 +1381,12 @@ def make_spec(family, out, spec):
     config = spec["config"]
     model = spec["cls"](config).eval()
     perturb(model, spec.get("perturb", "default"))
+    if spec.get("embedding_gain"):
+        # Larger embedding rows give a tied head logits of order 1, which a soft-cap of 1 then bends.
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                if "embed" in name:
+                    parameter.mul_(spec["embedding_gain"])
     if spec.get("storage") is not None:
         # The parameters only (save_pretrained then writes BF16 / F16 tensors): buffers such as
         # RoPE's inverse frequencies are recomputed at load, so rounding them would change the
@@ -1386,6 +1430,10 @@ def make_spec(family, out, spec):
         for key in spec.get("drop_config_keys", []):
             saved.pop(key, None)
         path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+
+    if spec.get("yes_no_template") is not None:
+        (out / "yes_no_reranker.json").write_text(json.dumps(spec["yes_no_template"], indent=2) + "\n")
+        report["yes_no_reranker.json"] = spec["yes_no_template"]
 
     tokens = None
     reranker = spec.get("reranker")
@@ -1443,6 +1491,7 @@ def make_spec(family, out, spec):
             golden[f"pair_logits_{k}"] = difference.float()
             golden[f"pair_yes_probability_{k}"] = probability.float()
         report["pairs"] = [{"query": q, "document": d} for q, d in RERANKER_PAIRS]
+        report["pair_batched_max_abs_diff"] = batched_pair_check(model, golden, tokens)
         if reranker["pair_ids"] is not None:
             # The first pair again with an instruction (mxbai's `instruction`, FlagEmbedding's `prompt`).
             query, document = RERANKER_PAIRS[0]
@@ -1532,9 +1581,59 @@ def batch_check(model, rows, golden, pad):
     return result
 
 
+def batched_pair_check(model, golden, tokens):
+    """The templated pairs run as one right-padded batch (attention mask, each pair's score at its last real
+    token): the largest difference from the pairs run alone, so the references do not depend on batching."""
+    ids = [golden[f"pair_ids_{k}"] for k in range(len(RERANKER_PAIRS))]
+    longest = max(len(row) for row in ids)
+    batch = torch.zeros(len(ids), longest, dtype=torch.int64)
+    mask = torch.zeros(len(ids), longest, dtype=torch.int64)
+    for k, row in enumerate(ids):
+        batch[k, :len(row)], mask[k, :len(row)] = row, 1
+    with torch.no_grad():
+        logits = model(input_ids=batch, attention_mask=mask).logits
+    worst = 0.0
+    for k, row in enumerate(ids):
+        last = logits[k, len(row) - 1]
+        score = last[tokens["yes"]] if tokens.get("no") is None else last[tokens["yes"]] - last[tokens["no"]]
+        worst = max(worst, float((score.float() - golden[f"pair_logits_{k}"]).abs().max()))
+    return worst
+
+
+def softcap_checks(model, base, rows, golden, checks):
+    """How far the goldens would be without each soft-capping (so an engine that skips either fails): the attention
+    cap off in every layer (hidden states at every length), and the final cap off (the raw scores)."""
+    saved = [layer.self_attn.attn_logit_softcapping for layer in base.layers]
+    for layer in base.layers:
+        layer.self_attn.attn_logit_softcapping = None
+    diffs = {}
+    for i, ids in enumerate(rows):
+        with torch.no_grad():
+            hidden = base(input_ids=ids[None]).last_hidden_state[0]
+        diffs[f"len_{len(ids)}"] = float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max())
+    for layer, cap in zip(base.layers, saved):
+        layer.self_attn.attn_logit_softcapping = cap
+    checks["max_abs_diff_of_hidden_states_without_attn_logit_softcapping"] = diffs
+    cap = model.config.final_logit_softcapping
+    model.config.final_logit_softcapping = None
+    diffs = {}
+    for i, ids in enumerate(rows):
+        _, score = run(model, ids)
+        diffs[f"len_{len(ids)}"] = float((score.float() - golden[f"logits_{i}"]).abs().max())
+    model.config.final_logit_softcapping = cap
+    checks["max_abs_diff_of_scores_without_final_logit_softcapping"] = diffs
+    # A logit near 0 is barely capped (c·tanh(x / c) ≈ x − x³ / 3c²), so the largest difference is what shows that
+    # skipping a cap fails the 1e-4 tolerance.
+    assert max(checks["max_abs_diff_of_hidden_states_without_attn_logit_softcapping"].values()) > 1e-2, \
+        "the attention cap must change the outputs measurably"
+    assert max(diffs.values()) > 1e-2, "the final cap must change the scores measurably"
+
+
 def family_checks(family, spec, model, rows, golden, checks):
     longest = rows[5]
     base = base_of(model)
+    if spec.get("softcapped"):
+        softcap_checks(model, base, rows, golden, checks)
     if family.startswith("mpnet"):
         bucket = base.encoder.relative_position_bucket
         distances = torch.arange(-140, 141)
@@ -1573,6 +1672,9 @@ def family_checks(family, spec, model, rows, golden, checks):
             diffs[f"len_{len(ids)}"] = float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max())
         checks["max_abs_diff_if_the_window_were_4096"] = diffs
         checks["layer_types"] = saved_types
+        if family.startswith("gemma2"):
+            checks["layer_types"] = saved_types
+            checks["embed_scale"] = float(base.embed_tokens.embed_scale)
         if family == "gemma3":
             checks["config_sliding_window_in_file"] = 16
             checks["config.sliding_window_after_post_init"] = config.sliding_window

@@ -28,6 +28,8 @@ extern const FamilyConfig kJinaBertFamilyConfig;
 extern const FamilyConfig kJinaEmbeddingsV3FamilyConfig;
 // Issue 44: Gemma (1), for bge-reranker-v2-gemma.
 extern const FamilyConfig kGemmaFamilyConfig;
+// Issue 44: Gemma 2, for bge-reranker-v2.5-gemma2-lightweight-style rerankers (families/gemma3.cc).
+extern const FamilyConfig kGemma2FamilyConfig;
 // Issue 44: static embeddings (model2vec, StaticEmbedding).
 extern const FamilyConfig kStaticEmbeddingFamilyConfig;
 
@@ -58,6 +60,8 @@ const FamilyConfig* const kFamilyConfigs[] = {
     &kJinaEmbeddingsV3FamilyConfig,
     // Issue 44: Gemma (1).
     &kGemmaFamilyConfig,
+    // Issue 44: Gemma 2.
+    &kGemma2FamilyConfig,
     // Issue 44: static embeddings (model2vec, StaticEmbedding).
     &kStaticEmbeddingFamilyConfig,
 };

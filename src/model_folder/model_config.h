@@ -28,6 +28,9 @@ enum class ModelFamily {
   kJinaEmbeddingsV3,
   // Gemma (1): GemmaForCausalLM, as bge-reranker-v2-gemma (issue 44).
   kGemma,
+  // Gemma 2: Gemma2ForCausalLM, as bge-reranker-v2.5-gemma2-lightweight-style yes/no rerankers
+  // (issue 44): Gemma 3's blocks without q/k norms, with logit soft-capping.
+  kGemma2,
   // Static embeddings (issue 44): a token embedding table and a tokenizer, no transformer
   // (model2vec folders, sentence-transformers StaticEmbedding modules).
   kStaticEmbedding,
@@ -106,6 +109,11 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   ops::RopeScaling rope_scaling;  // Llama 3's or GTE's NTK rescaled frequencies, or none
   double attention_scale = 0.0;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
+  // Gemma 2's soft-capping, 0 for none: every scaled attention score becomes
+  // cap·tanh(score / cap) before the mask and softmax (attn_logit_softcapping), and so does every
+  // logit of the LM head (final_logit_softcapping), the logits a yes/no reranker scores included.
+  double attention_logit_softcap = 0.0;
+  double final_logit_softcap = 0.0;
   // Decoders attend causally unless config.json says "is_causal": false (bidirectional
   // fine-tunes); encoders are always bidirectional.
   bool causal = false;

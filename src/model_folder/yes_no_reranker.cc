@@ -98,6 +98,7 @@ std::string_view DefaultYesNoPreset(ModelFamily family) {
     case ModelFamily::kQwen2:
       return "mxbai-rerank-v2";
     case ModelFamily::kGemma:
+    case ModelFamily::kGemma2:
       return "bge-reranker-v2-gemma";
     default:
       return "qwen3-reranker";

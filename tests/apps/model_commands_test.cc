@@ -582,10 +582,11 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       {"jina-reranker-v1-turbo-en", "configs/all-MiniLM-L6-v2", 0, "JinaBertForSequenceClassification"},
       // Issue 48: jina-embeddings-v3, config.json naming XLMRobertaModel, run as its XLMRobertaLoRA.
       {"jina-embeddings-v3", "xlmr-trimmed-32k", 1024, "XLMRobertaLoRA"},
-      // Issue 44: LLM rerankers; bge-reranker-v2-gemma with its shipped stand-in tokenizer (""),
+      // Issue 44: LLM rerankers; bge-reranker-v2-gemma and v2.5-gemma2-lightweight with their shipped stand-in tokenizer (""),
       // for which make-model writes a yes_no_reranker.json scoring BERT's "yes".
       {"mxbai-rerank-base-v2", "qwen2-bpe", 0, "Qwen2ForCausalLM"},
       {"bge-reranker-v2-gemma", "", 0, "GemmaForCausalLM"},
+      {"bge-reranker-v2.5-gemma2-lightweight", "", 0, "Gemma2ForCausalLM"},
       // Issue 44: a Stanford ColBERT checkpoint, whose token vectors are 128 wide.
       {"colbertv2.0", "configs/all-MiniLM-L6-v2", 128, "HF_ColBERT"},
   };
@@ -594,7 +595,7 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
     // yes/no reranker needs its tokenizer's "yes" (9693 in Qwen's) inside the vocabulary.
     const std::string folder = out.File(like.name);
     // (BERT's "yes" is 2748.)
-    const bool yes_no = like.name == "qwen3-reranker-0.6b" || like.name == "bge-reranker-v2-gemma";
+    const bool yes_no = like.name == "qwen3-reranker-0.6b" || like.name.starts_with("bge-reranker-v2");
     const std::string vocab = yes_no ? "10000" : "1000";
     const std::string tokenizer = like.tokenizer.empty() ? "" : " --tokenizer " + kShared + "/models/" + like.tokenizer;
     const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers 1 --vocab-size " + vocab +

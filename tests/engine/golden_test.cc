@@ -175,8 +175,10 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       "tiny-gte-reranker", "tiny-gte-reranker-hub",
                       // Issue 48: JinaBERT (ALiBi), the hub's layout; the reference is a re-implementation.
                       "tiny-jina-bert", "tiny-jina-reranker-bf16",
-                      // Issue 44: LLM rerankers on Qwen2 (mxbai-rerank-v2) and Gemma (bge-reranker-v2-gemma).
-                      "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker");
+                      // Issue 44: LLM rerankers on Qwen2 (mxbai-rerank-v2), Gemma (bge-reranker-v2-gemma)
+                      // and Gemma 2 (soft-capped attention and logits, sliding layers), F32 and BF16 stored.
+                      "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker", "tiny-gemma2-reranker",
+                      "tiny-gemma2-reranker-bf16");
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, kGoldenModels, FolderTestName);
 
@@ -359,7 +361,7 @@ std::string ReadBytes(const std::string& path) {
 // computation in double on the engine's own pooled vectors.
 // A *ForCausalLM folder without sentence-transformers modules is a yes/no reranker: its raw
 // score is transformers' full-vocabulary logit_yes − logit_no at the last position (Qwen3,
-// mxbai's Qwen2) or logit_yes alone (Gemma), its sigmoid the normalized score, and the
+// mxbai's Qwen2) or logit_yes alone (Gemma; Gemma 2's soft-capped), its sigmoid the normalized score, and the
 // family's default template is what EncodeYesNoPair builds: the Qwen3-Reranker card's (prefix
 // ids + body ids + suffix ids, by HF tokenizers), mxbai-rerank's own prepare_inputs, the
 // bge-reranker-v2-gemma card's get_inputs (tools/make_family_goldens.py), with and without an
@@ -396,9 +398,12 @@ TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
       {"explain gravity", "Gravity is a force that attracts two bodies towards each other."},
       {"yes or no", "no"}};
   std::vector<int32_t> ids;
+  std::vector<int32_t> packed_ids, packed_bounds = {0};
   double worst_pair = 0.0;
   for (size_t k = 0; k < std::size(pairs); ++k) {
     (*tokenizer)->EncodeYesNoPair(*prompt, pairs[k].first, pairs[k].second, 0, &ids);
+    packed_ids.insert(packed_ids.end(), ids.begin(), ids.end());
+    packed_bounds.push_back(static_cast<int32_t>(packed_ids.size()));
     auto expected = golden->store.Load("pair_ids_" + std::to_string(k), DataType::kI64);
     ASSERT_TRUE(expected.ok());
     EXPECT_EQ(std::vector<int32_t>(expected->data<int64_t>(), expected->data<int64_t>() + expected->NumElements()), ids)
@@ -412,6 +417,13 @@ TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
     worst_pair = std::max(worst_pair, MaxAbsError(*golden, "pair_yes_probability_" + std::to_string(k), {&yes, 1}));
   }
   EXPECT_LE(worst_pair, kTolerance);
+  // The pairs, of different lengths, in one step: each raw score as alone.
+  auto packed = (*engine)->Step({packed_ids, packed_bounds, {}}, scores);
+  ASSERT_TRUE(packed.ok() && packed->Wait().ok());
+  for (size_t k = 0; k < std::size(pairs); ++k) {
+    const float raw = packed->values().data<float>()[k];
+    EXPECT_LE(MaxAbsError(*golden, "pair_logits_" + std::to_string(k), {&raw, 1}), kTolerance) << "pair " << k << " packed";
+  }
   if (golden->store.Contains("instruction_pair_ids")) {
     YesNoTemplate instructed = *prompt;
     instructed.instruction = "Find the passage that answers the question";
@@ -436,8 +448,17 @@ TEST_P(YesNoRerankerTest, YesProbabilityAndTemplateMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Models, YesNoRerankerTest,
                          ::testing::Values("tiny-qwen3-reranker", "tiny-qwen3-reranker-tied", "tiny-qwen2-mxbai-reranker",
-                                           "tiny-gemma-reranker"),
+                                           "tiny-gemma-reranker", "tiny-gemma2-reranker", "tiny-gemma2-reranker-bf16"),
                          FolderTestName);
+
+// Gemma 2 soft-caps its attention scores, which the CUDA attention kernels do not do: the CUDA
+// engine refuses such a folder by name before it starts a device (a build without CUDA says the
+// same), where running it would give other scores.
+TEST(YesNoRerankerTest, CudaRefusesSoftCappedAttention) {
+  auto engine = Engine::Load(GoldenFolder("tiny-gemma2-reranker"), {.device = Device::kCuda});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("attn_logit_softcapping"), std::string::npos) << engine.status().message();
+}
 
 TEST(DenseModulesTest, RunAfterPoolingBeforeNormalizeAndTruncation) {
   TempDir dir;

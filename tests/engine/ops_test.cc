@@ -548,6 +548,7 @@ std::vector<double> ReferenceAttention(const Tensor& qkv, const std::vector<int3
           double dot = 0.0;
           for (int64_t c = 0; c < d; ++c) dot += double{data[i * row + head * d + c]} * data[j * row + k_off + c];
           double score = dot * scale;
+          if (options.softcap > 0.0f) score = options.softcap * std::tanh(score / options.softcap);
           if (const ops::RelativePositionBias* bias = options.position_bias; bias != nullptr) {
             const int32_t bucket = ops::RelativePositionBucket(j - i, bias->num_buckets, bias->max_distance);
             score += bias->table.data<float>()[bucket * layout.num_heads + head];
@@ -779,6 +780,41 @@ TEST(AttentionTest, OptionsMatchReference) {
       }
     }
   }
+}
+
+// Gemma 2's logit soft-capping: each scaled score squashed to cap·tanh(s / cap) before the
+// softmax, causal with and without a sliding window, over ragged sequences whose scores reach well
+// past the cap (inputs of scale 3); without it the outputs are far from the capped reference.
+// A position bias beside it, or a negative cap, is refused.
+TEST(AttentionTest, SoftCapMatchesReference) {
+  const ops::QkvLayout layout{4, 2, 16};
+  const std::vector<int32_t> bounds = {0, 1, 9, 30, 130};
+  Tensor qkv = Random({130, layout.row_size()}, 23, 3.0f);
+  const std::vector<ops::AttentionOptions> cases = {
+      {.causal = true, .scale = 0.2f, .softcap = 2.0f},
+      {.causal = true, .window = 16, .scale = 0.2f, .softcap = 2.0f},
+      {.softcap = 0.5f}};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    Tensor out = Zeros({130, 64});
+    ASSERT_TRUE(ops::Attention(qkv, Ints(bounds), layout, cases[c], out).ok());
+    const std::vector<double> expected = ReferenceAttention(qkv, bounds, layout, cases[c]);
+    ops::AttentionOptions uncapped = cases[c];
+    uncapped.softcap = 0.0f;
+    const std::vector<double> plain = ReferenceAttention(qkv, bounds, layout, uncapped);
+    double apart = 0.0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_NEAR(out.data<float>()[i], expected[i], 1e-5) << "case " << c << " at " << i;
+      apart = std::max(apart, std::abs(plain[i] - expected[i]));
+    }
+    EXPECT_GT(apart, 1e-2) << "case " << c << ": the cap must matter";
+  }
+  Tensor out = Zeros({130, 64});
+  const Tensor table = Random({32, 4}, 18);
+  const ops::RelativePositionBias bias{.table = table};
+  const Status biased = ops::Attention(qkv, Ints(bounds), layout, {.softcap = 2.0f, .position_bias = &bias}, out);
+  ASSERT_FALSE(biased.ok());
+  EXPECT_NE(biased.message().find("soft-capping"), std::string::npos) << biased.message();
+  EXPECT_FALSE(ops::Attention(qkv, Ints(bounds), layout, {.softcap = -1.0f}, out).ok());
 }
 
 // ALiBi (JinaBERT): −slope_h · |i − j| per head, over ragged sequences up to 341 tokens (where

@@ -49,6 +49,7 @@ TEST(YesNoPresetTest, NamesAndFamilyDefaults) {
   EXPECT_EQ(DefaultYesNoPreset(ModelFamily::kLlama), "qwen3-reranker");
   EXPECT_EQ(DefaultYesNoPreset(ModelFamily::kQwen2), "mxbai-rerank-v2");
   EXPECT_EQ(DefaultYesNoPreset(ModelFamily::kGemma), "bge-reranker-v2-gemma");
+  EXPECT_EQ(DefaultYesNoPreset(ModelFamily::kGemma2), "bge-reranker-v2-gemma");
 
   const YesNoTemplate mxbai = *FindYesNoPreset("mxbai-rerank-v2");
   EXPECT_EQ(mxbai.yes_token, "1");

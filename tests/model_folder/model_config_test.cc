@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -179,6 +180,62 @@ TEST(ModelConfigTest, ModernBertOlderKeysAndRejections) {
   EXPECT_NE(ConfigError(base + R"("global_attn_every_n_layers":0})").find("'global_attn_every_n_layers'"),
             std::string::npos);
   EXPECT_NE(ConfigError(base + R"("head_dim":2})").find("'head_dim'"), std::string::npos);
+}
+
+// Gemma 2 (models/gemma3.cc): the tiny reranker's settings, transformers' defaults when the keys
+// are absent (layers alternate sliding / full, caps 50 and 30), null caps meaning none, and what
+// stamen does not run refused by key: a layer type it does not know, the lightweight reranker's
+// layer-wise heads, bidirectional attention and scaled RoPE.
+TEST(ModelConfigTest, Gemma2SettingsDefaultsAndRejections) {
+  auto tiny = ReadModelConfig(std::string(STAMEN_ENGINE_TEST_DATA) + "/tiny-gemma2-reranker/config.json");
+  ASSERT_TRUE(tiny.ok()) << tiny.status().message();
+  EXPECT_EQ(tiny->family, ModelFamily::kGemma2);
+  EXPECT_EQ(tiny->architecture, "Gemma2ForCausalLM");
+  EXPECT_TRUE(tiny->causal);
+  EXPECT_TRUE(tiny->tie_word_embeddings);
+  EXPECT_EQ(tiny->hidden_act, ops::Activation::kGeluTanh);
+  EXPECT_DOUBLE_EQ(tiny->attention_logit_softcap, 2.0);
+  EXPECT_DOUBLE_EQ(tiny->final_logit_softcap, 1.0);
+  EXPECT_DOUBLE_EQ(tiny->attention_scale, 1.0 / std::sqrt(24.0));
+  EXPECT_EQ(tiny->sliding_window_layers, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(tiny->AttentionWindow(0), 16);
+  EXPECT_EQ(tiny->AttentionWindow(1), 0);
+  EXPECT_DOUBLE_EQ(tiny->local_rope_theta, tiny->rope_theta);
+
+  const std::string base = std::string(R"({"architectures":["Gemma2ForCausalLM"],"head_dim":4,)") +
+                           R"("hidden_size":8,"num_hidden_layers":4,"num_attention_heads":2,"intermediate_size":16,)" +
+                           R"("vocab_size":10,"max_position_embeddings":16)";
+  TempDir dir;
+  WriteFile(dir.File("config.json"), base + "}");
+  auto defaults = ReadModelConfig(dir.File("config.json"));
+  ASSERT_TRUE(defaults.ok()) << defaults.status().message();
+  EXPECT_EQ(defaults->sliding_window_layers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_DOUBLE_EQ(defaults->attention_logit_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(defaults->final_logit_softcap, 30.0);
+  EXPECT_EQ(defaults->sliding_window, 4096);
+  EXPECT_DOUBLE_EQ(defaults->attention_scale, 1.0 / 16.0);  // query_pre_attn_scalar 256
+  WriteFile(dir.File("config.json"), base + R"(,"attn_logit_softcapping":null,"final_logit_softcapping":null})");
+  auto uncapped = ReadModelConfig(dir.File("config.json"));
+  ASSERT_TRUE(uncapped.ok()) << uncapped.status().message();
+  EXPECT_EQ(uncapped->attention_logit_softcap, 0.0);
+  EXPECT_EQ(uncapped->final_logit_softcap, 0.0);
+
+  const std::string unknown_type =
+      ConfigError(base + R"(,"layer_types":["sliding_attention","full_attention","chunked_attention","full_attention"]})");
+  EXPECT_NE(unknown_type.find("'layer_types'"), std::string::npos) << unknown_type;
+  EXPECT_NE(unknown_type.find("chunked_attention"), std::string::npos) << unknown_type;
+  const std::string layer_wise = ConfigError(base + R"(,"layer_wise":true,"start_layer":2,"layer_sep":1})");
+  EXPECT_NE(layer_wise.find("'layer_wise'"), std::string::npos) << layer_wise;
+  EXPECT_NE(layer_wise.find("token compression"), std::string::npos) << layer_wise;
+  EXPECT_NE(ConfigError(base + R"(,"use_bidirectional_attention":true})").find("'use_bidirectional_attention'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(base + R"(,"attn_logit_softcapping":-1.0})").find("'attn_logit_softcapping'"),
+            std::string::npos);
+  EXPECT_NE(ConfigError(base + R"(,"final_logit_softcapping":0})").find("'final_logit_softcapping'"), std::string::npos);
+  EXPECT_NE(ConfigError(base + R"(,"rope_parameters":{"rope_type":"llama3","rope_theta":1.0,"factor":8.0,)" +
+                        R"("low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":8}})")
+                .find("'rope_parameters'"),
+            std::string::npos);
 }
 
 TEST(SentenceTransformersTest, ReadsPoolingNormalizeAndPrompts) {

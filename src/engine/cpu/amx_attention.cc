@@ -124,7 +124,7 @@ void MultiplyPanels(int64_t row_tiles, int64_t panels, const uint16_t* input, in
 
 bool AmxAttentionApplies(const ops::AttentionOptions& options) {
   return options.position_bias == nullptr && options.disentangled_bias == nullptr && options.alibi == nullptr &&
-         !options.causal && options.window <= 0;
+         !options.causal && options.window <= 0 && options.softcap <= 0.0f;
 }
 
 void AmxAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout, float scale,

@@ -10,6 +10,9 @@
 // MPNet's relative position bias and ALiBi (JinaBERT) are one value per head and offset j − i,
 // tabulated per head before its queries are scored.
 //
+// Gemma 2's logit soft-capping squashes each visible score by cap·tanh(s / cap) just before the
+// softmax, eight at a time (vector_activation.h's tanh).
+//
 // DeBERTa's disentangled terms reuse the score tile: the rows of the position keys a sequence
 // reaches are packed into panels like keys, so the tile's queries score against them in the same
 // pass (c2p, [6, rows]); for p2c the sequence's keys score against the packed position queries
@@ -33,6 +36,7 @@
 #include "engine/cpu/matrix_precision.h"
 #include "engine/cpu/panel_tile.h"
 #include "engine/cpu/thread_pool.h"
+#include "engine/cpu/vector_activation.h"
 #include "engine/cpu/vector_math.h"
 
 namespace stamen::engine::cpu {
@@ -278,6 +282,21 @@ float SoftmaxNumerators(float* scores, int64_t n) {
   return sum;
 }
 
+// scores[0, n) ← cap·tanh(scores / cap): Gemma 2's attention logit soft-capping, on the scaled
+// scores a query sees, before their softmax (transformers' eager_attention_forward).
+void SoftCap(float* scores, int64_t n, float cap) {
+  const float inverse = 1.0f / cap;
+  int64_t j = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  const __m256 scale_in = _mm256_set1_ps(inverse), scale_out = _mm256_set1_ps(cap);
+  for (; j + 8 <= n; j += 8) {
+    const __m256 capped = TanhEight(_mm256_mul_ps(_mm256_loadu_ps(scores + j), scale_in));
+    _mm256_storeu_ps(scores + j, _mm256_mul_ps(capped, scale_out));
+  }
+#endif
+  for (; j < n; ++j) scores[j] = cap * std::tanh(scores[j] * inverse);
+}
+
 // Packs keys [length, d] (rows `row_size` apart) into zero-padded panels of kKeyPanel keys.
 void PackKeys(const float* keys, int64_t row_size, int64_t length, int64_t d, float* packed) {
   const int64_t panels = (length + kKeyPanel - 1) / kKeyPanel;
@@ -336,6 +355,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
   }
   const bool causal = options.causal;
   const int64_t window = options.window;
+  const float softcap = options.softcap;  // ops::Attention keeps it apart from the position biases
   const ops::RelativePositionBias* position_bias = options.position_bias;
   const ops::DisentangledPositionBias* disentangled = options.disentangled_bias;
   const ops::AlibiBias* alibi = options.alibi;
@@ -486,6 +506,7 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayo
               const float* by_row = query_position_scores + r * row_stride;
               for (int64_t j = visible.begin; j < visible.end; ++j) row_scores[j] += by_row[row_of[-j]];
             }
+            if (softcap > 0.0f) SoftCap(row_scores + visible.begin, visible.end - visible.begin, softcap);
             inverse_sums[r] = 1.0f / SoftmaxNumerators(row_scores + visible.begin, visible.end - visible.begin);
           }
           std::fill(row_scores + seen_begin, row_scores + visible.begin, 0.0f);

@@ -1,7 +1,8 @@
-// Gemma3 text decoders (Gemma3TextModel), and EmbeddingGemma, the bidirectional one: a
-// pre- and post-RMSNorm transformer with rotary positions, grouped-query attention with
-// per-head q/k RMSNorm, sliding-window and full layers, and a GeGLU feed-forward. No KV
-// cache: each step sees whole sequences.
+// Gemma 2 and Gemma 3 text decoders, which share their blocks: Gemma3TextModel (EmbeddingGemma,
+// the bidirectional one, among them) and Gemma2Model / Gemma2ForCausalLM (bge-reranker-v2.5-
+// gemma2-lightweight-style yes/no rerankers). A pre- and post-RMSNorm transformer with rotary
+// positions, grouped-query attention (with per-head q/k RMSNorm on Gemma 3), sliding-window and
+// full layers, and a GeGLU feed-forward. No KV cache: each step sees whole sequences.
 //
 // With x the hidden state [T, H], embeddings scaled by sqrt(H), per layer:
 //   x += RMSNorm_post_attention(Attention(rotate(qk_norm(RMSNorm_input(x)·W_qkvᵀ)))·W_oᵀ)
@@ -10,7 +11,10 @@
 // stored norm weight (TensorSpec::load_offset) so ops::RmsNorm applies unchanged, and
 // multiplies each gathered embedding row by sqrt(H) (PreNormDecoderWeights::embedding_scale):
 // both are the fp32 arithmetic transformers does in an fp32 model. Sliding layers see keys within the window and rotate with
-// rope_local_base_freq; full layers see the whole sequence and rotate with rope_theta.
+// rope_local_base_freq (Gemma 2: rope_theta, like its full layers); full layers see the whole
+// sequence and rotate with rope_theta. Gemma 2 also soft-caps each attention score,
+// cap·tanh(score / cap) (ops::AttentionOptions::softcap), and its LM head's logits, which its
+// yes/no head compares (layers::LoadYesNoHead).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -21,7 +25,7 @@
 namespace stamen::engine {
 namespace {
 
-// The tensor schema, as save_pretrained names it.
+// The tensor schema, as save_pretrained names it; the same for Gemma 2 but for the q/k norms.
 void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::PreNormDecoderWeights& weights,
                   TensorVisitor& visit) {
   const layers::PreNormDecoderSchema schema{
@@ -29,10 +33,16 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
       .feed_forward_norm = "pre_feedforward_layernorm",
       .feed_forward_output_norm = "post_feedforward_layernorm",
       .norm = layers::GemmaNormSpec,
-      .head_norms = true,
+      .head_norms = config.family == ModelFamily::kGemma3,
       .output_bias = config.attention_bias,
       .embedding_scale = static_cast<float>(std::sqrt(static_cast<double>(config.hidden_size)))};
   layers::VisitPreNormDecoder(visit, weights, prefix, schema, config);
+  // An untied output projection: written by make-model, never loaded whole (a yes/no reranker
+  // reads its scored rows, layers::LoadYesNoHead).
+  if (config.architecture == "Gemma2ForCausalLM" && !config.tie_word_embeddings) {
+    visit.Tensor(weights.score, {"lm_head.weight", {config.vocab_size, config.hidden_size}, TensorInit::kNormal,
+                                 TensorPresence::kUnread});
+  }
 }
 
 constexpr std::string_view kPrefixes[] = {"", "model."};
@@ -43,5 +53,10 @@ extern const FamilyDefinition kGemma3Family{
     .family = ModelFamily::kGemma3, .weight_prefixes = kPrefixes,
     .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>,
     .load = LoadSchemaModel<layers::PreNormDecoderModel, VisitTensors>};
+
+extern const FamilyDefinition kGemma2Family{
+    .family = ModelFamily::kGemma2, .weight_prefixes = kPrefixes,
+    .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>,
+    .load = layers::LoadPreNormDecoder<VisitTensors>};
 
 }  // namespace stamen::engine

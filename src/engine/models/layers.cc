@@ -270,7 +270,10 @@ StatusOr<Tensor> PreNormDecoderModel::Forward(const ModelInput& input) {
     const bool sliding = marked && config_.sliding_window_layers[i];
     const AttentionSettings attention{
         .layout = {config_.num_attention_heads, config_.num_key_value_heads, config_.head_dim},
-        .options = {.causal = config_.causal, .window = config_.AttentionWindow(i), .scale = static_cast<float>(config_.attention_scale)},
+        .options = {.causal = config_.causal,
+                    .window = config_.AttentionWindow(i),
+                    .scale = static_cast<float>(config_.attention_scale),
+                    .softcap = static_cast<float>(config_.attention_logit_softcap)},
         .norm_eps = eps,
         .rope = sliding ? &rope.sliding : &rope.full};
     STAMEN_RETURN_IF_ERROR(
@@ -290,7 +293,9 @@ StatusOr<Tensor> PreNormDecoderModel::Classify(const ModelInput& input, const Te
   const DataType type = hidden.dtype();
   Tensor last = slots.Get(DataType::kF32, {sequences, hidden.dim(1)});
   Tensor last_typed = slots.Get(type, {sequences, hidden.dim(1)});
-  Tensor logits = slots.Get(type, {sequences, weights_.score.dim(0)});
+  const bool capped = !weights_.score_combination.empty();
+  Tensor capped_logits = capped ? slots.Get(type, {sequences, weights_.score.dim(0)}) : Tensor();
+  Tensor logits = slots.Get(type, {sequences, capped ? weights_.score_combination.dim(0) : weights_.score.dim(0)});
   STAMEN_RETURN_IF_ERROR(slots.status());
   // Sequences are unpadded, so each one's last token is its last non-padding token.
   STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, input.cu_seqlens, ops::PoolingMode::kLastToken, last));
@@ -298,7 +303,14 @@ StatusOr<Tensor> PreNormDecoderModel::Classify(const ModelInput& input, const Te
     STAMEN_RETURN_IF_ERROR(ops::Convert(last, last_typed));
     last = last_typed;
   }
-  STAMEN_RETURN_IF_ERROR(ops::Gemm(last, weights_.score, Tensor(), logits));
+  if (!capped) {
+    STAMEN_RETURN_IF_ERROR(ops::Gemm(last, weights_.score, Tensor(), logits));
+    return logits;
+  }
+  // tanh(logit / cap) of each scored token (the rows are divided by the cap), then their
+  // difference times the cap (score_combination).
+  STAMEN_RETURN_IF_ERROR(ops::Gemm(last, weights_.score, Tensor(), capped_logits, {.activation = ops::Activation::kTanh}));
+  STAMEN_RETURN_IF_ERROR(ops::Gemm(capped_logits, weights_.score_combination, Tensor(), logits));
   return logits;
 }
 
@@ -320,26 +332,55 @@ StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config
   return hidden;
 }
 
-StatusOr<Tensor> LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement) {
+Status LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement,
+                     PreNormDecoderWeights& decoder) {
   std::string table = "lm_head.weight";
   if (config.tie_word_embeddings) {
     table = weights.Contains("model.embed_tokens.weight") ? "model.embed_tokens.weight" : "embed_tokens.weight";
   }
   const std::vector<int32_t>& tokens = config.yes_no_token_ids;  // {no, yes} or {yes}
   if (tokens.empty() || tokens.size() > 2) return Status::Error("a yes/no reranker scores one or two tokens");
-  auto yes = weights.LoadRow(table, tokens.back());
-  if (!yes.ok()) return yes.status();
-  if (yes->dim(1) != config.hidden_size) {
-    return Status::Error(table + " has " + std::to_string(yes->dim(1)) + " columns, expected hidden_size " +
-                         std::to_string(config.hidden_size));
+  const int64_t h = config.hidden_size;
+  std::vector<Tensor> rows;  // in the order of `tokens`
+  for (const int32_t token : tokens) {
+    auto row = weights.LoadRow(table, token);
+    if (!row.ok()) return row.status();
+    if (row->dim(1) != h) {
+      return Status::Error(table + " has " + std::to_string(row->dim(1)) + " columns, expected hidden_size " +
+                           std::to_string(h));
+    }
+    rows.push_back(std::move(row.value()));
   }
-  if (tokens.size() == 2) {
-    auto no = weights.LoadRow(table, tokens.front());
-    if (!no.ok()) return no.status();
-    float* difference = yes->data<float>();
-    for (int64_t i = 0; i < config.hidden_size; ++i) difference[i] -= no->data<float>()[i];
+  const auto row_count = static_cast<int64_t>(rows.size());
+  const float cap = static_cast<float>(config.final_logit_softcap);
+  if (cap <= 0.0f) {
+    float* difference = rows.back().data<float>();
+    if (row_count == 2) {
+      for (int64_t i = 0; i < h; ++i) difference[i] -= rows.front().data<float>()[i];
+    }
+    auto placed = model_weights::Place(rows.back(), placement);
+    if (!placed.ok()) return placed.status();
+    decoder.score = std::move(placed.value());
+    return Status();
   }
-  return model_weights::Place(*yes, placement);
+  // Soft-capped logits are not linear in the hidden state, so each row is kept, divided by the
+  // cap (a tanh epilogue then caps them) and combined after.
+  auto scored = Tensor::Allocate(DataType::kF32, {row_count, h});
+  auto combination = Tensor::Allocate(DataType::kF32, {1, row_count});
+  if (!scored.ok()) return scored.status();
+  if (!combination.ok()) return combination.status();
+  for (int64_t r = 0; r < row_count; ++r) {
+    for (int64_t i = 0; i < h; ++i) scored->data<float>()[r * h + i] = rows[r].data<float>()[i] / cap;
+    // {no, yes}: −cap, cap; {yes}: cap.
+    combination->data<float>()[r] = r + 1 == row_count ? cap : -cap;
+  }
+  auto placed_rows = model_weights::Place(*scored, placement);
+  if (!placed_rows.ok()) return placed_rows.status();
+  auto placed_combination = model_weights::Place(*combination, placement);
+  if (!placed_combination.ok()) return placed_combination.status();
+  decoder.score = std::move(placed_rows.value());
+  decoder.score_combination = std::move(placed_combination.value());
+  return Status();
 }
 
 void VisitClassifier(TensorVisitor& visit, ClassifierWeights& head, const std::string& dense,

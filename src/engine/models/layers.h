@@ -207,7 +207,7 @@ class PostNormEncoderModel final : public FamilyModel<PostNormEncoderWeights> {
   bool LimitsKeys() const override { return true; }
 };
 
-// The pre-norm decoder layer of Qwen2/3, Llama, Mistral and Gemma3, with RMSNorms:
+// The pre-norm decoder layer of Qwen2/3, Llama, Mistral, Gemma and Gemma 2 and 3, with RMSNorms:
 //   x += output_norm(SelfAttention(input_norm(x)));   x += output_norm(FeedForward(feed_forward_norm(x)))
 // where each output_norm is the identity (Qwen, Llama, Mistral) or, in Gemma3's sandwich,
 // an RMSNorm of the block's output before it joins the residual stream.
@@ -235,6 +235,11 @@ struct PreNormDecoderWeights {
   Tensor final_norm;
   Tensor score;  // empty without a head
   ClassifierWeights head;  // empty unless the family's head is pooled (EuroBERT)
+  // A yes/no head under final logit soft-capping (Gemma 2), else empty: `score` then holds the
+  // scored lm_head rows ([no, yes] or [yes]) divided by the cap c, and this [1, rows] weighs
+  // their tanh, c·(−1, 1) or c, so that the score is c·tanh(yes / c) − c·tanh(no / c), or
+  // c·tanh(yes / c): the difference of the capped logits transformers' Gemma2ForCausalLM gives.
+  Tensor score_combination;
 };
 
 // How a decoder family names and stores its tensors: Llama's layout (embed_tokens, layers.i.
@@ -264,7 +269,7 @@ void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, c
 // feed-forward), the final norm. Positions restart at 0 in every sequence. A layer attends
 // within config.sliding_window (Mistral: every layer) or, where config.sliding_window_layers
 // marks layers, a sliding one within config.attention_window and a full one to every key,
-// scaled by config.attention_scale. Classify (config.head kSequenceClassification): the
+// scaled by config.attention_scale and soft-capped by config.attention_logit_softcap. Classify (config.head kSequenceClassification): the
 // last token's final hidden state · scoreᵀ, as transformers' *ForSequenceClassification
 // scores the last non-padding token of a causal decoder; with a pooled head (EuroBERT), Classify's.
 class PreNormDecoderModel : public FamilyModel<PreNormDecoderWeights> {
@@ -275,12 +280,15 @@ class PreNormDecoderModel : public FamilyModel<PreNormDecoderWeights> {
   int64_t max_sequence_length() const override { return std::max<int64_t>(config_.max_position_embeddings, 0); }
 };
 
-// A yes/no reranker's head (config.yes_no_token_ids set, model_folder/yes_no_reranker.h): the
-// row lm_head[yes] − lm_head[no], or lm_head[yes] alone, of lm_head.weight, or of the embedding
-// table ([model.]embed_tokens.weight) when tied, as [1, hidden] placed on the model's device. Only those rows
-// are read, never the vocabulary projection; the difference is taken in F32 before placement,
-// so BF16 rows are not rounded twice.
-StatusOr<Tensor> LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement);
+// A yes/no reranker's head (config.yes_no_token_ids set, model_folder/yes_no_reranker.h) into
+// `decoder`'s score: the row lm_head[yes] − lm_head[no], or lm_head[yes] alone, of
+// lm_head.weight, or of the embedding table ([model.]embed_tokens.weight) when tied, as
+// [1, hidden] placed on the model's device. Only those rows are read, never the vocabulary
+// projection; the difference is taken in F32 before placement, so BF16 rows are not rounded
+// twice. With config.final_logit_softcap the logits are capped before they are compared, so the
+// rows stay apart (PreNormDecoderWeights::score_combination).
+Status LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement,
+                     PreNormDecoderWeights& decoder);
 
 // A decoder family's FamilyDefinition::load: `schema`'s tensors, then for a yes/no reranker its
 // head (LoadYesNoHead), so a step projects onto one row instead of the vocabulary.
@@ -290,9 +298,7 @@ StatusOr<std::unique_ptr<Model>> LoadPreNormDecoder(const ModelConfig& config, c
   auto model = std::make_unique<PreNormDecoderModel>(config, placement);
   STAMEN_RETURN_IF_ERROR(LoadTensors(config, weights, placement, schema, model->weights_));
   if (!config.yes_no_token_ids.empty()) {
-    auto score = LoadYesNoHead(config, weights, placement);
-    if (!score.ok()) return score.status();
-    model->weights_.score = std::move(score.value());
+    STAMEN_RETURN_IF_ERROR(LoadYesNoHead(config, weights, placement, model->weights_));
   }
   return std::unique_ptr<Model>(std::move(model));
 }

@@ -33,6 +33,8 @@ extern const FamilyDefinition kJinaBertFamily;
 extern const FamilyDefinition kJinaEmbeddingsV3Family;
 // Issue 44: Gemma (1), for bge-reranker-v2-gemma.
 extern const FamilyDefinition kGemmaFamily;
+// Issue 44: Gemma 2, for bge-reranker-v2.5-gemma2-lightweight-style rerankers (models/gemma3.cc).
+extern const FamilyDefinition kGemma2Family;
 // Issue 44: static embeddings (model2vec, StaticEmbedding).
 extern const FamilyDefinition kStaticEmbeddingFamily;
 
@@ -63,6 +65,8 @@ const FamilyDefinition* const kFamilies[] = {
     &kJinaEmbeddingsV3Family,
     // Issue 44: Gemma (1).
     &kGemmaFamily,
+    // Issue 44: Gemma 2.
+    &kGemma2Family,
     // Issue 44: static embeddings (model2vec, StaticEmbedding).
     &kStaticEmbeddingFamily,
 };

@@ -89,6 +89,17 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& l
   if (!(options.scale >= 0.0f) || !std::isfinite(options.scale)) {
     return Status::Error("attention: scale " + std::to_string(options.scale) + " is not a finite value >= 0");
   }
+  if (!(options.softcap >= 0.0f) || !std::isfinite(options.softcap)) {
+    return Status::Error("attention: softcap " + std::to_string(options.softcap) + " is not a finite value >= 0");
+  }
+  if (options.softcap > 0.0f) {
+    if (options.position_bias != nullptr || options.disentangled_bias != nullptr || options.alibi != nullptr) {
+      return Status::Error("attention: logit soft-capping does not combine with a position bias");
+    }
+    if (qkv.device() != Device::kCpu) {
+      return Status::Error("attention: logit soft-capping (Gemma 2's attn_logit_softcapping) runs on the CPU only");
+    }
+  }
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("attention", "qkv", qkv, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "qkv", qkv, 1, layout.row_size()));
   STAMEN_RETURN_IF_ERROR(internal::Expect("attention", "cu_seqlens", cu_seqlens, DataType::kI32, 1));

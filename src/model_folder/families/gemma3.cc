@@ -1,4 +1,7 @@
-// What config.json says of Gemma3 text encoders, EmbeddingGemma among them (engine/models/gemma3.cc runs them).
+// What config.json says of the Gemma 2 and Gemma 3 text decoders, which share their blocks
+// (sandwich RMSNorms, GeGLU, query_pre_attn_scalar, sliding and full layers; engine/models/gemma3.cc
+// runs both): Gemma3TextModel, EmbeddingGemma among them, and Gemma2Model / Gemma2ForCausalLM
+// (bge-reranker-v2.5-gemma2-lightweight-style yes/no rerankers, model_folder/yes_no_reranker.h).
 #include <cmath>
 
 #include "model_folder/family_config.h"
@@ -6,29 +9,42 @@
 namespace stamen::engine {
 namespace {
 
-// Which layers slide: layer_types when given, else transformers' sliding_window_pattern rule
-// (every pattern-th layer is full).
-Status ReadLayerTypes(const JsonObject& root, ModelConfig* config) {
+// Which layers slide: layer_types when given, else every `pattern`-th layer is full (transformers'
+// default: Gemma 2 alternates, sliding first, pattern 2; Gemma 3 reads its sliding_window_pattern,
+// 6 by default).
+Status ReadLayerTypes(const JsonObject& root, int64_t pattern, ModelConfig* config) {
   bool found = false;
   STAMEN_RETURN_IF_ERROR(family_settings::ReadLayerTypes(root, config, &found));
   if (found) return Status();
-  int64_t pattern = 6;
-  STAMEN_RETURN_IF_ERROR(root.Optional("_sliding_window_pattern", &pattern));
-  STAMEN_RETURN_IF_ERROR(root.Optional("sliding_window_pattern", &pattern));
   if (pattern < 1) return root.Error("sliding_window_pattern", "must be positive");
   for (int64_t i = 0; i < config->num_hidden_layers; ++i) config->sliding_window_layers.push_back((i + 1) % pattern != 0);
   return Status();
 }
 
-Status ReadSettings(const JsonObject& root, ModelConfig* config) {
+// The keys both generations read alike: GeGLU (hidden_activation), the RMSNorms' eps, attention
+// biases, the sliding window and the query scale.
+Status ReadSharedSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_activation", "gelu_pytorch_tanh", config));
   config->gated_feed_forward = true;
   config->norm_eps = 1e-6;
   STAMEN_RETURN_IF_ERROR(root.Optional("rms_norm_eps", &config->norm_eps));
   config->attention_bias = false;
   STAMEN_RETURN_IF_ERROR(root.Optional("attention_bias", &config->attention_bias));
-  // Soft-capping would tanh-squash the attention scores (or the LM logits); stamen's attention
-  // has no such step, so such a model is refused rather than run differently.
+  if (config->head_dim % 2 != 0) return root.Error("head_dim", "must be even for RoPE");
+  config->sliding_window = 4096;
+  STAMEN_RETURN_IF_ERROR(root.Optional("sliding_window", &config->sliding_window));
+  if (config->sliding_window < 1) return root.Error("sliding_window", "must be positive");
+  double query_pre_attn_scalar = 256.0;
+  STAMEN_RETURN_IF_ERROR(root.Optional("query_pre_attn_scalar", &query_pre_attn_scalar));
+  if (!(query_pre_attn_scalar > 0)) return root.Error("query_pre_attn_scalar", "must be positive");
+  config->attention_scale = 1.0 / std::sqrt(query_pre_attn_scalar);
+  return Status();
+}
+
+Status ReadGemma3Settings(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(ReadSharedSettings(root, config));
+  // Gemma 3 has no soft-capping; a config that sets it asks for something transformers' Gemma 3
+  // does not do either, so it is refused rather than run one way or the other.
   if (root.Has("attn_logit_softcapping")) return root.Error("attn_logit_softcapping", "is not supported (must be null)");
   if (root.Has("final_logit_softcapping")) {
     return root.Error("final_logit_softcapping", "is not supported (must be null)");
@@ -51,15 +67,10 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   }
   if (!(config->rope_theta > 0)) return root.Error("rope_theta", "must be positive");
   if (!(config->local_rope_theta > 0)) return root.Error("rope_local_base_freq", "must be positive");
-  if (config->head_dim % 2 != 0) return root.Error("head_dim", "must be even for RoPE");
-  STAMEN_RETURN_IF_ERROR(ReadLayerTypes(root, config));
-  config->sliding_window = 4096;
-  STAMEN_RETURN_IF_ERROR(root.Optional("sliding_window", &config->sliding_window));
-  if (config->sliding_window < 1) return root.Error("sliding_window", "must be positive");
-  double query_pre_attn_scalar = 256.0;
-  STAMEN_RETURN_IF_ERROR(root.Optional("query_pre_attn_scalar", &query_pre_attn_scalar));
-  if (!(query_pre_attn_scalar > 0)) return root.Error("query_pre_attn_scalar", "must be positive");
-  config->attention_scale = 1.0 / std::sqrt(query_pre_attn_scalar);
+  int64_t pattern = 6;
+  STAMEN_RETURN_IF_ERROR(root.Optional("_sliding_window_pattern", &pattern));
+  STAMEN_RETURN_IF_ERROR(root.Optional("sliding_window_pattern", &pattern));
+  STAMEN_RETURN_IF_ERROR(ReadLayerTypes(root, pattern, config));
   // EmbeddingGemma sets use_bidirectional_attention; Gemma3 language models attend causally.
   bool bidirectional = false;
   STAMEN_RETURN_IF_ERROR(root.Optional("use_bidirectional_attention", &bidirectional));
@@ -70,8 +81,56 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   return family_settings::ReadPadToken(root, config);
 }
 
+// A soft-capping value into `cap`: transformers' default when absent, 0 (none) when null, else
+// positive (transformers would divide by a cap of 0).
+Status ReadSoftCap(const JsonObject& root, std::string_view key, double fallback, double* cap) {
+  if (!root.Has(key)) {
+    *cap = root.raw()[key].error() == simdjson::SUCCESS ? 0.0 : fallback;  // present and null: no capping
+    return Status();
+  }
+  STAMEN_RETURN_IF_ERROR(root.Optional(key, cap));
+  if (!(*cap > 0) || !std::isfinite(*cap)) return root.Error(key, "must be a positive number or null");
+  return Status();
+}
+
+Status ReadGemma2Settings(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(ReadSharedSettings(root, config));
+  // One RoPE for every layer (Gemma2RotaryEmbedding), plain only: the sliding layers' table is
+  // made without rope scaling (layers::EmbedRotary).
+  config->rope_theta = 10'000.0;
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadRope(root, config));
+  if (config->rope_scaling.factor != 0.0f) return root.Error("rope_parameters", "is not supported (only plain RoPE)");
+  config->local_rope_theta = config->rope_theta;
+  STAMEN_RETURN_IF_ERROR(ReadLayerTypes(root, 2, config));
+  // transformers' Gemma 2 builds causal masks whatever use_bidirectional_attention says.
+  bool bidirectional = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("use_bidirectional_attention", &bidirectional));
+  if (bidirectional) return root.Error("use_bidirectional_attention", "is not supported for Gemma 2 (must be false)");
+  config->causal = true;
+  config->attention_window = config->sliding_window;
+  STAMEN_RETURN_IF_ERROR(ReadSoftCap(root, "attn_logit_softcapping", 50.0, &config->attention_logit_softcap));
+  STAMEN_RETURN_IF_ERROR(ReadSoftCap(root, "final_logit_softcapping", 30.0, &config->final_logit_softcap));
+  // bge-reranker-v2.5-gemma2-lightweight's own config (FlagEmbedding's CostWiseGemmaConfig) scores
+  // through a head per layer (layer_wise, start_layer, layer_sep) and may compress tokens on the
+  // way; none of that is Gemma2ForCausalLM's forward, so a folder asking for it is refused.
+  bool layer_wise = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("layer_wise", &layer_wise));
+  if (layer_wise) {
+    return root.Error("layer_wise", "is not supported: the lightweight reranker's per-layer heads (layer cut-off) "
+                                    "and token compression are not implemented; only the full model's lm_head scores");
+  }
+  config->tie_word_embeddings = true;
+  STAMEN_RETURN_IF_ERROR(root.Optional("tie_word_embeddings", &config->tie_word_embeddings));
+  return family_settings::ReadPadToken(root, config);
+}
+
 constexpr ArchitectureDefinition kGemma3Architectures[] = {
     {"Gemma3TextModel", ModelHead::kNone, "", "gemma3_text"},
+};
+
+constexpr ArchitectureDefinition kGemma2Architectures[] = {
+    {"Gemma2Model", ModelHead::kNone, "", "gemma2"},
+    {"Gemma2ForCausalLM", ModelHead::kNone, "model.", ""},  // embedding use ignores lm_head
 };
 
 }  // namespace
@@ -81,6 +140,10 @@ constexpr ArchitectureDefinition kGemma3Architectures[] = {
 // derives from config.causal.
 extern const FamilyConfig kGemma3FamilyConfig{
     .family = ModelFamily::kGemma3, .architectures = kGemma3Architectures, .decoder = true,
-    .read_settings = ReadSettings};
+    .read_settings = ReadGemma3Settings};
+
+extern const FamilyConfig kGemma2FamilyConfig{
+    .family = ModelFamily::kGemma2, .architectures = kGemma2Architectures, .decoder = true,
+    .read_settings = ReadGemma2Settings};
 
 }  // namespace stamen::engine
