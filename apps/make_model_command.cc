@@ -217,10 +217,12 @@ std::string LabelsJson(int64_t labels) {
   return "  \"id2label\": {" + id2label + "},\n  \"label2id\": {" + label2id + "},\n";
 }
 
-// The shape keys of a Llama-style config.json (the issue 48 encoders), silu and fp32, ending
-// the object: its last line has no comma.
-std::string DecoderShapesJson(const Like& like, int64_t layers, int64_t vocab) {
-  return "  \"head_dim\": " + std::to_string(like.head_dim) + ",\n  \"hidden_act\": \"silu\",\n  \"hidden_size\": " +
+// The shape keys of a Llama-style config.json (the issue 48 encoders), fp32, ending the object:
+// its last line has no comma. `activation` is the activation's key and value (Llama's silu unless
+// a family names its own, as Gemma's configs do).
+std::string DecoderShapesJson(const Like& like, int64_t layers, int64_t vocab,
+                              const std::string& activation = "\"hidden_act\": \"silu\"") {
+  return "  \"head_dim\": " + std::to_string(like.head_dim) + ",\n  " + activation + ",\n  \"hidden_size\": " +
          std::to_string(like.hidden) + ",\n  \"intermediate_size\": " + std::to_string(like.intermediate) +
          ",\n  \"max_position_embeddings\": " + std::to_string(like.max_positions) + ",\n  \"num_attention_heads\": " +
          std::to_string(like.heads) + ",\n  \"num_hidden_layers\": " + std::to_string(layers) +
@@ -308,26 +310,20 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"rope_theta\": 1000000.0,\n  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n"
              "  \"use_cache\": true,\n  \"use_sliding_window\": false,\n" + DecoderShapesJson(like, layers, vocab) +
              "}\n";
-    case Family::kGemma2Reranker: {
-      std::string shapes = DecoderShapesJson(like, layers, vocab);
-      const std::string silu = "\"hidden_act\": \"silu\"";
-      shapes.replace(shapes.find(silu), silu.size(), "\"hidden_activation\": \"gelu_pytorch_tanh\"");
+    case Family::kGemma2Reranker:
       return "{\n  \"architectures\": [\"Gemma2ForCausalLM\"],\n  \"attention_bias\": false,\n"
              "  \"attention_dropout\": 0.0,\n  \"attn_logit_softcapping\": 50.0,\n  \"bos_token_id\": 2,\n"
              "  \"eos_token_id\": 1,\n  \"final_logit_softcapping\": 30.0,\n  \"model_type\": \"gemma2\",\n"
              "  \"pad_token_id\": 0,\n  \"query_pre_attn_scalar\": 256,\n  \"rms_norm_eps\": 1e-06,\n"
              "  \"rope_theta\": 10000.0,\n  \"sliding_window\": 4096,\n  \"tie_word_embeddings\": true,\n"
-             "  \"use_cache\": true,\n" + shapes + "}\n";
-    }
-    case Family::kGemmaReranker: {
-      std::string shapes = DecoderShapesJson(like, layers, vocab);
-      const std::string silu = "\"hidden_act\": \"silu\"";
-      shapes.replace(shapes.find(silu), silu.size(), "\"hidden_act\": \"gelu\"");
+             "  \"use_cache\": true,\n" +
+             DecoderShapesJson(like, layers, vocab, "\"hidden_activation\": \"gelu_pytorch_tanh\"") + "}\n";
+    case Family::kGemmaReranker:
       return "{\n  \"architectures\": [\"GemmaForCausalLM\"],\n  \"attention_bias\": false,\n"
              "  \"attention_dropout\": 0.0,\n  \"bos_token_id\": 2,\n  \"eos_token_id\": 1,\n  \"model_type\": \"gemma\",\n"
              "  \"pad_token_id\": 0,\n  \"rms_norm_eps\": 1e-06,\n  \"rope_scaling\": null,\n  \"rope_theta\": 10000.0,\n"
-             "  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n" + shapes + "}\n";
-    }
+             "  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n" +
+             DecoderShapesJson(like, layers, vocab, "\"hidden_act\": \"gelu\"") + "}\n";
     // Issue 48: the hub's config.json of each, auto_map included; the shapes as DecoderShapesJson writes them.
     case Family::kEuroBert:
       return "{\n  \"architectures\": [\"EuroBertForMaskedLM\"],\n  \"attention_bias\": false,\n"
