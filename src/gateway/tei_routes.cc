@@ -136,11 +136,11 @@ void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::option
                         RowsWriter write, Reply reply) {
   auto parsed = ParseEmbedCall(request.body, /*openai=*/false);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
-  const EmbedCall& call = std::get<EmbedCall>(parsed);
+  EmbedCall& call = std::get<EmbedCall>(parsed);
   if (auto error = NeedEmbedder(request.path, kind == WorkKind::kEmbed)) return reply.Error(*error);
   auto prompt = Prompt(call.prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
-  TokenRowsJob job{.inputs = call.inputs,
+  TokenRowsJob job{.inputs = std::move(call.inputs),
                    .prompt = std::get<std::string>(prompt),
                    .truncate = call.truncate.value_or(options_.auto_truncate),
                    .direction = call.truncation_direction,
