@@ -480,12 +480,12 @@ std::variant<std::string, ApiError> Gateway::TaskPrompt(const TaskAdapter& task,
   return Prompt(prompt_name);
 }
 
-double Gateway::FinishTokenization(server::WorkRequest& job, size_t tokens, Clock::time_point start) {
+double Gateway::FinishTokenization(server::WorkRequest& job, Clock::time_point start) {
   const Clock::time_point now = Clock::now();
   job.deadline = now + options_.request_timeout;
   const double milliseconds = Milliseconds(now - start);
   tokenization_seconds_->Observe(milliseconds / 1000);
-  tokens_total_->Increment(tokens);
+  tokens_total_->Increment(static_cast<uint64_t>(job.total_tokens()));
   return milliseconds;
 }
 
@@ -499,6 +499,13 @@ std::optional<ApiError> Gateway::RefuseForLoad(const std::vector<Input>& inputs)
   int64_t least_tokens = 0;
   for (const Input& input : inputs) least_tokens += LeastInputTokens(input, max_input_length_);
   return RefuseForLoad(least_tokens);
+}
+
+std::optional<ApiError> Gateway::CheckTokenStates(const std::string& route, int64_t tokens, int64_t columns) const {
+  if (tokens * columns <= options_.max_token_states) return std::nullopt;
+  return ApiError{413, route + " would answer " + std::to_string(tokens) + " token vectors of " +
+                           std::to_string(columns) + " floats, more than " + std::to_string(options_.max_token_states) +
+                           " floats in all: send fewer or shorter inputs"};
 }
 
 std::optional<ApiError> Gateway::CheckBatchSize(size_t count, const char* items) const {
@@ -866,7 +873,7 @@ void Gateway::Run(const http::Request& request, TokenizeJob tokenize, AnswerJob 
     const Clock::time_point tokenization_start = Clock::now();
     auto job = std::make_shared<WorkRequest>();
     if (auto error = tokenize(*tokenizers_[thread], *job)) return reply.Error(*error);
-    const double tokenization_ms = FinishTokenization(*job, static_cast<size_t>(job->total_tokens()), tokenization_start);
+    const double tokenization_ms = FinishTokenization(*job, tokenization_start);
     Dispatch(client, job, [answer, reply, tokenization_ms](WorkRequest& done) {
       if (!done.status.ok()) return reply.Error(DispatchError(done.status));
       auto body = answer(done);

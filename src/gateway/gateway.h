@@ -220,9 +220,9 @@ class Gateway {
   std::variant<std::string, ApiError> Prompt(const std::string& prompt_name) const;
   // The prompt of a request that runs `task`: the task's own unless it names a prompt.
   std::variant<std::string, ApiError> TaskPrompt(const TaskAdapter& task, const std::string& prompt_name) const;
-  // Stamps the job's deadline and records the tokenization metrics for `tokens` tokens
-  // tokenized since `start`; returns the milliseconds it took.
-  double FinishTokenization(server::WorkRequest& job, size_t tokens, std::chrono::steady_clock::time_point start);
+  // Stamps the job's deadline and records the tokenization metrics for its tokens, tokenized
+  // since `start`; returns the milliseconds it took.
+  double FinishTokenization(server::WorkRequest& job, std::chrono::steady_clock::time_point start);
   // 400 for int8 / uint8 of vectors that are not unit length (their calibration range).
   std::optional<ApiError> CheckQuantizable(EmbeddingType type, bool normalized) const;
   // 429 when admission control would refuse a request of `least_tokens` (a lower bound of its
@@ -230,6 +230,9 @@ class Gateway {
   std::optional<ApiError> RefuseForLoad(int64_t least_tokens) const;
   // The same for texts (or token ids), each cut to the model's length.
   std::optional<ApiError> RefuseForLoad(const std::vector<Input>& inputs) const;
+  // 413 when an answer of one vector of `columns` floats per token of `tokens` would pass
+  // --max-token-states (a route whose rows grow with the tokens: /embed_all, /v1/multi-vector, …).
+  std::optional<ApiError> CheckTokenStates(const std::string& route, int64_t tokens, int64_t columns) const;
   // 413 when a request carries more than --max-client-batch-size `items` ("inputs", …).
   std::optional<ApiError> CheckBatchSize(size_t count, const char* items) const;
   void CountResponse(const std::string& route, int status);

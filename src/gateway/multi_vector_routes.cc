@@ -95,11 +95,7 @@ void Gateway::MultiVector(const http::Request& request, Reply reply) {
   auto tokenize = [this, call](engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
     job.kind = WorkKind::kTokenVectors;
     EncodeMultiVector(tokenizer, call->inputs, call->query, job);
-    if (job.total_tokens() * dimensions_ > options_.max_token_states) {
-      return ApiError{413, "/v1/multi-vector would answer " + std::to_string(job.total_tokens()) + " token vectors of " +
-                               std::to_string(dimensions_) + " floats, more than " +
-                               std::to_string(options_.max_token_states) + " floats in all: send fewer or shorter inputs"};
-    }
+    if (auto error = CheckTokenStates("/v1/multi-vector", job.total_tokens(), dimensions_)) return error;
     job.priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
     return std::nullopt;
   };

@@ -179,11 +179,7 @@ void Gateway::RunTokenRows(const http::Request& request, TokenRowsJob job, Answe
     if (auto error = TokenizeInputs(tokenizer, rows->inputs, rows->prompt, rows->truncate, rows->direction, job)) {
       return error;
     }
-    if (job.total_tokens() * token_columns > options_.max_token_states) {
-      return ApiError{413, path + " would answer " + std::to_string(job.total_tokens()) + " token vectors of " +
-                               std::to_string(token_columns) + " floats, more than " +
-                               std::to_string(options_.max_token_states) + " floats in all: send fewer or shorter inputs"};
-    }
+    if (auto error = CheckTokenStates(path, job.total_tokens(), token_columns)) return error;
     job.kind = rows->kind;
     job.pooling = rows->pooling;
     job.normalize = false;
