@@ -7,7 +7,8 @@
 // tiles). Per block of 32 (or 16) queries of each head: the queries scaled and rounded to bf16,
 // their scores against every key panel (fp32 sums), a max-subtracted softmax over the sequence's
 // keys in fp32, the numerators rounded to bf16 as the input of the second product, and the sums
-// divided by their row's total.
+// divided by their row's total. Each numerator e^(s − max) is taken as 2^((s − max)·log2 e)
+// (TwoToTheSixteen), a shorter polynomial than e^x's.
 #include "engine/cpu/amx_attention.h"
 
 #include <immintrin.h>
@@ -91,24 +92,39 @@ struct Scratch {
   }
 }
 
+// The lanes of 16 scores from `j` on that lie before `count`.
+inline __mmask16 LanesBefore(int64_t count, int64_t j) {
+  return static_cast<__mmask16>(count - j >= 16 ? 0xFFFF : count <= j ? 0 : (1u << (count - j)) - 1);
+}
+
 // One row's softmax numerators e^(score − max) over `count` scores, rounded to bf16 into
-// `weights` (zero up to `padded`); returns the sum of the unrounded numerators.
+// `weights` (zero up to `padded`, a multiple of 32); returns the sum of the unrounded numerators.
+// 32 scores per step, with two running maxima and two running sums: one chain of dependent adds
+// had bound the loop at the adder's latency.
 [[STAMEN_AMX_ATTENTION_TARGET]] float SoftmaxWeights(const float* scores, int64_t count, int64_t padded,
                                                     uint16_t* weights) {
-  __m512 maxima = _mm512_set1_ps(-INFINITY);
-  for (int64_t j = 0; j < count; j += 16) {
-    const __mmask16 mask = static_cast<__mmask16>(count - j >= 16 ? 0xFFFF : (1u << (count - j)) - 1);
-    maxima = _mm512_mask_max_ps(maxima, mask, maxima, _mm512_maskz_loadu_ps(mask, scores + j));
+  __m512 maxima[2] = {_mm512_set1_ps(-INFINITY), _mm512_set1_ps(-INFINITY)};
+  for (int64_t j = 0; j < count; j += 32) {
+    for (int half = 0; half < 2; ++half) {
+      const __mmask16 mask = LanesBefore(count, j + 16 * half);
+      maxima[half] = _mm512_mask_max_ps(maxima[half], mask, maxima[half], _mm512_maskz_loadu_ps(mask, scores + j + 16 * half));
+    }
   }
-  const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(maxima));
-  __m512 total = _mm512_setzero_ps();
-  for (int64_t j = 0; j < padded; j += 16) {
-    const __mmask16 mask = static_cast<__mmask16>(count - j >= 16 ? 0xFFFF : count <= j ? 0 : (1u << (count - j)) - 1);
-    const __m512 numerators = _mm512_maskz_mov_ps(mask, ExpSixteen(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, scores + j), shift)));
-    total = _mm512_add_ps(total, numerators);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(weights + j), (__m256i)_mm512_cvtneps_pbh(numerators));
+  // e^(s − max) = 2^(s·log2 e − max·log2 e): one fused multiply-subtract per vector.
+  const __m512 log2_e = _mm512_set1_ps(1.44269504088896341f);
+  const __m512 shift = _mm512_mul_ps(_mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(maxima[0], maxima[1]))), log2_e);
+  __m512 totals[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t j = 0; j < padded; j += 32) {
+    __m512 numerators[2];
+    for (int half = 0; half < 2; ++half) {
+      const __mmask16 mask = LanesBefore(count, j + 16 * half);
+      numerators[half] = _mm512_maskz_mov_ps(
+          mask, TwoToTheSixteen(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, scores + j + 16 * half), log2_e, shift)));
+      totals[half] = _mm512_add_ps(totals[half], numerators[half]);
+    }
+    _mm512_storeu_si512(weights + j, (__m512i)_mm512_cvtne2ps_pbh(numerators[1], numerators[0]));
   }
-  return _mm512_reduce_add_ps(total);
+  return _mm512_reduce_add_ps(_mm512_add_ps(totals[0], totals[1]));
 }
 
 // sums[r, c] for row tiles of 16 rows × every panel of 16 columns, two panels at a time.

@@ -28,6 +28,22 @@ namespace stamen::engine::cpu {
   return _mm512_scalef_ps(p, n);
 }
 
+// 2^x for x ≤ 0, within 3e-6 relative: x = n + f with n the nearest integer and f in
+// [−0.5, 0.5], 2^f by a degree-4 polynomial (a near-minimax fit of 2^f on that interval, its
+// relative error checked in fp32 Horner form), 2^n applied by vscalefps (0 far below −126). Half
+// the work of ExpSixteen, for the attention's softmax numerators, which are rounded to bf16
+// (relative step 2^−8) right after: fp32's full precision would buy nothing there.
+[[STAMEN_AVX512_MATH]] inline __m512 TwoToTheSixteen(__m512 x) {
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(9.570099413394928e-3f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.591786280274391e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.40247443318367e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931217908859253e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.999992847442627e-1f));
+  return _mm512_scalef_ps(p, n);
+}
+
 // GELU with erf: vector_activation.h's GeluErfEight (erf by Abramowitz & Stegun 7.1.26,
 // absolute error ≤ 1.5e-7) on sixteen lanes.
 [[STAMEN_AVX512_MATH]] inline __m512 GeluErfSixteen(__m512 x) {
