@@ -84,9 +84,14 @@ constexpr TileConfig kTileConfig = MakeTileConfig();
   }
 }
 
-template <int kRowTiles, int kPanels>
-[[STAMEN_AMX_TARGET]] void MultiplyTiles(const uint16_t* input, int64_t lda, const uint16_t* panel,
-                                         int64_t panel_elements, int64_t depth_tiles, float* sums, int64_t ldc) {
+// The tile product of up to 2 × 16 rows and 2 panels into `sums`, calling between(step,
+// depth_tiles) after each depth step's tile instructions are issued: the tile unit works through
+// them while the caller's vector code runs (MultiplyGroups finishes the previous product there).
+template <int kRowTiles, int kPanels, typename BetweenSteps>
+[[STAMEN_AMX_TARGET, gnu::always_inline]] inline void MultiplyTilesWhile(const uint16_t* input, int64_t lda,
+                                                                         const uint16_t* panel, int64_t panel_elements,
+                                                                         int64_t depth_tiles, float* sums, int64_t ldc,
+                                                                         const BetweenSteps& between) {
   _tile_zero(0);
   if constexpr (kPanels == 2) _tile_zero(1);
   if constexpr (kRowTiles == 2) _tile_zero(2);
@@ -106,12 +111,20 @@ template <int kRowTiles, int kPanels>
       _tile_dpbf16ps(2, 5, 6);
       if constexpr (kPanels == 2) _tile_dpbf16ps(3, 5, 7);
     }
+    between(t, depth_tiles);
   }
   const int64_t sums_stride = ldc * sizeof(float);
   _tile_stored(0, sums, sums_stride);
   if constexpr (kPanels == 2) _tile_stored(1, sums + kPanelWidth, sums_stride);
   if constexpr (kRowTiles == 2) _tile_stored(2, sums + kTileRows * ldc, sums_stride);
   if constexpr (kRowTiles == 2 && kPanels == 2) _tile_stored(3, sums + kTileRows * ldc + kPanelWidth, sums_stride);
+}
+
+template <int kRowTiles, int kPanels>
+[[STAMEN_AMX_TARGET]] void MultiplyTiles(const uint16_t* input, int64_t lda, const uint16_t* panel,
+                                         int64_t panel_elements, int64_t depth_tiles, float* sums, int64_t ldc) {
+  MultiplyTilesWhile<kRowTiles, kPanels>(input, lda, panel, panel_elements, depth_tiles, sums, ldc,
+                                         [](int64_t, int64_t) {});
 }
 
 using TileProduct = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, int64_t, float*, int64_t);
@@ -233,13 +246,55 @@ void ConfigureTiles(uint64_t product) {
   }
 }
 
+// One product of up to 2 × 16 rows and 32 columns whose sums wait to be finished.
+struct WaitingSums {
+  const float* sums;
+  int64_t row, rows, width, first_column, columns;
+};
+
+// The tile product of `row_tiles` × `panels` tiles, finishing `waiting`'s rows a share at a time
+// between its depth steps (all of them by its end), in pieces of at least 8 rows: a piece of one
+// or two rows cost more in the epilogue's setup than its overlap won.
+template <typename FinishSums>
+[[STAMEN_AMX_TARGET]] void MultiplyWhileFinishing(int64_t row_tiles, int64_t panels, const uint16_t* input,
+                                                  int64_t lda, const uint16_t* panel, int64_t panel_elements,
+                                                  int64_t depth_tiles, float* sums, int64_t ldc,
+                                                  const WaitingSums& waiting, const FinishSums& finish) {
+  const auto between = [&](int64_t step, int64_t steps) {
+    const auto cut = [&](int64_t done) {
+      return done == steps ? waiting.rows : std::min(waiting.rows, waiting.rows * done / steps / 8 * 8);
+    };
+    const int64_t begin = cut(step), end = cut(step + 1);
+    if (end > begin) {
+      finish(waiting.sums + begin * waiting.width, waiting.row + begin, end - begin, waiting.width,
+             waiting.first_column, waiting.columns);
+    }
+  };
+  if (row_tiles == 2 && panels == 2) {
+    MultiplyTilesWhile<2, 2>(input, lda, panel, panel_elements, depth_tiles, sums, ldc, between);
+  } else if (row_tiles == 2) {
+    MultiplyTilesWhile<2, 1>(input, lda, panel, panel_elements, depth_tiles, sums, ldc, between);
+  } else if (panels == 2) {
+    MultiplyTilesWhile<1, 2>(input, lda, panel, panel_elements, depth_tiles, sums, ldc, between);
+  } else {
+    MultiplyTilesWhile<1, 1>(input, lda, panel, panel_elements, depth_tiles, sums, ldc, between);
+  }
+}
+
 // Rows [0, rows) of `packed` (tiles of rows) times the column groups [first_group, end_group) of
 // two panels each: for every product of up to 2 × 16 rows and 32 columns, finish(sums, row,
 // rows there, width of sums, first column, columns that exist) writes it where it goes.
+// Software-pipelined: each product's sums are finished during the next product's tile
+// instructions, from the other of two buffers. Finished right after its own product, the
+// epilogue first waited for the tile unit to drain, and the tiles then stood idle through it
+// (perf: the epilogue's first load of the sums was its hottest instruction).
 template <typename FinishSums>
 void MultiplyGroups(const Product& product, const uint16_t* packed, int64_t rows, int64_t first_group,
                     int64_t end_group, const FinishSums& finish) {
-  alignas(64) float sums[2 * kTileRows * 2 * kPanelWidth];
+  constexpr int64_t kSumsElements = 2 * kTileRows * 2 * kPanelWidth;
+  alignas(64) float sums[2][kSumsElements];
+  WaitingSums waiting{sums[1], 0, 0, 0, 0, 0};  // nothing waits before the first product
+  int buffer = 0;
   for (int64_t group = first_group; group < end_group; ++group) {
     const int64_t panel = group * 2;
     const int64_t task_panels = std::min<int64_t>(2, product.panel_count - panel);
@@ -247,11 +302,16 @@ void MultiplyGroups(const Product& product, const uint16_t* packed, int64_t rows
     const int64_t columns = std::min(task_panels * kPanelWidth, product.n - first_column);
     for (int64_t row = 0; row < rows; row += 2 * kTileRows) {
       const int64_t tiles = std::min<int64_t>(2, (rows - row + kTileRows - 1) / kTileRows);
-      kProducts[tiles - 1][task_panels - 1](packed + row * product.lda, product.lda,
-                                            product.panels + panel * product.panel_elements, product.panel_elements,
-                                            product.depth_tiles, sums, task_panels * kPanelWidth);
-      finish(sums, row, std::min(tiles * kTileRows, rows - row), task_panels * kPanelWidth, first_column, columns);
+      MultiplyWhileFinishing(tiles, task_panels, packed + row * product.lda, product.lda,
+                             product.panels + panel * product.panel_elements, product.panel_elements,
+                             product.depth_tiles, sums[buffer], task_panels * kPanelWidth, waiting, finish);
+      waiting = {sums[buffer], row, std::min(tiles * kTileRows, rows - row), task_panels * kPanelWidth, first_column,
+                 columns};
+      buffer = 1 - buffer;
     }
+  }
+  if (waiting.rows > 0) {
+    finish(waiting.sums, waiting.row, waiting.rows, waiting.width, waiting.first_column, waiting.columns);
   }
 }
 
