@@ -178,12 +178,6 @@ StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& model_d
     engine->dense_ = std::make_unique<DenseModules>(std::move(dense.value()));
     return engine;
   }
-  if (engine->config_.attention_logit_softcap > 0.0) {
-    // ops::Attention refuses it on CUDA too; refused here first, before a device is started.
-    return Status::Error("cannot run on cuda: " + engine->config_.architecture +
-                         " soft-caps its attention logits (attn_logit_softcapping), which the CUDA attention kernels "
-                         "do not do yet; run it on the CPU");
-  }
 #if STAMEN_WITH_CUDA
   auto runner = cuda::Runner::Create(options);
   if (!runner.ok()) return Status::Error("cannot run on cuda: " + runner.status().message());

@@ -306,6 +306,8 @@ std::vector<std::string> ModelFolders() {
                            "tiny-deberta-v3-reranker", "tiny-deberta-v2", "tiny-deberta-v2-c2p-classifier",
                            // Issue 44: yes/no LLM rerankers on Qwen2 (mxbai) and Gemma (logit("Yes") alone).
                            "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker",
+                           // Gemma 2: soft-capped attention in both kernels, and soft-capped logits.
+                           "tiny-gemma2-reranker",
                            // Issue 48: JinaBERT's ALiBi (slopes F32 on the device), an embedder and a reranker.
                            "tiny-jina-bert", "tiny-jina-reranker-bf16"}) {
     // A bundle may carry only some of them (bench/gpu/pack.sh): absent ones are left out, not failed.

@@ -20,6 +20,8 @@
 // - DeBERTa's c2p (scale · q_i · position_key[row]) and p2c (scale · k_j · position_query[row]),
 //   row = DisentangledPositionRow(i − j);
 // - ALiBi (JinaBERT): −slope_h · |i − j|, the head's slope read once into a register.
+// Gemma 2's logit soft-capping (softcap > 0) squashes a visible pair's scaled score to
+// softcap · tanh(score / softcap) instead; the op never combines it with a position term.
 // A tile of kBlockM queries against kBlockN keys meets kBlockM + kBlockN − 1 offsets i − j, so
 // per key tile the block computes each offset's bucket or row once (position_buckets.h, the
 // functions the CPU kernel calls) and keeps the offset's bias, or its position key and query
@@ -105,7 +107,7 @@ __host__ __device__ inline SharedLayout MakeLayout(int head_dim, const PositionT
 __global__ void __launch_bounds__(kThreads)
     RaggedAttentionKernel(const bf16* __restrict__ qkv, const int32_t* __restrict__ cu_seqlens, int sequences,
                           int num_heads, int num_kv_heads, int head_dim, float scale, bool causal,
-                          int window, PositionTerms terms, bf16* __restrict__ output) {
+                          int window, float softcap, PositionTerms terms, bf16* __restrict__ output) {
   extern __shared__ __align__(16) unsigned char shared[];
   __shared__ int tile_sequence;
   __shared__ int tile_index;
@@ -247,6 +249,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         if (relative_bias) dot += offset_bias[e];
         dot = fmaf(-alibi_slope, static_cast<float>(abs(distance)), dot);  // 0 without ALiBi
+        if (softcap > 0.0f) dot = softcap * tanhf(dot / softcap);
         score = dot;
       }
       scores[i * s_stride + j] = score;
@@ -363,8 +366,8 @@ Status ScalarAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::Q
   const int window = static_cast<int>(std::min<int64_t>(options.window, tokens + 1));
   RaggedAttentionKernel<<<grid, kThreads, shared.bytes, (*context)->stream()>>>(
       qkv.data<bf16>(), cu_seqlens.data<int32_t>(), static_cast<int>(sequences), static_cast<int>(layout.num_heads),
-      static_cast<int>(layout.num_kv_heads), static_cast<int>(layout.head_dim), scale, options.causal, window, terms,
-      output.data<bf16>());
+      static_cast<int>(layout.num_kv_heads), static_cast<int>(layout.head_dim), scale, options.causal, window,
+      options.softcap, terms, output.data<bf16>());
   return CheckLaunch("attention");
 }
 

@@ -9,8 +9,9 @@
 //
 // What it serves: the attention of every family without learned position terms inside
 // attention (BERT, XLM-R, RoBERTa, ModernBERT, NomicBERT, GTE, Qwen, Gemma, Llama, Mistral,
-// EuroBERT) and JinaBERT's ALiBi (−slope_h · |i − j|, computed in registers): bidirectional or
-// causal, sliding windows, grouped-query heads, head_dim 32, 64, 128 or 256.
+// EuroBERT) and JinaBERT's ALiBi (−slope_h · |i − j|, computed in registers), and Gemma 2's
+// logit soft-capping (cap · tanh(score / cap), in registers): bidirectional or causal, sliding
+// windows, grouped-query heads, head_dim 32, 64, 128 or 256.
 // MPNet's relative bias and DeBERTa's disentangled terms stay on the scalar kernel
 // (attention.cu), which is also the fallback for other head sizes and for GPUs before sm_80.
 //
@@ -54,11 +55,18 @@ struct TileShape {
       sizeof(bf16) * (size_t{kBlockM} * kRowStride + size_t{kBlockN} * kRowStride + size_t{kHeadDim} * kValueStride);
 };
 
+// Gemma 2's logit soft-capping in the scores' base-2 scale: a raw q·k becomes
+// log2 · tanh(q·k · scale_over_cap), i.e. cap · tanh(scaled score / cap) · log2 e; log2 0: none.
+struct SoftCap {
+  float log2 = 0.0f;            // cap · log2 e
+  float scale_over_cap = 0.0f;  // the attention scale ÷ cap
+};
+
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     TensorCoreAttentionKernel(const bf16* __restrict__ qkv, const int32_t* __restrict__ cu_seqlens, int sequences,
                               int num_heads, int num_kv_heads, float scale_log2, bool causal, int window,
-                              const float* __restrict__ alibi_slopes, bf16* __restrict__ output) {
+                              SoftCap cap, const float* __restrict__ alibi_slopes, bf16* __restrict__ output) {
   using Shape = TileShape<kHeadDim>;
   constexpr int kBlockN = Shape::kBlockN;
   constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks (uint4) per row of one head
@@ -169,9 +177,9 @@ __global__ void __launch_bounds__(kThreads)
           const int distance = k_begin + key - query;
           const bool visible = row < q_rows && key < k_rows && (!causal || distance <= 0) &&
                                (window <= 0 || abs(distance) < window);
-          const float score = visible ? fmaf(-alibi_log2, static_cast<float>(abs(distance)),
-                                             scores[n][2 * r + c] * scale_log2)
-                                      : -INFINITY;
+          const float scaled = cap.log2 > 0.0f ? cap.log2 * tanhf(scores[n][2 * r + c] * cap.scale_over_cap)
+                                               : scores[n][2 * r + c] * scale_log2;
+          const float score = visible ? fmaf(-alibi_log2, static_cast<float>(abs(distance)), scaled) : -INFINITY;
           scores[n][2 * r + c] = score;
           tile_max = fmaxf(tile_max, score);
         }
@@ -268,10 +276,12 @@ Status LaunchTensorCoreAttention(const Tensor& qkv, const Tensor& cu_seqlens, co
   const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(layout.num_heads));
   const float scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const float scale_log2 = scale * 1.4426950408889634f;  // exp(x) = exp2(x · log2 e)
+  const SoftCap cap = options.softcap > 0.0f ? SoftCap{options.softcap * 1.4426950408889634f, scale / options.softcap}
+                                             : SoftCap{};
   const int window = static_cast<int>(std::min<int64_t>(options.window, tokens + 1));
   TensorCoreAttentionKernel<kHeadDim><<<grid, kThreads, Shape::kSharedBytes, context.stream()>>>(
       qkv.data<bf16>(), cu_seqlens.data<int32_t>(), static_cast<int>(sequences), static_cast<int>(layout.num_heads),
-      static_cast<int>(layout.num_kv_heads), scale_log2, options.causal, window,
+      static_cast<int>(layout.num_kv_heads), scale_log2, options.causal, window, cap,
       options.alibi != nullptr ? options.alibi->slopes.data<float>() : nullptr, output.data<bf16>());
   return CheckLaunch("attention (tensor cores)");
 }

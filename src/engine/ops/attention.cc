@@ -96,9 +96,6 @@ Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const QkvLayout& l
     if (options.position_bias != nullptr || options.disentangled_bias != nullptr || options.alibi != nullptr) {
       return Status::Error("attention: logit soft-capping does not combine with a position bias");
     }
-    if (qkv.device() != Device::kCpu) {
-      return Status::Error("attention: logit soft-capping (Gemma 2's attn_logit_softcapping) runs on the CPU only");
-    }
   }
   STAMEN_RETURN_IF_ERROR(internal::ExpectFloat("attention", "qkv", qkv, 2));
   STAMEN_RETURN_IF_ERROR(internal::ExpectDim("attention", "qkv", qkv, 1, layout.row_size()));

@@ -89,7 +89,7 @@ struct AttentionOptions {
   float scale = 0.0f;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
   // Logit soft-capping (Gemma 2's attn_logit_softcapping): a visible pair's scaled score s
   // becomes softcap·tanh(s / softcap) before the softmax; 0: none. Not combined with a position
-  // bias (no model has both). CPU only.
+  // bias (no model has both).
   float softcap = 0.0f;
   const RelativePositionBias* position_bias = nullptr;  // added after scaling; must outlive the call
   // DeBERTa's c2p / p2c terms; must outlive the call.

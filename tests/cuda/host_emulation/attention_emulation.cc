@@ -33,6 +33,7 @@ struct Case {
   int query_column, key_column;  // DeBERTa's p2c / c2p columns, -1: none
   int span, position_buckets, max_relative_positions;  // span 0: no disentangled terms
   bool alibi = false;  // JinaBERT's −slope_h · |i − j|
+  float softcap = 0.0f;  // Gemma 2's: each scaled score → softcap · tanh(score / softcap); 0: none
 };
 
 // The ALiBi paper's slopes in closed form: 2^(−8k/p) for k = 1..p, p the power of two at or
@@ -101,15 +102,19 @@ double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt1
     }
   }
   const float scale_log2 = scale * 1.4426950408889634f;
+  // As LaunchTensorCoreAttention fills it.
+  const cuda::emulated_tensor_cores::SoftCap cap =
+      test.softcap > 0.0f ? cuda::emulated_tensor_cores::SoftCap{test.softcap * 1.4426950408889634f, scale / test.softcap}
+                          : cuda::emulated_tensor_cores::SoftCap{};
   const auto run_thread = [&] {
     if (!test.tensor_cores) {
       cuda::emulated::RaggedAttentionKernel(qkv_bf16.data(), bounds.data(), sequences, test.heads, test.kv_heads, d,
-                                            scale, test.causal, window, terms, output.data());
+                                            scale, test.causal, window, test.softcap, terms, output.data());
       return;
     }
     const auto kernel = [&](auto head_dim) {
       cuda::emulated_tensor_cores::TensorCoreAttentionKernel<decltype(head_dim)::value>(
-          qkv_bf16.data(), bounds.data(), sequences, test.heads, test.kv_heads, scale_log2, test.causal, window,
+          qkv_bf16.data(), bounds.data(), sequences, test.heads, test.kv_heads, scale_log2, test.causal, window, cap,
           test.alibi ? slopes.data() : nullptr, output.data());
     };
     switch (d) {
@@ -156,6 +161,7 @@ double RelativeError(const Case& test, const std::vector<int>& lengths, std::mt1
           double score = 0.0;
           for (int t = 0; t < d; ++t) score += double{query[t]} * key[t];
           score *= scale;
+          if (test.softcap > 0.0f) score = test.softcap * std::tanh(score / test.softcap);
           if (test.alibi) score -= double{slopes[head]} * std::abs(i - j);
           if (test.relative_bias) score += table[ops::RelativePositionBucket(j - i, 32, 128) * test.heads + head];
           if (test.span > 0) {
@@ -219,6 +225,9 @@ int main(int argc, char** argv) {
       {"deberta c2p + p2c, causal window 20", false, 4, 4, 64, true, 20, deberta_scale_64, false, 0, width64 + 8, 32, 32, 512},
       {"alibi, 12 heads (jina-embeddings-v2-base)", false, 12, 12, 64, false, 0, 0.0f, false, -1, -1, 0, 0, 0, true},
       {"alibi, 6 heads, d 32, window 20", false, 6, 6, 32, false, 20, 0.0f, false, -1, -1, 0, 0, 0, true},
+      // Gemma 2's soft-capping; a cap of 1.5 bends most scores of these inputs, 50 (Gemma 2's own) few.
+      {"softcap 1.5, causal, grouped heads", false, 4, 2, 64, true, 0, 0.0f, false, -1, -1, 0, 0, 0, false, 1.5f},
+      {"softcap 50, causal window 20, d 32", false, 2, 2, 32, true, 20, 0.0f, false, -1, -1, 0, 0, 0, false, 50.0f},
       // The tensor-core kernel: every head size it has, grouped heads, masks; 1..300 tokens
       // cover partial query tiles (64 rows), partial key tiles (64, or 32 at head_dim 256),
       // warps with no rows, and key tiles a mask hides whole.
@@ -228,6 +237,8 @@ int main(int argc, char** argv) {
       {"tensor cores, d 256, causal, window 40", true, 2, 1, 256, true, 40, 0.0f, false, -1, -1, 0, 0, 0},
       {"tensor cores, d 64, window 7", true, 2, 2, 64, false, 7, 0.0f, false, -1, -1, 0, 0, 0},
       {"tensor cores, alibi, 6 heads (not a power of two)", true, 6, 6, 64, false, 0, 0.0f, false, -1, -1, 0, 0, 0, true},
+      {"tensor cores, softcap 1.5, d 256, causal window 40", true, 4, 2, 256, true, 40, 0.0f, false, -1, -1, 0, 0, 0, false, 1.5f},
+      {"tensor cores, softcap 2, d 64, scale 0.3", true, 2, 2, 64, false, 0, 0.3f, false, -1, -1, 0, 0, 0, false, 2.0f},
   };
   int failures = 0;
   for (const Case& test : cases) {
