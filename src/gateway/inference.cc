@@ -421,6 +421,20 @@ void Inference::EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::
   if (!query) job.skip_token_ids = multi_vector_->skiplist_ids();
 }
 
+void Inference::EncodeMaxSim(engine::ModelTokenizer& tokenizer, const std::string& query,
+                             const std::vector<std::string>& documents, WorkRequest& job) const {
+  // The query once (sequence 0), then each document: the worker scores each document against
+  // the query's vectors it computed.
+  job.kind = WorkKind::kMaxSim;
+  EncodeMultiVector(tokenizer, {query}, /*query=*/true, job);
+  WorkRequest encoded;
+  EncodeMultiVector(tokenizer, documents, /*query=*/false, encoded);
+  job.token_ids += encoded.token_ids;
+  job.lengths.insert(job.lengths.end(), encoded.lengths.begin(), encoded.lengths.end());
+  if (!job.key_lengths.empty()) job.key_lengths.resize(job.lengths.size(), 0);
+  job.skip_token_ids = encoded.skip_token_ids;
+}
+
 bool Inference::ClientGone(const std::shared_ptr<http::ClientWatch>& client, const Reply& respond) {
   if (!client || !client->gone()) return false;
   client_disconnects_->Increment();

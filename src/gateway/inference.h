@@ -138,6 +138,10 @@ class Inference {
   // lengths and (documents) skiplist ids.
   void EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::vector<std::string>& texts, bool query,
                          server::WorkRequest& job) const;
+  // A MaxSim job (WorkKind::kMaxSim) of the multi-vector model: `query` once, then each of
+  // `documents`, each cut to the model's query and document lengths.
+  void EncodeMaxSim(engine::ModelTokenizer& tokenizer, const std::string& query,
+                    const std::vector<std::string>& documents, server::WorkRequest& job) const;
 
   // The one pipeline of every route that computes: on the pool (unless the client is already
   // gone), `tokenize` fills a new job's sequences and options, or gives the error to answer; the

@@ -11,7 +11,6 @@
 
 namespace stamen::gateway {
 
-using server::WorkKind;
 using server::WorkRequest;
 
 namespace {
@@ -64,17 +63,8 @@ void RerankByMaxSim(Inference& model, const http::Request& request, std::shared_
                     Reply respond) {
   if (auto error = model.CheckBatchSize(call->documents.size(), "documents")) return respond.Error(*error);
   auto tokenize = [&model, call](engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
-    // The query once (sequence 0), then each document: the worker scores each document against
-    // the query's vectors it computed (WorkKind::kMaxSim); documents are cut to the model's
-    // document_length as PyLate cuts them, so truncate does not apply.
-    job.kind = WorkKind::kMaxSim;
-    model.EncodeMultiVector(tokenizer, {call->query}, /*query=*/true, job);
-    WorkRequest documents;
-    model.EncodeMultiVector(tokenizer, call->documents, /*query=*/false, documents);
-    job.token_ids += documents.token_ids;
-    job.lengths.insert(job.lengths.end(), documents.lengths.begin(), documents.lengths.end());
-    if (!job.key_lengths.empty()) job.key_lengths.resize(job.lengths.size(), 0);
-    job.skip_token_ids = documents.skip_token_ids;
+    // Documents are cut to the model's document_length as PyLate cuts them: truncate does not apply.
+    model.EncodeMaxSim(tokenizer, call->query, call->documents, job);
     job.priority = model.ScoringPriorityOf(call->priority, call->documents.size());
     return std::nullopt;
   };
