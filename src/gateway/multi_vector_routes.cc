@@ -1,19 +1,21 @@
 // Jina's multi-vector API, POST /v1/multi-vector: a multi-vector (ColBERT) model's token vectors
 // of each input, as a query or as a document (MultiVectorInputs), in the embedding types of
-// /v1/embeddings. MaxSim reranking is in Gateway::Rerank.
+// /v1/embeddings. MaxSim reranking is in rerank_routes.cc.
 #include <simdjson.h>
 
 #include <string>
 #include <vector>
 
 #include "gateway/bge_m3_outputs.h"
-#include "gateway/gateway.h"
 #include "gateway/json_read.h"
+#include "gateway/route_handlers.h"
 
 namespace stamen::gateway {
 
 using server::WorkKind;
 using server::WorkRequest;
+
+namespace {
 
 // {"model", "input": str | [str], "input_type": "query" | "document" (default "document"),
 //  "embedding_type": "float" | "base64" | "binary" | "ubinary" (default "float")}.
@@ -24,8 +26,6 @@ struct MultiVectorCall {
   std::string model;
   std::optional<server::Priority> priority;
 };
-
-namespace {
 
 std::variant<MultiVectorCall, ApiError> ParseMultiVectorCall(std::string_view body) {
   return ParseCall<MultiVectorCall>(body, [](simdjson::dom::object fields, MultiVectorCall& call) -> std::optional<ApiError> {
@@ -80,31 +80,46 @@ std::string MultiVectorBody(std::string_view model, size_t inputs, size_t total_
   return body;
 }
 
+// The same on bge-m3: its ColBERT vectors.
+void BgeM3MultiVector(Inference& model, const http::Request& request, std::shared_ptr<MultiVectorCall> call, Reply reply) {
+  // bge-m3 reads queries and documents alike: `input_type` changes nothing.
+  Inference::TokenRowsJob job{
+      .truncate = model.options().auto_truncate, .priority = call->priority, .kind = WorkKind::kDenseSparseColbert};
+  for (std::string& text : call->inputs) job.inputs.emplace_back(std::move(text));
+  model.RunTokenRows(request, std::move(job), [&model, call](const WorkRequest& done) {
+    const std::vector<BgeM3Rows> inputs = BgeM3RowsOf(done);
+    return MultiVectorBody(call->model.empty() ? model.model_id() : call->model, done.lengths.size(),
+                           static_cast<size_t>(done.total_tokens()), [&](std::string& out, size_t input) {
+      AppendBgeM3Colbert(out, inputs[input], model.config().hidden_size, call->type);
+    });
+  }, std::move(reply));
+}
+
 }  // namespace
 
-void Gateway::MultiVector(const http::Request& request, Reply reply) {
-  if (!multi_vector_ && !bge_m3_) {
-    return reply.Error({400, "model " + model_id_ + " is not a multi-vector (ColBERT) model: /v1/multi-vector needs "
+void MultiVector(Inference& model, const http::Request& request, Reply reply) {
+  if (!model.multi_vector() && !model.bge_m3()) {
+    return reply.Error({400, "model " + model.model_id() + " is not a multi-vector (ColBERT) model: /v1/multi-vector needs "
                              "one (a PyLate folder: Dense modules on the tokens, no Pooling; or bge-m3)"});
   }
   auto parsed = ParseMultiVectorCall(request.body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
   auto call = std::make_shared<MultiVectorCall>(std::move(std::get<MultiVectorCall>(parsed)));
-  if (bge_m3_) return BgeM3MultiVector(request, call, std::move(reply));
-  if (auto error = CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
-  auto tokenize = [this, call](engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
+  if (model.bge_m3()) return BgeM3MultiVector(model, request, call, std::move(reply));
+  if (auto error = model.CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
+  auto tokenize = [&model, call](engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
     job.kind = WorkKind::kTokenVectors;
-    EncodeMultiVector(tokenizer, call->inputs, call->query, job);
-    if (auto error = CheckTokenStates("/v1/multi-vector", job.total_tokens(), dimensions_)) return error;
-    job.priority = PriorityOf(call->priority, call->inputs.size(), options_.bulk_threshold);
+    model.EncodeMultiVector(tokenizer, call->inputs, call->query, job);
+    if (auto error = model.CheckTokenStates("/v1/multi-vector", job.total_tokens(), model.dimensions())) return error;
+    job.priority = model.PriorityOf(call->priority, call->inputs.size());
     return std::nullopt;
   };
-  auto answer = [this, call](const WorkRequest& done) {
+  auto answer = [&model, call](const WorkRequest& done) {
     const std::vector<int64_t>& rows = done.row_offsets;
     const size_t columns = static_cast<size_t>(done.columns);
     const float* values = reinterpret_cast<const float*>(done.output.data());
     const QuantizationRanges ranges = QuantizationRanges::UnitVector(columns);
-    return MultiVectorBody(call->model.empty() ? model_id_ : call->model, done.lengths.size(),
+    return MultiVectorBody(call->model.empty() ? model.model_id() : call->model, done.lengths.size(),
                            static_cast<size_t>(done.total_tokens()), [&](std::string& out, size_t input) {
       out += '[';
       for (int64_t row = rows[input]; row < rows[input + 1]; ++row) {
@@ -114,35 +129,7 @@ void Gateway::MultiVector(const http::Request& request, Reply reply) {
       out += ']';
     });
   };
-  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
-}
-
-void Gateway::BgeM3MultiVector(const http::Request& request, std::shared_ptr<MultiVectorCall> call, Reply reply) {
-  // bge-m3 reads queries and documents alike: `input_type` changes nothing.
-  TokenRowsJob job{.truncate = options_.auto_truncate, .priority = call->priority, .kind = WorkKind::kDenseSparseColbert};
-  for (std::string& text : call->inputs) job.inputs.emplace_back(std::move(text));
-  RunTokenRows(request, std::move(job), [this, call](const WorkRequest& done) {
-    const std::vector<BgeM3Rows> inputs = BgeM3RowsOf(done);
-    return MultiVectorBody(call->model.empty() ? model_id_ : call->model, done.lengths.size(),
-                           static_cast<size_t>(done.total_tokens()), [&](std::string& out, size_t input) {
-      AppendBgeM3Colbert(out, inputs[input], config_.hidden_size, call->type);
-    });
-  }, std::move(reply));
-}
-
-void Gateway::EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::vector<std::string>& texts, bool query,
-                                WorkRequest& job) const {
-  std::vector<int32_t> ids;
-  bool any_key_length = false;
-  for (const std::string& text : texts) {
-    const int32_t keys = multi_vector_->Encode(tokenizer, text, query, &ids);
-    job.token_ids.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t));
-    job.lengths.push_back(static_cast<int32_t>(ids.size()));
-    job.key_lengths.push_back(keys);
-    any_key_length = any_key_length || keys > 0;
-  }
-  if (!any_key_length) job.key_lengths.clear();
-  if (!query) job.skip_token_ids = multi_vector_->skiplist_ids();
+  model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 }  // namespace stamen::gateway

@@ -1,34 +1,37 @@
-// Text Embeddings Inference's routes beyond /embed, /rerank and /tokenize: the catch-all
-// POST / (and SageMaker's /invocations), /predict, /similarity, /decode, /embed_all and
-// /embed_sparse. Bodies are parsed
-// and written by tei_api.cc; here they are tokenized, run on the workers and answered.
+// Text Embeddings Inference's routes beyond /embed, /rerank, /tokenize and /decode: the
+// catch-all POST / (and SageMaker's /invocations), /predict, /similarity, /embed_all and
+// /embed_sparse, and the body of GET /info. Bodies are parsed and written by tei_api.cc; here
+// they are tokenized, run on the workers and answered.
 #include <algorithm>
+#include <functional>
+#include <span>
 
 #include "gateway/bge_m3_outputs.h"
-#include "gateway/gateway.h"
 #include "gateway/least_tokens.h"
-#include "model_folder/bge_m3.h"
+#include "gateway/route_handlers.h"
+#include "model_folder/model_options.h"
 
 namespace stamen::gateway {
 
 using server::WorkKind;
 using server::WorkRequest;
 
-void Gateway::TeiRoot(const http::Request& request, Reply reply) {
-  switch (RootTask(kind_, request.body)) {
-    case TeiTask::kEmbed: return splade_ ? EmbedSparse(request, std::move(reply)) : Embed(request, false, std::move(reply));
-    case TeiTask::kSimilarity: return Similarity(request, std::move(reply));
-    case TeiTask::kRerank: return Rerank(request, RerankShape::kTei, std::move(reply));
-    case TeiTask::kPredict: return Predict(request, std::move(reply));
+void TeiRoot(Inference& model, const http::Request& request, Reply reply) {
+  switch (RootTask(model.kind(), request.body)) {
+    case TeiTask::kEmbed:
+      return model.splade() ? EmbedSparse(model, request, std::move(reply)) : Embed(model, request, false, std::move(reply));
+    case TeiTask::kSimilarity: return Similarity(model, request, std::move(reply));
+    case TeiTask::kRerank: return Rerank(model, request, RerankShape::kTei, std::move(reply));
+    case TeiTask::kPredict: return Predict(model, request, std::move(reply));
   }
 }
 
-void Gateway::Predict(const http::Request& request, Reply reply) {
+void Predict(Inference& model, const http::Request& request, Reply reply) {
   auto parsed = ParsePredictCall(request.body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
   auto call = std::make_shared<PredictCall>(std::move(std::get<PredictCall>(parsed)));
-  if (auto error = NeedClassifier("classifier")) return reply.Error(*error);
-  if (auto error = CheckBatchSize(call->sequences.size(), "inputs")) return reply.Error(*error);
+  if (auto error = model.NeedClassifier("classifier")) return reply.Error(*error);
+  if (auto error = model.CheckBatchSize(call->sequences.size(), "inputs")) return reply.Error(*error);
   const bool has_pair = std::any_of(call->sequences.begin(), call->sequences.end(),
                                     [](const PredictCall::Sequence& sequence) { return sequence.second.has_value(); });
   if (call->truncation_direction == Truncation::kLeft && has_pair) {
@@ -38,20 +41,20 @@ void Gateway::Predict(const http::Request& request, Reply reply) {
   int64_t least_tokens = 0;
   for (const PredictCall::Sequence& sequence : call->sequences) {
     const int64_t words = LeastTokens(sequence.first, 0) + (sequence.second ? LeastTokens(*sequence.second, 0) : 0);
-    least_tokens += std::min(words, max_input_length_);
+    least_tokens += std::min(words, model.max_input_length());
   }
-  if (auto error = RefuseForLoad(least_tokens)) return reply.Error(*error);
-  const bool truncate = call->truncate.value_or(options_.auto_truncate);
-  auto tokenize = [this, call, truncate](engine::ModelTokenizer& tokenizer, WorkRequest& job) {
-    std::vector<ScoredText> texts;
+  if (auto error = model.RefuseForLoad(least_tokens)) return reply.Error(*error);
+  const bool truncate = model.Truncates(call->truncate);
+  auto tokenize = [&model, call, truncate](engine::ModelTokenizer& tokenizer, WorkRequest& job) {
+    std::vector<Inference::ScoredText> texts;
     for (const auto& sequence : call->sequences) {
       texts.push_back({sequence.first, sequence.second ? std::optional<std::string_view>(*sequence.second) : std::nullopt});
     }
-    job.priority = PriorityOf(call->priority, call->sequences.size(), options_.rerank_bulk_threshold);
-    return TokenizeScored(tokenizer, texts, truncate, call->truncation_direction, "input", job);
+    job.priority = model.ScoringPriorityOf(call->priority, call->sequences.size());
+    return model.TokenizeScored(tokenizer, texts, truncate, call->truncation_direction, "input", job);
   };
-  auto answer = [this, call](const WorkRequest& done) -> std::variant<std::string, ApiError> {
-    const size_t labels = config_.id2label.size();
+  auto answer = [&model, call](const WorkRequest& done) -> std::variant<std::string, ApiError> {
+    const size_t labels = model.config().id2label.size();
     if (static_cast<size_t>(done.columns) != labels) {
       return ApiError{500, "the worker answered " + std::to_string(done.columns) + " scores per input; the model has " +
                                std::to_string(labels) + " labels", "server_error"};
@@ -60,38 +63,38 @@ void Gateway::Predict(const http::Request& request, Reply reply) {
     std::string body = call->batch ? "[" : "";
     for (size_t row = 0; row < done.lengths.size(); ++row) {
       if (row) body += ',';
-      AppendPredictions(body, Predictions(logits + row * labels, labels, call->raw_scores, config_.id2label));
+      AppendPredictions(body, Predictions(logits + row * labels, labels, call->raw_scores, model.config().id2label));
     }
     if (call->batch) body += ']';
     return body;
   };
-  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
+  model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
-void Gateway::Similarity(const http::Request& request, Reply reply) {
+void Similarity(Inference& model, const http::Request& request, Reply reply) {
   auto parsed = ParseSimilarityCall(request.body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
   const SimilarityCall& similarity = std::get<SimilarityCall>(parsed);
-  if (auto error = NeedEmbedder("/similarity")) return reply.Error(*error);
-  if (auto error = CheckBatchSize(similarity.sentences.size() + 1, "sentences (with the source sentence)")) {
+  if (auto error = model.NeedEmbedder("/similarity")) return reply.Error(*error);
+  if (auto error = model.CheckBatchSize(similarity.sentences.size() + 1, "sentences (with the source sentence)")) {
     return reply.Error(*error);
   }
-  auto prompt = Prompt(similarity.prompt_name);
+  auto prompt = model.Prompt(similarity.prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
   // The source sentence is input 0, the sentences follow.
   auto inputs = std::make_shared<std::vector<Input>>();
   inputs->emplace_back(similarity.source_sentence);
   for (const std::string& sentence : similarity.sentences) inputs->emplace_back(sentence);
-  if (auto error = RefuseForLoad(*inputs)) return reply.Error(*error);
-  const bool truncate = similarity.truncate.value_or(options_.auto_truncate);
+  if (auto error = model.RefuseForLoad(*inputs)) return reply.Error(*error);
+  const bool truncate = model.Truncates(similarity.truncate);
   const Truncation direction = similarity.truncation_direction;
-  const server::Priority priority = PriorityOf(similarity.priority, inputs->size(), options_.bulk_threshold);
-  auto tokenize = [this, inputs, prompt = std::get<std::string>(prompt), truncate, direction, priority](
+  const server::Priority priority = model.PriorityOf(similarity.priority, inputs->size());
+  auto tokenize = [&model, inputs, prompt = std::get<std::string>(prompt), truncate, direction, priority](
                       engine::ModelTokenizer& tokenizer, WorkRequest& job) {
     job.kind = WorkKind::kEmbed;
-    job.pooling = options_.pooling;
+    job.pooling = model.options().pooling;
     job.priority = priority;
-    return TokenizeInputs(tokenizer, *inputs, prompt, truncate, direction, job);
+    return model.TokenizeInputs(tokenizer, *inputs, prompt, truncate, direction, job);
   };
   auto answer = [](const WorkRequest& done) {
     const size_t columns = static_cast<size_t>(done.columns);
@@ -103,51 +106,33 @@ void Gateway::Similarity(const http::Request& request, Reply reply) {
     }
     return body + ']';
   };
-  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
+  model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
-void Gateway::Decode(const http::Request& request, Reply reply) {
-  auto parsed = ParseDecodeCall(request.body);
-  if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
-  auto call = std::make_shared<DecodeCall>(std::move(std::get<DecodeCall>(parsed)));
-  if (auto error = CheckBatchSize(call->ids.size(), "sequences")) return reply.Error(*error);
-  const int64_t vocabulary = static_cast<int64_t>(tokenizers_.front()->VocabularySize());
-  for (size_t i = 0; i < call->ids.size(); ++i) {
-    for (int32_t id : call->ids[i]) {
-      if (id < 0 || id >= vocabulary) {
-        return reply.Error({400, "sequence " + std::to_string(i) + ": token id " + std::to_string(id) +
-                                     " is outside the tokenizer's vocabulary (0.." + std::to_string(vocabulary - 1) + ")"});
-      }
-    }
-  }
-  pool_->Post([this, call, reply](size_t thread) {
-    const engine::ModelTokenizer& tokenizer = *tokenizers_[thread];
-    std::string body = "[";
-    for (size_t i = 0; i < call->ids.size(); ++i) {
-      if (i) body += ',';
-      AppendJsonString(body, tokenizer.Decode(call->ids[i], call->skip_special_tokens));
-    }
-    body += ']';
-    reply(JsonResponse(200, std::move(body)));
-  });
-}
+namespace {
 
-void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::optional<engine::ops::PoolingMode> pooling,
-                        RowsWriter write, Reply reply) {
+// What /embed_all and /embed_sparse share: TEI's embed body parsed, its inputs tokenized and
+// run as `kind` with `pooling`, not normalised, and answered as a JSON array with one entry
+// per input, which `write` appends from that input's `count` rows of `columns` floats and its
+// token ids.
+using RowsWriter = std::function<void(std::string& out, const float* rows, size_t count, size_t columns,
+                                      std::span<const int32_t> ids)>;
+void EmbedRows(Inference& model, const http::Request& request, WorkKind kind,
+               std::optional<engine::ops::PoolingMode> pooling, RowsWriter write, Reply reply) {
   auto parsed = ParseEmbedCall(request.body, /*openai=*/false);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
   EmbedCall& call = std::get<EmbedCall>(parsed);
-  if (auto error = NeedEmbedder(request.path, kind == WorkKind::kEmbed)) return reply.Error(*error);
-  auto prompt = Prompt(call.prompt_name);
+  if (auto error = model.NeedEmbedder(request.path, kind == WorkKind::kEmbed)) return reply.Error(*error);
+  auto prompt = model.Prompt(call.prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
-  TokenRowsJob job{.inputs = std::move(call.inputs),
-                   .prompt = std::get<std::string>(prompt),
-                   .truncate = call.truncate.value_or(options_.auto_truncate),
-                   .direction = call.truncation_direction,
-                   .priority = call.priority,
-                   .kind = kind,
-                   .pooling = pooling};
-  RunTokenRows(request, std::move(job), [write = std::move(write)](const WorkRequest& done) {
+  Inference::TokenRowsJob job{.inputs = std::move(call.inputs),
+                              .prompt = std::get<std::string>(prompt),
+                              .truncate = model.Truncates(call.truncate),
+                              .direction = call.truncation_direction,
+                              .priority = call.priority,
+                              .kind = kind,
+                              .pooling = pooling};
+  model.RunTokenRows(request, std::move(job), [write = std::move(write)](const WorkRequest& done) {
     const std::vector<int64_t>& rows = done.row_offsets;  // set by Dispatcher::Run
     const size_t columns = static_cast<size_t>(done.columns);
     const float* values = reinterpret_cast<const float*>(done.output.data());
@@ -165,33 +150,11 @@ void Gateway::EmbedRows(const http::Request& request, WorkKind kind, std::option
   }, std::move(reply));
 }
 
-void Gateway::RunTokenRows(const http::Request& request, TokenRowsJob job, AnswerJob answer, Reply reply) {
-  if (auto error = CheckBatchSize(job.inputs.size(), "inputs")) return reply.Error(*error);
-  if (auto error = RefuseForLoad(job.inputs)) return reply.Error(*error);
-  // Rows per token (every token's state, bge-m3's outputs) grow with the tokens: capped by
-  // --max-token-states once they are counted.
-  const int64_t token_columns = job.kind == WorkKind::kTokenEmbed ? config_.hidden_size
-                                : job.kind == WorkKind::kDenseSparseColbert
-                                    ? engine::BgeM3RowLayout{.hidden_size = config_.hidden_size}.columns()
-                                    : 0;
-  auto tokenize = [this, rows = std::make_shared<TokenRowsJob>(std::move(job)), token_columns, path = request.path](
-                      engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
-    if (auto error = TokenizeInputs(tokenizer, rows->inputs, rows->prompt, rows->truncate, rows->direction, job)) {
-      return error;
-    }
-    if (auto error = CheckTokenStates(path, job.total_tokens(), token_columns)) return error;
-    job.kind = rows->kind;
-    job.pooling = rows->pooling;
-    job.normalize = false;
-    job.priority = PriorityOf(rows->priority, rows->inputs.size(), options_.bulk_threshold);
-    return std::nullopt;
-  };
-  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
-}
+}  // namespace
 
-void Gateway::EmbedAll(const http::Request& request, Reply reply) {
+void EmbedAll(Inference& model, const http::Request& request, Reply reply) {
   // [[float] per token] per input: the last hidden state, special tokens included.
-  EmbedRows(request, WorkKind::kTokenEmbed, std::nullopt,
+  EmbedRows(model, request, WorkKind::kTokenEmbed, std::nullopt,
             [](std::string& out, const float* rows, size_t count, size_t columns, std::span<const int32_t>) {
     out += '[';
     for (size_t token = 0; token < count; ++token) {
@@ -207,20 +170,20 @@ void Gateway::EmbedAll(const http::Request& request, Reply reply) {
   }, std::move(reply));
 }
 
-void Gateway::EmbedSparse(const http::Request& request, Reply reply) {
-  if (bge_m3_) {
+void EmbedSparse(Inference& model, const http::Request& request, Reply reply) {
+  if (model.bge_m3()) {
     // [{index, value}] per input: bge-m3's lexical weights.
-    return EmbedRows(request, WorkKind::kDenseSparseColbert, std::nullopt,
-                     [this](std::string& out, const float* rows, size_t, size_t, std::span<const int32_t> ids) {
-                       AppendBgeM3Sparse(out, {rows, ids}, config_.hidden_size, bge_m3_dropped_ids_);
+    return EmbedRows(model, request, WorkKind::kDenseSparseColbert, std::nullopt,
+                     [&model](std::string& out, const float* rows, size_t, size_t, std::span<const int32_t> ids) {
+                       AppendBgeM3Sparse(out, {rows, ids}, model.config().hidden_size, model.bge_m3_dropped_ids());
                      }, std::move(reply));
   }
-  if (!splade_) {
-    return reply.Error({400, "model " + model_id_ + " has no SPLADE pooling: /embed_sparse needs a …ForMaskedLM model "
+  if (!model.splade()) {
+    return reply.Error({400, "model " + model.model_id() + " has no SPLADE pooling: /embed_sparse needs a …ForMaskedLM model "
                              "with a SpladePooling module (or --pooling splade)"});
   }
   // [{index, value}] per input: the SPLADE vector's non-zero entries, by vocabulary id.
-  EmbedRows(request, WorkKind::kEmbed, engine::ops::PoolingMode::kSplade,
+  EmbedRows(model, request, WorkKind::kEmbed, engine::ops::PoolingMode::kSplade,
             [](std::string& out, const float* row, size_t, size_t columns, std::span<const int32_t>) {
               out += '[';
               bool first = true;
@@ -234,6 +197,89 @@ void Gateway::EmbedSparse(const http::Request& request, Reply reply) {
               }
               out += ']';
             }, std::move(reply));
+}
+
+std::string InfoBody(const Inference& model) {
+  const std::optional<v1::InfoResponse> worker_info = model.WorkerInfo();
+  const GatewayOptions& options = model.options();
+  std::string body = "{\"model_id\":";
+  AppendJsonString(body, model.model_id());
+  body += ",\"architecture\":";
+  AppendJsonString(body, model.config().architecture);
+  body += ",\"model_dtype\":";
+  AppendJsonString(body, worker_info ? worker_info->dtype() : "unknown");
+  body += ",\"served_model_name\":";
+  AppendJsonString(body, model.model_id());
+  // TEI's ModelType: a one-label head is a reranker, a head of several labels a classifier;
+  // an embedding model names the pooling in force.
+  body += ",\"model_type\":";
+  if (model.reranker()) {
+    body += model.kind() == ModelKind::kReranker ? "{\"reranker\":{\"id2label\":{" : "{\"classifier\":{\"id2label\":{";
+    for (size_t i = 0; i < model.config().id2label.size(); ++i) {
+      body += (i ? ",\"" : "\"") + std::to_string(i) + "\":";
+      AppendJsonString(body, model.config().id2label[i]);
+    }
+    body += "},\"label2id\":{";
+    for (size_t i = 0; i < model.config().id2label.size(); ++i) {
+      body += i ? "," : "";
+      AppendJsonString(body, model.config().id2label[i]);
+      body += ':' + std::to_string(i);
+    }
+    body += "}}}";
+  } else {
+    body += "{\"embedding\":{\"pooling\":";
+    AppendJsonString(body, engine::PoolingOptionName(model.pooling()));
+    body += "}}";
+  }
+  body += ",\"backend\":";
+  AppendJsonString(body, worker_info ? worker_info->backend() : "unknown");
+  if (worker_info && !worker_info->gpu().empty()) {
+    body += ",\"gpu\":";
+    AppendJsonString(body, worker_info->gpu());
+  }
+  if (worker_info && worker_info->has_cpu()) {
+    body += ",\"cpu\":{\"kernels\":";
+    AppendJsonString(body, worker_info->cpu().kernels());
+    body += ",\"gemm\":";
+    AppendJsonString(body, worker_info->cpu().gemm());
+    body += ",\"features\":";
+    AppendJsonString(body, worker_info->cpu().features());
+    body += '}';
+  }
+  body += ",\"dimensions\":" + std::to_string(model.dimensions());
+  body += ",\"max_input_length\":" + std::to_string(model.max_input_length());
+  body += ",\"max_concurrent_requests\":" + std::to_string(options.max_concurrent_requests);
+  body += ",\"max_client_batch_size\":" + std::to_string(options.max_client_batch_size);
+  body += ",\"max_batch_tokens\":" + std::to_string(worker_info ? worker_info->max_batch_tokens() : 0);
+  body += ",\"payload_limit\":" + std::to_string(options.payload_limit);
+  body += std::string(",\"auto_truncate\":") + (options.auto_truncate ? "true" : "false");
+  body += ",\"tokenization_workers\":" + std::to_string(model.tokenization_threads());
+  body += ",\"workers\":" + std::to_string(model.worker_count());
+  body += ",\"prompts\":{";
+  bool first = true;
+  for (const auto& [name, text] : model.sentence_transformers().prompts) {
+    body += first ? "" : ",";
+    first = false;
+    AppendJsonString(body, name);
+    body += ':';
+    AppendJsonString(body, text);
+  }
+  body += '}';
+  // The task adapters a request may name in "task" (jina-embeddings-v3), with their prompts.
+  if (!model.config().adapter_tasks.empty()) {
+    body += ",\"tasks\":{";
+    for (size_t task = 0; task < model.config().adapter_tasks.size(); ++task) {
+      if (task) body += ',';
+      AppendJsonString(body, model.config().adapter_tasks[task]);
+      body += ':';
+      AppendJsonString(body, model.config().adapter_prompts[task]);
+    }
+    body += '}';
+  }
+  body += ",\"version\":\"";
+  body += STAMEN_VERSION;  // CMake's project version
+  body += "\"}";
+  return body;
 }
 
 }  // namespace stamen::gateway
