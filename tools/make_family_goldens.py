@@ -687,6 +687,114 @@ def nomic_bert(hub=False):
     return spec
 
 
+def nomic_bert_variant(hub, fraction=1.0, dynamic=0.0, trained=2048, storage=None):
+    """NomicBERT's rotary variants (issue 48), which the remote code computes and transformers 5.25's
+    NomicBertModel computes, or computes once taught one of its own functions:
+      - partial rotary (the hub's rotary_emb_fraction < 1): the remote code (flash-attn's
+        apply_rotary_emb) rotates the first head_dim * fraction dimensions of each head, rotate-half
+        within them, with frequencies over them, and passes the rest. transformers 5.25's
+        NomicBertModel rotates whole heads; the reference is its model with two of transformers'
+        own GPT-NeoX functions in place of its RoPE ones (NomicRotaryVariant): the inverse
+        frequencies over int(head_dim * partial_rotary_factor) dimensions and the
+        apply_rotary_pos_emb that rotates cos.shape[-1] dimensions and concatenates the rest.
+      - dynamic NTK (the hub's rotary_scaling_factor f with max_trained_positions n; transformers'
+        rope_type "dynamic" with factor f and max_position_embeddings n, native): a sequence of L > n
+        tokens rotates with base * (f * L / n - (f - 1)) ** (d / (d - 2)). transformers computes it
+        natively; its module keeps the largest length's frequencies between calls, so the reference
+        resets that state before each sequence (NomicRotaryVariant): every golden is one sequence
+        as a fresh model computes it.
+    The hub folders hold the remote code's config keys (n_positions 512 serves every golden); the
+    native one transformers' own config, whose served length stamen takes as factor * n."""
+    spec = nomic_bert(hub=hub)
+    parameters = {"rope_type": "default", "rope_theta": 10000.0 if hub else 1000.0}
+    if dynamic:
+        parameters.update(rope_type="dynamic", factor=dynamic)
+    if fraction != 1.0:
+        parameters["partial_rotary_factor"] = fraction
+    config = spec["config"]
+    config.rope_parameters = parameters
+    config.max_position_embeddings = trained if dynamic else 512
+    spec.update(seed=spec["seed"] + 10 + int(10 * fraction) + int(dynamic), nomic_rotary=True, storage=storage,
+                state_dict_names=False)
+    if hub:
+        spec["hub_config"] = dict(spec["hub_config"], rotary_emb_fraction=fraction,
+                                  rotary_scaling_factor=dynamic or None, max_trained_positions=trained,
+                                  torch_dtype=str(storage or torch.float32).replace("torch.", ""))
+    if storage is None:
+        spec.pop("storage")
+    return spec
+
+
+class NomicRotaryVariant:
+    """For a NomicBERT rotary-variant spec (nomic_bert_variant): transformers' GPT-NeoX partial-rotary
+    functions in modeling_nomic_bert, and each forward of NomicBertRotaryEmbedding starting from the
+    frequencies of its construction (dynamic NTK's per-call state reset)."""
+
+    def __init__(self, spec):
+        self.active = bool(spec.get("nomic_rotary"))
+
+    def __enter__(self):
+        if not self.active:
+            return self
+        from transformers.models.gpt_neox import modeling_gpt_neox as neox
+        from transformers.models.nomic_bert import modeling_nomic_bert as nomic
+        self.nomic = nomic
+        self.saved = (nomic.apply_rotary_pos_emb, nomic.NomicBertRotaryEmbedding.compute_default_rope_parameters,
+                      nomic.NomicBertRotaryEmbedding.forward)
+        nomic.apply_rotary_pos_emb = neox.apply_rotary_pos_emb
+        nomic.NomicBertRotaryEmbedding.compute_default_rope_parameters = \
+            staticmethod(neox.GPTNeoXRotaryEmbedding.compute_default_rope_parameters)
+        forward = self.saved[2]
+
+        def fresh_forward(rotary, x, position_ids, *args, **kwargs):
+            rotary.inv_freq = rotary.original_inv_freq.clone()
+            rotary.max_seq_len_cached = rotary.original_max_seq_len
+            return forward(rotary, x, position_ids, *args, **kwargs)
+
+        nomic.NomicBertRotaryEmbedding.forward = fresh_forward
+        return self
+
+    def __exit__(self, *exc):
+        if self.active:
+            (self.nomic.apply_rotary_pos_emb, default, self.nomic.NomicBertRotaryEmbedding.forward) = self.saved
+            self.nomic.NomicBertRotaryEmbedding.compute_default_rope_parameters = staticmethod(default)
+
+
+def nomic_rotary_checks(spec, model, base, rows, golden, checks):
+    """What each variant changes: the inverse frequencies per golden length (as transformers
+    computed them), and how far whole-head RoPE (partial) or unscaled RoPE (dynamic) would be from
+    the goldens, per length, so an engine that ignores either fails."""
+    config = model.config
+    rotary = base.rotary_emb
+    parameters = dict(config.rope_parameters)
+    checks["rope_parameters"] = parameters
+    frequencies = {}
+    for i, ids in enumerate(rows):
+        with torch.no_grad():
+            rotary(base.embeddings.word_embeddings.weight[:1][None], torch.arange(len(ids))[None])
+        frequencies[f"len_{len(ids)}"] = rotary.inv_freq.tolist()
+    checks["rope_inv_freq_by_length"] = frequencies
+    checks["rotary_dim"] = 2 * len(frequencies["len_1"])
+
+    def distance(changed):
+        return distance_with_config(base, {**config.to_dict(), "rope_parameters": changed}, rows, golden)
+
+    if parameters.get("partial_rotary_factor", 1.0) != 1.0:
+        checks["reference"] = (
+            "transformers 5.25 NomicBertModel with transformers' own GPT-NeoX "
+            "GPTNeoXRotaryEmbedding.compute_default_rope_parameters and apply_rotary_pos_emb in place of "
+            "modeling_nomic_bert's (its own rotate whole heads), as the remote code's rotary_emb_fraction asks")
+        whole = {k: v for k, v in parameters.items() if k != "partial_rotary_factor"}
+        checks["max_abs_diff_with_whole_head_rope"] = distance(whole)
+    if parameters.get("rope_type") == "dynamic":
+        checks["reference_state"] = ("transformers 5.25 rope_type 'dynamic', its rotary module's frequencies reset "
+                                     "before each sequence (one sequence per fresh model)")
+        checks["max_abs_diff_without_dynamic_scaling"] = distance(
+            {"rope_type": "default", "rope_theta": parameters["rope_theta"],
+             **({"partial_rotary_factor": parameters["partial_rotary_factor"]}
+                if "partial_rotary_factor" in parameters else {})})
+
+
 def gte(hub=False, labels=0, ntk=0.0, type_vocab_size=1, storage=None):
     """Alibaba GTE (transformers' GteModel / GteForSequenceClassification): rotary post-norm encoder,
     GELU-gated feed-forward with biases on q/k/v, o and down. The hub layout (model_type "new",
@@ -1133,6 +1241,12 @@ FAMILIES = {
     # Issue 48: rotary post-norm encoders (transformers' own layout, then the hub's).
     "nomic-bert": nomic_bert,
     "nomic-bert-hub-bf16": lambda: nomic_bert(hub=True),
+    # NomicBERT's rotary variants: partial rotary (hub layout; transformers' own NomicBertModel cannot
+    # apply it, see nomic_bert_variant) and dynamic NTK scaling, hub (BF16) and native.
+    "nomic-bert-partial-rotary-hub": lambda: nomic_bert_variant(hub=True, fraction=0.5),
+    "nomic-bert-dynamic-ntk-hub-bf16": lambda: nomic_bert_variant(hub=True, dynamic=2.0, trained=16,
+                                                                  storage=torch.bfloat16),
+    "nomic-bert-dynamic-ntk": lambda: nomic_bert_variant(hub=False, dynamic=5.0, trained=32),
     "gte": gte,
     "gte-hub-ntk-f16": lambda: gte(hub=True, ntk=2.0, type_vocab_size=0, storage=torch.float16),
     "gte-reranker": lambda: dict(gte(labels=1), state_dict_names=True),
@@ -1370,7 +1484,7 @@ def make(family, out):
         return make_jina(family, out, spec)
     if spec.get("stella"):
         return make_stella_dense(family, out)
-    with NoCausalMask(spec):
+    with NoCausalMask(spec), NomicRotaryVariant(spec):
         make_spec(family, out, spec)
 
 
@@ -1648,7 +1762,9 @@ def family_checks(family, spec, model, rows, golden, checks):
         }
     if family.startswith("deberta"):
         deberta_checks(model, base, longest, golden, checks)
-    if spec.get("rotary"):
+    if spec.get("nomic_rotary"):
+        nomic_rotary_checks(spec, model, base, rows, golden, checks)
+    elif spec.get("rotary"):
         rotary_checks(model, base, rows, golden, checks)
     if spec.get("bidirectional") or family.startswith("eurobert"):
         bidirectional_checks(spec, model, base, rows, golden, checks)
@@ -1662,15 +1778,7 @@ def family_checks(family, spec, model, rows, golden, checks):
         saved_types = list(config.layer_types)
         wide = {**config.to_dict(), "local_attention": 4096} if family.startswith("modernbert") else \
             {**config.to_dict(), "sliding_window": 4096}
-        unwindowed = type(base)._from_config(config.__class__(**wide), attn_implementation="eager")
-        unwindowed.load_state_dict(base.state_dict())
-        unwindowed = unwindowed.double().eval()
-        diffs = {}
-        for i, ids in enumerate(rows):
-            with torch.no_grad():
-                hidden = unwindowed(input_ids=ids[None]).last_hidden_state[0]
-            diffs[f"len_{len(ids)}"] = float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max())
-        checks["max_abs_diff_if_the_window_were_4096"] = diffs
+        checks["max_abs_diff_if_the_window_were_4096"] = distance_with_config(base, wide, rows, golden)
         checks["layer_types"] = saved_types
         if family.startswith("gemma2"):
             checks["layer_types"] = saved_types
@@ -1682,6 +1790,20 @@ def family_checks(family, spec, model, rows, golden, checks):
         if family.startswith("modernbert"):
             checks["config.sliding_window (local_attention // 2)"] = config.sliding_window
             checks["attn_norm_of_layer_0"] = type(base.layers[0].attn_norm).__name__
+
+
+def distance_with_config(base, settings, rows, golden):
+    """Per golden length, the largest |difference| from the goldens of `base`'s weights in a model
+    built from the config `settings` (a dict of its keys): how much a setting matters."""
+    other = type(base)._from_config(base.config.__class__(**settings), attn_implementation="eager")
+    other.load_state_dict(base.state_dict())
+    other = other.double().eval()
+    diffs = {}
+    for i, ids in enumerate(rows):
+        with torch.no_grad():
+            hidden = other(input_ids=ids[None]).last_hidden_state[0]
+        diffs[f"len_{len(ids)}"] = float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max())
+    return diffs
 
 
 def rotary_checks(model, base, rows, golden, checks):

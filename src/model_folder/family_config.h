@@ -66,8 +66,11 @@ const FamilyConfig* FindArchitecture(std::string_view name, const ArchitectureDe
 namespace family_settings {
 // hidden_act (or `key`), defaulting to `fallback`.
 Status ReadActivation(const JsonObject& root, std::string_view key, std::string_view fallback, ModelConfig* config);
-// rope_theta, or transformers ≥ 5's {"rope_parameters": {"rope_theta", "rope_type"}}; only plain RoPE.
-Status ReadRope(const JsonObject& root, ModelConfig* config);
+// rope_theta, or transformers ≥ 5's {"rope_parameters": {"rope_theta", "rope_type"}}: plain RoPE
+// or llama3, and with `dynamic_ntk` rope_type "dynamic" (transformers' dynamic NTK scaling, its
+// trained length max_position_embeddings). A partial_rotary_factor other than 1 is refused: the
+// families that read this rotate whole heads, as transformers does for them.
+Status ReadRope(const JsonObject& root, ModelConfig* config, bool dynamic_ntk = false);
 // pad_token_id when given.
 Status ReadPadToken(const JsonObject& root, ModelConfig* config);
 // RoBERTa-style absolute positions, counted from pad_token_id (default 1) + 1.

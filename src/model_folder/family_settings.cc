@@ -14,15 +14,35 @@ Status ReadActivation(const JsonObject& root, std::string_view key, std::string_
 
 namespace {
 
-// One RoPE parameter object: rope_type ("type" in older configs) "default", or "llama3" with
-// its four keys, which transformers requires.
-Status ReadRopeType(const JsonObject& rope, ModelConfig* config) {
+// A partial_rotary_factor (transformers' key, in rope_parameters or beside it) other than 1.
+Status RefusePartialRotary(const JsonObject& object) {
+  double fraction = 1.0;
+  STAMEN_RETURN_IF_ERROR(object.Optional("partial_rotary_factor", &fraction));
+  if (fraction == 1.0) return Status();
+  return object.Error("partial_rotary_factor", "is " + std::to_string(fraction) +
+                                                   "; this family rotates whole heads (partial rotary is not supported)");
+}
+
+// One RoPE parameter object: rope_type ("type" in older configs) "default", "llama3" with
+// its four keys, which transformers requires, or with `dynamic_ntk` "dynamic" with its factor.
+Status ReadRopeType(const JsonObject& rope, ModelConfig* config, bool dynamic_ntk) {
+  STAMEN_RETURN_IF_ERROR(RefusePartialRotary(rope));
   std::string rope_type = "default";
   STAMEN_RETURN_IF_ERROR(rope.Optional("type", &rope_type));
   STAMEN_RETURN_IF_ERROR(rope.Optional("rope_type", &rope_type));
   if (rope_type == "default") return Status();
+  if (rope_type == "dynamic" && dynamic_ntk) {
+    double factor = 0;
+    STAMEN_RETURN_IF_ERROR(rope.Required("factor", &factor));
+    if (!(factor >= 1.0)) return rope.Error("factor", "must be at least 1 for dynamic NTK scaling");
+    config->rope_scaling = {.factor = static_cast<float>(factor),
+                            .original_max_position_embeddings = static_cast<float>(config->max_position_embeddings),
+                            .type = ops::RopeScalingType::kDynamicNtk};
+    return Status();
+  }
   if (rope_type != "llama3") {
-    return rope.Error("rope_type", "'" + rope_type + "' is not supported (plain RoPE or llama3)");
+    return rope.Error("rope_type", "'" + rope_type + "' is not supported (plain RoPE or llama3" +
+                                       (dynamic_ntk ? ", or dynamic)" : ")"));
   }
   double factor = 0, low = 0, high = 0, original = 0;
   STAMEN_RETURN_IF_ERROR(rope.Required("factor", &factor));
@@ -41,7 +61,8 @@ Status ReadRopeType(const JsonObject& rope, ModelConfig* config) {
 
 }  // namespace
 
-Status ReadRope(const JsonObject& root, ModelConfig* config) {
+Status ReadRope(const JsonObject& root, ModelConfig* config, bool dynamic_ntk) {
+  STAMEN_RETURN_IF_ERROR(RefusePartialRotary(root));
   STAMEN_RETURN_IF_ERROR(root.Optional("rope_theta", &config->rope_theta));
   // transformers ≥ 5 writes {"rope_parameters": {"rope_theta": …, "rope_type": …, scaling keys}};
   // older configs rope_theta beside {"rope_scaling": {"rope_type": …, scaling keys}} or null.
@@ -50,12 +71,12 @@ Status ReadRope(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(root.OptionalObject("rope_parameters", &rope, &has_rope_parameters));
   if (has_rope_parameters) {
     STAMEN_RETURN_IF_ERROR(rope.Optional("rope_theta", &config->rope_theta));
-    STAMEN_RETURN_IF_ERROR(ReadRopeType(rope, config));
+    STAMEN_RETURN_IF_ERROR(ReadRopeType(rope, config, dynamic_ntk));
   } else if (root.Has("rope_scaling")) {
     JsonObject scaling = root;
     bool has_scaling = false;
     STAMEN_RETURN_IF_ERROR(root.OptionalObject("rope_scaling", &scaling, &has_scaling));
-    if (has_scaling) STAMEN_RETURN_IF_ERROR(ReadRopeType(scaling, config));
+    if (has_scaling) STAMEN_RETURN_IF_ERROR(ReadRopeType(scaling, config, dynamic_ntk));
   }
   if (!(config->rope_theta > 0)) return root.Error("rope_theta", "must be positive");
   if (config->head_dim % 2 != 0) return root.Error("head_dim", "must be even for RoPE");

@@ -37,7 +37,12 @@ std::optional<Activation> ActivationFromName(std::string_view name);
 //     original / high_freq_factor kept, the ones between interpolated.
 //   kNtk: GTE's fixed NTK scaling (the hub's rope_scaling {"type": "ntk"}, Alibaba-NLP/new-impl's
 //     NTKScalingRotaryEmbedding): base · factor, every frequency then divided by factor^(2/d).
-enum class RopeScalingType { kLlama3, kNtk };
+//   kDynamicNtk: dynamic NTK scaling (NomicBERT's rotary_scaling_factor, the remote code's
+//     NomicBertDynamicNTKRotaryEmbedding; transformers' rope_type "dynamic"): a sequence of L
+//     tokens longer than original_max_position_embeddings (the trained length) rotates with base
+//     base · (factor · L / original − (factor − 1))^(d / (d − 2)); shorter ones with base. The
+//     table then depends on each sequence's length, so ops::RopeTable needs its boundaries.
+enum class RopeScalingType { kLlama3, kNtk, kDynamicNtk };
 
 struct RopeScaling {
   float factor = 0.0f;

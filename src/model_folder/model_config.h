@@ -107,7 +107,10 @@ struct ModelConfig {
   bool gated_feed_forward = false;  // act(x·W_gateᵀ) ⊙ x·W_upᵀ instead of act(x·W_iᵀ)
   bool attention_bias = false;  // decoders: biases on the q/k/v projections (encoders always have them)
   double rope_theta = 10000.0;
-  ops::RopeScaling rope_scaling;  // Llama 3's or GTE's NTK rescaled frequencies, or none
+  ops::RopeScaling rope_scaling;  // Llama 3's, GTE's NTK or dynamic NTK rescaled frequencies, or none
+  // The leading dimensions of each head RoPE turns (NomicBERT's rotary_emb_fraction · head_dim);
+  // 0: all head_dim. Only the rotary encoders (engine/models/rotary_encoder.cc) read it.
+  int64_t rotary_dim = 0;
   double attention_scale = 0.0;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
   // Gemma 2's soft-capping, 0 for none: every scaled attention score becomes
   // cap·tanh(score / cap) before the mask and softmax (attn_logit_softcapping), and so does every

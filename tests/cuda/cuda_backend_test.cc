@@ -197,8 +197,9 @@ TEST_F(CudaKernelTest, RotaryEmbedding) {
   EXPECT_CLOSE(qkv, ToHost(device), "apply_rope");
 }
 
-// Llama 3's and GTE's NTK rescaled frequencies (llama-nemotron-embed, gte-*-v1.5 /
-// gte-multilingual) and pplx-embed's int8 vectors: the same
+// Llama 3's, GTE's NTK and NomicBERT's dynamic NTK rescaled frequencies (llama-nemotron-embed,
+// gte-*-v1.5 / gte-multilingual, nomic-embed-text with rotary_scaling_factor), partial rotary,
+// and pplx-embed's int8 vectors: the same
 // numbers on the GPU as on the CPU (the CPU's are checked against transformers by the goldens).
 TEST_F(CudaKernelTest, ScaledRopeAndTanhRound) {
   const Tensor positions = Ints({0, 1, 2, 3, 100, 8191, 8192, 20000});
@@ -215,6 +216,25 @@ TEST_F(CudaKernelTest, ScaledRopeAndTanhRound) {
   ASSERT_TRUE(ops::RopeTable(positions, 160000.0, expected_table, ntk).ok());
   ASSERT_TRUE(ops::RopeTable(ToDevice(positions), 160000.0, table, ntk).ok());
   EXPECT_CLOSE(expected_table, ToHost(table), "rope_table ntk");
+  // NomicBERT's dynamic NTK (factor 2, trained length 3): each token's sequence, found on the
+  // device from the boundaries (a trailing empty sequence, as a graph bucket has), picks its base.
+  const ops::RopeScaling dynamic{.factor = 2.0f, .original_max_position_embeddings = 3.0f,
+                                 .type = ops::RopeScalingType::kDynamicNtk};
+  const Tensor bounds = Ints({0, 2, 8, 8});
+  ASSERT_TRUE(ops::RopeTable(positions, 1000.0, expected_table, dynamic, bounds).ok());
+  ASSERT_TRUE(ops::RopeTable(ToDevice(positions), 1000.0, table, dynamic, ToDevice(bounds)).ok());
+  EXPECT_CLOSE(expected_table, ToHost(table), "rope_table dynamic ntk");
+  // Partial rotary: a table of 32 of the 64 dimensions turns the first half of each head only.
+  Tensor narrow_expected = *Tensor::Allocate(DataType::kF32, {8, 32});
+  ASSERT_TRUE(ops::RopeTable(positions, 10000.0, narrow_expected).ok());
+  Tensor narrow = Empty(DataType::kF32, {8, 32}, Device::kCuda);
+  ASSERT_TRUE(ops::RopeTable(ToDevice(positions), 10000.0, narrow).ok());
+  const ops::QkvLayout layout{2, 2, d};
+  Tensor qkv = Random({8, layout.row_size()}, rng_);
+  Tensor qkv_device = ToDevice(qkv);
+  ASSERT_TRUE(ops::ApplyRope(qkv_device, layout, narrow).ok());
+  ASSERT_TRUE(ops::ApplyRope(qkv, layout, narrow_expected).ok());
+  EXPECT_CLOSE(qkv, ToHost(qkv_device), "apply_rope partial");
   Tensor values = Random({3, 70}, rng_);
   for (int64_t i = 0; i < values.NumElements(); ++i) values.data<float>()[i] *= 3.0f;
   Tensor device = ToDevice(values, DataType::kF32);  // pooled vectors are F32 on every device

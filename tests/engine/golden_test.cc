@@ -173,6 +173,9 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       // Issue 48: rotary post-norm encoders, transformers' layout and the hub's.
                       "tiny-nomic-bert", "tiny-nomic-bert-hub-bf16", "tiny-gte", "tiny-gte-hub-ntk-f16",
                       "tiny-gte-reranker", "tiny-gte-reranker-hub",
+                      // NomicBERT's partial rotary (hub) and dynamic NTK scaling (hub, BF16 stored; native).
+                      "tiny-nomic-bert-partial-rotary-hub", "tiny-nomic-bert-dynamic-ntk-hub-bf16",
+                      "tiny-nomic-bert-dynamic-ntk",
                       // Issue 48: JinaBERT (ALiBi), the hub's layout; the reference is a re-implementation.
                       "tiny-jina-bert", "tiny-jina-reranker-bf16",
                       // Issue 44: LLM rerankers on Qwen2 (mxbai-rerank-v2), Gemma (bge-reranker-v2-gemma)

@@ -925,6 +925,53 @@ TEST(RopeTest, RotatesQueriesAndKeysOnly) {
   }
 }
 
+// Partial rotary (NomicBERT's rotary_emb_fraction 0.5): a table of 4 of the 8 dimensions turns
+// the pairs (0, 2) and (1, 3) of each query and key head by base^(-2i/4) and leaves 4..7 as
+// they were; an odd or too wide table is refused.
+TEST(RopeTest, NarrowTableRotatesTheLeadingDimensionsOnly) {
+  const ops::QkvLayout layout{2, 1, 8};
+  Tensor qkv = Random({2, layout.row_size()}, 19), original = Zeros({2, layout.row_size()});
+  std::copy_n(qkv.data<float>(), qkv.NumElements(), original.data<float>());
+  Tensor positions = Ints({3, 77}), table = Zeros({2, 4});
+  ASSERT_TRUE(ops::RopeTable(positions, 10000.0, table).ok());
+  ASSERT_TRUE(ops::ApplyRope(qkv, layout, table).ok());
+  for (int64_t t = 0; t < 2; ++t) {
+    const double position = positions.data<int32_t>()[t];
+    for (int64_t head = 0; head < 4; ++head) {
+      const float* before = original.data<float>() + t * 32 + head * 8;
+      const float* after = qkv.data<float>() + t * 32 + head * 8;
+      const bool turned = head < 3;
+      for (int i = 0; i < 2; ++i) {
+        const double angle = position * std::pow(10000.0, -2.0 * i / 4);
+        EXPECT_NEAR(after[i], turned ? before[i] * std::cos(angle) - before[i + 2] * std::sin(angle) : before[i], 1e-4);
+        EXPECT_NEAR(after[i + 2], turned ? before[i + 2] * std::cos(angle) + before[i] * std::sin(angle) : before[i + 2],
+                    1e-4);
+      }
+      for (int i = 4; i < 8; ++i) EXPECT_EQ(after[i], before[i]) << "head " << head << " dimension " << i;
+    }
+  }
+  Tensor odd = Zeros({2, 3}), wide = Zeros({2, 10});
+  EXPECT_FALSE(ops::ApplyRope(qkv, layout, odd).ok());
+  EXPECT_FALSE(ops::ApplyRope(qkv, layout, wide).ok());
+}
+
+// Dynamic NTK: in one step, a sequence within the trained length (4) keeps base^(-2i/d); one of
+// 10 tokens rotates with base·(2·10/4 − 1)^(d/(d−2)); the table needs the boundaries.
+TEST(RopeTest, DynamicNtkStretchesEachLongSequenceByItsOwnLength) {
+  const ops::RopeScaling scaling{.factor = 2.0f, .original_max_position_embeddings = 4.0f,
+                                 .type = ops::RopeScalingType::kDynamicNtk};
+  Tensor positions = Ints({0, 1, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), table = Zeros({13, 8});
+  Tensor bounds = Ints({0, 3, 13});
+  ASSERT_TRUE(ops::RopeTable(positions, 10000.0, table, scaling, bounds).ok());
+  const double stretched = 10000.0 * std::pow(2.0 * 10 / 4 - 1, 8.0 / 6);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(table.data<float>()[1 * 8 + 4 + i], std::sin(std::pow(10000.0, -2.0 * i / 8)), 1e-6) << i;
+    EXPECT_NEAR(table.data<float>()[4 * 8 + 4 + i], std::sin(std::pow(stretched, -2.0 * i / 8)), 1e-6) << i;
+  }
+  Tensor without = Zeros({13, 8});
+  EXPECT_FALSE(ops::RopeTable(positions, 10000.0, without, scaling).ok());
+}
+
 TEST(EmbeddingTest, GathersScalesAccumulatesAndRejectsOutOfRangeIds) {
   Tensor table = Random({5, 6}, 18), out = Zeros({3, 6});
   ASSERT_TRUE(ops::Gather(table, Ints({4, 0, 4}), out).ok());

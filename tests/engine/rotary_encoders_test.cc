@@ -5,6 +5,7 @@
 // each family's folder handed to another reader.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -73,17 +74,40 @@ TEST(RotaryEncodersTest, NomicConfigsRead) {
   EXPECT_DOUBLE_EQ(hub->norm_eps, 1e-12);
   EXPECT_EQ(hub->hidden_act, ops::Activation::kSilu);
 
-  // With rotary_scaling_factor the remote code rescales RoPE beyond max_trained_positions:
-  // sequences stop there.
-  TempDir dir;
-  WriteEditedConfig("tiny-nomic-bert-hub-bf16", R"("rotary_scaling_factor": null)", R"("rotary_scaling_factor": 2.0)",
-                    dir);
-  std::string json = ReadText(dir.File("config.json"));
-  json.replace(json.find(R"("max_trained_positions": 2048)"), 29, R"("max_trained_positions": 128)");
-  WriteFile(dir.File("config.json"), json);
-  auto scaled = ReadModelConfig(dir.File("config.json"));
+  EXPECT_EQ(hub->rotary_dim, 16);
+  EXPECT_EQ(hub->rope_scaling.factor, 0.0f);  // rotary_scaling_factor null
+
+  // rotary_emb_fraction 0.5 of 16 dimensions: the first 8 of each head turn.
+  auto partial = Read("tiny-nomic-bert-partial-rotary-hub");
+  ASSERT_TRUE(partial.ok()) << partial.status().message();
+  EXPECT_EQ(partial->rotary_dim, 8);
+  EXPECT_EQ(partial->head_dim, 16);
+
+  // rotary_scaling_factor: dynamic NTK beyond max_trained_positions; sequences run to n_positions.
+  auto scaled = Read("tiny-nomic-bert-dynamic-ntk-hub-bf16");
   ASSERT_TRUE(scaled.ok()) << scaled.status().message();
-  EXPECT_EQ(scaled->max_position_embeddings, 128);
+  EXPECT_EQ(scaled->rope_scaling.type, ops::RopeScalingType::kDynamicNtk);
+  EXPECT_FLOAT_EQ(scaled->rope_scaling.factor, 2.0f);
+  EXPECT_FLOAT_EQ(scaled->rope_scaling.original_max_position_embeddings, 16.0f);
+  EXPECT_EQ(scaled->max_position_embeddings, 512);
+
+  // transformers' rope_type "dynamic": max_position_embeddings (32) is the trained length; stamen
+  // serves factor (5) times it.
+  auto native_scaled = Read("tiny-nomic-bert-dynamic-ntk");
+  ASSERT_TRUE(native_scaled.ok()) << native_scaled.status().message();
+  EXPECT_EQ(native_scaled->rope_scaling.type, ops::RopeScalingType::kDynamicNtk);
+  EXPECT_FLOAT_EQ(native_scaled->rope_scaling.factor, 5.0f);
+  EXPECT_FLOAT_EQ(native_scaled->rope_scaling.original_max_position_embeddings, 32.0f);
+  EXPECT_EQ(native_scaled->max_position_embeddings, 160);
+
+  // Without the key the remote config class's default decides, which was 1.0 and is now None: the
+  // two agree up to max_trained_positions, where sequences then stop.
+  TempDir dir;
+  WriteEditedConfig("tiny-nomic-bert-dynamic-ntk-hub-bf16", R"("rotary_scaling_factor": 2.0,)", "", dir);
+  auto absent = ReadModelConfig(dir.File("config.json"));
+  ASSERT_TRUE(absent.ok()) << absent.status().message();
+  EXPECT_EQ(absent->max_position_embeddings, 16);
+  EXPECT_EQ(absent->rope_scaling.factor, 0.0f);
 }
 
 TEST(RotaryEncodersTest, GteConfigsRead) {
@@ -146,11 +170,61 @@ TEST(RotaryEncodersTest, NtkFrequenciesAreTheGoldenRunsOnes) {
   }
 }
 
+// NomicBERT's rotary variants: stamen's table at position 1, for a sequence of each golden length,
+// holds cos and sin of the inverse frequencies transformers rotated that sequence by
+// (report.json's rope_inv_freq_by_length): over the first rotary_dim dimensions (partial rotary)
+// and stretched per sequence beyond the trained length (dynamic NTK), one step holding every length.
+TEST(RotaryEncodersTest, NomicVariantFrequenciesAreTheGoldenRunsOnes) {
+  for (const std::string folder : {"tiny-nomic-bert-partial-rotary-hub", "tiny-nomic-bert-dynamic-ntk-hub-bf16",
+                                   "tiny-nomic-bert-dynamic-ntk"}) {
+    auto config = Read(folder);
+    ASSERT_TRUE(config.ok()) << config.status().message();
+    auto report = JsonDocument::Load(kData + folder + "/report.json");
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    simdjson::dom::object by_length;
+    ASSERT_EQ(report.value()->root().raw()["checks"]["rope_inv_freq_by_length"].get(by_length), simdjson::SUCCESS);
+    const int64_t d = config->rotary_dim > 0 ? config->rotary_dim : config->head_dim;
+    // One packed step: a sequence of each length, each token at position 1 of a table row.
+    std::vector<int32_t> bounds = {0};
+    for (const int length : {1, 3, 7, 16, 64, 130}) bounds.push_back(bounds.back() + length);
+    const int64_t tokens = bounds.back();
+    Tensor cu_seqlens = *Tensor::Allocate(DataType::kI32, {static_cast<int64_t>(bounds.size())});
+    std::copy(bounds.begin(), bounds.end(), cu_seqlens.data<int32_t>());
+    Tensor positions = *Tensor::Allocate(DataType::kI32, {tokens});
+    for (int64_t t = 0; t < tokens; ++t) positions.data<int32_t>()[t] = 1;
+    Tensor table = *Tensor::Allocate(DataType::kF32, {tokens, d});
+    const Status made = ops::RopeTable(positions, config->rope_theta, table, config->rope_scaling, cu_seqlens);
+    ASSERT_TRUE(made.ok()) << folder << ": " << made.message();
+    double scaling_moved = 0.0;
+    for (size_t s = 0; s + 1 < bounds.size(); ++s) {
+      const int length = bounds[s + 1] - bounds[s];
+      simdjson::dom::array frequencies;
+      ASSERT_EQ(by_length["len_" + std::to_string(length)].get(frequencies), simdjson::SUCCESS) << folder << " " << length;
+      ASSERT_EQ(static_cast<int64_t>(frequencies.size()), d / 2) << folder;
+      const float* row = table.data<float>() + (bounds[s + 1] - 1) * d;  // the sequence's last token
+      int64_t i = 0;
+      for (simdjson::dom::element element : frequencies) {
+        double frequency = 0.0;
+        ASSERT_EQ(element.get(frequency), simdjson::SUCCESS);
+        EXPECT_NEAR(row[i], std::cos(frequency), 1e-6) << folder << " length " << length << " pair " << i;
+        EXPECT_NEAR(row[d / 2 + i], std::sin(frequency), 1e-6) << folder << " length " << length << " pair " << i;
+        const double unscaled = std::pow(config->rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+        scaling_moved = std::max(scaling_moved, std::abs(std::sin(unscaled) - double{row[d / 2 + i]}));
+        ++i;
+      }
+    }
+    if (config->rope_scaling.factor > 0.0f) {
+      EXPECT_GT(scaling_moved, 1e-2) << folder << ": the scaling must change the table";
+    }
+  }
+}
+
 // The issue's targets in fp32: cosine ≥ 0.9999 and abs error ≤ 1e-4 to transformers, per token
 // (each token's vector), mean-pooled and, for rerankers, logits.
 TEST(RotaryEncodersTest, MatchTransformersByCosineAndAbsoluteError) {
-  for (const std::string folder : {"tiny-nomic-bert", "tiny-nomic-bert-hub-bf16", "tiny-gte", "tiny-gte-hub-ntk-f16",
-                                   "tiny-gte-reranker", "tiny-gte-reranker-hub"}) {
+  for (const std::string folder : {"tiny-nomic-bert", "tiny-nomic-bert-hub-bf16", "tiny-nomic-bert-partial-rotary-hub",
+                                   "tiny-nomic-bert-dynamic-ntk-hub-bf16", "tiny-nomic-bert-dynamic-ntk", "tiny-gte",
+                                   "tiny-gte-hub-ntk-f16", "tiny-gte-reranker", "tiny-gte-reranker-hub"}) {
     testing::ExpectMatchesGoldenTargets(kData + folder, folder, 64);
   }
 }
@@ -164,8 +238,25 @@ TEST(RotaryEncodersTest, UnsupportedVariantsAreRefused) {
     const char* named;  // in the message
   };
   const Case cases[] = {
-      {"tiny-nomic-bert-hub-bf16", R"("rotary_emb_fraction": 1.0)", R"("rotary_emb_fraction": 0.5)",
+      // 16 · 0.3 is no whole number of dimensions; 0 (the remote config's default) rotates nothing.
+      {"tiny-nomic-bert-hub-bf16", R"("rotary_emb_fraction": 1.0)", R"("rotary_emb_fraction": 0.3)",
        "'rotary_emb_fraction'"},
+      {"tiny-nomic-bert-hub-bf16", R"("rotary_emb_fraction": 1.0)", R"("rotary_emb_fraction": 0.0)",
+       "'rotary_emb_fraction'"},
+      {"tiny-nomic-bert-hub-bf16", R"("rotary_emb_scale_base": null)", R"("rotary_emb_scale_base": 512)",
+       "'rotary_emb_scale_base'"},
+      {"tiny-nomic-bert-hub-bf16", R"("rotary_scaling_factor": null)", R"("rotary_scaling_factor": 0.5)",
+       "'rotary_scaling_factor'"},
+      // transformers' NomicBertModel rotates whole heads whatever partial_rotary_factor says.
+      {"tiny-nomic-bert-dynamic-ntk", R"("rope_type": "dynamic")", R"("rope_type": "dynamic", "partial_rotary_factor": 0.5)",
+       "'partial_rotary_factor'"},
+      {"tiny-nomic-bert-dynamic-ntk", R"("rope_type": "dynamic")", R"("rope_type": "yarn")", "'yarn'"},
+      // Families without dynamic NTK or partial rotary refuse both rather than compute plain RoPE.
+      {"tiny-gte", R"("rope_type": "default")", R"("rope_type": "dynamic", "factor": 2.0)", "'dynamic'"},
+      {"tiny-qwen3", R"("rope_type": "default")", R"("rope_type": "default", "partial_rotary_factor": 0.5)",
+       "'partial_rotary_factor'"},
+      {"tiny-eurobert", R"("rope_theta": 250000.0)", R"("rope_theta": 250000.0, "partial_rotary_factor": 0.25)",
+       "'partial_rotary_factor'"},
       {"tiny-nomic-bert-hub-bf16", R"("rotary_emb_interleaved": false)", R"("rotary_emb_interleaved": true)",
        "'rotary_emb_interleaved'"},
       {"tiny-nomic-bert-hub-bf16", R"("prenorm": false)", R"("prenorm": true)", "'prenorm'"},

@@ -35,7 +35,8 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
 Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate);
 Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
                     float eps);
-Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling);
+Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling,
+                 const Tensor& cu_seqlens);
 Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
 // Fails on an id outside the table.
 Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale);

@@ -124,24 +124,36 @@ __global__ void RmsNormHeadsKernel(bf16* qkv, int64_t row_size, int num_heads, i
 
 // Same fp32 arithmetic as the CPU table (and transformers): inverse frequency and angle in
 // fp32, cos/sin of the fp32 angle in double.
+// With boundaries (dynamic NTK), each token finds its sequence by binary search, so the length
+// comes from device memory and a replayed graph recomputes it.
 __global__ void RopeTableKernel(const int32_t* positions, float base, ops::RopeScaling scaling, float* table,
-                                int64_t tokens, int d) {
+                                int64_t tokens, int d, const int32_t* cu_seqlens, int sequences) {
   const int half = d / 2;
   const int64_t count = tokens * half;
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count; k += int64_t{gridDim.x} * blockDim.x) {
     const int64_t t = k / half;
     const int i = static_cast<int>(k - t * half);
-    const float inverse_frequency = ops::RopeInverseFrequency(i, d, base, scaling);
+    int64_t length = 0;
+    if (cu_seqlens != nullptr) {
+      int low = 0, high = sequences - 1;  // the last sequence s with cu_seqlens[s] <= t
+      while (low < high) {
+        const int middle = (low + high + 1) / 2;
+        if (cu_seqlens[middle] <= t) low = middle; else high = middle - 1;
+      }
+      length = cu_seqlens[low + 1] - cu_seqlens[low];
+    }
+    const float inverse_frequency = ops::RopeInverseFrequency(i, d, base, scaling, length);
     const float angle = static_cast<float>(positions[t]) * inverse_frequency;
     table[t * d + i] = static_cast<float>(cos(static_cast<double>(angle)));
     table[t * d + half + i] = static_cast<float>(sin(static_cast<double>(angle)));
   }
 }
 
-// One block per token; threads over (query and key head, frequency) pairs.
-__global__ void ApplyRopeKernel(bf16* qkv, int64_t row_size, int rotated_heads, int d, const float* table) {
-  const int half = d / 2;
-  const float* cos_row = table + blockIdx.x * int64_t{d};
+// One block per token; threads over (query and key head, frequency) pairs. The table covers the
+// first `rotated` of each head's d dimensions (fewer for partial rotary); the rest stay.
+__global__ void ApplyRopeKernel(bf16* qkv, int64_t row_size, int rotated_heads, int d, int rotated, const float* table) {
+  const int half = rotated / 2;
+  const float* cos_row = table + blockIdx.x * int64_t{rotated};
   const float* sin_row = cos_row + half;
   bf16* row = qkv + blockIdx.x * row_size;
   for (int k = threadIdx.x; k < rotated_heads * half; k += blockDim.x) {
@@ -395,14 +407,17 @@ Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& que
   return CheckLaunch("rms_norm_heads");
 }
 
-Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling) {
+Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling,
+                 const Tensor& cu_seqlens) {
   auto context = RequireContext("rope_table");
   if (!context.ok()) return context.status();
   const int64_t count = table.dim(0) * (table.dim(1) / 2);
   if (count == 0) return Status();
+  const bool bounded = !cu_seqlens.empty() && cu_seqlens.dim(0) > 1;
   RopeTableKernel<<<BlocksFor(count, kThreads), kThreads, 0, (*context)->stream()>>>(
       positions.data<int32_t>(), static_cast<float>(base), scaling, table.data<float>(), table.dim(0),
-      static_cast<int>(table.dim(1)));
+      static_cast<int>(table.dim(1)), bounded ? cu_seqlens.data<int32_t>() : nullptr,
+      bounded ? static_cast<int>(cu_seqlens.dim(0) - 1) : 0);
   return CheckLaunch("rope_table");
 }
 
@@ -411,9 +426,10 @@ Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table)
   if (!context.ok()) return context.status();
   if (qkv.dim(0) == 0) return Status();
   const int rotated = static_cast<int>(layout.num_heads + layout.num_kv_heads);
-  const int pairs = rotated * static_cast<int>(layout.head_dim / 2);
+  const int pairs = rotated * static_cast<int>(table.dim(1) / 2);
   ApplyRopeKernel<<<static_cast<unsigned int>(qkv.dim(0)), RowThreads(pairs), 0, (*context)->stream()>>>(
-      qkv.data<bf16>(), layout.row_size(), rotated, static_cast<int>(layout.head_dim), table.data<float>());
+      qkv.data<bf16>(), layout.row_size(), rotated, static_cast<int>(layout.head_dim), static_cast<int>(table.dim(1)),
+      table.data<float>());
   return CheckLaunch("apply_rope");
 }
 

@@ -5,8 +5,10 @@
 //   x = LayerNorm(word[id] + token_type[type])                  no position embeddings
 //   per layer:  x = LayerNorm(x + Attention(rotate(x·W_qkvᵀ + b_qkv))·W_oᵀ + b_o)
 //               x = LayerNorm(x + (act(x·W_gateᵀ) ⊙ x·W_upᵀ)·W_downᵀ + b_down)
-// NomicBERT has no biases (silu); GTE has them on q/k/v, o and down (gelu), GTE's token types
-// only when type_vocab_size > 0, and its RoPE may carry the hub's fixed NTK scaling. GTE's
+// NomicBERT has no biases (silu) and may rotate only the first rotary_dim dimensions of each
+// head (rotary_emb_fraction < 1) and stretch RoPE's base per sequence beyond its trained length
+// (dynamic NTK); GTE has biases on q/k/v, o and down (gelu), its token types only when
+// type_vocab_size > 0, and its RoPE may carry the hub's fixed NTK scaling. GTE's
 // reranker: logits = classifier(tanh(pooler.dense(x_cls))), as BERT's.
 //
 // Each family reads two tensor layouts: the hub's remote code (NomicBERT: emb_ln,
@@ -147,12 +149,15 @@ StatusOr<Tensor> RotaryEncoderModel::Forward(const ModelInput& input) {
   const int64_t tokens = input.token_ids.dim(0);
   Tensor hidden = slots.Get(placement_.dtype, {tokens, config_.hidden_size});
   Tensor positions = slots.Get(DataType::kI32, {tokens});
-  Tensor rope = slots.Get(DataType::kF32, {tokens, config_.head_dim});
+  // NomicBERT's partial rotary turns the first rotary_dim dimensions of each head.
+  const int64_t rotated = config_.rotary_dim > 0 ? config_.rotary_dim : config_.head_dim;
+  Tensor rope = slots.Get(DataType::kF32, {tokens, rotated});
   STAMEN_RETURN_IF_ERROR(slots.status());
   const float eps = static_cast<float>(config_.norm_eps);
-  // Positions restart at 0 in every sequence, made on the device so a replayed graph recomputes them.
+  // Positions restart at 0 in every sequence, made on the device so a replayed graph recomputes
+  // them; dynamic NTK scaling reads each sequence's length from the same boundaries.
   STAMEN_RETURN_IF_ERROR(ops::SequencePositions(input.cu_seqlens, 0, positions));
-  STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config_.rope_theta, rope, config_.rope_scaling));
+  STAMEN_RETURN_IF_ERROR(ops::RopeTable(positions, config_.rope_theta, rope, config_.rope_scaling, input.cu_seqlens));
   // Without a position table, EmbedAbsolute adds the token types alone.
   STAMEN_RETURN_IF_ERROR(layers::EmbedAbsolute(weights_.embeddings, input, 0, eps, slots.Nested(), hidden));
   const layers::AttentionSettings attention{

@@ -6,9 +6,12 @@
 //     activation_function, rotary_emb_base, rotary_emb_fraction, qkv_proj_bias, …; an absent key
 //     takes that class's default (rotary_emb_fraction 0, biases on), which stamen then refuses;
 //   - transformers' own NomicBertConfig (save_pretrained of 5.x): hidden_size, …, hidden_act,
-//     layer_norm_eps, rope_parameters.
-// What transformers' NomicBertModel cannot compute is refused: partial or interleaved rotary,
-// pre-norm, biases, other feed-forwards and nomic-embed-text-v2-moe's experts.
+//     layer_norm_eps, rope_parameters (rope_type "default" or "dynamic").
+// Partial rotary (rotary_emb_fraction < 1: config.rotary_dim) and dynamic NTK scaling
+// (rotary_scaling_factor, or rope_type "dynamic": RopeScalingType::kDynamicNtk) run as the remote
+// code computes them. Refused: interleaved or xPos rotary, pre-norm, biases, other feed-forwards,
+// nomic-embed-text-v2-moe's experts, and transformers' partial_rotary_factor, which its
+// NomicBertModel cannot apply.
 #include <algorithm>
 
 #include "model_folder/family_config.h"
@@ -40,10 +43,19 @@ Status ReadRemoteCodeSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_epsilon", &config->norm_eps));
   double fraction = 0.0;  // NomicBertConfig's default: no rotary at all
   STAMEN_RETURN_IF_ERROR(root.Optional("rotary_emb_fraction", &fraction));
-  if (fraction != 1.0) {
-    return root.Error("rotary_emb_fraction", "is " + std::to_string(fraction) +
-                                                 "; only 1.0 is supported (transformers' NomicBertModel rotates "
-                                                 "whole heads)");
+  // The remote code rotates the first head_dim · fraction dimensions of each head (flash-attn's
+  // apply_rotary_emb: rotate-half within them, frequencies over them) and passes the rest.
+  const double rotated = static_cast<double>(config->head_dim) * fraction;
+  const auto rotary_dim = static_cast<int64_t>(rotated);
+  if (!(fraction > 0.0 && fraction <= 1.0) || static_cast<double>(rotary_dim) != rotated || rotary_dim % 2 != 0 ||
+      rotary_dim < 4) {
+    return root.Error("rotary_emb_fraction", "is " + std::to_string(fraction) + "; head_dim (" +
+                                                 std::to_string(config->head_dim) +
+                                                 ") times it must be an even whole number of at least 4 dimensions");
+  }
+  config->rotary_dim = rotary_dim;
+  if (root.Has("rotary_emb_scale_base")) {  // xPos: no NomicBERT checkpoint sets it
+    return root.Error("rotary_emb_scale_base", "is set; xPos-scaled rotary is not supported (only null)");
   }
   config->rope_theta = 1000.0;
   STAMEN_RETURN_IF_ERROR(root.Optional("rotary_emb_base", &config->rope_theta));
@@ -58,21 +70,28 @@ Status ReadRemoteCodeSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(RequireBool(root, "mlp_fc1_bias", true, false, kNoBiases));
   STAMEN_RETURN_IF_ERROR(RequireBool(root, "mlp_fc2_bias", true, false, kNoBiases));
   // Sequences run up to max_position_embeddings when the config gives it (the hub's configs
-  // carry it since transformers 5), else n_positions (read as the shape). With
-  // rotary_scaling_factor the remote code rescales RoPE dynamically beyond max_trained_positions,
-  // which stamen does not: sequences then stop there.
+  // carry it since transformers 5), else n_positions (read as the shape).
   STAMEN_RETURN_IF_ERROR(root.Optional("max_position_embeddings", &config->max_position_embeddings));
-  // null: no scaling; absent: NomicBertConfig's default 1.0, which still rescales beyond.
+  int64_t trained = 2048;
+  STAMEN_RETURN_IF_ERROR(root.Optional("max_trained_positions", &trained));
+  if (trained <= 0) return root.Error("max_trained_positions", "must be positive");
+  // rotary_scaling_factor f (nomic-embed-text-v1's card passes 2 for 8,192 tokens): the remote
+  // code's NomicBertDynamicNTKRotaryEmbedding rotates a sequence longer than
+  // max_trained_positions with a base stretched by its length (kDynamicNtk). null or 0: none.
+  // Absent, the remote config class's default applies, which was 1.0 and is now None in nomic's
+  // code: the two differ only beyond max_trained_positions, so sequences stop there.
   simdjson::dom::element stored;
-  const bool absent = root.raw()["rotary_scaling_factor"].get(stored) != simdjson::SUCCESS;
-  double scaling_factor = absent ? 1.0 : 0.0;
-  STAMEN_RETURN_IF_ERROR(root.Optional("rotary_scaling_factor", &scaling_factor));
-  if (scaling_factor != 0.0) {
-    int64_t trained = 2048;
-    STAMEN_RETURN_IF_ERROR(root.Optional("max_trained_positions", &trained));
-    if (trained <= 0) return root.Error("max_trained_positions", "must be positive");
+  if (root.raw()["rotary_scaling_factor"].get(stored) != simdjson::SUCCESS) {
     config->max_position_embeddings = std::min(config->max_position_embeddings, trained);
+    return Status();
   }
+  double scaling_factor = 0.0;
+  STAMEN_RETURN_IF_ERROR(root.Optional("rotary_scaling_factor", &scaling_factor));
+  if (scaling_factor == 0.0) return Status();
+  if (!(scaling_factor >= 1.0)) return root.Error("rotary_scaling_factor", "must be at least 1, or null");
+  config->rope_scaling = {.factor = static_cast<float>(scaling_factor),
+                          .original_max_position_embeddings = static_cast<float>(trained),
+                          .type = ops::RopeScalingType::kDynamicNtk};
   return Status();
 }
 
@@ -105,7 +124,15 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
     config->rope_theta = 1000.0;  // NomicBertConfig's default_theta
   }
   // rope_parameters (transformers 5) wins over rotary_emb_base where a config has both.
-  return family_settings::ReadRope(root, config);
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadRope(root, config, /*dynamic_ntk=*/true));
+  if (!root.Has("n_embd") && config->rope_scaling.type == ops::RopeScalingType::kDynamicNtk &&
+      config->rope_scaling.factor > 0.0f) {
+    // transformers' rope_type "dynamic": max_position_embeddings is the trained length and
+    // transformers sets no bound beyond it; stamen serves up to factor times it.
+    config->max_position_embeddings =
+        static_cast<int64_t>(config->rope_scaling.factor * static_cast<double>(config->max_position_embeddings));
+  }
+  return Status();
 }
 
 constexpr ArchitectureDefinition kArchitectures[] = {
