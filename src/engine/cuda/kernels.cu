@@ -122,6 +122,22 @@ __global__ void RmsNormHeadsKernel(bf16* qkv, int64_t row_size, int num_heads, i
 
 // ---- rotary embedding ----
 
+// The sequence token `t` belongs to: the last s of [0, sequences) with cu_seqlens[s] <= t, by
+// binary search (read from device memory, so a replayed graph finds it for the batch it runs).
+__device__ inline int SequenceOfToken(const int32_t* cu_seqlens, int sequences, int64_t t) {
+  int low = 0;
+  int high = sequences - 1;
+  while (low < high) {
+    const int middle = (low + high + 1) / 2;
+    if (cu_seqlens[middle] <= t) {
+      low = middle;
+    } else {
+      high = middle - 1;
+    }
+  }
+  return low;
+}
+
 // Same fp32 arithmetic as the CPU table (and transformers): inverse frequency and angle in
 // fp32, cos/sin of the fp32 angle in double.
 // With boundaries (dynamic NTK), each token finds its sequence by binary search, so the length
@@ -135,12 +151,8 @@ __global__ void RopeTableKernel(const int32_t* positions, float base, ops::RopeS
     const int i = static_cast<int>(k - t * half);
     int64_t length = 0;
     if (cu_seqlens != nullptr) {
-      int low = 0, high = sequences - 1;  // the last sequence s with cu_seqlens[s] <= t
-      while (low < high) {
-        const int middle = (low + high + 1) / 2;
-        if (cu_seqlens[middle] <= t) low = middle; else high = middle - 1;
-      }
-      length = cu_seqlens[low + 1] - cu_seqlens[low];
+      const int sequence = SequenceOfToken(cu_seqlens, sequences, t);
+      length = cu_seqlens[sequence + 1] - cu_seqlens[sequence];
     }
     const float inverse_frequency = ops::RopeInverseFrequency(i, d, base, scaling, length);
     const float angle = static_cast<float>(positions[t]) * inverse_frequency;
@@ -188,18 +200,7 @@ __global__ void SequencePositionsKernel(const int32_t* cu_seqlens, int sequences
       positions[t] = offset;
       continue;
     }
-    // The last sequence s with cu_seqlens[s] <= t.
-    int low = 0;
-    int high = sequences - 1;
-    while (low < high) {
-      const int middle = (low + high + 1) / 2;
-      if (cu_seqlens[middle] <= t) {
-        low = middle;
-      } else {
-        high = middle - 1;
-      }
-    }
-    positions[t] = offset + static_cast<int32_t>(t - cu_seqlens[low]);
+    positions[t] = offset + static_cast<int32_t>(t - cu_seqlens[SequenceOfToken(cu_seqlens, sequences, t)]);
   }
 }
 
