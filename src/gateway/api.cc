@@ -2,9 +2,12 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <numeric>
 
+#include "gateway/cohere_api.h"
 #include "gateway/json_read.h"
 
 namespace stamen::gateway {
@@ -455,6 +458,89 @@ void AppendChunkVectors(std::string& out, const std::vector<std::vector<TextSpan
     }
     if (!openai) out += ']';
   }
+}
+
+
+std::string EmbeddingsBody(const EmbedCall& call, bool openai, std::string_view model_id, const FinishedRows& done,
+                           const LateChunks& late) {
+  const auto ranges = QuantizationRanges::UnitVector(done.columns);
+  std::string body;
+  body.reserve(done.inputs() * done.columns * (call.encoding == EmbeddingType::kFloat ? 12 : 6) + 256);
+  body += openai ? "{\"object\":\"list\",\"data\":[" : "[";
+  if (!late.rows.empty()) {
+    AppendChunkVectors(body, late.chunks, late.rows, done.values, done.columns, call.encoding, ranges, openai,
+                       /*with_spans=*/call.chunking.has_value());
+  } else {
+    for (size_t row = 0; row < done.inputs(); ++row) {
+      if (row) body += ',';
+      if (openai) body += "{\"object\":\"embedding\",\"index\":" + std::to_string(row) + ",\"embedding\":";
+      AppendEmbedding(body, done.Row(static_cast<int64_t>(row)), done.columns, call.encoding, ranges);
+      if (openai) body += '}';
+    }
+  }
+  body += ']';
+  if (openai) {
+    const std::string tokens = std::to_string(done.total_tokens());
+    body += ",\"model\":";
+    AppendJsonString(body, call.model.empty() ? model_id : std::string_view(call.model));
+    body += ",\"usage\":{\"prompt_tokens\":" + tokens + ",\"total_tokens\":" + tokens + "}}";
+  }
+  return body;
+}
+
+std::vector<double> RerankScores(const FinishedRows& done, bool raw_scores) {
+  std::vector<double> scores(done.inputs());
+  for (size_t i = 0; i < scores.size(); ++i) {
+    const double logit = done.Row(static_cast<int64_t>(i))[0];
+    scores[i] = raw_scores ? logit : 1.0 / (1.0 + std::exp(-logit));
+  }
+  return scores;
+}
+
+std::vector<double> MaxSimScores(const FinishedRows& done) {
+  std::vector<double> scores(done.inputs() - 1);
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] = done.RowsOf(i + 1)[0];
+  return scores;
+}
+
+std::string RerankBody(const RerankCall& call, RerankShape shape, std::string_view model_id,
+                       const std::vector<double>& scores, size_t total_tokens) {
+  std::vector<size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  if (call.top_n && static_cast<size_t>(*call.top_n) < order.size()) order.resize(*call.top_n);
+  const bool cohere = shape != RerankShape::kTei;
+  std::string body;
+  if (shape == RerankShape::kCohereV1) {
+    body = "{\"model\":";
+    AppendJsonString(body, call.model.empty() ? model_id : std::string_view(call.model));
+    body += ",\"results\":[";
+  } else if (shape == RerankShape::kCohereV2) {
+    body = "{\"id\":\"" + NewRequestId() + "\",\"results\":[";
+  } else {
+    body = "[";
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
+    body += k ? ",{" : "{";
+    body += "\"index\":" + std::to_string(i) + (cohere ? ",\"relevance_score\":" : ",\"score\":");
+    AppendFloat(body, static_cast<float>(scores[i]));
+    if (call.return_documents) {
+      body += cohere ? ",\"document\":{\"text\":" : ",\"text\":";
+      AppendJsonString(body, call.documents[i]);
+      if (cohere) body += '}';
+    }
+    body += '}';
+  }
+  body += ']';
+  if (shape == RerankShape::kCohereV1) body += ",\"usage\":{\"total_tokens\":" + std::to_string(total_tokens) + "}}";
+  if (shape == RerankShape::kCohereV2) {
+    // Cohere bills a search unit per query with up to 100 documents.
+    const size_t search_units = (call.documents.size() + 99) / 100;
+    AppendCohereMeta(body, "\"search_units\":" + std::to_string(search_units), total_tokens);
+    body += '}';
+  }
+  return body;
 }
 
 }  // namespace stamen::gateway

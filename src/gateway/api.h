@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "gateway/finished_rows.h"
 #include "gateway/quantize.h"
 #include "server/work_request.h"
 
@@ -115,6 +116,9 @@ struct RerankCall {
   std::optional<server::Priority> priority;
 };
 std::variant<RerankCall, ApiError> ParseRerankCall(std::string_view body, bool cohere);
+// Which API's rerank answer: TEI's [{index, score}], Cohere v1's {model, results, usage},
+// Cohere v2's {id, results, meta}.
+enum class RerankShape { kTei, kCohereV1, kCohereV2 };
 
 // POST /tokenize (TEI).
 struct TokenizeCall {
@@ -147,5 +151,28 @@ void AppendEmbedding(std::string& out, const float* row, size_t columns, Embeddi
 void AppendChunkVectors(std::string& out, const std::vector<std::vector<TextSpan>>& chunks,
                         const std::vector<std::vector<int64_t>>& rows, const float* values, size_t columns,
                         EmbeddingType type, const QuantizationRanges& ranges, bool openai, bool with_spans);
+
+// Late chunking's plan for an answer: chunks[i] are input i's chunks (the call's, or those its
+// rule cut), rows[i][k] the output row of its chunk k. Empty: one vector per input.
+struct LateChunks {
+  std::vector<std::vector<TextSpan>> chunks;
+  std::vector<std::vector<int64_t>> rows;
+};
+// POST /v1/embeddings' answer when `openai` ({"object": "list", "data": [{"object": "embedding",
+// "index", "embedding"}], "model", "usage"}, the model named `call.model`, else `model_id`), else
+// TEI's /embed answer ([v, …]): one vector per input, each a row of `done`, or late chunking's.
+std::string EmbeddingsBody(const EmbedCall& call, bool openai, std::string_view model_id, const FinishedRows& done,
+                           const LateChunks& late);
+
+// A reranker's score of each input: its logit (the first of its row), as a sigmoid unless
+// `raw_scores`.
+std::vector<double> RerankScores(const FinishedRows& done, bool raw_scores);
+// A MaxSim job's score of each document (inputs after the query): the one float of its row,
+// PyLate's colbert_scores as they are (a sum of cosines, no sigmoid).
+std::vector<double> MaxSimScores(const FinishedRows& done);
+// The rerank answer in `shape` with the documents ordered by their `scores`, best first (top_n of
+// them; ties in the documents' order); Cohere v1's names the model the call named, else `model_id`.
+std::string RerankBody(const RerankCall& call, RerankShape shape, std::string_view model_id,
+                       const std::vector<double>& scores, size_t total_tokens);
 
 }  // namespace stamen::gateway

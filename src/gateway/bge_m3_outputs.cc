@@ -23,17 +23,24 @@ void AppendEach(std::string& out, const std::vector<BgeM3Rows>& inputs, Entry en
 
 }  // namespace
 
-std::vector<BgeM3Rows> BgeM3RowsOf(const server::WorkRequest& done) {
-  const float* values = reinterpret_cast<const float*>(done.output.data());
-  const auto* ids = reinterpret_cast<const int32_t*>(done.token_ids.data());
+std::vector<BgeM3Rows> BgeM3RowsOf(const FinishedRows& done) {
   std::vector<BgeM3Rows> inputs;
   int64_t first_token = 0;
-  for (size_t input = 0; input < done.lengths.size(); ++input) {
-    inputs.push_back({values + done.row_offsets[input] * done.columns,
-                      std::span<const int32_t>(ids + first_token, static_cast<size_t>(done.lengths[input]))});
+  for (size_t input = 0; input < done.inputs(); ++input) {
+    inputs.push_back({done.RowsOf(input), done.token_ids.subspan(static_cast<size_t>(first_token),
+                                                                static_cast<size_t>(done.lengths[input]))});
     first_token += done.lengths[input];
   }
   return inputs;
+}
+
+std::string BgeM3SparseBody(const FinishedRows& done, int64_t hidden_size, std::span<const int32_t> dropped_ids) {
+  std::string body = "[";
+  for (const BgeM3Rows& input : BgeM3RowsOf(done)) {
+    if (body.size() > 1) body += ',';
+    AppendBgeM3Sparse(body, input, hidden_size, dropped_ids);
+  }
+  return body + ']';
 }
 
 void AppendBgeM3Dense(std::string& out, const BgeM3Rows& input, int64_t hidden_size) {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gateway/api.h"
+#include "gateway/finished_rows.h"
 #include "gateway/quantize.h"
-#include "server/work_request.h"
 
 namespace stamen::gateway {
 
@@ -21,8 +21,8 @@ struct BgeM3Rows {
   std::span<const int32_t> ids;
 };
 
-// Each input's rows and ids in a finished kDenseSparseColbert request (which must outlive them).
-std::vector<BgeM3Rows> BgeM3RowsOf(const server::WorkRequest& done);
+// Each input's rows and ids in a finished kDenseSparseColbert job (which must outlive them).
+std::vector<BgeM3Rows> BgeM3RowsOf(const FinishedRows& done);
 
 // The dense vector (the first row's leading floats, normalised by the engine): [f, …].
 void AppendBgeM3Dense(std::string& out, const BgeM3Rows& input, int64_t hidden_size);
@@ -33,6 +33,9 @@ void AppendBgeM3Sparse(std::string& out, const BgeM3Rows& input, int64_t hidden_
 // The ColBERT vectors, those of the tokens after the first (CLS), end token included, as
 // FlagEmbedding keeps them: [v, …], each as `type` answers it (AppendEmbedding).
 void AppendBgeM3Colbert(std::string& out, const BgeM3Rows& input, int64_t hidden_size, EmbeddingType type);
+
+// POST /embed_sparse's answer on bge-m3: [[{index, value}] per input], each input's lexical weights.
+std::string BgeM3SparseBody(const FinishedRows& done, int64_t hidden_size, std::span<const int32_t> dropped_ids);
 
 // POST /embed_multi's answer: {"dense": [[f]], "sparse": [[{index, value}]], "colbert": [[[f]]]},
 // one entry per input in each, each key only when `call` asks for it.

@@ -8,7 +8,6 @@
 namespace stamen::gateway {
 
 using server::WorkKind;
-using server::WorkRequest;
 
 void EmbedMulti(Inference& model, const http::Request& request, Reply reply) {
   if (!model.bge_m3()) {
@@ -26,7 +25,7 @@ void EmbedMulti(Inference& model, const http::Request& request, Reply reply) {
                               .direction = call->truncation_direction,
                               .priority = call->priority,
                               .kind = WorkKind::kDenseSparseColbert};
-  model.RunTokenRows(request, std::move(job), [&model, call](const WorkRequest& done) {
+  model.RunTokenRows(request, std::move(job), [&model, call](const FinishedRows& done) {
     return EmbedMultiBody(*call, BgeM3RowsOf(done), model.config().hidden_size, model.bge_m3_dropped_ids());
   }, std::move(reply));
 }

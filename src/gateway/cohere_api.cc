@@ -166,4 +166,29 @@ void AppendCohereMeta(std::string& out, const std::string& billed, size_t input_
          "},\"tokens\":{\"input_tokens\":" + std::to_string(input_tokens) + "}}";
 }
 
+std::string CohereEmbedBody(const CohereEmbedCall& call, const FinishedRows& done) {
+  const auto ranges = QuantizationRanges::UnitVector(done.columns);
+  std::string body = "{\"id\":\"" + NewRequestId() + "\",\"embeddings\":{";
+  for (size_t k = 0; k < call.embedding_types.size(); ++k) {
+    const EmbeddingType type = call.embedding_types[k];
+    body += k ? ",\"" : "\"";
+    body += EmbeddingTypeName(type);
+    body += "\":[";
+    for (size_t row = 0; row < done.inputs(); ++row) {
+      if (row) body += ',';
+      AppendEmbedding(body, done.Row(static_cast<int64_t>(row)), done.columns, type, ranges);
+    }
+    body += ']';
+  }
+  body += "},\"texts\":[";
+  for (size_t i = 0; i < call.texts.size(); ++i) {
+    if (i) body += ',';
+    AppendJsonString(body, call.texts[i]);
+  }
+  body += ']';
+  AppendCohereMeta(body, "\"input_tokens\":" + std::to_string(done.total_tokens()), done.total_tokens());
+  body += ",\"response_type\":\"embeddings_by_type\"}";
+  return body;
+}
+
 }  // namespace stamen::gateway

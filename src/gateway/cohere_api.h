@@ -51,6 +51,10 @@ std::string PromptNameForInputType(const engine::SentenceTransformersConfig& con
 // request), any larger number low.
 std::variant<RerankCall, ApiError> ParseCohereRerankCall(std::string_view body);
 
+// POST /v2/embed's answer (EmbedByTypeResponse): {"id", "embeddings": {type: [v per input], …},
+// "texts", "meta", "response_type": "embeddings_by_type"}, each input's vector a row of `done`.
+std::string CohereEmbedBody(const CohereEmbedCall& call, const FinishedRows& done);
+
 // A random version 4 UUID, the "id" Cohere puts on every answer.
 std::string NewRequestId();
 // ,"meta":{"api_version":{"version":"2"},"billed_units":{…},"tokens":{"input_tokens":N}}

@@ -11,7 +11,6 @@
 namespace stamen::gateway {
 
 using server::WorkKind;
-using server::WorkRequest;
 
 void CohereEmbed(Inference& model, const http::Request& request, Reply reply) {
   auto parsed = ParseCohereEmbedCall(request.body);
@@ -33,44 +32,17 @@ void CohereEmbed(Inference& model, const http::Request& request, Reply reply) {
                                    : model.Prompt(PromptNameForInputType(model.sentence_transformers(), call->input_type));
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
   auto tokenize = [&model, call, prompt = std::get<std::string>(prompt), adapter = adapter.index](
-                      engine::ModelTokenizer& tokenizer, WorkRequest& job) {
-    job.kind = WorkKind::kEmbed;
-    job.pooling = model.options().pooling;
-    job.normalize = true;  // Cohere's embeddings are unit length; int8 / uint8 are calibrated to that
-    job.dimensions = call->output_dimension;
-    job.adapter = adapter;
-    job.priority = model.PriorityOf(call->priority, call->texts.size());
+                      engine::ModelTokenizer& tokenizer, Job& job) {
+    job.set_kind(WorkKind::kEmbed);
+    job.set_pooling(model.options().pooling);
+    job.set_normalize(true);  // Cohere's embeddings are unit length; int8 / uint8 are calibrated to that
+    job.set_dimensions(call->output_dimension);
+    job.set_adapter(adapter);
+    job.set_priority(model.PriorityOf(call->priority, call->texts.size()));
     const std::vector<Input> inputs(call->texts.begin(), call->texts.end());
     return model.TokenizeInputs(tokenizer, inputs, prompt, call->truncate, call->truncation_direction, job, call->max_tokens);
   };
-  auto answer = [call](const WorkRequest& done) {
-    const size_t count = done.lengths.size();
-    const size_t columns = static_cast<size_t>(done.columns);
-    const float* values = reinterpret_cast<const float*>(done.output.data());
-    const auto ranges = QuantizationRanges::UnitVector(columns);
-    const size_t total_tokens = static_cast<size_t>(done.total_tokens());
-    std::string body = "{\"id\":\"" + NewRequestId() + "\",\"embeddings\":{";
-    for (size_t k = 0; k < call->embedding_types.size(); ++k) {
-      const EmbeddingType type = call->embedding_types[k];
-      body += k ? ",\"" : "\"";
-      body += EmbeddingTypeName(type);
-      body += "\":[";
-      for (size_t row = 0; row < count; ++row) {
-        if (row) body += ',';
-        AppendEmbedding(body, values + row * columns, columns, type, ranges);
-      }
-      body += ']';
-    }
-    body += "},\"texts\":[";
-    for (size_t i = 0; i < call->texts.size(); ++i) {
-      if (i) body += ',';
-      AppendJsonString(body, call->texts[i]);
-    }
-    body += ']';
-    AppendCohereMeta(body, "\"input_tokens\":" + std::to_string(total_tokens), total_tokens);
-    body += ",\"response_type\":\"embeddings_by_type\"}";
-    return body;
-  };
+  auto answer = [call](const FinishedRows& done) { return CohereEmbedBody(*call, done); };
   model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 

@@ -6,7 +6,6 @@
 namespace stamen::gateway {
 
 using server::WorkKind;
-using server::WorkRequest;
 
 namespace {
 
@@ -38,49 +37,22 @@ void Embed(Inference& model, const http::Request& request, bool openai, Reply re
   if (auto* error = std::get_if<ApiError>(&prompt)) return respond.Error(*error);
   const bool truncate = model.Truncates(call->truncate);
 
-  // Late chunking: input i's chunks, and (*chunk_rows)[i][k] the output row of its chunk k.
-  auto chunks = std::make_shared<std::vector<std::vector<TextSpan>>>();
-  auto chunk_rows = std::make_shared<std::vector<std::vector<int64_t>>>();
+  auto late = std::make_shared<LateChunks>();
   auto tokenize = [&model, call, prompt = std::get<std::string>(prompt), adapter = std::get<TaskAdapter>(task).index,
-                   truncate, openai, chunks, chunk_rows](engine::ModelTokenizer& tokenizer, WorkRequest& job) {
+                   truncate, openai, late](engine::ModelTokenizer& tokenizer, Job& job) {
     const bool late_chunking = !call->chunks.empty() || call->chunking;
-    auto error = late_chunking ? model.TokenizeChunks(tokenizer, *call, prompt, job, chunks.get(), chunk_rows.get())
+    auto error = late_chunking ? model.TokenizeChunks(tokenizer, *call, prompt, job, &late->chunks, &late->rows)
                                : model.TokenizeInputs(tokenizer, call->inputs, prompt, truncate, call->truncation_direction, job);
-    job.kind = WorkKind::kEmbed;
-    job.pooling = model.options().pooling;
-    job.normalize = openai ? true : call->normalize;
-    job.dimensions = call->dimensions;
-    job.adapter = adapter;
-    job.priority = model.PriorityOf(call->priority, call->inputs.size());
+    job.set_kind(WorkKind::kEmbed);
+    job.set_pooling(model.options().pooling);
+    job.set_normalize(openai ? true : call->normalize);
+    job.set_dimensions(call->dimensions);
+    job.set_adapter(adapter);
+    job.set_priority(model.PriorityOf(call->priority, call->inputs.size()));
     return error;
   };
-  auto answer = [&model, call, chunks, chunk_rows, openai](const WorkRequest& done) {
-    const size_t count = done.lengths.size();
-    const size_t columns = static_cast<size_t>(done.columns);
-    const float* values = reinterpret_cast<const float*>(done.output.data());
-    const auto ranges = QuantizationRanges::UnitVector(columns);
-    std::string body;
-    body.reserve(count * columns * (call->encoding == EmbeddingType::kFloat ? 12 : 6) + 256);
-    body += openai ? "{\"object\":\"list\",\"data\":[" : "[";
-    if (!chunk_rows->empty()) {
-      AppendChunkVectors(body, *chunks, *chunk_rows, values, columns, call->encoding, ranges, openai,
-                         /*with_spans=*/call->chunking.has_value());
-    } else {
-      for (size_t row = 0; row < count; ++row) {
-        if (row) body += ',';
-        if (openai) body += "{\"object\":\"embedding\",\"index\":" + std::to_string(row) + ",\"embedding\":";
-        AppendEmbedding(body, values + row * columns, columns, call->encoding, ranges);
-        if (openai) body += '}';
-      }
-    }
-    body += ']';
-    if (openai) {
-      const std::string tokens = std::to_string(done.total_tokens());
-      body += ",\"model\":";
-      AppendJsonString(body, call->model.empty() ? model.model_id() : call->model);
-      body += ",\"usage\":{\"prompt_tokens\":" + tokens + ",\"total_tokens\":" + tokens + "}}";
-    }
-    return body;
+  auto answer = [&model, call, late, openai](const FinishedRows& done) {
+    return EmbeddingsBody(*call, openai, model.model_id(), done, *late);
   };
   model.Run(request, std::move(tokenize), std::move(answer), std::move(respond));
 }

@@ -92,6 +92,15 @@ Status CheckWorkerServes(const v1::InfoResponse& info, const std::string& addres
                        "with the same --yes-no-reranker");
 }
 
+// The rows a finished job's answer is written from: a view into `done`, which outlives it.
+FinishedRows RowsOf(const WorkRequest& done) {
+  return {.values = reinterpret_cast<const float*>(done.output.data()),
+          .columns = static_cast<size_t>(done.columns),
+          .row_offsets = done.row_offsets,
+          .token_ids = {reinterpret_cast<const int32_t*>(done.token_ids.data()), done.token_ids.size() / sizeof(int32_t)},
+          .lengths = done.lengths};
+}
+
 }  // namespace
 
 Status Inference::CheckModel(const GatewayOptions& options) { return DescribeModel(options).status(); }
@@ -302,7 +311,8 @@ server::Priority Inference::ScoringPriorityOf(std::optional<server::Priority> na
 
 std::optional<ApiError> Inference::TokenizeInputs(engine::ModelTokenizer& tokenizer, const std::vector<Input>& inputs,
                                                   const std::string& prompt, bool truncate, Truncation direction,
-                                                  WorkRequest& job, int64_t max_tokens) const {
+                                                  Job& job, int64_t max_tokens) const {
+  WorkRequest& work = *job.work_;
   std::vector<int32_t> ids, all_ids;
   const int64_t most_tokens = max_tokens > 0 && (max_input_length_ <= 0 || max_tokens < max_input_length_)
                                   ? max_tokens : max_input_length_;
@@ -335,16 +345,17 @@ std::optional<ApiError> Inference::TokenizeInputs(engine::ModelTokenizer& tokeni
       return ApiError{422, TooLongMessage(what, ids.size(), max_input_length_)};
     }
     all_ids.insert(all_ids.end(), ids.begin(), ids.end());
-    job.lengths.push_back(static_cast<int32_t>(ids.size()));
+    work.lengths.push_back(static_cast<int32_t>(ids.size()));
   }
-  job.token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
+  work.token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
   return std::nullopt;
 }
 
 std::optional<ApiError> Inference::TokenizeChunks(engine::ModelTokenizer& tokenizer, const EmbedCall& call,
-                                                  const std::string& prompt, WorkRequest& job,
+                                                  const std::string& prompt, Job& job,
                                                   std::vector<std::vector<TextSpan>>* chunks,
                                                   std::vector<std::vector<int64_t>>* rows) const {
+  WorkRequest& work = *job.work_;
   std::vector<int32_t> all_ids;
   int64_t first_row = 0;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
@@ -364,20 +375,21 @@ std::optional<ApiError> Inference::TokenizeChunks(engine::ModelTokenizer& tokeni
     if (auto* error = std::get_if<ApiError>(&planned)) return *error;
     LateChunkPlan& plan = std::get<LateChunkPlan>(planned);
     all_ids.insert(all_ids.end(), plan.token_ids.begin(), plan.token_ids.end());
-    job.lengths.insert(job.lengths.end(), plan.lengths.begin(), plan.lengths.end());
-    job.span_counts.insert(job.span_counts.end(), plan.span_counts.begin(), plan.span_counts.end());
-    job.spans.insert(job.spans.end(), plan.spans.begin(), plan.spans.end());
+    work.lengths.insert(work.lengths.end(), plan.lengths.begin(), plan.lengths.end());
+    work.span_counts.insert(work.span_counts.end(), plan.span_counts.begin(), plan.span_counts.end());
+    work.spans.insert(work.spans.end(), plan.spans.begin(), plan.spans.end());
     for (int64_t& row : plan.row_of_chunk) row += first_row;
     first_row += static_cast<int64_t>(plan.row_of_chunk.size());
     rows->push_back(std::move(plan.row_of_chunk));
   }
-  job.token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
+  work.token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
   return std::nullopt;
 }
 
 std::optional<ApiError> Inference::TokenizeScored(engine::ModelTokenizer& tokenizer, const std::vector<ScoredText>& texts,
                                                   bool truncate, Truncation direction, const std::string& what,
-                                                  WorkRequest& job) const {
+                                                  Job& job) const {
+  WorkRequest& work = *job.work_;
   std::vector<int32_t> ids, types, all_ids, all_types;
   const size_t limit = truncate ? static_cast<size_t>(max_input_length_) : 0;
   const auto side = direction == Truncation::kLeft ? tokenizer::TruncationSide::kLeft : tokenizer::TruncationSide::kRight;
@@ -396,43 +408,46 @@ std::optional<ApiError> Inference::TokenizeScored(engine::ModelTokenizer& tokeni
     }
     all_ids.insert(all_ids.end(), ids.begin(), ids.end());
     all_types.insert(all_types.end(), types.begin(), types.end());
-    job.lengths.push_back(static_cast<int32_t>(ids.size()));
+    work.lengths.push_back(static_cast<int32_t>(ids.size()));
   }
-  job.kind = WorkKind::kScore;
-  job.token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
+  work.kind = WorkKind::kScore;
+  work.token_ids.assign(reinterpret_cast<const char*>(all_ids.data()), all_ids.size() * sizeof(int32_t));
   if (config_.type_vocab_size > 1) {
-    job.token_type_ids.assign(reinterpret_cast<const char*>(all_types.data()), all_types.size() * sizeof(int32_t));
+    work.token_type_ids.assign(reinterpret_cast<const char*>(all_types.data()), all_types.size() * sizeof(int32_t));
   }
   return std::nullopt;
 }
 
 void Inference::EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::vector<std::string>& texts, bool query,
-                                  WorkRequest& job) const {
+                                  Job& job) const {
+  WorkRequest& work = *job.work_;
   std::vector<int32_t> ids;
   bool any_key_length = false;
   for (const std::string& text : texts) {
     const int32_t keys = multi_vector_->Encode(tokenizer, text, query, &ids);
-    job.token_ids.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t));
-    job.lengths.push_back(static_cast<int32_t>(ids.size()));
-    job.key_lengths.push_back(keys);
+    work.token_ids.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t));
+    work.lengths.push_back(static_cast<int32_t>(ids.size()));
+    work.key_lengths.push_back(keys);
     any_key_length = any_key_length || keys > 0;
   }
-  if (!any_key_length) job.key_lengths.clear();
-  if (!query) job.skip_token_ids = multi_vector_->skiplist_ids();
+  if (!any_key_length) work.key_lengths.clear();
+  if (!query) work.skip_token_ids = multi_vector_->skiplist_ids();
 }
 
 void Inference::EncodeMaxSim(engine::ModelTokenizer& tokenizer, const std::string& query,
-                             const std::vector<std::string>& documents, WorkRequest& job) const {
+                             const std::vector<std::string>& documents, Job& job) const {
   // The query once (sequence 0), then each document: the worker scores each document against
   // the query's vectors it computed.
-  job.kind = WorkKind::kMaxSim;
+  WorkRequest& work = *job.work_;
+  work.kind = WorkKind::kMaxSim;
   EncodeMultiVector(tokenizer, {query}, /*query=*/true, job);
-  WorkRequest encoded;
-  EncodeMultiVector(tokenizer, documents, /*query=*/false, encoded);
-  job.token_ids += encoded.token_ids;
-  job.lengths.insert(job.lengths.end(), encoded.lengths.begin(), encoded.lengths.end());
-  if (!job.key_lengths.empty()) job.key_lengths.resize(job.lengths.size(), 0);
-  job.skip_token_ids = encoded.skip_token_ids;
+  Job encoded_job;
+  EncodeMultiVector(tokenizer, documents, /*query=*/false, encoded_job);
+  const WorkRequest& encoded = *encoded_job.work_;
+  work.token_ids += encoded.token_ids;
+  work.lengths.insert(work.lengths.end(), encoded.lengths.begin(), encoded.lengths.end());
+  if (!work.key_lengths.empty()) work.key_lengths.resize(work.lengths.size(), 0);
+  work.skip_token_ids = encoded.skip_token_ids;
 }
 
 bool Inference::ClientGone(const std::shared_ptr<http::ClientWatch>& client, const Reply& respond) {
@@ -459,12 +474,12 @@ void Inference::Dispatch(const std::shared_ptr<http::ClientWatch>& client, std::
   });
 }
 
-double Inference::FinishTokenization(server::WorkRequest& job, Clock::time_point start) {
+double Inference::FinishTokenization(server::WorkRequest& work, Clock::time_point start) {
   const Clock::time_point now = Clock::now();
-  job.deadline = now + options_.request_timeout;
+  work.deadline = now + options_.request_timeout;
   const double milliseconds = Milliseconds(now - start);
   tokenization_seconds_->Observe(milliseconds / 1000);
-  tokens_total_->Increment(static_cast<uint64_t>(job.total_tokens()));
+  tokens_total_->Increment(static_cast<uint64_t>(work.total_tokens()));
   return milliseconds;
 }
 
@@ -473,12 +488,12 @@ void Inference::Run(const http::Request& request, TokenizeJob tokenize, AnswerJo
                client = request.client](size_t thread) {
     if (ClientGone(client, reply)) return;
     const Clock::time_point tokenization_start = Clock::now();
-    auto job = std::make_shared<WorkRequest>();
-    if (auto error = tokenize(*tokenizers_[thread], *job)) return reply.Error(*error);
-    const double tokenization_ms = FinishTokenization(*job, tokenization_start);
-    Dispatch(client, job, [answer, reply, tokenization_ms](WorkRequest& done) {
+    Job job;
+    if (auto error = tokenize(*tokenizers_[thread], job)) return reply.Error(*error);
+    const double tokenization_ms = FinishTokenization(*job.work_, tokenization_start);
+    Dispatch(client, std::move(job.work_), [answer, reply, tokenization_ms](WorkRequest& done) {
       if (!done.status.ok()) return reply.Error(DispatchError(done.status));
-      auto body = answer(done);
+      auto body = answer(RowsOf(done));
       if (auto* error = std::get_if<ApiError>(&body)) return reply.Error(*error);
       reply(TimedResponse(std::move(std::get<std::string>(body)), tokenization_ms, done.timing));
     });
@@ -495,15 +510,15 @@ void Inference::RunTokenRows(const http::Request& request, TokenRowsJob job, Ans
                                     ? engine::BgeM3RowLayout{.hidden_size = config_.hidden_size}.columns()
                                     : 0;
   auto tokenize = [this, rows = std::make_shared<TokenRowsJob>(std::move(job)), token_columns, path = request.path](
-                      engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
+                      engine::ModelTokenizer& tokenizer, Job& job) -> std::optional<ApiError> {
     if (auto error = TokenizeInputs(tokenizer, rows->inputs, rows->prompt, rows->truncate, rows->direction, job)) {
       return error;
     }
     if (auto error = CheckTokenStates(path, job.total_tokens(), token_columns)) return error;
-    job.kind = rows->kind;
-    job.pooling = rows->pooling;
-    job.normalize = false;
-    job.priority = PriorityOf(rows->priority, rows->inputs.size());
+    job.set_kind(rows->kind);
+    job.set_pooling(rows->pooling);
+    job.set_normalize(false);
+    job.set_priority(PriorityOf(rows->priority, rows->inputs.size()));
     return std::nullopt;
   };
   Run(request, std::move(tokenize), std::move(answer), std::move(reply));

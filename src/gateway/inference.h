@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "gateway/api.h"
 #include "gateway/dispatcher.h"
+#include "gateway/finished_rows.h"
 #include "gateway/gateway_options.h"
 #include "gateway/multi_vector.h"
 #include "gateway/routes.h"
@@ -32,6 +33,31 @@
 namespace stamen::gateway {
 
 using engine::ModelKind;  // model_folder/model_profile.h
+
+// A job as a route handler prepares it: Inference's Tokenize… and Encode… calls fill its
+// sequences, and the handler says how the workers run them. The gateway–worker job itself
+// (server::WorkRequest: its wire fields, the dispatcher's offsets and bookkeeping) stays inside
+// Inference and the dispatcher: no handler reads or writes it.
+class Job {
+ public:
+  void set_kind(server::WorkKind kind) { work_->kind = kind; }
+  // Unset: the model's default.
+  void set_pooling(std::optional<engine::ops::PoolingMode> pooling) { work_->pooling = pooling; }
+  // Embeddings: L2-normalised after `dimensions` (the default), or not.
+  void set_normalize(bool normalize) { work_->normalize = normalize; }
+  // Embeddings: the leading dimensions kept; 0 (the default): all.
+  void set_dimensions(int64_t dimensions) { work_->dimensions = dimensions; }
+  // The task adapter every sequence runs with (task_adapter.h); −1 (the default): none.
+  void set_adapter(int32_t adapter) { work_->adapter = adapter; }
+  void set_priority(server::Priority priority) { work_->priority = priority; }
+  // The tokens of the sequences filled so far.
+  int64_t total_tokens() const { return work_->total_tokens(); }
+
+ private:
+  friend class Inference;
+  Job() : work_(std::make_shared<server::WorkRequest>()) {}
+  std::shared_ptr<server::WorkRequest> work_;
+};
 
 class Inference {
  public:
@@ -115,13 +141,13 @@ class Inference {
   // the error of the first bad one.
   std::optional<ApiError> TokenizeInputs(engine::ModelTokenizer& tokenizer, const std::vector<Input>& inputs,
                                          const std::string& prompt, bool truncate, Truncation direction,
-                                         server::WorkRequest& job, int64_t max_tokens = 0) const;
+                                         Job& job, int64_t max_tokens = 0) const;
   // Late chunking (late_chunking.h): each text input of `call`, `prompt` before it, tokenized
   // whole and planned into windows and chunk spans in `job`; (*chunks)[i] are input i's chunks
   // (the call's, or those its rule cuts) and (*rows)[i][k] the output row of its chunk k.
   // Token id inputs have no text offsets and are refused.
   std::optional<ApiError> TokenizeChunks(engine::ModelTokenizer& tokenizer, const EmbedCall& call,
-                                         const std::string& prompt, server::WorkRequest& job,
+                                         const std::string& prompt, Job& job,
                                          std::vector<std::vector<TextSpan>>* chunks,
                                          std::vector<std::vector<int64_t>>* rows) const;
   // A text, or a pair with the pair template (a yes/no reranker's chat template), for a scoring job.
@@ -133,23 +159,23 @@ class Inference {
   // `direction` (texts) or longest-first (pairs); an over-long one is a 422 naming it "`what` i".
   std::optional<ApiError> TokenizeScored(engine::ModelTokenizer& tokenizer, const std::vector<ScoredText>& texts,
                                          bool truncate, Truncation direction, const std::string& what,
-                                         server::WorkRequest& job) const;
+                                         Job& job) const;
   // `texts` as queries or documents of the multi-vector model into `job`'s ids, lengths, key
   // lengths and (documents) skiplist ids.
   void EncodeMultiVector(engine::ModelTokenizer& tokenizer, const std::vector<std::string>& texts, bool query,
-                         server::WorkRequest& job) const;
+                         Job& job) const;
   // A MaxSim job (WorkKind::kMaxSim) of the multi-vector model: `query` once, then each of
   // `documents`, each cut to the model's query and document lengths.
   void EncodeMaxSim(engine::ModelTokenizer& tokenizer, const std::string& query,
-                    const std::vector<std::string>& documents, server::WorkRequest& job) const;
+                    const std::vector<std::string>& documents, Job& job) const;
 
   // The one pipeline of every route that computes: on the pool (unless the client is already
   // gone), `tokenize` fills a new job's sequences and options, or gives the error to answer; the
-  // job runs on the workers, and `answer` writes the body of the 200 from the finished job (or
+  // job runs on the workers, and `answer` writes the body of the 200 from the finished job's rows (or
   // the error to answer, when the worker's answer cannot be read), on the pool too, never on a
   // worker's thread. Worker errors and the timing headers are answered here.
-  using TokenizeJob = std::function<std::optional<ApiError>(engine::ModelTokenizer& tokenizer, server::WorkRequest& job)>;
-  using AnswerJob = std::function<std::variant<std::string, ApiError>(const server::WorkRequest& done)>;
+  using TokenizeJob = std::function<std::optional<ApiError>(engine::ModelTokenizer& tokenizer, Job& job)>;
+  using AnswerJob = std::function<std::variant<std::string, ApiError>(const FinishedRows& done)>;
   void Run(const http::Request& request, TokenizeJob tokenize, AnswerJob answer, Reply reply);
   // Inputs to run unnormalised as `kind` with `pooling`, one or more rows each (/embed_all,
   // /embed_sparse, bge-m3's outputs).
@@ -181,7 +207,7 @@ class Inference {
   bool ClientGone(const std::shared_ptr<http::ClientWatch>& client, const Reply& reply);
   // Stamps the job's deadline and records the tokenization metrics for its tokens, tokenized
   // since `start`; returns the milliseconds it took.
-  double FinishTokenization(server::WorkRequest& job, std::chrono::steady_clock::time_point start);
+  double FinishTokenization(server::WorkRequest& work, std::chrono::steady_clock::time_point start);
 
   GatewayOptions options_;
   engine::ModelConfig config_;

@@ -13,7 +13,6 @@
 namespace stamen::gateway {
 
 using server::WorkKind;
-using server::WorkRequest;
 
 namespace {
 
@@ -86,10 +85,10 @@ void BgeM3MultiVector(Inference& model, const http::Request& request, std::share
   Inference::TokenRowsJob job{
       .truncate = model.options().auto_truncate, .priority = call->priority, .kind = WorkKind::kDenseSparseColbert};
   for (std::string& text : call->inputs) job.inputs.emplace_back(std::move(text));
-  model.RunTokenRows(request, std::move(job), [&model, call](const WorkRequest& done) {
+  model.RunTokenRows(request, std::move(job), [&model, call](const FinishedRows& done) {
     const std::vector<BgeM3Rows> inputs = BgeM3RowsOf(done);
-    return MultiVectorBody(call->model.empty() ? model.model_id() : call->model, done.lengths.size(),
-                           static_cast<size_t>(done.total_tokens()), [&](std::string& out, size_t input) {
+    return MultiVectorBody(call->model.empty() ? model.model_id() : call->model, done.inputs(), done.total_tokens(),
+                           [&](std::string& out, size_t input) {
       AppendBgeM3Colbert(out, inputs[input], model.config().hidden_size, call->type);
     });
   }, std::move(reply));
@@ -107,28 +106,26 @@ void MultiVector(Inference& model, const http::Request& request, Reply reply) {
   auto call = std::make_shared<MultiVectorCall>(std::move(std::get<MultiVectorCall>(parsed)));
   if (model.bge_m3()) return BgeM3MultiVector(model, request, call, std::move(reply));
   if (auto error = model.CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
-  auto tokenize = [&model, call](engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
-    job.kind = WorkKind::kTokenVectors;
+  auto tokenize = [&model, call](engine::ModelTokenizer& tokenizer, Job& job) -> std::optional<ApiError> {
+    job.set_kind(WorkKind::kTokenVectors);
     model.EncodeMultiVector(tokenizer, call->inputs, call->query, job);
     if (auto error = model.CheckTokenStates("/v1/multi-vector", job.total_tokens(), model.dimensions())) return error;
-    job.priority = model.PriorityOf(call->priority, call->inputs.size());
+    job.set_priority(model.PriorityOf(call->priority, call->inputs.size()));
     return std::nullopt;
   };
-  auto answer = [&model, call](const WorkRequest& done) {
-    const std::vector<int64_t>& rows = done.row_offsets;
-    const size_t columns = static_cast<size_t>(done.columns);
-    const float* values = reinterpret_cast<const float*>(done.output.data());
-    const QuantizationRanges ranges = QuantizationRanges::UnitVector(columns);
-    return MultiVectorBody(call->model.empty() ? model.model_id() : call->model, done.lengths.size(),
-                           static_cast<size_t>(done.total_tokens()), [&](std::string& out, size_t input) {
+  auto answer = [&model, call](const FinishedRows& done) {
+    const QuantizationRanges ranges = QuantizationRanges::UnitVector(done.columns);
+    return MultiVectorBody(call->model.empty() ? model.model_id() : call->model, done.inputs(), done.total_tokens(),
+                           [&](std::string& out, size_t input) {
       out += '[';
-      for (int64_t row = rows[input]; row < rows[input + 1]; ++row) {
-        if (row > rows[input]) out += ',';
-        AppendEmbedding(out, values + row * columns, columns, call->type, ranges);
+      for (size_t row = 0; row < done.RowCount(input); ++row) {
+        if (row) out += ',';
+        AppendEmbedding(out, done.RowsOf(input) + row * done.columns, done.columns, call->type, ranges);
       }
       out += ']';
     });
   };
+
   model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 

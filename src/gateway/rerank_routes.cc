@@ -2,8 +2,6 @@
 // beside the query, or a multi-vector model's MaxSim score; answered best first in the route's
 // shape. Bodies are parsed by tei_api.cc and cohere_api.cc.
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 
 #include "gateway/cohere_api.h"
 #include "gateway/least_tokens.h"
@@ -11,69 +9,21 @@
 
 namespace stamen::gateway {
 
-using server::WorkRequest;
 
 namespace {
-
-// The answer in `shape` with the documents ordered by their `scores`, best first (top_n of them);
-// Cohere v1's names the model the call named, else `model_id`.
-std::string RerankBody(const RerankCall& call, RerankShape shape, const std::string& model_id,
-                       const std::vector<double>& scores, size_t total_tokens) {
-  // Best first (ties in the documents' order), the top_n best when asked.
-  std::vector<size_t> order(scores.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-  if (call.top_n && static_cast<size_t>(*call.top_n) < order.size()) order.resize(*call.top_n);
-  const bool cohere = shape != RerankShape::kTei;
-  std::string body;
-  if (shape == RerankShape::kCohereV1) {
-    body = "{\"model\":";
-    AppendJsonString(body, call.model.empty() ? model_id : call.model);
-    body += ",\"results\":[";
-  } else if (shape == RerankShape::kCohereV2) {
-    body = "{\"id\":\"" + NewRequestId() + "\",\"results\":[";
-  } else {
-    body = "[";
-  }
-  for (size_t k = 0; k < order.size(); ++k) {
-    const size_t i = order[k];
-    body += k ? ",{" : "{";
-    body += "\"index\":" + std::to_string(i) + (cohere ? ",\"relevance_score\":" : ",\"score\":");
-    AppendFloat(body, static_cast<float>(scores[i]));
-    if (call.return_documents) {
-      body += cohere ? ",\"document\":{\"text\":" : ",\"text\":";
-      AppendJsonString(body, call.documents[i]);
-      if (cohere) body += '}';
-    }
-    body += '}';
-  }
-  body += ']';
-  if (shape == RerankShape::kCohereV1) body += ",\"usage\":{\"total_tokens\":" + std::to_string(total_tokens) + "}}";
-  if (shape == RerankShape::kCohereV2) {
-    // Cohere bills a search unit per query with up to 100 documents.
-    const size_t search_units = (call.documents.size() + 99) / 100;
-    AppendCohereMeta(body, "\"search_units\":" + std::to_string(search_units), total_tokens);
-    body += '}';
-  }
-  return body;
-}
 
 // Rerank on a multi-vector model: MaxSim scores of each document against the query.
 void RerankByMaxSim(Inference& model, const http::Request& request, std::shared_ptr<RerankCall> call, RerankShape shape,
                     Reply respond) {
   if (auto error = model.CheckBatchSize(call->documents.size(), "documents")) return respond.Error(*error);
-  auto tokenize = [&model, call](engine::ModelTokenizer& tokenizer, WorkRequest& job) -> std::optional<ApiError> {
+  auto tokenize = [&model, call](engine::ModelTokenizer& tokenizer, Job& job) -> std::optional<ApiError> {
     // Documents are cut to the model's document_length as PyLate cuts them: truncate does not apply.
     model.EncodeMaxSim(tokenizer, call->query, call->documents, job);
-    job.priority = model.ScoringPriorityOf(call->priority, call->documents.size());
+    job.set_priority(model.ScoringPriorityOf(call->priority, call->documents.size()));
     return std::nullopt;
   };
-  auto answer = [&model, call, shape](const WorkRequest& done) {
-    // PyLate's colbert_scores as they are, raw_scores or not: a sum of cosines, no sigmoid.
-    const float* values = reinterpret_cast<const float*>(done.output.data());
-    std::vector<double> scores(call->documents.size());
-    for (size_t i = 0; i < scores.size(); ++i) scores[i] = values[done.row_offsets[i + 1]];
-    return RerankBody(*call, shape, model.model_id(), scores, static_cast<size_t>(done.total_tokens()));
+  auto answer = [&model, call, shape](const FinishedRows& done) {
+    return RerankBody(*call, shape, model.model_id(), MaxSimScores(done), done.total_tokens());
   };
   model.Run(request, std::move(tokenize), std::move(answer), std::move(respond));
 }
@@ -102,7 +52,7 @@ void Rerank(Inference& model, const http::Request& request, RerankShape shape, R
   }
   if (auto error = model.RefuseForLoad(least_tokens)) return respond.Error(*error);
   const bool truncate = model.Truncates(call->truncate);
-  auto tokenize = [&model, call, truncate](engine::ModelTokenizer& tokenizer, WorkRequest& job) {
+  auto tokenize = [&model, call, truncate](engine::ModelTokenizer& tokenizer, Job& job) {
     // Cohere's max_tokens_per_doc: a document longer than that many tokens of its own is cut
     // at the end of its last one kept.
     std::vector<std::string_view> documents(call->documents.begin(), call->documents.end());
@@ -114,17 +64,11 @@ void Rerank(Inference& model, const http::Request& request, RerankShape shape, R
     }
     std::vector<Inference::ScoredText> pairs;
     for (std::string_view document : documents) pairs.push_back({call->query, document});
-    job.priority = model.ScoringPriorityOf(call->priority, call->documents.size());
+    job.set_priority(model.ScoringPriorityOf(call->priority, call->documents.size()));
     return model.TokenizeScored(tokenizer, pairs, truncate, Truncation::kRight, "the query with document", job);
   };
-  auto answer = [&model, call, shape](const WorkRequest& done) {
-    const float* logits = reinterpret_cast<const float*>(done.output.data());
-    std::vector<double> scores(done.lengths.size());
-    for (size_t i = 0; i < scores.size(); ++i) {
-      const double logit = logits[i * done.columns];
-      scores[i] = call->raw_scores ? logit : 1.0 / (1.0 + std::exp(-logit));
-    }
-    return RerankBody(*call, shape, model.model_id(), scores, static_cast<size_t>(done.total_tokens()));
+  auto answer = [&model, call, shape](const FinishedRows& done) {
+    return RerankBody(*call, shape, model.model_id(), RerankScores(done, call->raw_scores), done.total_tokens());
   };
   model.Run(request, std::move(tokenize), std::move(answer), std::move(respond));
 }

@@ -14,9 +14,6 @@ namespace stamen::gateway {
 
 // POST /v1/embeddings (OpenAI's body and answer when `openai`) and TEI's POST /embed.
 void Embed(Inference& model, const http::Request& request, bool openai, Reply reply);
-// Which API's rerank answer: TEI's [{index, score}], Cohere v1's {model, results, usage},
-// Cohere v2's {id, results, meta}.
-enum class RerankShape { kTei, kCohereV1, kCohereV2 };
 // POST /rerank, /v1/rerank and /v2/rerank: a reranker's scores, or a multi-vector model's MaxSim.
 void Rerank(Inference& model, const http::Request& request, RerankShape shape, Reply reply);
 // POST /tokenize and /decode: the tokenizer alone, no worker.

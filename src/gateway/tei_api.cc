@@ -189,4 +189,65 @@ float Cosine(const float* a, const float* b, size_t size) {
   return static_cast<float>(dot / std::sqrt(a_squares * b_squares));
 }
 
+std::variant<std::string, ApiError> PredictBody(const PredictCall& call, const FinishedRows& done,
+                                                const std::vector<std::string>& labels) {
+  if (done.columns != labels.size()) {
+    return ApiError{500, "the worker answered " + std::to_string(done.columns) + " scores per input; the model has " +
+                             std::to_string(labels.size()) + " labels", "server_error"};
+  }
+  std::string body = call.batch ? "[" : "";
+  for (size_t row = 0; row < done.inputs(); ++row) {
+    if (row) body += ',';
+    AppendPredictions(body, Predictions(done.Row(static_cast<int64_t>(row)), labels.size(), call.raw_scores, labels));
+  }
+  if (call.batch) body += ']';
+  return body;
+}
+
+std::string SimilarityBody(const FinishedRows& done) {
+  std::string body = "[";
+  for (size_t row = 1; row < done.inputs(); ++row) {
+    if (row > 1) body += ',';
+    AppendFloat(body, Cosine(done.Row(0), done.Row(static_cast<int64_t>(row)), done.columns));
+  }
+  return body + ']';
+}
+
+std::string EmbedAllBody(const FinishedRows& done) {
+  std::string body = "[";
+  for (size_t input = 0; input < done.inputs(); ++input) {
+    body += input ? ",[" : "[";
+    const float* rows = done.RowsOf(input);
+    for (size_t token = 0; token < done.RowCount(input); ++token) {
+      body += token ? ",[" : "[";
+      for (size_t column = 0; column < done.columns; ++column) {
+        if (column) body += ',';
+        AppendFloat(body, rows[token * done.columns + column]);
+      }
+      body += ']';
+    }
+    body += ']';
+  }
+  return body + ']';
+}
+
+std::string SpladeSparseBody(const FinishedRows& done) {
+  std::string body = "[";
+  for (size_t input = 0; input < done.inputs(); ++input) {
+    body += input ? ",[" : "[";
+    const float* row = done.RowsOf(input);
+    bool first = true;
+    for (size_t index = 0; index < done.columns; ++index) {
+      if (row[index] == 0.0f) continue;
+      body += first ? "{\"index\":" : ",{\"index\":";
+      body += std::to_string(index) + ",\"value\":";
+      AppendFloat(body, row[index]);
+      body += '}';
+      first = false;
+    }
+    body += ']';
+  }
+  return body + ']';
+}
+
 }  // namespace stamen::gateway

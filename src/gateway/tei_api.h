@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gateway/api.h"
+#include "gateway/finished_rows.h"
 #include "model_folder/model_profile.h"
 
 namespace stamen::gateway {
@@ -70,5 +71,18 @@ void AppendPredictions(std::string& out, const std::vector<Prediction>& predicti
 
 // Cosine similarity of two vectors of `size` floats (0 when either is all zeros).
 float Cosine(const float* a, const float* b, size_t size);
+
+// --- answers, from a finished job's rows ---
+// POST /predict: each input's predictions from its row of logits (one per label of `labels`),
+// one list per input when the call was a batch; a 500 when the rows do not hold one logit per label.
+std::variant<std::string, ApiError> PredictBody(const PredictCall& call, const FinishedRows& done,
+                                                const std::vector<std::string>& labels);
+// POST /similarity: [cosine of each sentence's row with the source sentence's (row 0)].
+std::string SimilarityBody(const FinishedRows& done);
+// POST /embed_all: [[[f] per token] per input], every token's row.
+std::string EmbedAllBody(const FinishedRows& done);
+// POST /embed_sparse on a SPLADE model: [[{"index", "value"}] per input], the non-zero entries of
+// each input's row by vocabulary id.
+std::string SpladeSparseBody(const FinishedRows& done);
 
 }  // namespace stamen::gateway

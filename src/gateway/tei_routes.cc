@@ -3,8 +3,6 @@
 // /embed_sparse, and the body of GET /info. Bodies are parsed and written by tei_api.cc; here
 // they are tokenized, run on the workers and answered.
 #include <algorithm>
-#include <functional>
-#include <span>
 
 #include "gateway/bge_m3_outputs.h"
 #include "gateway/least_tokens.h"
@@ -14,7 +12,6 @@
 namespace stamen::gateway {
 
 using server::WorkKind;
-using server::WorkRequest;
 
 void TeiRoot(Inference& model, const http::Request& request, Reply reply) {
   switch (RootTask(model.kind(), request.body)) {
@@ -45,28 +42,16 @@ void Predict(Inference& model, const http::Request& request, Reply reply) {
   }
   if (auto error = model.RefuseForLoad(least_tokens)) return reply.Error(*error);
   const bool truncate = model.Truncates(call->truncate);
-  auto tokenize = [&model, call, truncate](engine::ModelTokenizer& tokenizer, WorkRequest& job) {
+  auto tokenize = [&model, call, truncate](engine::ModelTokenizer& tokenizer, Job& job) {
     std::vector<Inference::ScoredText> texts;
     for (const auto& sequence : call->sequences) {
       texts.push_back({sequence.first, sequence.second ? std::optional<std::string_view>(*sequence.second) : std::nullopt});
     }
-    job.priority = model.ScoringPriorityOf(call->priority, call->sequences.size());
+    job.set_priority(model.ScoringPriorityOf(call->priority, call->sequences.size()));
     return model.TokenizeScored(tokenizer, texts, truncate, call->truncation_direction, "input", job);
   };
-  auto answer = [&model, call](const WorkRequest& done) -> std::variant<std::string, ApiError> {
-    const size_t labels = model.config().id2label.size();
-    if (static_cast<size_t>(done.columns) != labels) {
-      return ApiError{500, "the worker answered " + std::to_string(done.columns) + " scores per input; the model has " +
-                               std::to_string(labels) + " labels", "server_error"};
-    }
-    const float* logits = reinterpret_cast<const float*>(done.output.data());
-    std::string body = call->batch ? "[" : "";
-    for (size_t row = 0; row < done.lengths.size(); ++row) {
-      if (row) body += ',';
-      AppendPredictions(body, Predictions(logits + row * labels, labels, call->raw_scores, model.config().id2label));
-    }
-    if (call->batch) body += ']';
-    return body;
+  auto answer = [&model, call](const FinishedRows& done) {
+    return PredictBody(*call, done, model.config().id2label);
   };
   model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
@@ -90,35 +75,22 @@ void Similarity(Inference& model, const http::Request& request, Reply reply) {
   const Truncation direction = similarity.truncation_direction;
   const server::Priority priority = model.PriorityOf(similarity.priority, inputs->size());
   auto tokenize = [&model, inputs, prompt = std::get<std::string>(prompt), truncate, direction, priority](
-                      engine::ModelTokenizer& tokenizer, WorkRequest& job) {
-    job.kind = WorkKind::kEmbed;
-    job.pooling = model.options().pooling;
-    job.priority = priority;
+                      engine::ModelTokenizer& tokenizer, Job& job) {
+    job.set_kind(WorkKind::kEmbed);
+    job.set_pooling(model.options().pooling);
+    job.set_priority(priority);
     return model.TokenizeInputs(tokenizer, *inputs, prompt, truncate, direction, job);
   };
-  auto answer = [](const WorkRequest& done) {
-    const size_t columns = static_cast<size_t>(done.columns);
-    const float* vectors = reinterpret_cast<const float*>(done.output.data());
-    std::string body = "[";
-    for (size_t row = 1; row < done.lengths.size(); ++row) {
-      if (row > 1) body += ',';
-      AppendFloat(body, Cosine(vectors, vectors + row * columns, columns));
-    }
-    return body + ']';
-  };
+  auto answer = [](const FinishedRows& done) { return SimilarityBody(done); };
   model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 namespace {
 
 // What /embed_all and /embed_sparse share: TEI's embed body parsed, its inputs tokenized and
-// run as `kind` with `pooling`, not normalised, and answered as a JSON array with one entry
-// per input, which `write` appends from that input's `count` rows of `columns` floats and its
-// token ids.
-using RowsWriter = std::function<void(std::string& out, const float* rows, size_t count, size_t columns,
-                                      std::span<const int32_t> ids)>;
+// run as `kind` with `pooling`, not normalised, and answered by `answer` from the rows.
 void EmbedRows(Inference& model, const http::Request& request, WorkKind kind,
-               std::optional<engine::ops::PoolingMode> pooling, RowsWriter write, Reply reply) {
+               std::optional<engine::ops::PoolingMode> pooling, Inference::AnswerJob answer, Reply reply) {
   auto parsed = ParseEmbedCall(request.body, /*openai=*/false);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
   EmbedCall& call = std::get<EmbedCall>(parsed);
@@ -132,51 +104,23 @@ void EmbedRows(Inference& model, const http::Request& request, WorkKind kind,
                               .priority = call.priority,
                               .kind = kind,
                               .pooling = pooling};
-  model.RunTokenRows(request, std::move(job), [write = std::move(write)](const WorkRequest& done) {
-    const std::vector<int64_t>& rows = done.row_offsets;  // set by Dispatcher::Run
-    const size_t columns = static_cast<size_t>(done.columns);
-    const float* values = reinterpret_cast<const float*>(done.output.data());
-    const auto* ids = reinterpret_cast<const int32_t*>(done.token_ids.data());
-    std::string body = "[";
-    int64_t first_token = 0;
-    for (size_t input = 0; input < done.lengths.size(); ++input) {
-      if (input) body += ',';
-      write(body, values + rows[input] * columns, static_cast<size_t>(rows[input + 1] - rows[input]), columns,
-            std::span<const int32_t>(ids + first_token, static_cast<size_t>(done.lengths[input])));
-      first_token += done.lengths[input];
-    }
-    body += ']';
-    return body;
-  }, std::move(reply));
+  model.RunTokenRows(request, std::move(job), std::move(answer), std::move(reply));
 }
 
 }  // namespace
 
 void EmbedAll(Inference& model, const http::Request& request, Reply reply) {
   // [[float] per token] per input: the last hidden state, special tokens included.
-  EmbedRows(model, request, WorkKind::kTokenEmbed, std::nullopt,
-            [](std::string& out, const float* rows, size_t count, size_t columns, std::span<const int32_t>) {
-    out += '[';
-    for (size_t token = 0; token < count; ++token) {
-      if (token) out += ',';
-      out += '[';
-      for (size_t column = 0; column < columns; ++column) {
-        if (column) out += ',';
-        AppendFloat(out, rows[token * columns + column]);
-      }
-      out += ']';
-    }
-    out += ']';
-  }, std::move(reply));
+  EmbedRows(model, request, WorkKind::kTokenEmbed, std::nullopt, [](const FinishedRows& done) { return EmbedAllBody(done); },
+            std::move(reply));
 }
 
 void EmbedSparse(Inference& model, const http::Request& request, Reply reply) {
   if (model.bge_m3()) {
     // [{index, value}] per input: bge-m3's lexical weights.
-    return EmbedRows(model, request, WorkKind::kDenseSparseColbert, std::nullopt,
-                     [&model](std::string& out, const float* rows, size_t, size_t, std::span<const int32_t> ids) {
-                       AppendBgeM3Sparse(out, {rows, ids}, model.config().hidden_size, model.bge_m3_dropped_ids());
-                     }, std::move(reply));
+    return EmbedRows(model, request, WorkKind::kDenseSparseColbert, std::nullopt, [&model](const FinishedRows& done) {
+      return BgeM3SparseBody(done, model.config().hidden_size, model.bge_m3_dropped_ids());
+    }, std::move(reply));
   }
   if (!model.splade()) {
     return reply.Error({400, "model " + model.model_id() + " has no SPLADE pooling: /embed_sparse needs a …ForMaskedLM model "
@@ -184,19 +128,7 @@ void EmbedSparse(Inference& model, const http::Request& request, Reply reply) {
   }
   // [{index, value}] per input: the SPLADE vector's non-zero entries, by vocabulary id.
   EmbedRows(model, request, WorkKind::kEmbed, engine::ops::PoolingMode::kSplade,
-            [](std::string& out, const float* row, size_t, size_t columns, std::span<const int32_t>) {
-              out += '[';
-              bool first = true;
-              for (size_t index = 0; index < columns; ++index) {
-                if (row[index] == 0.0f) continue;
-                out += first ? "{\"index\":" : ",{\"index\":";
-                out += std::to_string(index) + ",\"value\":";
-                AppendFloat(out, row[index]);
-                out += '}';
-                first = false;
-              }
-              out += ']';
-            }, std::move(reply));
+            [](const FinishedRows& done) { return SpladeSparseBody(done); }, std::move(reply));
 }
 
 std::string InfoBody(const Inference& model) {
