@@ -518,6 +518,7 @@ void Inference::RunTokenRows(const http::Request& request, TokenRowsJob job, Ans
     job.set_kind(rows->kind);
     job.set_pooling(rows->pooling);
     job.set_normalize(false);
+    job.set_adapter(rows->adapter);
     job.set_priority(PriorityOf(rows->priority, rows->inputs.size()));
     return std::nullopt;
   };

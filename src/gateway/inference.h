@@ -187,6 +187,7 @@ class Inference {
     std::optional<server::Priority> priority;
     server::WorkKind kind = server::WorkKind::kEmbed;
     std::optional<engine::ops::PoolingMode> pooling;
+    int32_t adapter = -1;  // the task adapter the inputs run with (task_adapter.h); −1: none
   };
   // Checks `job`'s size and the load, tokenizes its inputs on the pool (413 when rows per token
   // would pass --max-token-states), runs it and answers `answer`'s body.

@@ -91,6 +91,7 @@ std::variant<SimilarityCall, ApiError> ParseSimilarityCall(std::string_view body
       call.sentences.push_back(std::move(std::get<std::string>(sentence)));
     }
     if (auto error = ReadPriority(fields, &call.priority)) return error;
+    if (auto error = ReadString(fields, "task", &call.task)) return error;
     // TEI reads the options from "parameters" (absent or null: the defaults).
     if (fields["parameters"].get(value) != simdjson::SUCCESS || value.is_null()) return std::nullopt;
     object parameters;

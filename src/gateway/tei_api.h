@@ -41,6 +41,7 @@ struct SimilarityCall {
   Truncation truncation_direction = Truncation::kRight;
   std::string prompt_name;
   std::optional<server::Priority> priority;  // stamen's own "priority", beside "inputs"
+  std::string task;  // Jina's "task" (a task adapter, task_adapter.h), beside "inputs" too
 };
 std::variant<SimilarityCall, ApiError> ParseSimilarityCall(std::string_view body);
 

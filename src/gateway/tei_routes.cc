@@ -64,7 +64,9 @@ void Similarity(Inference& model, const http::Request& request, Reply reply) {
   if (auto error = model.CheckBatchSize(similarity.sentences.size() + 1, "sentences (with the source sentence)")) {
     return reply.Error(*error);
   }
-  auto prompt = model.Prompt(similarity.prompt_name);
+  auto task = ResolveTask(model.config(), similarity.task);
+  if (auto* error = std::get_if<ApiError>(&task)) return reply.Error(*error);
+  auto prompt = model.TaskPrompt(std::get<TaskAdapter>(task), similarity.prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
   // The source sentence is input 0, the sentences follow.
   auto inputs = std::make_shared<std::vector<Input>>();
@@ -74,10 +76,11 @@ void Similarity(Inference& model, const http::Request& request, Reply reply) {
   const bool truncate = model.Truncates(similarity.truncate);
   const Truncation direction = similarity.truncation_direction;
   const server::Priority priority = model.PriorityOf(similarity.priority, inputs->size());
-  auto tokenize = [&model, inputs, prompt = std::get<std::string>(prompt), truncate, direction, priority](
-                      engine::ModelTokenizer& tokenizer, Job& job) {
+  auto tokenize = [&model, inputs, prompt = std::get<std::string>(prompt), adapter = std::get<TaskAdapter>(task).index,
+                   truncate, direction, priority](engine::ModelTokenizer& tokenizer, Job& job) {
     job.set_kind(WorkKind::kEmbed);
     job.set_pooling(model.options().pooling);
+    job.set_adapter(adapter);
     job.set_priority(priority);
     return model.TokenizeInputs(tokenizer, *inputs, prompt, truncate, direction, job);
   };
@@ -95,7 +98,9 @@ void EmbedRows(Inference& model, const http::Request& request, WorkKind kind,
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
   EmbedCall& call = std::get<EmbedCall>(parsed);
   if (auto error = model.NeedEmbedder(request.path, kind == WorkKind::kEmbed)) return reply.Error(*error);
-  auto prompt = model.Prompt(call.prompt_name);
+  auto task = ResolveTask(model.config(), call.task);
+  if (auto* error = std::get_if<ApiError>(&task)) return reply.Error(*error);
+  auto prompt = model.TaskPrompt(std::get<TaskAdapter>(task), call.prompt_name);
   if (auto* error = std::get_if<ApiError>(&prompt)) return reply.Error(*error);
   Inference::TokenRowsJob job{.inputs = std::move(call.inputs),
                               .prompt = std::get<std::string>(prompt),
@@ -103,7 +108,8 @@ void EmbedRows(Inference& model, const http::Request& request, WorkKind kind,
                               .direction = call.truncation_direction,
                               .priority = call.priority,
                               .kind = kind,
-                              .pooling = pooling};
+                              .pooling = pooling,
+                              .adapter = std::get<TaskAdapter>(task).index};
   model.RunTokenRows(request, std::move(job), std::move(answer), std::move(reply));
 }
 

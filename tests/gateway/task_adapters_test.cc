@@ -1,5 +1,5 @@
-// Task adapters over HTTP (issue 48, jina-embeddings-v3): the "task" of /embed, /v1/embeddings
-// and /v2/embed (and the task a Cohere input_type stands for) runs every input with that task's
+// Task adapters over HTTP (issue 48, jina-embeddings-v3): the "task" of /embed, /v1/embeddings,
+// /v2/embed, /embed_all and /similarity (and the task a Cohere input_type stands for) runs every input with that task's
 // LoRA adapter and puts the task's instruction before each text. Checked on
 // tests/engine/data/tiny-jina-v3-hub-bf16 (the hub's layout; its goldens are transformers 5.25 on
 // the weights with the task's adapter merged, tools/make_jina_v3_goldens.py), served with an
@@ -136,6 +136,48 @@ TEST_P(TaskAdaptersTest, EachTaskGivesTransformersVectorsWithThatTasksAdapter) {
   ExpectNear(Floats(openai["data"].at(0)["embedding"]), Normalized(golden_["text-matching"]), 1e-5, "/v1/embeddings");
 }
 
+// /embed_all runs its inputs with the task: the mean of its token states is transformers' mean-
+// pooled vector with that task's adapter.
+TEST_P(TaskAdaptersTest, EmbedAllRunsTheTask) {
+  for (const std::string task : {"text-matching", ""}) {
+    const std::string field = task.empty() ? "" : R"(, "task": ")" + task + "\"";
+    simdjson::dom::element tokens = Answer("/embed_all", R"({"inputs": [)" + ids_ + "]" + field + "}").at(0);
+    std::vector<float> mean;
+    size_t count = 0;
+    for (simdjson::dom::element token : tokens.get_array()) {
+      const std::vector<float> state = Floats(token);
+      mean.resize(state.size(), 0.0f);
+      for (size_t j = 0; j < state.size(); ++j) mean[j] += state[j];
+      ++count;
+    }
+    for (float& value : mean) value /= static_cast<float>(count);
+    ExpectNear(mean, golden_[task.empty() ? "none" : task], 1e-4, "/embed_all " + task);
+  }
+}
+
+// /similarity runs the source and the sentences with the task (its instruction before each):
+// the cosines of /embed's vectors of the same texts with the same task.
+TEST_P(TaskAdaptersTest, SimilarityRunsTheTask) {
+  const auto cosine = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double dot = 0, a_squares = 0, b_squares = 0;
+    for (size_t j = 0; j < a.size(); ++j) {
+      dot += double(a[j]) * b[j];
+      a_squares += double(a[j]) * a[j];
+      b_squares += double(b[j]) * b[j];
+    }
+    return dot / std::sqrt(a_squares * b_squares);
+  };
+  for (const std::string task : {"retrieval.query", "text-matching"}) {
+    const auto vectors = Embed(R"(["hello world", "hello there", "a red car"])", task);
+    simdjson::dom::element similarities = Answer(
+        "/similarity", R"({"inputs": {"source_sentence": "hello world", "sentences": ["hello there", "a red car"]}, "task": ")" +
+                           task + "\"}");
+    ASSERT_EQ(similarities.get_array().size(), 2u);
+    EXPECT_NEAR(double(similarities.at(0)), cosine(vectors[0], vectors[1]), 1e-5) << task;
+    EXPECT_NEAR(double(similarities.at(1)), cosine(vectors[0], vectors[2]), 1e-5) << task;
+  }
+}
+
 // Requests of different tasks at once: each answer is its own task's, whichever batches the
 // worker cut (the scheduler test shows tasks sharing a batch).
 TEST_P(TaskAdaptersTest, ConcurrentRequestsOfDifferentTasksEachGetTheirOwn) {
@@ -188,10 +230,12 @@ TEST_P(TaskAdaptersTest, CohereInputTypeStandsForATask) {
 }
 
 TEST_P(TaskAdaptersTest, AnUnknownTaskIsA400ListingTheModelsTasksAndInfoListsThem) {
-  for (const std::string path : {"/embed", "/v1/embeddings", "/v2/embed"}) {
-    const std::string body = path == "/v2/embed" ? R"({"texts": ["x"], "task": "query"})"
-                             : path == "/embed"  ? R"({"inputs": "x", "task": "query"})"
-                                                 : R"({"input": "x", "task": "query"})";
+  for (const std::string path : {"/embed", "/embed_all", "/v1/embeddings", "/v2/embed", "/similarity"}) {
+    const std::string body = path == "/v2/embed"    ? R"({"texts": ["x"], "task": "query"})"
+                             : path == "/v1/embeddings" ? R"({"input": "x", "task": "query"})"
+                             : path == "/similarity"
+                                 ? R"({"inputs": {"source_sentence": "x", "sentences": ["y"]}, "task": "query"})"
+                                 : R"({"inputs": "x", "task": "query"})";
     const auto answer = Post(served_->port(), path, body);
     EXPECT_EQ(answer.status, 400) << path << ": " << answer.body;
     EXPECT_NE(answer.body.find("'task' 'query' is not one of the model's task adapters ('retrieval.query', "
