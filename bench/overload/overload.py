@@ -4,13 +4,15 @@ all at once, and the answers are counted by status with their latencies (issue 4
 a request gets by itself; admitted throughput is the tokens of the 200 answers over the time
 until the last of them.
 
+The clients are coroutines of one asyncio loop writing prepared bytes to raw sockets, so that
+on a small machine the load generator's own CPU (Python threads each serialising and sending
+500 kB under the GIL) does not stand in the server's latencies.
+
 Usage: overload.py PORT CLIENTS [INPUTS]   (prints one JSON line)
 """
-import http.client
+import asyncio
 import json
-import statistics
 import sys
-import threading
 import time
 
 WORDS = ("the quick brown fox jumps over a lazy dog while seven wise owls watch quietly from "
@@ -23,20 +25,42 @@ def body(inputs):
     return json.dumps({"input": texts, "model": "m"}).encode()
 
 
-def post(port, payload, results, index, start_barrier):
-    if start_barrier:
-        start_barrier.wait()
-    start = time.monotonic()
+async def post(port, request, start):
+    """One request on its own connection once `start` is set: (status, seconds, Retry-After,
+    prompt tokens of a 200, time of the answer)."""
+    await start.wait()
+    began = time.monotonic()
     try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-        connection.request("POST", "/v1/embeddings", payload, {"Content-Type": "application/json"})
-        response = connection.getresponse()
-        data = response.read()
-        status, retry_after = response.status, response.getheader("retry-after")
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request)
+        try:
+            await writer.drain()
+        except ConnectionError:
+            pass  # answered and closed before the whole body was read: read that answer
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {name.strip().lower(): value.strip()
+                   for name, value in (line.split(":", 1) for line in lines[1:] if ":" in line)}
+        length = headers.get("content-length")
+        data = await (reader.readexactly(int(length)) if length is not None else reader.read())
+        writer.close()
         tokens = json.loads(data)["usage"]["prompt_tokens"] if status == 200 else 0
+        retry_after = headers.get("retry-after")
     except Exception as error:  # noqa: BLE001 - a refused or cut connection is a result too
         status, retry_after, tokens = f"error: {error}", None, 0
-    results[index] = (status, time.monotonic() - start, retry_after, tokens, time.monotonic())
+    return (status, time.monotonic() - began, retry_after, tokens, time.monotonic())
+
+
+async def run(port, payload, clients):
+    request = (b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(payload)) + payload
+    start = asyncio.Event()
+    tasks = [asyncio.create_task(post(port, request, start)) for _ in range(clients)]
+    await asyncio.sleep(0)  # every client waits on the event before any starts
+    began = time.monotonic()
+    start.set()
+    return began, await asyncio.gather(*tasks)
 
 
 def percentiles(values):
@@ -51,17 +75,9 @@ def main():
     port, clients = int(sys.argv[1]), int(sys.argv[2])
     inputs = int(sys.argv[3]) if len(sys.argv) > 3 else 2048
     payload = body(inputs)
-    alone = [None]
-    post(port, payload, alone, 0, None)
+    alone = asyncio.run(run(port, payload, 1))[1]
     single_rate = alone[0][3] / alone[0][1] if alone[0][0] == 200 else None
-    results = [None] * clients
-    barrier = threading.Barrier(clients)
-    threads = [threading.Thread(target=post, args=(port, payload, results, i, barrier)) for i in range(clients)]
-    start = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    start, results = asyncio.run(run(port, payload, clients))
     counts = {}
     for status, *_ in results:
         counts[str(status)] = counts.get(str(status), 0) + 1
