@@ -295,19 +295,11 @@ StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::Create(BpeConfig config) {
 void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
                                  Encoding* out) const {
   // Invalid bytes become U+FFFD; offsets are computed in that text and mapped back at the end.
-  const bool replaced = StartContent(&text, with_pieces, buffers, out);
-  std::vector<TextSegment>& segments = buffers->segments;
-  const size_t raw_segments = segments.size();
-  for (size_t index = 0; index < raw_segments; ++index) {
-    const TextSegment segment = segments[index];
-    if (segment.added_token >= 0) {
-      AppendAddedToken(segment.added_token, segment.begin, segment.end, with_pieces, out);
-      continue;
-    }
-    const std::string_view piece = text.substr(segment.begin, segment.end - segment.begin);
+  EncodeStretches(text, with_pieces, buffers, out, [&](std::string_view valid_text, const TextSegment& segment) {
+    const std::string_view piece = valid_text.substr(segment.begin, segment.end - segment.begin);
     if ((!config_.nfc || bpe::IsNfcQuick(piece)) && config_.normalizers.empty() && normalized_matcher_.empty()) {
-      EncodeText(text, segment.begin, segment.end, SourceMap{nullptr, 0, 0}, with_pieces, buffers, out);
-      continue;
+      EncodeText(valid_text, segment.begin, segment.end, SourceMap{nullptr, 0, 0}, with_pieces, buffers, out);
+      return;
     }
     std::string& normalized = buffers->normalized;
     normalized.clear();
@@ -323,24 +315,11 @@ void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratc
     }
     const auto normalized_size = static_cast<uint32_t>(normalized.size());
     const SourceMap map{with_pieces ? &buffers->offsets : nullptr, normalized_size, segment.end};
-    if (normalized_matcher_.empty()) {
-      EncodeText(normalized, 0, normalized_size, map, with_pieces, buffers, out);
-      continue;
-    }
-    // Tokens matched in the normalized text: split again, into the tail of `segments`.
-    const size_t inner_begin = segments.size();
-    normalized_matcher_.Split(normalized, 0, normalized_size, config_.added_tokens, &segments);
-    for (size_t inner = inner_begin; inner < segments.size(); ++inner) {
-      const TextSegment part = segments[inner];
-      if (part.added_token < 0) {
-        EncodeText(normalized, part.begin, part.end, map, with_pieces, buffers, out);
-      } else {
-        AppendAddedToken(part.added_token, map.Origin(part.begin), map.Origin(part.end), with_pieces, out);
-      }
-    }
-    segments.resize(inner_begin);
-  }
-  FinishContent(replaced, with_pieces, *buffers, out);
+    EncodeNormalizedStretches(
+        normalized, normalized_size, with_pieces, buffers, out,
+        [&](uint32_t begin, uint32_t end) { EncodeText(normalized, begin, end, map, with_pieces, buffers, out); },
+        [&](uint32_t begin, uint32_t end) { return std::pair(map.Origin(begin), map.Origin(end)); });
+  });
 }
 
 void BpeTokenizer::EncodeText(std::string_view text, uint32_t begin, uint32_t end, const SourceMap& map,

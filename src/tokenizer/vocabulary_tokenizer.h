@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/added_token_matcher.h"
@@ -108,6 +109,55 @@ class VocabularyTokenizer : public Tokenizer {
         end = buffers.valid_text_origins[end];
       }
     }
+  }
+
+  // One text's content, the part of EncodeContent that does not depend on the model: StartContent,
+  // then each stretch of `text` between the added tokens matched before normalization handed to
+  // `encode_stretch(text, segment)` and each of those tokens appended in its turn, then
+  // FinishContent. `encode_stretch` may append to `buffers->segments` (EncodeNormalizedStretches)
+  // as long as it takes back what it added: only the segments of the raw split are walked.
+  template <typename EncodeStretch>
+  void EncodeStretches(std::string_view text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out,
+                       EncodeStretch&& encode_stretch) const {
+    const bool replaced = StartContent(&text, with_pieces, buffers, out);
+    std::vector<TextSegment>& segments = buffers->segments;
+    const size_t raw_segments = segments.size();
+    for (size_t index = 0; index < raw_segments; ++index) {
+      const TextSegment segment = segments[index];
+      if (segment.added_token >= 0) {
+        AppendAddedToken(segment.added_token, segment.begin, segment.end, with_pieces, out);
+      } else {
+        encode_stretch(text, segment);
+      }
+    }
+    FinishContent(replaced, with_pieces, *buffers, out);
+  }
+
+  // One stretch after its normalization into `normalized` (of `size` bytes): the added tokens
+  // matched in normalized text split it again, into the tail of `buffers->segments` (dropped
+  // after); each stretch between them goes to `encode_normalized(begin, end)`, and each token is
+  // appended at the input offsets `origins(begin, end)` gives for its normalized ones.
+  template <typename EncodeNormalized, typename Origins>
+  void EncodeNormalizedStretches(std::string_view normalized, uint32_t size, bool with_pieces,
+                                 Scratch::Buffers* buffers, Encoding* out, EncodeNormalized&& encode_normalized,
+                                 Origins&& origins) const {
+    if (normalized_matcher_.empty()) {
+      encode_normalized(0, size);
+      return;
+    }
+    std::vector<TextSegment>& segments = buffers->segments;
+    const size_t inner_begin = segments.size();
+    normalized_matcher_.Split(normalized, 0, size, config_.added_tokens, &segments);
+    for (size_t inner = inner_begin; inner < segments.size(); ++inner) {
+      const TextSegment part = segments[inner];
+      if (part.added_token < 0) {
+        encode_normalized(part.begin, part.end);
+      } else {
+        const auto [begin, end] = origins(part.begin, part.end);
+        AppendAddedToken(part.added_token, begin, end, with_pieces, out);
+      }
+    }
+    segments.resize(inner_begin);
   }
 
   void AppendAddedToken(int32_t index, uint32_t begin, uint32_t end, bool with_pieces, Encoding* out) const {
