@@ -23,6 +23,7 @@
 #include "tokenizer/added_token_matcher.h"
 #include "tokenizer/bpe_config.h"
 #include "tokenizer/bpe_text.h"
+#include "tokenizer/create_from_parsed.h"
 #include "tokenizer/huge_page_buffer.h"
 #include "tokenizer/huggingface_normalizer.h"
 #include "tokenizer/scratch_buffers.h"
@@ -642,16 +643,12 @@ std::string BpeTokenizer::Decode(std::span<const int32_t> ids, bool skip_special
 }  // namespace
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadBpeTokenizer(std::string_view json) {
-  auto config = ParseBpeJson(json);
-  if (!config.ok()) return config.status();
-  return BpeTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseBpeJson(json), BpeTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadBpeVocabulary(std::string_view vocab_json, std::string_view merges_txt,
                                                        std::string_view tokenizer_config_json) {
-  auto config = ParseBpeVocabularyFiles(vocab_json, merges_txt, tokenizer_config_json);
-  if (!config.ok()) return config.status();
-  return BpeTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseBpeVocabularyFiles(vocab_json, merges_txt, tokenizer_config_json), BpeTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadBpeVocabularyFiles(const std::string& path) {

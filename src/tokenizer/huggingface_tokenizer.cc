@@ -7,6 +7,7 @@
 #include <array>
 
 #include "tokenizer/added_token_matcher.h"
+#include "tokenizer/create_from_parsed.h"
 #include "tokenizer/huggingface_config.h"
 #include "tokenizer/huggingface_normalizer.h"
 #include "tokenizer/scratch_buffers.h"
@@ -300,9 +301,7 @@ std::string HuggingFaceTokenizer::Decode(std::span<const int32_t> ids, bool skip
 }  // namespace
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadHuggingFaceTokenizer(std::string_view json) {
-  auto config = ParseHuggingFaceConfig(json);
-  if (!config.ok()) return config.status();
-  return HuggingFaceTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseHuggingFaceConfig(json), HuggingFaceTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> CreateHuggingFaceTokenizer(HuggingFaceConfig config) {

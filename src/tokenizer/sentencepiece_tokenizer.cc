@@ -7,6 +7,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "tokenizer/create_from_parsed.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/sentencepiece_normalizer.h"
@@ -191,9 +192,7 @@ std::string SentencePieceTokenizer::Decode(std::span<const int32_t> ids, bool sk
 }  // namespace
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceTokenizer(std::string_view model_bytes) {
-  auto model = ParseSentencePieceModel(model_bytes);
-  if (!model.ok()) return model.status();
-  return SentencePieceTokenizer::Create(std::move(model.value()));
+  return CreateFromParsed(ParseSentencePieceModel(model_bytes), SentencePieceTokenizer::Create);
 }
 
 }  // namespace stamen::tokenizer

@@ -9,6 +9,7 @@
 
 #include "tokenizer/added_token_matcher.h"
 #include "tokenizer/bert_normalizer.h"
+#include "tokenizer/create_from_parsed.h"
 #include "tokenizer/piece_trie.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/utf8.h"
@@ -221,16 +222,12 @@ std::string WordPieceTokenizer::Decode(std::span<const int32_t> ids, bool skip_s
 }  // namespace
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceTokenizer(std::string_view json) {
-  auto config = ParseWordPieceJson(json);
-  if (!config.ok()) return config.status();
-  return WordPieceTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseWordPieceJson(json), WordPieceTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabulary(std::string_view vocab_txt,
                                                              std::string_view tokenizer_config_json) {
-  auto config = ParseWordPieceVocabulary(vocab_txt, tokenizer_config_json);
-  if (!config.ok()) return config.status();
-  return WordPieceTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseWordPieceVocabulary(vocab_txt, tokenizer_config_json), WordPieceTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabularyFile(const std::string& vocab_path) {
