@@ -130,6 +130,7 @@ class BpeTokenizer final : public VocabularyTokenizer<BpeTokenizer, BpeConfig> {
 
  private:
   friend VocabularyTokenizer;
+  friend ContentTokenizer;
 
   struct MergeSlot {
     uint64_t key;  // left id << 32 | right id; kEmptyKey when free

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tokenizer/added_token_matcher.h"
+#include "tokenizer/content_tokenizer.h"
 #include "tokenizer/huggingface_config.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/scratch_buffers.h"
@@ -41,27 +42,13 @@ StatusOr<size_t> TokenTableSize(const std::vector<std::pair<std::string, int32_t
 // An error when a special token of `post_processor`'s templates is not an id below `size`.
 Status CheckPostProcessorIds(const PostProcessor& post_processor, size_t size);
 
-// `Derived` (which makes this class its friend) provides
+// `Derived` (which makes this class and ContentTokenizer<Derived> its friends) provides
 //   void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers*, Encoding*) const;
-// the content ids of one text, before the post-processor. `Config` has `added_tokens` and
-// `post_processor`.
+// the content ids of one text, before the post-processor (ContentTokenizer). `Config` has
+// `added_tokens` and `post_processor`.
 template <typename Derived, typename Config>
-class VocabularyTokenizer : public Tokenizer {
+class VocabularyTokenizer : public ContentTokenizer<Derived> {
  public:
-  void Encode(std::string_view text, const EncodeOptions& options, Encoding* out, Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    derived().EncodeContent(text, options.with_pieces, &buffers, &buffers.first);
-    config_.post_processor.Assemble(&buffers.first, nullptr, options, out);
-  }
-
-  void EncodePair(std::string_view first, std::string_view second, const EncodeOptions& options, Encoding* out,
-                  Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    derived().EncodeContent(first, options.with_pieces, &buffers, &buffers.first);
-    derived().EncodeContent(second, options.with_pieces, &buffers, &buffers.second);
-    config_.post_processor.Assemble(&buffers.first, &buffers.second, options, out);
-  }
-
   size_t VocabularySize() const override { return pieces_.size(); }
   std::string_view IdToPiece(int32_t id) const override {
     return id >= 0 && static_cast<size_t>(id) < pieces_.size() ? std::string_view(pieces_[static_cast<size_t>(id)])
@@ -160,6 +147,8 @@ class VocabularyTokenizer : public Tokenizer {
     segments.resize(inner_begin);
   }
 
+  const PostProcessor& ContentPostProcessor() const { return config_.post_processor; }
+
   void AppendAddedToken(int32_t index, uint32_t begin, uint32_t end, bool with_pieces, Encoding* out) const {
     const AddedToken& token = config_.added_tokens[static_cast<size_t>(index)];
     out->ids.push_back(token.id);
@@ -176,8 +165,6 @@ class VocabularyTokenizer : public Tokenizer {
   AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
   AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
 
- private:
-  const Derived& derived() const { return static_cast<const Derived&>(*this); }
 };
 
 }  // namespace stamen::tokenizer

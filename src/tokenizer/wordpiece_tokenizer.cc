@@ -38,6 +38,7 @@ class WordPieceTokenizer final : public VocabularyTokenizer<WordPieceTokenizer, 
 
  private:
   friend VocabularyTokenizer;
+  friend ContentTokenizer;
 
   void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out) const;
   // Pre-tokenizes normalized bytes [begin, end) and appends each word's pieces.
