@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdlib>
 
+#include "tokenizer/block_flags.h"
 #include "tokenizer/utf8.h"
 
 namespace stamen::tokenizer {
@@ -43,16 +44,9 @@ enum : uint8_t {
   kCombining = 128,   // nonzero combining class in the NFD crate
 };
 
-constexpr uint8_t Flags(char32_t c) {
-  return kBertBlocks[(static_cast<size_t>(kBertBlockIndex[c >> kBertBlockShift]) << kBertBlockShift) |
-                     (c & ((1u << kBertBlockShift) - 1))];
-}
+constexpr uint8_t Flags(char32_t c) { return BlockFlags<kBertBlockShift>(kBertBlockIndex, kBertBlocks, c); }
 
-constexpr std::array<uint8_t, 128> kAsciiFlags = [] {
-  std::array<uint8_t, 128> flags{};
-  for (char32_t c = 0; c < 128; ++c) flags[c] = Flags(c);
-  return flags;
-}();
+constexpr std::array<uint8_t, 128> kAsciiFlags = AsciiFlagTable<Flags>();
 
 constexpr char32_t kHangulFirst = 0xAC00;
 constexpr char32_t kHangulLast = 0xD7A3;

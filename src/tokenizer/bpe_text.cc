@@ -12,6 +12,8 @@
 #include <array>
 #include <utility>
 
+#include "tokenizer/block_flags.h"
+
 namespace stamen::tokenizer::bpe {
 namespace {
 
@@ -41,16 +43,9 @@ enum : uint8_t {
   kBpeNfcCheck = 8,  // NFC may change it, or it may compose with the character before
 };
 
-constexpr uint8_t TableFlags(char32_t c) {
-  return kBpeBlocks[(static_cast<size_t>(kBpeBlockIndex[c >> kBpeBlockShift]) << kBpeBlockShift) |
-                    (c & ((1u << kBpeBlockShift) - 1))];
-}
+constexpr uint8_t TableFlags(char32_t c) { return BlockFlags<kBpeBlockShift>(kBpeBlockIndex, kBpeBlocks, c); }
 
-constexpr std::array<uint8_t, 128> kAsciiFlags = [] {
-  std::array<uint8_t, 128> flags{};
-  for (char32_t c = 0; c < 128; ++c) flags[c] = TableFlags(c);
-  return flags;
-}();
+constexpr std::array<uint8_t, 128> kAsciiFlags = AsciiFlagTable<TableFlags>();
 
 // One character of valid UTF-8: its code point, length and class flags.
 struct Character {

@@ -23,6 +23,7 @@
 #include "tokenizer/added_token_matcher.h"
 #include "tokenizer/bpe_config.h"
 #include "tokenizer/bpe_text.h"
+#include "tokenizer/create_from_parsed.h"
 #include "tokenizer/huge_page_buffer.h"
 #include "tokenizer/huggingface_normalizer.h"
 #include "tokenizer/scratch_buffers.h"
@@ -129,6 +130,7 @@ class BpeTokenizer final : public VocabularyTokenizer<BpeTokenizer, BpeConfig> {
 
  private:
   friend VocabularyTokenizer;
+  friend ContentTokenizer;
 
   struct MergeSlot {
     uint64_t key;  // left id << 32 | right id; kEmptyKey when free
@@ -295,19 +297,11 @@ StatusOr<std::unique_ptr<Tokenizer>> BpeTokenizer::Create(BpeConfig config) {
 void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
                                  Encoding* out) const {
   // Invalid bytes become U+FFFD; offsets are computed in that text and mapped back at the end.
-  const bool replaced = StartContent(&text, with_pieces, buffers, out);
-  std::vector<TextSegment>& segments = buffers->segments;
-  const size_t raw_segments = segments.size();
-  for (size_t index = 0; index < raw_segments; ++index) {
-    const TextSegment segment = segments[index];
-    if (segment.added_token >= 0) {
-      AppendAddedToken(segment.added_token, segment.begin, segment.end, with_pieces, out);
-      continue;
-    }
-    const std::string_view piece = text.substr(segment.begin, segment.end - segment.begin);
+  EncodeStretches(text, with_pieces, buffers, out, [&](std::string_view valid_text, const TextSegment& segment) {
+    const std::string_view piece = valid_text.substr(segment.begin, segment.end - segment.begin);
     if ((!config_.nfc || bpe::IsNfcQuick(piece)) && config_.normalizers.empty() && normalized_matcher_.empty()) {
-      EncodeText(text, segment.begin, segment.end, SourceMap{nullptr, 0, 0}, with_pieces, buffers, out);
-      continue;
+      EncodeText(valid_text, segment.begin, segment.end, SourceMap{nullptr, 0, 0}, with_pieces, buffers, out);
+      return;
     }
     std::string& normalized = buffers->normalized;
     normalized.clear();
@@ -323,24 +317,11 @@ void BpeTokenizer::EncodeContent(std::string_view text, bool with_pieces, Scratc
     }
     const auto normalized_size = static_cast<uint32_t>(normalized.size());
     const SourceMap map{with_pieces ? &buffers->offsets : nullptr, normalized_size, segment.end};
-    if (normalized_matcher_.empty()) {
-      EncodeText(normalized, 0, normalized_size, map, with_pieces, buffers, out);
-      continue;
-    }
-    // Tokens matched in the normalized text: split again, into the tail of `segments`.
-    const size_t inner_begin = segments.size();
-    normalized_matcher_.Split(normalized, 0, normalized_size, config_.added_tokens, &segments);
-    for (size_t inner = inner_begin; inner < segments.size(); ++inner) {
-      const TextSegment part = segments[inner];
-      if (part.added_token < 0) {
-        EncodeText(normalized, part.begin, part.end, map, with_pieces, buffers, out);
-      } else {
-        AppendAddedToken(part.added_token, map.Origin(part.begin), map.Origin(part.end), with_pieces, out);
-      }
-    }
-    segments.resize(inner_begin);
-  }
-  FinishContent(replaced, with_pieces, *buffers, out);
+    EncodeNormalizedStretches(
+        normalized, normalized_size, with_pieces, buffers, out,
+        [&](uint32_t begin, uint32_t end) { EncodeText(normalized, begin, end, map, with_pieces, buffers, out); },
+        [&](uint32_t begin, uint32_t end) { return std::pair(map.Origin(begin), map.Origin(end)); });
+  });
 }
 
 void BpeTokenizer::EncodeText(std::string_view text, uint32_t begin, uint32_t end, const SourceMap& map,
@@ -663,16 +644,12 @@ std::string BpeTokenizer::Decode(std::span<const int32_t> ids, bool skip_special
 }  // namespace
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadBpeTokenizer(std::string_view json) {
-  auto config = ParseBpeJson(json);
-  if (!config.ok()) return config.status();
-  return BpeTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseBpeJson(json), BpeTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadBpeVocabulary(std::string_view vocab_json, std::string_view merges_txt,
                                                        std::string_view tokenizer_config_json) {
-  auto config = ParseBpeVocabularyFiles(vocab_json, merges_txt, tokenizer_config_json);
-  if (!config.ok()) return config.status();
-  return BpeTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseBpeVocabularyFiles(vocab_json, merges_txt, tokenizer_config_json), BpeTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadBpeVocabularyFiles(const std::string& path) {

@@ -7,6 +7,8 @@
 #include <array>
 
 #include "tokenizer/added_token_matcher.h"
+#include "tokenizer/content_tokenizer.h"
+#include "tokenizer/create_from_parsed.h"
 #include "tokenizer/huggingface_config.h"
 #include "tokenizer/huggingface_normalizer.h"
 #include "tokenizer/scratch_buffers.h"
@@ -16,24 +18,9 @@
 namespace stamen::tokenizer {
 namespace {
 
-class HuggingFaceTokenizer final : public Tokenizer {
+class HuggingFaceTokenizer final : public ContentTokenizer<HuggingFaceTokenizer> {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> Create(HuggingFaceConfig config);
-
-  void Encode(std::string_view text, const EncodeOptions& options, Encoding* out,
-              Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    EncodeContent(text, options.with_pieces, &buffers, &buffers.first);
-    config_.post_processor.Assemble(&buffers.first, nullptr, options, out);
-  }
-
-  void EncodePair(std::string_view first, std::string_view second, const EncodeOptions& options,
-                  Encoding* out, Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    EncodeContent(first, options.with_pieces, &buffers, &buffers.first);
-    EncodeContent(second, options.with_pieces, &buffers, &buffers.second);
-    config_.post_processor.Assemble(&buffers.first, &buffers.second, options, out);
-  }
 
   std::string Decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
 
@@ -51,7 +38,9 @@ class HuggingFaceTokenizer final : public Tokenizer {
   }
 
  private:
+  friend ContentTokenizer;
   void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out) const;
+  const PostProcessor& ContentPostProcessor() const { return config_.post_processor; }
   // Appends the words of normalized bytes [begin, end) to `buffers->words` / `word_list`.
   void PreTokenize(uint32_t begin, uint32_t end, bool at_text_start, Scratch::Buffers* buffers) const;
   void AppendMetaspaceWords(uint32_t begin, uint32_t end, bool at_text_start, Scratch::Buffers* buffers) const;
@@ -300,9 +289,7 @@ std::string HuggingFaceTokenizer::Decode(std::span<const int32_t> ids, bool skip
 }  // namespace
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadHuggingFaceTokenizer(std::string_view json) {
-  auto config = ParseHuggingFaceConfig(json);
-  if (!config.ok()) return config.status();
-  return HuggingFaceTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseHuggingFaceConfig(json), HuggingFaceTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> CreateHuggingFaceTokenizer(HuggingFaceConfig config) {

@@ -7,6 +7,8 @@
 #include <optional>
 #include <unordered_set>
 
+#include "tokenizer/create_from_parsed.h"
+#include "tokenizer/content_tokenizer.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/sentencepiece_normalizer.h"
@@ -25,24 +27,9 @@ int ByteOfPiece(std::string_view piece) {
   return parsed.ec == std::errc() && parsed.ptr == piece.data() + 5 ? value : -1;
 }
 
-class SentencePieceTokenizer final : public Tokenizer {
+class SentencePieceTokenizer final : public ContentTokenizer<SentencePieceTokenizer> {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> Create(SentencePieceModel model);
-
-  void Encode(std::string_view text, const EncodeOptions& options, Encoding* out,
-              Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    EncodeContent(text, options.with_pieces, &buffers, &buffers.first);
-    PostProcessor().Assemble(&buffers.first, nullptr, options, out);
-  }
-
-  void EncodePair(std::string_view first, std::string_view second, const EncodeOptions& options,
-                  Encoding* out, Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    EncodeContent(first, options.with_pieces, &buffers, &buffers.first);
-    EncodeContent(second, options.with_pieces, &buffers, &buffers.second);
-    PostProcessor().Assemble(&buffers.first, &buffers.second, options, out);
-  }
 
   std::string Decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
 
@@ -61,6 +48,12 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
 
  private:
+  friend ContentTokenizer;
+  // A .model file has no post-processor: a text's content is all of its ids.
+  const PostProcessor& ContentPostProcessor() const {
+    static const PostProcessor kNone;
+    return kNone;
+  }
   void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers,
                      Encoding* out) const {
     out->Clear();
@@ -191,9 +184,7 @@ std::string SentencePieceTokenizer::Decode(std::span<const int32_t> ids, bool sk
 }  // namespace
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceTokenizer(std::string_view model_bytes) {
-  auto model = ParseSentencePieceModel(model_bytes);
-  if (!model.ok()) return model.status();
-  return SentencePieceTokenizer::Create(std::move(model.value()));
+  return CreateFromParsed(ParseSentencePieceModel(model_bytes), SentencePieceTokenizer::Create);
 }
 
 }  // namespace stamen::tokenizer

@@ -10,9 +10,11 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/added_token_matcher.h"
+#include "tokenizer/content_tokenizer.h"
 #include "tokenizer/huggingface_config.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/scratch_buffers.h"
@@ -40,27 +42,13 @@ StatusOr<size_t> TokenTableSize(const std::vector<std::pair<std::string, int32_t
 // An error when a special token of `post_processor`'s templates is not an id below `size`.
 Status CheckPostProcessorIds(const PostProcessor& post_processor, size_t size);
 
-// `Derived` (which makes this class its friend) provides
+// `Derived` (which makes this class and ContentTokenizer<Derived> its friends) provides
 //   void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers*, Encoding*) const;
-// the content ids of one text, before the post-processor. `Config` has `added_tokens` and
-// `post_processor`.
+// the content ids of one text, before the post-processor (ContentTokenizer). `Config` has
+// `added_tokens` and `post_processor`.
 template <typename Derived, typename Config>
-class VocabularyTokenizer : public Tokenizer {
+class VocabularyTokenizer : public ContentTokenizer<Derived> {
  public:
-  void Encode(std::string_view text, const EncodeOptions& options, Encoding* out, Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    derived().EncodeContent(text, options.with_pieces, &buffers, &buffers.first);
-    config_.post_processor.Assemble(&buffers.first, nullptr, options, out);
-  }
-
-  void EncodePair(std::string_view first, std::string_view second, const EncodeOptions& options, Encoding* out,
-                  Scratch* scratch) const override {
-    Scratch::Buffers& buffers = scratch->buffers();
-    derived().EncodeContent(first, options.with_pieces, &buffers, &buffers.first);
-    derived().EncodeContent(second, options.with_pieces, &buffers, &buffers.second);
-    config_.post_processor.Assemble(&buffers.first, &buffers.second, options, out);
-  }
-
   size_t VocabularySize() const override { return pieces_.size(); }
   std::string_view IdToPiece(int32_t id) const override {
     return id >= 0 && static_cast<size_t>(id) < pieces_.size() ? std::string_view(pieces_[static_cast<size_t>(id)])
@@ -110,6 +98,57 @@ class VocabularyTokenizer : public Tokenizer {
     }
   }
 
+  // One text's content, the part of EncodeContent that does not depend on the model: StartContent,
+  // then each stretch of `text` between the added tokens matched before normalization handed to
+  // `encode_stretch(text, segment)` and each of those tokens appended in its turn, then
+  // FinishContent. `encode_stretch` may append to `buffers->segments` (EncodeNormalizedStretches)
+  // as long as it takes back what it added: only the segments of the raw split are walked.
+  template <typename EncodeStretch>
+  void EncodeStretches(std::string_view text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out,
+                       EncodeStretch&& encode_stretch) const {
+    const bool replaced = StartContent(&text, with_pieces, buffers, out);
+    std::vector<TextSegment>& segments = buffers->segments;
+    const size_t raw_segments = segments.size();
+    for (size_t index = 0; index < raw_segments; ++index) {
+      const TextSegment segment = segments[index];
+      if (segment.added_token >= 0) {
+        AppendAddedToken(segment.added_token, segment.begin, segment.end, with_pieces, out);
+      } else {
+        encode_stretch(text, segment);
+      }
+    }
+    FinishContent(replaced, with_pieces, *buffers, out);
+  }
+
+  // One stretch after its normalization into `normalized` (of `size` bytes): the added tokens
+  // matched in normalized text split it again, into the tail of `buffers->segments` (dropped
+  // after); each stretch between them goes to `encode_normalized(begin, end)`, and each token is
+  // appended at the input offsets `origins(begin, end)` gives for its normalized ones.
+  template <typename EncodeNormalized, typename Origins>
+  void EncodeNormalizedStretches(std::string_view normalized, uint32_t size, bool with_pieces,
+                                 Scratch::Buffers* buffers, Encoding* out, EncodeNormalized&& encode_normalized,
+                                 Origins&& origins) const {
+    if (normalized_matcher_.empty()) {
+      encode_normalized(0, size);
+      return;
+    }
+    std::vector<TextSegment>& segments = buffers->segments;
+    const size_t inner_begin = segments.size();
+    normalized_matcher_.Split(normalized, 0, size, config_.added_tokens, &segments);
+    for (size_t inner = inner_begin; inner < segments.size(); ++inner) {
+      const TextSegment part = segments[inner];
+      if (part.added_token < 0) {
+        encode_normalized(part.begin, part.end);
+      } else {
+        const auto [begin, end] = origins(part.begin, part.end);
+        AppendAddedToken(part.added_token, begin, end, with_pieces, out);
+      }
+    }
+    segments.resize(inner_begin);
+  }
+
+  const PostProcessor& ContentPostProcessor() const { return config_.post_processor; }
+
   void AppendAddedToken(int32_t index, uint32_t begin, uint32_t end, bool with_pieces, Encoding* out) const {
     const AddedToken& token = config_.added_tokens[static_cast<size_t>(index)];
     out->ids.push_back(token.id);
@@ -126,8 +165,6 @@ class VocabularyTokenizer : public Tokenizer {
   AddedTokenMatcher raw_matcher_;         // tokens matched before normalization
   AddedTokenMatcher normalized_matcher_;  // tokens matched in normalized text
 
- private:
-  const Derived& derived() const { return static_cast<const Derived&>(*this); }
 };
 
 }  // namespace stamen::tokenizer

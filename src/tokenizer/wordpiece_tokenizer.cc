@@ -9,6 +9,7 @@
 
 #include "tokenizer/added_token_matcher.h"
 #include "tokenizer/bert_normalizer.h"
+#include "tokenizer/create_from_parsed.h"
 #include "tokenizer/piece_trie.h"
 #include "tokenizer/scratch_buffers.h"
 #include "tokenizer/utf8.h"
@@ -37,6 +38,7 @@ class WordPieceTokenizer final : public VocabularyTokenizer<WordPieceTokenizer, 
 
  private:
   friend VocabularyTokenizer;
+  friend ContentTokenizer;
 
   void EncodeContent(std::string_view text, bool with_pieces, Scratch::Buffers* buffers, Encoding* out) const;
   // Pre-tokenizes normalized bytes [begin, end) and appends each word's pieces.
@@ -111,40 +113,21 @@ void WordPieceTokenizer::EncodeContent(std::string_view text, bool with_pieces, 
                                        Encoding* out) const {
   // Invalid bytes become U+FFFD (which clean_text then drops); offsets are computed in that
   // text and mapped back at the end.
-  const bool replaced = StartContent(&text, with_pieces, buffers, out);
-  std::vector<TextSegment>& segments = buffers->segments;
-  const size_t raw_segments = segments.size();
-  for (size_t index = 0; index < raw_segments; ++index) {
-    const TextSegment segment = segments[index];
-    if (segment.added_token >= 0) {
-      AppendAddedToken(segment.added_token, segment.begin, segment.end, with_pieces, out);
-      continue;
-    }
+  EncodeStretches(text, with_pieces, buffers, out, [&](std::string_view valid_text, const TextSegment& segment) {
     buffers->normalized.clear();
     buffers->normalized_begins.clear();
     buffers->normalized_ends.clear();
     const BertOffsets offsets{&buffers->normalized_begins, &buffers->normalized_ends, &buffers->combining_marks};
-    normalizer_.Normalize(text, segment.begin, segment.end, &buffers->normalized, with_pieces ? &offsets : nullptr);
-    const auto normalized_size = static_cast<uint32_t>(buffers->normalized.size());
-    if (normalized_matcher_.empty()) {
-      EncodeNormalized(0, normalized_size, with_pieces, buffers, out);
-      continue;
-    }
-    // Tokens matched in the normalized text: split again, into the tail of `segments`.
-    const size_t inner_begin = segments.size();
-    normalized_matcher_.Split(buffers->normalized, 0, normalized_size, config_.added_tokens, &segments);
-    for (size_t inner = inner_begin; inner < segments.size(); ++inner) {
-      const TextSegment piece = segments[inner];
-      if (piece.added_token < 0) {
-        EncodeNormalized(piece.begin, piece.end, with_pieces, buffers, out);
-      } else {
-        AppendAddedToken(piece.added_token, with_pieces ? buffers->normalized_begins[piece.begin] : 0,
-                         with_pieces ? buffers->normalized_ends[piece.end - 1] : 0, with_pieces, out);
-      }
-    }
-    segments.resize(inner_begin);
-  }
-  FinishContent(replaced, with_pieces, *buffers, out);
+    normalizer_.Normalize(valid_text, segment.begin, segment.end, &buffers->normalized,
+                          with_pieces ? &offsets : nullptr);
+    EncodeNormalizedStretches(
+        buffers->normalized, static_cast<uint32_t>(buffers->normalized.size()), with_pieces, buffers, out,
+        [&](uint32_t begin, uint32_t end) { EncodeNormalized(begin, end, with_pieces, buffers, out); },
+        [&](uint32_t begin, uint32_t end) {
+          return with_pieces ? std::pair(buffers->normalized_begins[begin], buffers->normalized_ends[end - 1])
+                             : std::pair(0u, 0u);
+        });
+  });
 }
 
 void WordPieceTokenizer::EncodeNormalized(uint32_t begin, uint32_t end, bool with_pieces, Scratch::Buffers* buffers,
@@ -240,16 +223,12 @@ std::string WordPieceTokenizer::Decode(std::span<const int32_t> ids, bool skip_s
 }  // namespace
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceTokenizer(std::string_view json) {
-  auto config = ParseWordPieceJson(json);
-  if (!config.ok()) return config.status();
-  return WordPieceTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseWordPieceJson(json), WordPieceTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabulary(std::string_view vocab_txt,
                                                              std::string_view tokenizer_config_json) {
-  auto config = ParseWordPieceVocabulary(vocab_txt, tokenizer_config_json);
-  if (!config.ok()) return config.status();
-  return WordPieceTokenizer::Create(std::move(config.value()));
+  return CreateFromParsed(ParseWordPieceVocabulary(vocab_txt, tokenizer_config_json), WordPieceTokenizer::Create);
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadWordPieceVocabularyFile(const std::string& vocab_path) {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -133,24 +134,28 @@ struct Operands {
   bool bfloat16 = false;  // bf16 bit patterns (else fp32 values)
 };
 
+// The bf16 operands: the weight's prepared copy in `form`, and the input through `round`
+// (fp32 → Element, `count` values) into this thread's scratch buffer of Element; the fp32
+// operands where the weight has no such copy.
+template <typename Element>
+Operands RoundedOperands(const Tensor& input, const Tensor& weight, WeightForm form,
+                         void (*round)(const float*, int64_t, Element*), const Operands& fp32) {
+  const void* copy = FindPreparedWeight(weight, form);
+  if (copy == nullptr) return fp32;
+  const int64_t count = input.NumElements();
+  thread_local std::vector<Element> scratch;
+  if (scratch.size() < static_cast<size_t>(count)) scratch.resize(count);
+  round(input.data<float>(), count, scratch.data());
+  return {scratch.data(), copy, std::is_same_v<Element, uint16_t>};
+}
+
 Operands PrepareOperands(const Tensor& input, const Tensor& weight) {
   const Operands fp32{input.raw_data(), weight.raw_data()};
   if (CurrentMatrixPrecision() == MatrixPrecision::kFloat32) return fp32;
-  const int64_t count = input.NumElements();
   if (DetectCpuPath().bfloat16_instructions) {
-    const void* copy = FindPreparedWeight(weight, WeightForm::kRowsBFloat16);
-    if (copy == nullptr) return fp32;
-    thread_local std::vector<uint16_t> scratch;
-    if (scratch.size() < static_cast<size_t>(count)) scratch.resize(count);
-    FloatsToBFloat16(input.data<float>(), count, scratch.data());
-    return {scratch.data(), copy, true};
+    return RoundedOperands<uint16_t>(input, weight, WeightForm::kRowsBFloat16, FloatsToBFloat16, fp32);
   }
-  const void* copy = FindPreparedWeight(weight, WeightForm::kRowsRoundedFloat32);
-  if (copy == nullptr) return fp32;
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < static_cast<size_t>(count)) scratch.resize(count);
-  RoundFloatsToBFloat16(input.data<float>(), count, scratch.data());
-  return {scratch.data(), copy, false};
+  return RoundedOperands<float>(input, weight, WeightForm::kRowsRoundedFloat32, RoundFloatsToBFloat16, fp32);
 }
 
 // The calling thread's scratchpad for `matmul` (at least `bytes`): one buffer per thread that

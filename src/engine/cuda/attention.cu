@@ -104,6 +104,21 @@ __host__ __device__ inline SharedLayout MakeLayout(int head_dim, const PositionT
   return layout;
 }
 
+// The thread's outputs of the [kBlockM, head_dim] tile: o = threadIdx.x + a · kThreads for each
+// accumulator a with o < outputs, at row i and column d. Both the weighted sums and the final
+// division walk them; unrolled, each a is a constant and the accumulators stay in registers.
+template <typename Visit>
+__device__ __forceinline__ void ForEachOwnedOutput(int outputs, int head_dim, Visit&& visit) {
+#pragma unroll
+  for (int a = 0; a < kMaxAccumulators; ++a) {
+    const int o = threadIdx.x + a * kThreads;
+    if (o < outputs) {
+      const int i = o / head_dim;
+      visit(a, i, o - i * head_dim);
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
     RaggedAttentionKernel(const bf16* __restrict__ qkv, const int32_t* __restrict__ cu_seqlens, int sequences,
                           int num_heads, int num_kv_heads, int head_dim, float scale, bool causal,
@@ -281,34 +296,21 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     __syncthreads();
-    // Output accumulators: thread owns outputs o = threadIdx.x + a · kThreads of [kBlockM, d].
-#pragma unroll
-    for (int a = 0; a < kMaxAccumulators; ++a) {
-      const int o = threadIdx.x + a * kThreads;
-      if (o < outputs) {
-        const int i = o / head_dim;
-        const int d = o - i * head_dim;
-        const float* p = scores + i * s_stride;
-        float sum = accumulator[a] * row_alpha[i];
-        for (int j = 0; j < k_rows; ++j) sum = fmaf(p[j], __bfloat162float(v_tile[j * layout.v_stride + d]), sum);
-        accumulator[a] = sum;
-      }
-    }
+    ForEachOwnedOutput(outputs, head_dim, [&](int a, int i, int d) {
+      const float* p = scores + i * s_stride;
+      float sum = accumulator[a] * row_alpha[i];
+      for (int j = 0; j < k_rows; ++j) sum = fmaf(p[j], __bfloat162float(v_tile[j * layout.v_stride + d]), sum);
+      accumulator[a] = sum;
+    });
   }
   __syncthreads();
-#pragma unroll
-  for (int a = 0; a < kMaxAccumulators; ++a) {
-    const int o = threadIdx.x + a * kThreads;
-    if (o < outputs) {
-      const int i = o / head_dim;
-      const int d = o - i * head_dim;
-      if (i < q_rows) {
-        const float total = row_sum[i];
-        const float value = total > 0.0f ? accumulator[a] / total : 0.0f;
-        output[(q_begin + i) * int64_t{num_heads} * head_dim + q_column + d] = __float2bfloat16(value);
-      }
+  ForEachOwnedOutput(outputs, head_dim, [&](int a, int i, int d) {
+    if (i < q_rows) {
+      const float total = row_sum[i];
+      const float value = total > 0.0f ? accumulator[a] / total : 0.0f;
+      output[(q_begin + i) * int64_t{num_heads} * head_dim + q_column + d] = __float2bfloat16(value);
     }
-  }
+  });
 }
 
 }  // namespace

@@ -3,6 +3,12 @@
 // kernels on the stream of the current cuda::Context (see context.h) and returns at once;
 // errors are launch errors, never results (kernels do not report bad data: the engine checks
 // ids and lengths on the host before a step reaches the device).
+//   - Gemm runs on cuBLASLt: bf16 in, fp32 accumulate, bias (and ReLU / tanh-GELU) fused in the
+//     epilogue.
+//   - Gather clamps ids into the table (the engine has checked them on the host).
+//   - Attention takes causal, window, scale, MPNet's relative position bias and DeBERTa's c2p /
+//     p2c terms as on the CPU; it runs on tensor cores where TensorCoreAttentionFits, on the
+//     scalar kernel otherwise.
 // This header needs no CUDA headers, so the ops compile with the host compiler alone.
 #pragma once
 
@@ -18,28 +24,8 @@
 
 namespace stamen::engine::cuda {
 
-Status Convert(const Tensor& input, Tensor& output);
-Status Zero(Tensor& tensor);
-// cuBLASLt: bf16 in, fp32 accumulate, bias (and ReLU / tanh-GELU) fused in the epilogue.
-Status Gemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,
-            const ops::GemmOptions& options);
-Status Activate(ops::Activation activation, const Tensor& input, Tensor& output);
-Status GatedActivation(ops::Activation activation, const Tensor& gate_up, Tensor& output);
-Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
-                 Tensor& output);
-Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate);
-Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
-                    float eps);
-Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling,
-                 const Tensor& cu_seqlens);
-Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
-// Ids are clamped into the table (the engine has checked them on the host).
-Status Gather(const Tensor& table, const Tensor& ids, Tensor& output, bool accumulate, float scale);
-Status SequencePositions(const Tensor& cu_seqlens, int32_t offset, Tensor& positions);
-// Causal, window, scale, MPNet's relative position bias and DeBERTa's c2p / p2c terms as on the CPU.
-// Runs on tensor cores where TensorCoreAttentionFits, on the scalar kernel otherwise.
-Status Attention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
-                 const ops::AttentionOptions& options, Tensor& output);
+#include "engine/ops/backend_kernels.inc"
+
 // The scalar kernel alone (attention.cu), for every call Attention takes.
 Status ScalarAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
                        const ops::AttentionOptions& options, Tensor& output);
@@ -48,10 +34,6 @@ Status ScalarAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::Q
 bool TensorCoreAttentionFits(const Tensor& qkv, const ops::QkvLayout& layout, const ops::AttentionOptions& options);
 Status TensorCoreAttention(const Tensor& qkv, const Tensor& cu_seqlens, const ops::QkvLayout& layout,
                            const ops::AttentionOptions& options, Tensor& output);
-Status Pool(const Tensor& hidden, const Tensor& cu_seqlens, ops::PoolingMode mode, Tensor& output);
-Status SpladePool(const Tensor& logits, const Tensor& cu_seqlens, int64_t first_token, Tensor& output);
-Status L2Normalize(const Tensor& input, Tensor& output);
-Status ScaledTanhRound(Tensor& values, float scale);
 
 // The reference gemm (a plain tiled kernel, fp32 accumulation): the fallback when cuBLASLt
 // offers no algorithm for a shape, and a cross-check for the cuBLASLt path in tests.
