@@ -1239,7 +1239,8 @@ def make_costwise(family, out):
         cutoff_layers=[L]).logits[0] at the last position, for L in COSTWISE_CUTOFFS (L = 4 is the default, None);
       pair_ids_k: the ids LightweightLLMReranker.compute_score builds for RERANKER_PAIRS[k] (recorded at the model's
         forward), and pair_logits_layer<L>_k its raw score with cutoff_layers=[L] (pairs run together, as it batches
-        them); instruction_pair_ids / instruction_pair_logits: pair 0 with prompt=RERANKER_PAIR_INSTRUCTION.
+        them); pair_logits_k / pair_yes_probability_k: compute_score's defaults (cutoff_layers None), raw and with
+        normalize=True; instruction_pair_ids / instruction_pair_logits: pair 0 with prompt=RERANKER_PAIR_INSTRUCTION.
     Attention is eager: LightweightLLMReranker's from_pretrained would pick sdpa under transformers 4.46, whose
     Gemma2SdpaAttention does not soft-cap attention scores (Gemma2PreTrainedModel swaps sdpa for eager;
     CostWiseGemma2PreTrainedModel does not); report.json records how far the sdpa scores lie."""
@@ -1314,7 +1315,11 @@ def make_costwise(family, out):
             alone[(layer, k)] = reranker.compute_score([pairs[k]], cutoff_layers=[layer])[0]
     report_checks["pair_batched_max_abs_diff"] = max(
         abs(float(golden[f"pair_logits_layer{layer}_{k}"]) - float(score)) for (layer, k), score in alone.items())
+    # The defaults (cutoff_layers None), raw and normalized, under the names the yes/no rerankers' goldens use.
     default_scores = reranker.compute_score(pairs)
+    for k, (score, normalized) in enumerate(zip(default_scores, reranker.compute_score(pairs, normalize=True))):
+        golden[f"pair_logits_{k}"] = torch.tensor([[score]], dtype=torch.float32)
+        golden[f"pair_yes_probability_{k}"] = torch.tensor([[normalized]], dtype=torch.float32)
     report_checks["compute_score_default_vs_layer4_max_abs_diff"] = max(
         abs(float(score) - float(golden[f"pair_logits_layer4_{k}"])) for k, score in enumerate(default_scores))
     recorded.clear()
