@@ -213,7 +213,8 @@ TEST(YesNoResolveTest, LayerWiseRerankerTakesItsCutoffFromTheFile) {
   EXPECT_NE(past.message().find("5, is not a layer with a head"), std::string::npos) << past.message();
   EXPECT_NE(past.message().find("allowed: 2, 3, 4"), std::string::npos) << past.message();
 
-  const std::string gemma = CopyFolder(dir, "tiny-gemma-reranker");
+  TempDir gemma_dir;
+  const std::string gemma = CopyFolder(gemma_dir, "tiny-gemma-reranker");
   auto gemma_config = ReadModelConfig(gemma + "/config.json");
   ASSERT_TRUE(gemma_config.ok());
   WriteFile(gemma + "/" + std::string(kYesNoTemplateFile), R"({"cutoff_layer": 1})");
