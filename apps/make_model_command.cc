@@ -132,9 +132,9 @@ constexpr Like kLikes[] = {
     {"colbertv2.0", Family::kStanfordColbert, 768, 12, 12, 12, 64, 3072, 512, 30522, 2, nullptr, 0, "bert-base-uncased"},
     {"bge-reranker-v2-gemma", Family::kGemmaReranker, 2048, 18, 8, 1, 256, 16384, 8192, 256000, 0, nullptr, 0,
      "bert-base-uncased"},
-    // BAAI/bge-reranker-v2.5-gemma2-lightweight's backbone (gemma-2-9b's shapes: 42 layers alternating sliding and
-    // full, soft-capped attention and logits, tied) as a Gemma2ForCausalLM scored by lm_head's "Yes" (its
-    // per-layer heads and token compression are not supported); BERT's tokenizer stands in, as above.
+    // BAAI/bge-reranker-v2.5-gemma2-lightweight (gemma-2-9b's shapes: 42 layers alternating sliding and full,
+    // soft-capped attention and logits) as its hub folder has it: CostWiseGemmaForCausalLM with a one-output head
+    // per layer from start_layer 8 (or the last layer, when --layers leaves fewer); BERT's tokenizer stands in, as above.
     {"bge-reranker-v2.5-gemma2-lightweight", Family::kGemma2Reranker, 3584, 42, 16, 8, 256, 14336, 8192, 256000, 0,
      nullptr, 0, "bert-base-uncased"},
 };
@@ -311,12 +311,16 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"use_cache\": true,\n  \"use_sliding_window\": false,\n" + DecoderShapesJson(like, layers, vocab) +
              "}\n";
     case Family::kGemma2Reranker:
-      return "{\n  \"architectures\": [\"Gemma2ForCausalLM\"],\n  \"attention_bias\": false,\n"
-             "  \"attention_dropout\": 0.0,\n  \"attn_logit_softcapping\": 50.0,\n  \"bos_token_id\": 2,\n"
-             "  \"eos_token_id\": 1,\n  \"final_logit_softcapping\": 30.0,\n  \"model_type\": \"gemma2\",\n"
+      return "{\n  \"architectures\": [\"CostWiseGemmaForCausalLM\"],\n  \"attention_bias\": false,\n"
+             "  \"attention_dropout\": 0.0,\n  \"attn_logit_softcapping\": 50.0,\n"
+             "  \"auto_map\": {\"AutoConfig\": \"BAAI/bge-reranker-v2.5-gemma2-lightweight--gemma_config.CostWiseGemmaConfig\", "
+             "\"AutoModel\": \"BAAI/bge-reranker-v2.5-gemma2-lightweight--gemma_model.CostWiseGemmaModel\", "
+             "\"AutoModelForCausalLM\": \"BAAI/bge-reranker-v2.5-gemma2-lightweight--gemma_model.CostWiseGemmaForCausalLM\"},\n"
+             "  \"bos_token_id\": 2,\n  \"eos_token_id\": 1,\n  \"final_logit_softcapping\": 30.0,\n"
+             "  \"layer_sep\": 1,\n  \"layer_wise\": true,\n  \"model_type\": \"cost_wise_gemma\",\n"
              "  \"pad_token_id\": 0,\n  \"query_pre_attn_scalar\": 256,\n  \"rms_norm_eps\": 1e-06,\n"
-             "  \"rope_theta\": 10000.0,\n  \"sliding_window\": 4096,\n  \"tie_word_embeddings\": true,\n"
-             "  \"use_cache\": true,\n" +
+             "  \"rope_theta\": 10000.0,\n  \"sliding_window\": 4096,\n  \"start_layer\": " +
+             std::to_string(std::min<int64_t>(8, layers)) + ",\n  \"use_cache\": true,\n" +
              DecoderShapesJson(like, layers, vocab, "\"hidden_activation\": \"gelu_pytorch_tanh\"") + "}\n";
     case Family::kGemmaReranker:
       return "{\n  \"architectures\": [\"GemmaForCausalLM\"],\n  \"attention_bias\": false,\n"
@@ -696,14 +700,16 @@ int MakeModel(const MakeModelOptions& options) {
   const bool gemma_reranker = like->family == Family::kGemmaReranker || like->family == Family::kGemma2Reranker;
   if (gemma_reranker && options.tokenizer.empty()) {
     // The stand-in tokenizer has neither Gemma's <bos> nor "Yes": its [CLS] and "yes" instead;
-    // the v2.5 lightweight reranker's layout is v2-gemma's, with its own prompt.
-    const std::string instruction = like->family == Family::kGemma2Reranker
-                                        ? "  \"instruction\": \"Predict whether passage B contains an answer to query A.\",\n"
-                                        : "";
+    // the v2.5 lightweight reranker's layout is v2-gemma's, with its own prompt, and it scores
+    // through its heads, not a token.
+    const std::string preset = like->family == Family::kGemma2Reranker
+                                   ? "  \"preset\": \"bge-reranker-v2.5-gemma2-lightweight\",\n"
+                                   : "  \"preset\": \"bge-reranker-v2-gemma\",\n";
+    const std::string yes_token = like->family == Family::kGemma2Reranker ? "" : ",\n  \"yes_token\": \"yes\"";
     const std::string stand_in =
-        "{\n  \"preset\": \"bge-reranker-v2-gemma\",\n"
-        "  \"parts\": [\"[CLS]\", \"A: {query}\", \"\\n\", \"B: {document}\", \"\\n\", \"{instruction}\"],\n" +
-        instruction + "  \"yes_token\": \"yes\"\n}\n";
+        "{\n" + preset +
+        "  \"parts\": [\"[CLS]\", \"A: {query}\", \"\\n\", \"B: {document}\", \"\\n\", \"{instruction}\"]" +
+        yes_token + "\n}\n";
     if (!WriteText(out / std::string(engine::kYesNoTemplateFile), stand_in)) {
       return Fail("cannot write " + (out / std::string(engine::kYesNoTemplateFile)).string());
     }

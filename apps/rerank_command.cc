@@ -69,12 +69,12 @@ int RunRerank(RerankOptions options) {
     if (!model_tokenizer.ok()) return Fail(model_tokenizer.status().message());
     tokenizer = std::move(model_tokenizer.value());
   }
-  const bool yes_no = !config.yes_no_token_ids.empty();
+  const bool yes_no = config.yes_no_reranker();
   if (!yes_no && !options.instruction.empty()) return Fail("--instruction applies to yes/no rerankers only");
   if (options.token_ids && !options.instruction.empty()) return Fail("--instruction applies to texts, not to --token-ids input");
   engine::YesNoTemplate prompt;
   if (yes_no) {
-    auto read = engine::ReadYesNoTemplate(options.model, config.family, options.instruction);
+    auto read = engine::ReadYesNoTemplate(options.model, config, options.instruction);
     if (!read.ok()) return Fail(read.status().message());
     prompt = std::move(read.value());
   }

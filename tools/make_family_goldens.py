@@ -39,7 +39,10 @@ logit("1") - logit("0"), pair ids from mxbai-rerank 0.1.6's own MxbaiRerankV2.pr
 bge-reranker-v2-gemma card's get_inputs), gemma2-reranker and gemma2-reranker-bf16 (Gemma2ForCausalLM with small
 attention and final logit soft-caps, sliding window 16: raw score logit("Yes") of the soft-capped logits, pair ids as
 gemma-reranker's with the v2.5-gemma2-lightweight prompt, which its yes_no_reranker.json names); all of them also hold
-`instruction_pair_ids` (pair 0 with an instruction).
+`instruction_pair_ids` (pair 0 with an instruction). gemma2-costwise-reranker (bge-reranker-v2.5-gemma2-lightweight's
+CostWiseGemmaForCausalLM, per-layer heads; make_costwise) is scored by FlagEmbedding 1.4.2's own classes, which need
+transformers 4.46: `PYTHONPATH=.venv-heavy/flagembedding-transformers .venv-heavy/bin/python tools/make_family_goldens.py
+gemma2-costwise-reranker tests/engine/data/tiny-gemma2-costwise-reranker` (`all` skips it otherwise).
 The folder name written by `all` is tiny-FAMILY.
 
 bert-classifier and bert-splade also hold `weightedmean_pooled_i` and `mean_sqrt_len_pooled_i`,
@@ -1181,6 +1184,185 @@ def make_stella_dense(family, out):
     print(f"wrote {out}")
 
 
+# ---------------------------------------------------------------- issue 44: bge-reranker-v2.5-gemma2-lightweight
+
+# The hub folder's auto_map (BAAI/bge-reranker-v2.5-gemma2-lightweight's config.json).
+COSTWISE_AUTO_MAP = {
+    "AutoConfig": "BAAI/bge-reranker-v2.5-gemma2-lightweight--gemma_config.CostWiseGemmaConfig",
+    "AutoModel": "BAAI/bge-reranker-v2.5-gemma2-lightweight--gemma_model.CostWiseGemmaModel",
+    "AutoModelForCausalLM": "BAAI/bge-reranker-v2.5-gemma2-lightweight--gemma_model.CostWiseGemmaForCausalLM"}
+# Heads for layers 2, 3 and 4 (start_layer 2, layer_sep 1, 4 layers); the default cut-off is the last.
+COSTWISE_CUTOFFS = [2, 3, 4]
+# FlagEmbedding's lightweight reranker runs under transformers 4.46 only (lightweight.py says so);
+# this folder holds that pin beside .venv-heavy's transformers 5 (tools/setup_heavy_venv.sh).
+FLAGEMBEDDING_TRANSFORMERS = ".venv-heavy/flagembedding-transformers"
+
+
+def gemma2_costwise_reranker():
+    return dict(costwise=True)
+
+
+def flagembedding_lightweight():
+    """FlagEmbedding 1.4.2's CostWiseGemmaConfig, CostWiseGemmaForCausalLM and LightweightLLMReranker, imported
+    from their own modules, unchanged. The packages above them are entered without running their __init__, which
+    imports every embedder and trainer of the library (and `datasets`, not installed). They call transformers
+    4.46's Gemma 2 layers (Gemma2DecoderLayer without position_embeddings), so this runs with
+    PYTHONPATH=.venv-heavy/flagembedding-transformers, where transformers 4.46.0 is installed alone."""
+    if not transformers.__version__.startswith("4.46"):
+        sys.exit(f"gemma2-costwise-reranker needs transformers 4.46 (FlagEmbedding's lightweight reranker); run with "
+                 f"PYTHONPATH={FLAGEMBEDDING_TRANSFORMERS} (transformers {transformers.__version__} is on the path)")
+    import importlib.util
+    import types
+    root = pathlib.Path(importlib.util.find_spec("FlagEmbedding").origin).parent
+    for name in ("FlagEmbedding", "FlagEmbedding.inference", "FlagEmbedding.inference.reranker",
+                 "FlagEmbedding.inference.reranker.decoder_only"):
+        package = types.ModuleType(name)
+        package.__path__ = [str(root.joinpath(*name.split(".")[1:]))]
+        sys.modules.setdefault(name, package)
+    if importlib.util.find_spec("peft") is None:
+        # lightweight.py imports peft for a LoRA path (peft_path) the goldens do not take.
+        sys.modules["peft"] = types.SimpleNamespace(PeftModel=None)
+    from FlagEmbedding.inference.reranker.decoder_only.lightweight import LightweightLLMReranker
+    from FlagEmbedding.inference.reranker.decoder_only.models.gemma_config import CostWiseGemmaConfig
+    from FlagEmbedding.inference.reranker.decoder_only.models.gemma_model import CostWiseGemmaForCausalLM
+    return CostWiseGemmaConfig, CostWiseGemmaForCausalLM, LightweightLLMReranker
+
+
+def make_costwise(family, out):
+    """CostWiseGemmaForCausalLM with layer_wise heads (bge-reranker-v2.5-gemma2-lightweight's remote code, as
+    FlagEmbedding 1.4.2 ships it): Gemma 2 blocks (grouped-query, layers alternating sliding / full with a window of
+    16 that the longer sequences exceed, query_pre_attn_scalar 24, attention soft-cap 2), 4 layers, one-output heads
+    lm_head.k.linear_head for layers 2, 3, 4, final logit soft-cap 1. The folder has the hub's model_type and auto_map;
+    its yes_no_reranker.json is absent (stamen's default for the class is the lightweight preset).
+    golden.safetensors (float64 runs, stored F32):
+      input_ids_i (random ids, LENGTHS) and logits_layer<L>_i [1, 1]: CostWiseGemmaForCausalLM.forward(input_ids,
+        cutoff_layers=[L]).logits[0] at the last position, for L in COSTWISE_CUTOFFS (L = 4 is the default, None);
+      pair_ids_k: the ids LightweightLLMReranker.compute_score builds for RERANKER_PAIRS[k] (recorded at the model's
+        forward), and pair_logits_layer<L>_k its raw score with cutoff_layers=[L] (pairs run together, as it batches
+        them); pair_logits_k / pair_yes_probability_k: compute_score's defaults (cutoff_layers None), raw and with
+        normalize=True; instruction_pair_ids / instruction_pair_logits: pair 0 with prompt=RERANKER_PAIR_INSTRUCTION.
+    Attention is eager: LightweightLLMReranker's from_pretrained would pick sdpa under transformers 4.46, whose
+    Gemma2SdpaAttention does not soft-cap attention scores (Gemma2PreTrainedModel swaps sdpa for eager;
+    CostWiseGemma2PreTrainedModel does not); report.json records how far the sdpa scores lie."""
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    config_class, model_class, reranker_class = flagembedding_lightweight()
+    config = config_class(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rms_norm_eps=1e-6, rope_theta=10000.0,
+        hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24, sliding_window=16,
+        attn_logit_softcapping=2.0, final_logit_softcapping=1.0, pad_token_id=0, eos_token_id=1, bos_token_id=2,
+        start_layer=2, layer_sep=1, layer_wise=True)
+    torch.manual_seed(444)
+    model = model_class(config).eval()
+    perturb(model, "gemma")
+    model.save_pretrained(out, safe_serialization=True)
+    path = out / "config.json"
+    saved = json.loads(path.read_text())
+    saved["auto_map"] = COSTWISE_AUTO_MAP
+    saved.pop("_attn_implementation_autoset", None)
+    path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+    tokenizer = gemma_tokenizer()
+    tokenizer.save(str(out / "tokenizer.json"))
+    # For AutoTokenizer in LightweightLLMReranker only; removed after.
+    (out / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>",
+        "unk_token": "<unk>"}) + "\n")
+
+    def load(attention):
+        reranker = reranker_class(str(out), use_fp16=False, devices=["cpu"])
+        reranker.model = model_class.from_pretrained(str(out), attn_implementation=attention).double().eval()
+        return reranker
+
+    reranker = load("eager")
+    golden, report_checks = {}, {}
+    with safe_open(out / "model.safetensors", "pt") as stored:
+        tensor_names = sorted(stored.keys())
+    for i, ids in enumerate(make_ids(dict(ids="random"), torch.Generator().manual_seed(7))):
+        golden[f"input_ids_{i}"] = ids.to(torch.int64)
+        with torch.no_grad():
+            for layer in COSTWISE_CUTOFFS:
+                logits = reranker.model(input_ids=ids[None], attention_mask=torch.ones_like(ids)[None],
+                                        cutoff_layers=[layer]).logits
+                assert len(logits) == 1 and logits[0].shape == (1, len(ids))
+                golden[f"logits_layer{layer}_{i}"] = logits[0][:, -1:].float()
+    with torch.no_grad():
+        ids = golden["input_ids_5"][None]
+        default = reranker.model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[0][:, -1:]
+    report_checks["default_cutoff_is_last_layer_max_abs_diff"] = float((default.float() - golden["logits_layer4_5"]).abs().max())
+
+    recorded = []
+    forward = reranker.model.forward
+
+    def recording_forward(*args, **kwargs):
+        recorded.append((kwargs["input_ids"], kwargs["attention_mask"]))
+        return forward(*args, **kwargs)
+
+    reranker.model.forward = recording_forward
+    pairs = [list(pair) for pair in RERANKER_PAIRS]
+    for k, pair in enumerate(pairs):
+        recorded.clear()
+        reranker.compute_score([pair], cutoff_layers=[COSTWISE_CUTOFFS[-1]])
+        ids, mask = recorded[-1]
+        golden[f"pair_ids_{k}"] = ids[0][mask[0].bool()].to(torch.int64)
+        assert golden[f"pair_ids_{k}"].tolist() == gemma2_pair_ids(tokenizer, *RERANKER_PAIRS[k]), k
+    alone = {}
+    for layer in COSTWISE_CUTOFFS:
+        scores = reranker.compute_score(pairs, cutoff_layers=[layer])
+        for k, score in enumerate(scores):
+            golden[f"pair_logits_layer{layer}_{k}"] = torch.tensor([[score]], dtype=torch.float32)
+            # One pair: a list of one score.
+            alone[(layer, k)] = reranker.compute_score([pairs[k]], cutoff_layers=[layer])[0]
+    report_checks["pair_batched_max_abs_diff"] = max(
+        abs(float(golden[f"pair_logits_layer{layer}_{k}"]) - float(score)) for (layer, k), score in alone.items())
+    # The defaults (cutoff_layers None), raw and normalized, under the names the yes/no rerankers' goldens use.
+    default_scores = reranker.compute_score(pairs)
+    for k, (score, normalized) in enumerate(zip(default_scores, reranker.compute_score(pairs, normalize=True))):
+        golden[f"pair_logits_{k}"] = torch.tensor([[score]], dtype=torch.float32)
+        golden[f"pair_yes_probability_{k}"] = torch.tensor([[normalized]], dtype=torch.float32)
+    report_checks["compute_score_default_vs_layer4_max_abs_diff"] = max(
+        abs(float(score) - float(golden[f"pair_logits_layer4_{k}"])) for k, score in enumerate(default_scores))
+    recorded.clear()
+    score = reranker.compute_score([pairs[0]], prompt=RERANKER_PAIR_INSTRUCTION)[0]
+    ids, mask = recorded[-1]
+    golden["instruction_pair_ids"] = ids[0][mask[0].bool()].to(torch.int64)
+    golden["instruction_pair_logits"] = torch.tensor([[score]], dtype=torch.float32)
+    # The cut-offs differ from each other, and the heads after head 0 are not what scores (FlagEmbedding applies
+    # lm_head[0] to the one cut-off it is asked for).
+    report_checks["cutoff_layer2_vs_layer4_max_abs_diff"] = max(
+        abs(float(golden[f"pair_logits_layer2_{k}"]) - float(golden[f"pair_logits_layer4_{k}"])) for k in range(len(pairs)))
+    with torch.no_grad():
+        ids = golden["input_ids_5"][None]
+        hidden = reranker.model.model(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                      cutoff_layers=[3]).hidden_states[0][0, -1]
+        cap = config.final_logit_softcapping
+        for k in range(len(reranker.model.lm_head)):
+            logit = cap * torch.tanh(reranker.model.lm_head[k].linear_head(hidden) / cap)
+            report_checks[f"layer3_through_head{k}_minus_golden"] = float(logit.float() - golden["logits_layer3_5"].reshape(()))
+    sdpa = load("sdpa")
+    sdpa_scores = sdpa.compute_score(pairs)
+    report_checks["sdpa_attention_vs_eager_max_abs_diff"] = max(
+        abs(float(score) - float(golden[f"pair_logits_layer4_{k}"])) for k, score in enumerate(sdpa_scores))
+    (out / "tokenizer_config.json").unlink()
+
+    save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
+    from importlib.metadata import version
+    report = {"generator": "tools/make_family_goldens.py " + family, "transformers": transformers.__version__,
+              "torch": torch.__version__, "flagembedding": version("FlagEmbedding"),
+              "class": "FlagEmbedding.inference.reranker.decoder_only.models.gemma_model.CostWiseGemmaForCausalLM",
+              "pair_reference": "FlagEmbedding LightweightLLMReranker.compute_score (eager attention, float64); "
+                                "raw score: lm_head[0] on the final-normed hidden state after cutoff_layers=[L], "
+                                "soft-capped, at the last token",
+              "config": {k: saved[k] for k in ("architectures", "model_type", "num_hidden_layers", "start_layer",
+                                                "layer_sep", "layer_wise", "attn_logit_softcapping",
+                                                "final_logit_softcapping", "sliding_window", "query_pre_attn_scalar")},
+              "cutoff_layers": COSTWISE_CUTOFFS, "lengths": LENGTHS, "tensor_names": tensor_names,
+              "pairs": [{"query": q, "document": d} for q, d in RERANKER_PAIRS],
+              "instruction": RERANKER_PAIR_INSTRUCTION, "checks": report_checks, "golden_tensors": sorted(golden)}
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
 def mpnet_classifier():
     spec = mpnet()
     spec["config"].num_labels = 2
@@ -1222,6 +1404,8 @@ FAMILIES = {
     "gemma-reranker": gemma_reranker,
     "gemma2-reranker": gemma2_reranker,
     "gemma2-reranker-bf16": lambda: dict(gemma2_reranker(), storage=torch.bfloat16),
+    # bge-reranker-v2.5-gemma2-lightweight's CostWiseGemmaForCausalLM, against FlagEmbedding (make_costwise).
+    "gemma2-costwise-reranker": gemma2_costwise_reranker,
     # Weights stored in half precision, as many checkpoints ship: the goldens are the float64
     # run of exactly the stored (rounded) values.
     "modernbert-bf16": lambda: dict(modernbert(), storage=torch.bfloat16),
@@ -1484,6 +1668,8 @@ def make(family, out):
         return make_jina(family, out, spec)
     if spec.get("stella"):
         return make_stella_dense(family, out)
+    if spec.get("costwise"):
+        return make_costwise(family, out)
     with NoCausalMask(spec), NomicRotaryVariant(spec):
         make_spec(family, out, spec)
 
@@ -1951,6 +2137,9 @@ def main():
     torch.set_num_threads(1)
     if family == "all":
         for name in FAMILIES:
+            if name == "gemma2-costwise-reranker" and not transformers.__version__.startswith("4.46"):
+                print(f"skipped {name}: it runs under PYTHONPATH={FLAGEMBEDDING_TRANSFORMERS} (make_costwise)")
+                continue
             make(name, out / f"tiny-{name}")
     else:
         if family not in FAMILIES:

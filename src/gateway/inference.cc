@@ -52,8 +52,8 @@ StatusOr<ModelDescription> DescribeModel(const GatewayOptions& options) {
   // As the worker's engine decides it (engine::Engine::Load), so both see the same scorer.
   STAMEN_RETURN_IF_ERROR(engine::ResolveYesNoReranker(options.model_dir, options.yes_no_reranker,
                                                       model.sentence_transformers, &model.config));
-  if (!model.config.yes_no_token_ids.empty()) {
-    auto prompt = engine::ReadYesNoTemplate(options.model_dir, model.config.family, options.yes_no_instruction);
+  if (model.config.yes_no_reranker()) {
+    auto prompt = engine::ReadYesNoTemplate(options.model_dir, model.config, options.yes_no_instruction);
     if (!prompt.ok()) return prompt.status();
     model.yes_no_template = std::move(prompt.value());
   } else if (!options.yes_no_instruction.empty()) {
@@ -394,7 +394,7 @@ std::optional<ApiError> Inference::TokenizeScored(engine::ModelTokenizer& tokeni
   const size_t limit = truncate ? static_cast<size_t>(max_input_length_) : 0;
   const auto side = direction == Truncation::kLeft ? tokenizer::TruncationSide::kLeft : tokenizer::TruncationSide::kRight;
   for (size_t i = 0; i < texts.size(); ++i) {
-    if (texts[i].second && !config_.yes_no_token_ids.empty()) {
+    if (texts[i].second && config_.yes_no_reranker()) {
       tokenizer.EncodeYesNoPair(yes_no_template_, texts[i].first, *texts[i].second, limit, &ids);
       types.assign(ids.size(), 0);
     } else if (texts[i].second) {

@@ -172,6 +172,20 @@ struct ModelConfig {
   // reranker, and the head is the difference of the two lm_head rows; {yes} alone when the
   // template scores one token's logit (layers::LoadYesNoHead). Empty otherwise.
   std::vector<int32_t> yes_no_token_ids;
+  // A layer-wise reranker (CostWiseGemmaForCausalLM with layer_wise, bge-reranker-v2.5-gemma2-
+  // lightweight; FlagEmbedding's gemma_model.py): lm_head is a list of one-output heads,
+  // lm_head.k.linear_head.weight [1, hidden], one per layer start_layer + k·layer_sep up to
+  // num_hidden_layers (layer_wise_start, layer_wise_step; both 0 for any other model). As a
+  // reranker (model_folder/yes_no_reranker.h) cutoff_layer is the number of layers run: the
+  // final norm of the hidden state after them, through a head, soft-capped, is the score, and
+  // the layers after it are neither loaded nor computed. 0: every layer (not a reranker).
+  int64_t layer_wise_start = 0;
+  int64_t layer_wise_step = 0;
+  int64_t cutoff_layer = 0;
+  // Scored as a yes/no or layer-wise reranker: one label, the prompt template around each pair.
+  bool yes_no_reranker() const { return !yes_no_token_ids.empty() || cutoff_layer > 0; }
+  // The layers a forward pass runs: cutoff_layer when set, else all.
+  int64_t RunLayers() const { return cutoff_layer > 0 ? cutoff_layer : num_hidden_layers; }
   DisentangledAttentionConfig disentangled;  // DeBERTa only
   int64_t num_labels = 0;            // classification heads only
   std::vector<std::string> id2label;  // num_labels names, "LABEL_i" when not given

@@ -90,6 +90,15 @@ std::optional<YesNoTemplate> FindYesNoPreset(std::string_view name) {
         .yes_token = "Yes",
         .no_token = ""};
   }
+  if (name == "bge-reranker-v2.5-gemma2-lightweight") {
+    // FlagEmbedding's LightweightLLMReranker.compute_score_single_gpu: BaseLLMReranker's layout
+    // with its own default prompt; the score is a per-layer head's, no token's logit.
+    return YesNoTemplate{.preset = std::string(name),
+                         .parts = {"<bos>", "A: {query}", "\n", "B: {document}", "\n", "{instruction}"},
+                         .instruction = "Predict whether passage B contains an answer to query A.",
+                         .yes_token = "",
+                         .no_token = ""};
+  }
   return std::nullopt;
 }
 
@@ -105,9 +114,30 @@ std::string_view DefaultYesNoPreset(ModelFamily family) {
   }
 }
 
-StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, ModelFamily family,
-                                          const std::string& instruction) {
-  YesNoTemplate prompt = *FindYesNoPreset(DefaultYesNoPreset(family));
+namespace {
+
+constexpr std::string_view kLayerWisePreset = "bge-reranker-v2.5-gemma2-lightweight";
+
+// A layer-wise reranker's keys of the file: the cut-off layer, and FlagEmbedding's token
+// compression, which is refused unless it is off (ratio 1).
+Status ReadLayerWiseKeys(const JsonObject& root, YesNoTemplate* prompt) {
+  if (root.Has("cutoff_layer")) {
+    int64_t layer = 0;
+    STAMEN_RETURN_IF_ERROR(root.Optional("cutoff_layer", &layer));
+    prompt->cutoff_layer = layer;
+  }
+  int64_t compress_ratio = 1;
+  STAMEN_RETURN_IF_ERROR(root.Optional("compress_ratio", &compress_ratio));
+  if (compress_ratio != 1) {
+    return root.Error("compress_ratio", "is not supported: FlagEmbedding's token compression (ratios 2, 4, 8 at "
+                                        "compress_layers) is not implemented; only 1 (off, its default)");
+  }
+  return Status();
+}
+
+StatusOr<YesNoTemplate> ReadTemplate(const std::string& model_dir, std::string_view default_preset,
+                                     const std::string& instruction) {
+  YesNoTemplate prompt = *FindYesNoPreset(default_preset);
   const fs::path path = fs::path(model_dir) / std::string(kYesNoTemplateFile);
   if (fs::exists(path)) {
     auto document = JsonDocument::Load(path.string());
@@ -118,7 +148,8 @@ StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, ModelFam
     auto found = FindYesNoPreset(preset);
     if (!found) {
       return root.Error("preset", "names no preset ('" + preset +
-                                      "'; qwen3-reranker, mxbai-rerank-v2, bge-reranker-v2-gemma)");
+                                      "'; qwen3-reranker, mxbai-rerank-v2, bge-reranker-v2-gemma, "
+                                      "bge-reranker-v2.5-gemma2-lightweight)");
     }
     prompt = std::move(*found);
     const bool parts = root.Has("parts");
@@ -147,7 +178,11 @@ StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, ModelFam
     STAMEN_RETURN_IF_ERROR(root.Optional("instruction", &prompt.instruction));
     STAMEN_RETURN_IF_ERROR(root.Optional("yes_token", &prompt.yes_token));
     STAMEN_RETURN_IF_ERROR(root.Optional("no_token", &prompt.no_token));
-    if (prompt.yes_token.empty()) return root.Error("yes_token", "must not be empty");
+    // The layer-wise preset scores through its heads, not a token.
+    if (prompt.yes_token.empty() && prompt.preset != kLayerWisePreset) {
+      return root.Error("yes_token", "must not be empty");
+    }
+    STAMEN_RETURN_IF_ERROR(ReadLayerWiseKeys(root, &prompt));
     bool has_query = false, has_document = false;
     for (const std::string& part : prompt.parts) {
       const YesNoPartKind kind = KindOfYesNoPart(part);
@@ -158,6 +193,19 @@ StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, ModelFam
   }
   if (!instruction.empty()) prompt.instruction = instruction;
   return prompt;
+}
+
+}  // namespace
+
+StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, ModelFamily family,
+                                          const std::string& instruction) {
+  return ReadTemplate(model_dir, DefaultYesNoPreset(family), instruction);
+}
+
+StatusOr<YesNoTemplate> ReadYesNoTemplate(const std::string& model_dir, const ModelConfig& config,
+                                          const std::string& instruction) {
+  return ReadTemplate(model_dir, config.layer_wise_start > 0 ? kLayerWisePreset : DefaultYesNoPreset(config.family),
+                      instruction);
 }
 
 YesNoPartKind KindOfYesNoPart(std::string_view part) {
@@ -188,13 +236,50 @@ std::string FormatYesNoPart(std::string_view part, std::string_view instruction,
   return text;
 }
 
+namespace {
+
+// A layer-wise reranker's cut-off (the template's, else every layer, FlagEmbedding's default),
+// which must be one of FlagEmbedding's can_use_layers (start_layer, start_layer + layer_sep, …
+// up to num_hidden_layers) whose head the folder holds; then `config` scores after it.
+Status ResolveCutoffLayer(const std::string& model_dir, const YesNoTemplate& prompt, ModelConfig* config) {
+  const int64_t cutoff = prompt.cutoff_layer.value_or(config->num_hidden_layers);
+  std::string allowed;
+  bool found = false;
+  for (int64_t layer = config->layer_wise_start, k = 0; layer <= config->num_hidden_layers;
+       layer += config->layer_wise_step, ++k) {
+    auto has_head = FolderHasTensor(model_dir, "lm_head." + std::to_string(k) + ".linear_head.weight");
+    // A gateway pulls no weights: without the tensor names, the config's layers are the heads.
+    if (has_head.ok() && !*has_head) continue;
+    allowed += (allowed.empty() ? "" : ", ") + std::to_string(layer);
+    found = found || layer == cutoff;
+  }
+  if (!found) {
+    const std::string source = prompt.cutoff_layer.has_value()
+                                   ? "the cutoff_layer of " + std::string(kYesNoTemplateFile)
+                                   : "the default cut-off (num_hidden_layers)";
+    return Status::Error(model_dir + ": " + source + ", " + std::to_string(cutoff) +
+                         ", is not a layer with a head (start_layer " + std::to_string(config->layer_wise_start) +
+                         ", layer_sep " + std::to_string(config->layer_wise_step) + "; allowed: " +
+                         (allowed.empty() ? "none" : allowed) + ")");
+  }
+  config->cutoff_layer = cutoff;
+  config->head = ModelHead::kSequenceClassification;
+  config->num_labels = 1;
+  config->id2label = {"score"};
+  config->yes_no_token_ids.clear();
+  return Status();
+}
+
+}  // namespace
+
 Status ResolveYesNoReranker(const std::string& model_dir, std::optional<bool> requested,
                             const SentenceTransformersConfig& sentence_transformers, ModelConfig* config) {
   if (requested.has_value() && !*requested) return Status();
   const bool causal_lm = config->decoder && config->architecture.ends_with("ForCausalLM");
+  const bool layer_wise = config->layer_wise_start > 0;
   if (!requested.has_value()) {
     if (!causal_lm || sentence_transformers.has_modules) return Status();
-    if (!config->tie_word_embeddings) {
+    if (!config->tie_word_embeddings && !layer_wise) {
       auto has_head = FolderHasTensor(model_dir, "lm_head.weight");
       if (!has_head.ok()) {
         // A gateway pulls no weights: a single-file model's tensor names are not there to read.
@@ -206,8 +291,17 @@ Status ResolveYesNoReranker(const std::string& model_dir, std::optional<bool> re
   } else if (!causal_lm) {
     return Status::Error(model_dir + ": a yes/no reranker must be a decoder *ForCausalLM, not " + config->architecture);
   }
-  auto prompt = ReadYesNoTemplate(model_dir, config->family);
+  auto prompt = ReadYesNoTemplate(model_dir, *config);
   if (!prompt.ok()) return prompt.status();
+  if (layer_wise) return ResolveCutoffLayer(model_dir, *prompt, config);
+  if (prompt->cutoff_layer.has_value()) {
+    return Status::Error(model_dir + "/" + std::string(kYesNoTemplateFile) + ": 'cutoff_layer' applies to layer-wise " +
+                         "rerankers (CostWiseGemmaForCausalLM) only, not " + config->architecture);
+  }
+  if (prompt->yes_token.empty()) {
+    return Status::Error(model_dir + "/" + std::string(kYesNoTemplateFile) + ": preset '" + prompt->preset +
+                         "' scores no token, which only a layer-wise reranker (CostWiseGemmaForCausalLM) can do");
+  }
   std::vector<int32_t> ids;
   // {no, yes}, or {yes} alone.
   for (const std::string* piece : {&prompt->no_token, &prompt->yes_token}) {

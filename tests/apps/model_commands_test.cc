@@ -583,10 +583,10 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       // Issue 48: jina-embeddings-v3, config.json naming XLMRobertaModel, run as its XLMRobertaLoRA.
       {"jina-embeddings-v3", "xlmr-trimmed-32k", 1024, "XLMRobertaLoRA"},
       // Issue 44: LLM rerankers; bge-reranker-v2-gemma and v2.5-gemma2-lightweight with their shipped stand-in tokenizer (""),
-      // for which make-model writes a yes_no_reranker.json scoring BERT's "yes".
+      // for which make-model writes a yes_no_reranker.json (v2-gemma scoring BERT's "yes"; the lightweight, CostWise, its head).
       {"mxbai-rerank-base-v2", "qwen2-bpe", 0, "Qwen2ForCausalLM"},
       {"bge-reranker-v2-gemma", "", 0, "GemmaForCausalLM"},
-      {"bge-reranker-v2.5-gemma2-lightweight", "", 0, "Gemma2ForCausalLM"},
+      {"bge-reranker-v2.5-gemma2-lightweight", "", 0, "CostWiseGemmaForCausalLM"},
       // Issue 44: a Stanford ColBERT checkpoint, whose token vectors are 128 wide.
       {"colbertv2.0", "configs/all-MiniLM-L6-v2", 128, "HF_ColBERT"},
   };

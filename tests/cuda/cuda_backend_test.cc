@@ -328,6 +328,8 @@ std::vector<std::string> ModelFolders() {
                            "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker",
                            // Gemma 2: soft-capped attention in both kernels, and soft-capped logits.
                            "tiny-gemma2-reranker",
+                           // bge-reranker-v2.5-gemma2-lightweight's CostWiseGemma: the layers to its cut-off, one head.
+                           "tiny-gemma2-costwise-reranker",
                            // Issue 48: JinaBERT's ALiBi (slopes F32 on the device), an embedder and a reranker.
                            "tiny-jina-bert", "tiny-jina-reranker-bf16"}) {
     // A bundle may carry only some of them (bench/gpu/pack.sh): absent ones are left out, not failed.

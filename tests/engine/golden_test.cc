@@ -467,6 +467,158 @@ TEST(YesNoRerankerTest, CudaTakesSoftCappedAttention) {
   EXPECT_EQ(engine.status().message().find("soft-cap"), std::string::npos) << engine.status().message();
 }
 
+// bge-reranker-v2.5-gemma2-lightweight's CostWiseGemmaForCausalLM (tiny-gemma2-costwise-reranker:
+// 4 layers, heads for layers 2, 3, 4): its raw score after each cut-off layer against FlagEmbedding's
+// own classes (tools/make_family_goldens.py make_costwise: the model's forward on random ids, and
+// LightweightLLMReranker.compute_score on the templated pairs, whose ids it built), each sequence
+// alone and the pairs packed in one step. The cut-off is the default (every layer) or the one the
+// folder's yes_no_reranker.json names.
+class LayerWiseRerankerTest : public ::testing::TestWithParam<int> {
+ protected:
+  static constexpr std::string_view kModel = "tiny-gemma2-costwise-reranker";
+  static constexpr std::pair<std::string_view, std::string_view> kPairs[] = {
+      {"what is the capital of china?", "The capital of China is Beijing."},
+      {"what is the capital of china?", "Gravity is a force that attracts two bodies towards each other."},
+      {"explain gravity", "Gravity is a force that attracts two bodies towards each other."},
+      {"yes or no", "no"}};
+
+  // The golden folder, copied with a yes_no_reranker.json of `json` (none when empty).
+  std::string FolderWith(const std::string& json) {
+    const std::string folder = dir_.path() + "/model";
+    std::filesystem::copy(GoldenFolder(std::string(kModel)), folder, std::filesystem::copy_options::recursive);
+    if (!json.empty()) WriteFile(folder + "/yes_no_reranker.json", json);
+    return folder;
+  }
+
+  TempDir dir_;
+};
+
+TEST_P(LayerWiseRerankerTest, ScoresMatchFlagEmbeddingAtTheCutoff) {
+  const int layer = GetParam();
+  // Layer 4, the last, is the default: no file.
+  const std::string folder = FolderWith(layer == 4 ? "" : R"({"cutoff_layer": )" + std::to_string(layer) + "}");
+  auto engine = Engine::Load(folder, {.num_threads = 1});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  const ModelConfig& config = (*engine)->config();
+  ASSERT_EQ(config.head, ModelHead::kSequenceClassification);
+  EXPECT_EQ(config.cutoff_layer, layer);
+  EXPECT_TRUE(config.yes_no_reranker());
+  auto golden = LoadGolden(std::string(kModel));
+  ASSERT_TRUE(golden.ok()) << golden.status().message();
+  const std::string suffix = "layer" + std::to_string(layer) + "_";
+  const StepOptions scores{.output = StepOutput::kScores};
+  double worst = 0.0;
+  for (int i = 0; i < kSequences; ++i) {
+    auto result = StepAlone(**engine, golden->ids[i], scores);
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    worst = std::max(worst, MaxAbsError(*golden, "logits_" + suffix + std::to_string(i),
+                                        {result->values().data<float>(), 1}));
+  }
+  EXPECT_LE(worst, kTolerance);
+
+  auto tokenizer = ModelTokenizer::Load(folder, config);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+  auto prompt = ReadYesNoTemplate(folder, config);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().message();
+  EXPECT_EQ(prompt->preset, "bge-reranker-v2.5-gemma2-lightweight");
+  std::vector<int32_t> ids, packed_ids, packed_bounds = {0};
+  double worst_pair = 0.0;
+  for (size_t k = 0; k < std::size(kPairs); ++k) {
+    (*tokenizer)->EncodeYesNoPair(*prompt, std::string(kPairs[k].first), std::string(kPairs[k].second), 0, &ids);
+    auto expected = golden->store.Load("pair_ids_" + std::to_string(k), DataType::kI64);
+    ASSERT_TRUE(expected.ok());
+    EXPECT_EQ(std::vector<int32_t>(expected->data<int64_t>(), expected->data<int64_t>() + expected->NumElements()), ids)
+        << "pair " << k;
+    packed_ids.insert(packed_ids.end(), ids.begin(), ids.end());
+    packed_bounds.push_back(static_cast<int32_t>(packed_ids.size()));
+    auto result = StepAlone(**engine, ids, scores);
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    worst_pair = std::max(worst_pair, MaxAbsError(*golden, "pair_logits_" + suffix + std::to_string(k),
+                                                  {result->values().data<float>(), 1}));
+  }
+  EXPECT_LE(worst_pair, kTolerance);
+  // The pairs, of different lengths, in one step: each score as alone.
+  auto packed = (*engine)->Step({packed_ids, packed_bounds, {}}, scores);
+  ASSERT_TRUE(packed.ok() && packed->Wait().ok());
+  for (size_t k = 0; k < std::size(kPairs); ++k) {
+    EXPECT_LE(MaxAbsError(*golden, "pair_logits_" + suffix + std::to_string(k), {packed->values().data<float>() + k, 1}),
+              kTolerance)
+        << "pair " << k << " packed";
+  }
+  if (layer == 4) {
+    // FlagEmbedding's prompt argument is the template's instruction.
+    YesNoTemplate instructed = *prompt;
+    instructed.instruction = "Find the passage that answers the question";
+    (*tokenizer)->EncodeYesNoPair(instructed, std::string(kPairs[0].first), std::string(kPairs[0].second), 0, &ids);
+    auto expected = golden->store.Load("instruction_pair_ids", DataType::kI64);
+    ASSERT_TRUE(expected.ok());
+    EXPECT_EQ(std::vector<int32_t>(expected->data<int64_t>(), expected->data<int64_t>() + expected->NumElements()), ids);
+    auto result = StepAlone(**engine, ids, scores);
+    ASSERT_TRUE(result.ok());
+    EXPECT_LE(MaxAbsError(*golden, "instruction_pair_logits", {result->values().data<float>(), 1}), kTolerance);
+  }
+  // The test tells cut-offs apart: this layer's scores are far from another layer's goldens.
+  const int other = layer == 2 ? 3 : 2;
+  double apart = 0.0;
+  for (size_t k = 0; k < std::size(kPairs); ++k) {
+    auto mine = golden->store.Load("pair_logits_" + suffix + std::to_string(k));
+    ASSERT_TRUE(mine.ok());
+    apart = std::max(apart, MaxAbsError(*golden, "pair_logits_layer" + std::to_string(other) + "_" + std::to_string(k),
+                                        {mine->data<float>(), 1}));
+  }
+  EXPECT_GT(apart, 100 * kTolerance);
+  std::cout << "[ golden   ] " << kModel << " cut-off " << layer << ": max abs error " << worst << ", templated pairs "
+            << worst_pair << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(CutoffLayers, LayerWiseRerankerTest, ::testing::Values(2, 3, 4));
+
+// The layers after the cut-off are not run: with their weights all NaN, the score at the cut-off
+// is still FlagEmbedding's.
+TEST_F(LayerWiseRerankerTest, RunsNoLayerAfterTheCutoff) {
+  const std::string folder = FolderWith(R"({"cutoff_layer": 2})");
+  auto full = WeightStore::OpenDirectory(folder);
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  SafetensorsBuilder cut;
+  for (const std::string& name : full->Names()) {
+    auto tensor = full->Load(name, DataType::kF32);
+    ASSERT_TRUE(tensor.ok()) << name;
+    std::vector<int64_t> shape;
+    for (int axis = 0; axis < tensor->shape().rank(); ++axis) shape.push_back(tensor->shape()[axis]);
+    std::vector<float> values(tensor->data<float>(), tensor->data<float>() + tensor->NumElements());
+    if (name.starts_with("model.layers.2.") || name.starts_with("model.layers.3.")) {
+      std::fill(values.begin(), values.end(), NAN);
+    }
+    cut.AddFloats(name, shape, values);
+  }
+  // Written beside and renamed over, as `full` still maps the old file.
+  WriteFile(folder + "/cut.safetensors", cut.Bytes());
+  std::filesystem::rename(folder + "/cut.safetensors", folder + "/model.safetensors");
+  auto engine = Engine::Load(folder, {.num_threads = 1});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto golden = LoadGolden(std::string(kModel));
+  ASSERT_TRUE(golden.ok());
+  auto result = StepAlone(**engine, golden->ids[5], {.output = StepOutput::kScores});
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_LE(MaxAbsError(*golden, "logits_layer2_5", {result->values().data<float>(), 1}), kTolerance);
+}
+
+// A cut-off without a head, and token compression, are refused by name.
+TEST_F(LayerWiseRerankerTest, RefusesACutoffWithoutAHeadAndTokenCompression) {
+  auto engine = Engine::Load(FolderWith(R"({"cutoff_layer": 1})"), {.num_threads = 1});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("cutoff_layer"), std::string::npos) << engine.status().message();
+  EXPECT_NE(engine.status().message().find("allowed: 2, 3, 4"), std::string::npos) << engine.status().message();
+  std::filesystem::remove_all(dir_.path() + "/model");
+  auto compressed = Engine::Load(FolderWith(R"({"compress_ratio": 2, "compress_layers": [2]})"), {.num_threads = 1});
+  ASSERT_FALSE(compressed.ok());
+  EXPECT_NE(compressed.status().message().find("'compress_ratio'"), std::string::npos) << compressed.status().message();
+  EXPECT_NE(compressed.status().message().find("token compression"), std::string::npos) << compressed.status().message();
+  std::filesystem::remove_all(dir_.path() + "/model");
+  // Ratio 1 is FlagEmbedding's default, no compression.
+  EXPECT_TRUE(Engine::Load(FolderWith(R"({"compress_ratio": 1, "compress_layers": [2]})"), {.num_threads = 1}).ok());
+}
+
 TEST(DenseModulesTest, RunAfterPoolingBeforeNormalizeAndTruncation) {
   TempDir dir;
   const std::string folder = dir.path() + "/model";

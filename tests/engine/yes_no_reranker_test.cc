@@ -44,6 +44,9 @@ TEST(YesNoPresetTest, NamesAndFamilyDefaults) {
     EXPECT_EQ(preset->preset, name);
     EXPECT_FALSE(preset->yes_token.empty());
   }
+  // The layer-wise reranker's preset scores through its heads, no token.
+  ASSERT_TRUE(FindYesNoPreset("bge-reranker-v2.5-gemma2-lightweight").has_value());
+  EXPECT_TRUE(FindYesNoPreset("bge-reranker-v2.5-gemma2-lightweight")->yes_token.empty());
   EXPECT_FALSE(FindYesNoPreset("qwen3").has_value());
   EXPECT_EQ(DefaultYesNoPreset(ModelFamily::kQwen3), "qwen3-reranker");
   EXPECT_EQ(DefaultYesNoPreset(ModelFamily::kLlama), "qwen3-reranker");
@@ -168,6 +171,63 @@ TEST(YesNoResolveTest, ScoredTokensFollowTheTemplate) {
   const Status refused = ResolveYesNoReranker(gemma, std::nullopt, {}, &resolved);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("Nope-not-a-token"), std::string::npos) << refused.message();
+}
+
+// A layer-wise CostWiseGemmaForCausalLM: the lightweight preset by default (FlagEmbedding's
+// LightweightLLMReranker prompt, no scored token), every layer by default, the file's cutoff_layer
+// when it names a layer with a head; a token-less preset or a cut-off on a token reranker is refused.
+TEST(YesNoResolveTest, LayerWiseRerankerTakesItsCutoffFromTheFile) {
+  TempDir dir;
+  const std::string costwise = CopyFolder(dir, "tiny-gemma2-costwise-reranker");
+  auto config = ReadModelConfig(costwise + "/config.json");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  ModelConfig resolved = *config;
+  ASSERT_TRUE(ResolveYesNoReranker(costwise, std::nullopt, {}, &resolved).ok());
+  EXPECT_EQ(resolved.cutoff_layer, 4);
+  EXPECT_EQ(resolved.head, ModelHead::kSequenceClassification);
+  EXPECT_EQ(resolved.num_labels, 1);
+  EXPECT_TRUE(resolved.yes_no_token_ids.empty());
+  EXPECT_TRUE(resolved.yes_no_reranker());
+  auto prompt = ReadYesNoTemplate(costwise, resolved);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().message();
+  EXPECT_EQ(prompt->preset, "bge-reranker-v2.5-gemma2-lightweight");
+  EXPECT_EQ(prompt->instruction, "Predict whether passage B contains an answer to query A.");
+  EXPECT_EQ(prompt->parts, FindYesNoPreset("bge-reranker-v2-gemma")->parts);
+  EXPECT_TRUE(prompt->yes_token.empty());
+  // Chosen off: an embedder of every layer.
+  resolved = *config;
+  ASSERT_TRUE(ResolveYesNoReranker(costwise, false, {}, &resolved).ok());
+  EXPECT_EQ(resolved.cutoff_layer, 0);
+  EXPECT_FALSE(resolved.yes_no_reranker());
+
+  const std::string file = costwise + "/" + std::string(kYesNoTemplateFile);
+  WriteFile(file, R"({"cutoff_layer": 3, "instruction": "Is B about A?"})");
+  resolved = *config;
+  ASSERT_TRUE(ResolveYesNoReranker(costwise, std::nullopt, {}, &resolved).ok());
+  EXPECT_EQ(resolved.cutoff_layer, 3);
+  EXPECT_EQ(resolved.RunLayers(), 3);
+  WriteFile(file, R"({"cutoff_layer": 5})");
+  resolved = *config;
+  const Status past = ResolveYesNoReranker(costwise, std::nullopt, {}, &resolved);
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.message().find("5, is not a layer with a head"), std::string::npos) << past.message();
+  EXPECT_NE(past.message().find("allowed: 2, 3, 4"), std::string::npos) << past.message();
+
+  TempDir gemma_dir;
+  const std::string gemma = CopyFolder(gemma_dir, "tiny-gemma-reranker");
+  auto gemma_config = ReadModelConfig(gemma + "/config.json");
+  ASSERT_TRUE(gemma_config.ok());
+  WriteFile(gemma + "/" + std::string(kYesNoTemplateFile), R"({"cutoff_layer": 1})");
+  resolved = *gemma_config;
+  const Status cutoff = ResolveYesNoReranker(gemma, std::nullopt, {}, &resolved);
+  ASSERT_FALSE(cutoff.ok());
+  EXPECT_NE(cutoff.message().find("'cutoff_layer' applies to layer-wise rerankers"), std::string::npos)
+      << cutoff.message();
+  WriteFile(gemma + "/" + std::string(kYesNoTemplateFile), R"({"preset": "bge-reranker-v2.5-gemma2-lightweight"})");
+  resolved = *gemma_config;
+  const Status tokenless = ResolveYesNoReranker(gemma, std::nullopt, {}, &resolved);
+  ASSERT_FALSE(tokenless.ok());
+  EXPECT_NE(tokenless.message().find("scores no token"), std::string::npos) << tokenless.message();
 }
 
 // Too long a pair loses query and document tokens only: the query beside a separate document

@@ -840,8 +840,9 @@ TEST(GatewayLimitsTest, BeyondMaxConcurrentRequestsIs429) {
 // family's template, so /rerank's raw score is transformers' logit("yes") - logit("no") for the
 // ids the model card's code makes of it (Qwen3-Reranker; mxbai-rerank-v2 on Qwen2: "1" - "0"),
 // or logit("Yes") alone (bge-reranker-v2-gemma; Gemma 2's soft-capped, with the prompt its
-// yes_no_reranker.json names), and the normalized scores (/rerank, Cohere's
-// /v1/rerank) are its sigmoid.
+// yes_no_reranker.json names), or bge-reranker-v2.5-gemma2-lightweight's CostWiseGemma head at its
+// default cut-off (FlagEmbedding's LightweightLLMReranker.compute_score, the lightweight preset), and
+// the normalized scores (/rerank, Cohere's /v1/rerank) are its sigmoid.
 class YesNoGatewayTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(YesNoGatewayTest, RerankAppliesTheTemplate) {
@@ -878,7 +879,7 @@ TEST_P(YesNoGatewayTest, RerankAppliesTheTemplate) {
 
 INSTANTIATE_TEST_SUITE_P(Models, YesNoGatewayTest,
                          ::testing::Values("tiny-qwen3-reranker", "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker",
-                                           "tiny-gemma2-reranker"),
+                                           "tiny-gemma2-reranker", "tiny-gemma2-costwise-reranker"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

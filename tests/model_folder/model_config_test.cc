@@ -182,6 +182,42 @@ TEST(ModelConfigTest, ModernBertOlderKeysAndRejections) {
   EXPECT_NE(ConfigError(base + R"("head_dim":2})").find("'head_dim'"), std::string::npos);
 }
 
+// bge-reranker-v2.5-gemma2-lightweight's CostWiseGemmaForCausalLM (FlagEmbedding's remote code,
+// which its auto_map names): Gemma 2 with per-layer heads from start_layer every layer_sep
+// (CostWiseGemmaConfig's defaults 28 and 28); without layer_wise, or with a start_layer past the
+// layers, refused by key. Not a reranker until ResolveYesNoReranker makes it one (cutoff_layer 0).
+TEST(ModelConfigTest, CostWiseGemmaReadsItsLayerWiseHeads) {
+  auto tiny = ReadModelConfig(std::string(STAMEN_ENGINE_TEST_DATA) + "/tiny-gemma2-costwise-reranker/config.json");
+  ASSERT_TRUE(tiny.ok()) << tiny.status().message();
+  EXPECT_EQ(tiny->family, ModelFamily::kGemma2);
+  EXPECT_EQ(tiny->architecture, "CostWiseGemmaForCausalLM");
+  EXPECT_EQ(tiny->model_type, "cost_wise_gemma");
+  EXPECT_EQ(tiny->layer_wise_start, 2);
+  EXPECT_EQ(tiny->layer_wise_step, 1);
+  EXPECT_EQ(tiny->cutoff_layer, 0);
+  EXPECT_EQ(tiny->RunLayers(), 4);
+  EXPECT_DOUBLE_EQ(tiny->attention_logit_softcap, 2.0);
+  EXPECT_DOUBLE_EQ(tiny->final_logit_softcap, 1.0);
+
+  const std::string base = std::string(R"({"architectures":["CostWiseGemmaForCausalLM"],"head_dim":4,)") +
+                           R"("hidden_size":8,"num_hidden_layers":42,"num_attention_heads":2,"intermediate_size":16,)" +
+                           R"("vocab_size":10,"max_position_embeddings":16)";
+  TempDir dir;
+  WriteFile(dir.File("config.json"), base + R"(,"layer_wise":true})");
+  auto defaults = ReadModelConfig(dir.File("config.json"));
+  ASSERT_TRUE(defaults.ok()) << defaults.status().message();
+  EXPECT_EQ(defaults->layer_wise_start, 28);
+  EXPECT_EQ(defaults->layer_wise_step, 28);
+  const std::string plain = ConfigError(base + "}");
+  EXPECT_NE(plain.find("'layer_wise'"), std::string::npos) << plain;
+  const std::string past = ConfigError(base + R"(,"layer_wise":true,"start_layer":43})");
+  EXPECT_NE(past.find("'start_layer'"), std::string::npos) << past;
+  EXPECT_NE(ConfigError(base + R"(,"layer_wise":true,"layer_sep":0})").find("'layer_sep'"), std::string::npos);
+  // Another remote class in auto_map is still refused.
+  const std::string other = ConfigError(base + R"(,"layer_wise":true,"auto_map":{"AutoModel":"x--m.OtherModel"}})");
+  EXPECT_NE(other.find("OtherModel"), std::string::npos) << other;
+}
+
 // Gemma 2 (models/gemma3.cc): the tiny reranker's settings, transformers' defaults when the keys
 // are absent (layers alternate sliding / full, caps 50 and 30), null caps meaning none, and what
 // stamen does not run refused by key: a layer type it does not know, the lightweight reranker's
@@ -224,9 +260,10 @@ TEST(ModelConfigTest, Gemma2SettingsDefaultsAndRejections) {
       ConfigError(base + R"(,"layer_types":["sliding_attention","full_attention","chunked_attention","full_attention"]})");
   EXPECT_NE(unknown_type.find("'layer_types'"), std::string::npos) << unknown_type;
   EXPECT_NE(unknown_type.find("chunked_attention"), std::string::npos) << unknown_type;
+  // Per-layer heads are CostWiseGemmaForCausalLM's (below), not Gemma2ForCausalLM's.
   const std::string layer_wise = ConfigError(base + R"(,"layer_wise":true,"start_layer":2,"layer_sep":1})");
   EXPECT_NE(layer_wise.find("'layer_wise'"), std::string::npos) << layer_wise;
-  EXPECT_NE(layer_wise.find("token compression"), std::string::npos) << layer_wise;
+  EXPECT_NE(layer_wise.find("CostWiseGemmaForCausalLM"), std::string::npos) << layer_wise;
   EXPECT_NE(ConfigError(base + R"(,"use_bidirectional_attention":true})").find("'use_bidirectional_attention'"),
             std::string::npos);
   EXPECT_NE(ConfigError(base + R"(,"attn_logit_softcapping":-1.0})").find("'attn_logit_softcapping'"),

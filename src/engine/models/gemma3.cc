@@ -1,6 +1,8 @@
 // Gemma 2 and Gemma 3 text decoders, which share their blocks: Gemma3TextModel (EmbeddingGemma,
 // the bidirectional one, among them) and Gemma2Model / Gemma2ForCausalLM (bge-reranker-v2.5-
-// gemma2-lightweight-style yes/no rerankers). A pre- and post-RMSNorm transformer with rotary
+// gemma2-lightweight-style yes/no rerankers), and CostWiseGemmaForCausalLM (bge-reranker-v2.5-
+// gemma2-lightweight itself: Gemma 2 run up to a cut-off layer, then the final norm and a
+// one-output head, soft-capped; ModelConfig::cutoff_layer). A pre- and post-RMSNorm transformer with rotary
 // positions, grouped-query attention (with per-head q/k RMSNorm on Gemma 3), sliding-window and
 // full layers, and a GeGLU feed-forward. No KV cache: each step sees whole sequences.
 //
@@ -42,6 +44,15 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
   if (config.architecture == "Gemma2ForCausalLM" && !config.tie_word_embeddings) {
     visit.Tensor(weights.score, {"lm_head.weight", {config.vocab_size, config.hidden_size}, TensorInit::kNormal,
                                  TensorPresence::kUnread});
+  }
+  // CostWiseGemmaForCausalLM's per-layer heads, one for each layer start_layer + k·layer_sep:
+  // written by make-model; a reranker reads the row it scores with (layers::LoadLayerWiseHead).
+  if (config.layer_wise_start > 0) {
+    int64_t k = 0;
+    for (int64_t layer = config.layer_wise_start; layer <= config.num_hidden_layers; layer += config.layer_wise_step) {
+      visit.Tensor(weights.score, {"lm_head." + std::to_string(k++) + ".linear_head.weight", {1, config.hidden_size},
+                                   TensorInit::kNormal, TensorPresence::kUnread});
+    }
   }
 }
 

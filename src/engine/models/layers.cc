@@ -212,25 +212,52 @@ TensorSpec GemmaNormSpec(const std::string& name, int64_t size) {
           .load_offset = 1.0f};
 }
 
-void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, const std::string& prefix,
+namespace {
+
+// Visits through `inner` as kUnread: tensors the schema names that this model never reads (a
+// layer-wise reranker's layers after its cut-off), so loading skips them and make-model writes them.
+class UnreadVisitor final : public TensorVisitor {
+ public:
+  explicit UnreadVisitor(TensorVisitor& inner) : inner_(inner) {}
+  void Tensor(engine::Tensor& target, const TensorSpec& spec) override {
+    TensorSpec unread = spec;
+    unread.presence = TensorPresence::kUnread;
+    inner_.Tensor(target, unread);
+  }
+  void Stacked(engine::Tensor& target, std::span<const TensorSpec> parts) override {
+    std::vector<TensorSpec> unread(parts.begin(), parts.end());
+    for (TensorSpec& part : unread) part.presence = TensorPresence::kUnread;
+    inner_.Stacked(target, unread);
+  }
+
+ private:
+  TensorVisitor& inner_;
+};
+
+}  // namespace
+
+void VisitPreNormDecoder(TensorVisitor& all_visit, PreNormDecoderWeights& decoder, const std::string& prefix,
                          const PreNormDecoderSchema& schema, const ModelConfig& config) {
+  UnreadVisitor unread_visit(all_visit);
   const int64_t h = config.hidden_size;
   const int64_t d = config.head_dim;
   const int64_t q_rows = config.num_attention_heads * d;
   const int64_t kv_rows = config.num_key_value_heads * d;
   const int64_t ffn = config.intermediate_size;
-  visit.Tensor(decoder.embeddings, {prefix + "embed_tokens.weight", {config.vocab_size, h}});
+  all_visit.Tensor(decoder.embeddings, {prefix + "embed_tokens.weight", {config.vocab_size, h}});
   decoder.embedding_scale = schema.embedding_scale;
   // A norm the family may not have: visited only when it names it.
-  const auto visit_norm = [&](Tensor& target, const std::string& base, const std::string& name) {
+  const auto visit_norm = [&](TensorVisitor& visit, Tensor& target, const std::string& base, const std::string& name) {
     if (!name.empty()) visit.Tensor(target, schema.norm(base + name + ".weight", h));
   };
   decoder.layers.resize(config.num_hidden_layers);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    // Layers past a cut-off (ModelConfig::RunLayers) stay empty.
+    TensorVisitor& visit = i < config.RunLayers() ? all_visit : unread_visit;
     PreNormLayerWeights& layer = decoder.layers[i];
     const std::string base = prefix + "layers." + std::to_string(i) + ".";
     const std::string attention = base + "self_attn.";
-    visit_norm(layer.input_norm, base, "input_layernorm");
+    visit_norm(visit, layer.input_norm, base, "input_layernorm");
     const TensorSpec qkv[] = {{attention + "q_proj.weight", {q_rows, h}},
                               {attention + "k_proj.weight", {kv_rows, h}},
                               {attention + "v_proj.weight", {kv_rows, h}}};
@@ -247,14 +274,14 @@ void VisitPreNormDecoder(TensorVisitor& visit, PreNormDecoderWeights& decoder, c
     }
     visit.Tensor(layer.attention.output_weight, {attention + "o_proj.weight", {h, q_rows}});
     if (schema.output_bias) visit.Tensor(layer.attention.output_bias, {attention + "o_proj.bias", {h}});
-    visit_norm(layer.attention_output_norm, base, schema.attention_output_norm);
-    visit_norm(layer.feed_forward_norm, base, schema.feed_forward_norm);
+    visit_norm(visit, layer.attention_output_norm, base, schema.attention_output_norm);
+    visit_norm(visit, layer.feed_forward_norm, base, schema.feed_forward_norm);
     const TensorSpec gate_up[] = {{base + "mlp.gate_proj.weight", {ffn, h}}, {base + "mlp.up_proj.weight", {ffn, h}}};
     visit.Stacked(layer.feed_forward.up_weight, gate_up);
     visit.Tensor(layer.feed_forward.down_weight, {base + "mlp.down_proj.weight", {h, ffn}});
-    visit_norm(layer.feed_forward_output_norm, base, schema.feed_forward_output_norm);
+    visit_norm(visit, layer.feed_forward_output_norm, base, schema.feed_forward_output_norm);
   }
-  visit.Tensor(decoder.final_norm, schema.norm(prefix + "norm.weight", h));
+  all_visit.Tensor(decoder.final_norm, schema.norm(prefix + "norm.weight", h));
 }
 
 StatusOr<Tensor> PreNormDecoderModel::Forward(const ModelInput& input) {
@@ -266,7 +293,10 @@ StatusOr<Tensor> PreNormDecoderModel::Forward(const ModelInput& input) {
   const FeedForwardSettings feed_forward{
       .activation = config_.hidden_act, .gated = true, .intermediate_size = config_.intermediate_size};
   const bool marked = !config_.sliding_window_layers.empty();
-  for (size_t i = 0; i < weights_.layers.size(); ++i) {
+  // A layer-wise reranker stops at its cut-off: the final norm below is then applied to that
+  // layer's output, as FlagEmbedding's CostWiseGemmaModel does before its head.
+  const auto run_layers = static_cast<size_t>(config_.RunLayers());
+  for (size_t i = 0; i < run_layers; ++i) {
     const bool sliding = marked && config_.sliding_window_layers[i];
     const AttentionSettings attention{
         .layout = {config_.num_attention_heads, config_.num_key_value_heads, config_.head_dim},
@@ -332,6 +362,22 @@ StatusOr<Tensor> EmbedRotary(const Tensor& embeddings, const ModelConfig& config
   return hidden;
 }
 
+namespace {
+
+// Row `index` of the [rows, hidden_size] table `name`, as F32 [1, hidden_size].
+StatusOr<Tensor> LoadHeadRow(const ModelConfig& config, const WeightStore& weights, const std::string& name,
+                             int64_t index) {
+  auto row = weights.LoadRow(name, index);
+  if (!row.ok()) return row.status();
+  if (row->dim(1) != config.hidden_size) {
+    return Status::Error(name + " has " + std::to_string(row->dim(1)) + " columns, expected hidden_size " +
+                         std::to_string(config.hidden_size));
+  }
+  return row;
+}
+
+}  // namespace
+
 Status LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement,
                      PreNormDecoderWeights& decoder) {
   std::string table = "lm_head.weight";
@@ -340,17 +386,32 @@ Status LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, cons
   }
   const std::vector<int32_t>& tokens = config.yes_no_token_ids;  // {no, yes} or {yes}
   if (tokens.empty() || tokens.size() > 2) return Status::Error("a yes/no reranker scores one or two tokens");
-  const int64_t h = config.hidden_size;
   std::vector<Tensor> rows;  // in the order of `tokens`
   for (const int32_t token : tokens) {
-    auto row = weights.LoadRow(table, token);
+    auto row = LoadHeadRow(config, weights, table, token);
     if (!row.ok()) return row.status();
-    if (row->dim(1) != h) {
-      return Status::Error(table + " has " + std::to_string(row->dim(1)) + " columns, expected hidden_size " +
-                           std::to_string(h));
-    }
     rows.push_back(std::move(row.value()));
   }
+  return PlaceScoreRows(config, std::move(rows), placement, decoder);
+}
+
+Status LoadLayerWiseHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement,
+                         PreNormDecoderWeights& decoder) {
+  // FlagEmbedding's CostWiseGemmaForCausalLM.forward applies lm_head[i] to the i-th of the
+  // hidden states it kept, one per requested cut-off layer in layer order: with the one cut-off
+  // LightweightLLMReranker asks for (cutoff_layers=[L], or None: every layer), head 0, whatever
+  // L is. Heads 1… (for start_layer + k·layer_sep) score only when several cut-offs are asked
+  // for at once, which stamen does not do.
+  auto row = LoadHeadRow(config, weights, "lm_head.0.linear_head.weight", 0);
+  if (!row.ok()) return row.status();
+  std::vector<Tensor> rows;
+  rows.push_back(std::move(row.value()));
+  return PlaceScoreRows(config, std::move(rows), placement, decoder);
+}
+
+Status PlaceScoreRows(const ModelConfig& config, std::vector<Tensor> rows, const Placement& placement,
+                      PreNormDecoderWeights& decoder) {
+  const int64_t h = config.hidden_size;
   const auto row_count = static_cast<int64_t>(rows.size());
   const float cap = static_cast<float>(config.final_logit_softcap);
   if (cap <= 0.0f) {

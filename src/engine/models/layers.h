@@ -290,6 +290,19 @@ class PreNormDecoderModel : public FamilyModel<PreNormDecoderWeights> {
 Status LoadYesNoHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement,
                      PreNormDecoderWeights& decoder);
 
+// A layer-wise reranker's head (config.cutoff_layer set, ModelConfig::layer_wise_start) into
+// `decoder`'s score: the one row of the head FlagEmbedding applies at a single cut-off, under
+// final logit soft-capping as LoadYesNoHead's rows.
+Status LoadLayerWiseHead(const ModelConfig& config, const WeightStore& weights, const Placement& placement,
+                         PreNormDecoderWeights& decoder);
+
+// `rows` ({no, yes}, {yes} or a layer-wise head's one row, F32 [1, hidden] each) into
+// `decoder`'s score: the last minus the first when there are two, or with
+// config.final_logit_softcap the rows divided by the cap and their combination (see
+// PreNormDecoderWeights::score_combination).
+Status PlaceScoreRows(const ModelConfig& config, std::vector<Tensor> rows, const Placement& placement,
+                      PreNormDecoderWeights& decoder);
+
 // A decoder family's FamilyDefinition::load: `schema`'s tensors, then for a yes/no reranker its
 // head (LoadYesNoHead), so a step projects onto one row instead of the vocabulary.
 template <TensorSchema<PreNormDecoderWeights> schema>
@@ -299,6 +312,8 @@ StatusOr<std::unique_ptr<Model>> LoadPreNormDecoder(const ModelConfig& config, c
   STAMEN_RETURN_IF_ERROR(LoadTensors(config, weights, placement, schema, model->weights_));
   if (!config.yes_no_token_ids.empty()) {
     STAMEN_RETURN_IF_ERROR(LoadYesNoHead(config, weights, placement, model->weights_));
+  } else if (config.cutoff_layer > 0) {
+    STAMEN_RETURN_IF_ERROR(LoadLayerWiseHead(config, weights, placement, model->weights_));
   }
   return std::unique_ptr<Model>(std::move(model));
 }

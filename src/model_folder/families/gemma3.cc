@@ -1,7 +1,8 @@
 // What config.json says of the Gemma 2 and Gemma 3 text decoders, which share their blocks
 // (sandwich RMSNorms, GeGLU, query_pre_attn_scalar, sliding and full layers; engine/models/gemma3.cc
 // runs both): Gemma3TextModel, EmbeddingGemma among them, and Gemma2Model / Gemma2ForCausalLM
-// (bge-reranker-v2.5-gemma2-lightweight-style yes/no rerankers, model_folder/yes_no_reranker.h).
+// (bge-reranker-v2.5-gemma2-lightweight-style yes/no rerankers, model_folder/yes_no_reranker.h),
+// and CostWiseGemmaForCausalLM, bge-reranker-v2.5-gemma2-lightweight itself (per-layer heads).
 #include <cmath>
 
 #include "model_folder/family_config.h"
@@ -93,6 +94,41 @@ Status ReadSoftCap(const JsonObject& root, std::string_view key, double fallback
   return Status();
 }
 
+// bge-reranker-v2.5-gemma2-lightweight's own config (FlagEmbedding's CostWiseGemmaConfig:
+// layer_wise, start_layer, layer_sep). CostWiseGemmaForCausalLM with layer_wise scores through
+// one-output heads, one per layer start_layer, start_layer + layer_sep, … ≤ num_hidden_layers
+// (ModelConfig::layer_wise_start); without layer_wise its lm_head is Gemma2ForCausalLM's, whose
+// logits FlagEmbedding's LightweightLLMReranker cannot read as a score, so that is refused, and
+// so is layer_wise under any other architecture (transformers' Gemma2ForCausalLM ignores it and
+// would not find lm_head.weight).
+Status ReadLayerWiseHeads(const JsonObject& root, ModelConfig* config) {
+  bool layer_wise = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("layer_wise", &layer_wise));
+  const bool cost_wise = config->architecture == "CostWiseGemmaForCausalLM";
+  if (!cost_wise) {
+    if (layer_wise) {
+      return root.Error("layer_wise", "is read for CostWiseGemmaForCausalLM only (per-layer heads), not " +
+                                          config->architecture);
+    }
+    return Status();
+  }
+  if (!layer_wise) {
+    return root.Error("layer_wise", "must be true: CostWiseGemmaForCausalLM without per-layer heads (its vocabulary "
+                                    "lm_head) is not supported");
+  }
+  // CostWiseGemmaConfig's defaults.
+  int64_t start_layer = 28, layer_sep = 28;
+  STAMEN_RETURN_IF_ERROR(root.Optional("start_layer", &start_layer));
+  STAMEN_RETURN_IF_ERROR(root.Optional("layer_sep", &layer_sep));
+  if (start_layer < 1 || start_layer > config->num_hidden_layers) {
+    return root.Error("start_layer", "must be within 1.." + std::to_string(config->num_hidden_layers));
+  }
+  if (layer_sep < 1) return root.Error("layer_sep", "must be positive");
+  config->layer_wise_start = start_layer;
+  config->layer_wise_step = layer_sep;
+  return Status();
+}
+
 Status ReadGemma2Settings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(ReadSharedSettings(root, config));
   // One RoPE for every layer (Gemma2RotaryEmbedding), plain only: the sliding layers' table is
@@ -110,15 +146,7 @@ Status ReadGemma2Settings(const JsonObject& root, ModelConfig* config) {
   config->attention_window = config->sliding_window;
   STAMEN_RETURN_IF_ERROR(ReadSoftCap(root, "attn_logit_softcapping", 50.0, &config->attention_logit_softcap));
   STAMEN_RETURN_IF_ERROR(ReadSoftCap(root, "final_logit_softcapping", 30.0, &config->final_logit_softcap));
-  // bge-reranker-v2.5-gemma2-lightweight's own config (FlagEmbedding's CostWiseGemmaConfig) scores
-  // through a head per layer (layer_wise, start_layer, layer_sep) and may compress tokens on the
-  // way; none of that is Gemma2ForCausalLM's forward, so a folder asking for it is refused.
-  bool layer_wise = false;
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_wise", &layer_wise));
-  if (layer_wise) {
-    return root.Error("layer_wise", "is not supported: the lightweight reranker's per-layer heads (layer cut-off) "
-                                    "and token compression are not implemented; only the full model's lm_head scores");
-  }
+  STAMEN_RETURN_IF_ERROR(ReadLayerWiseHeads(root, config));
   config->tie_word_embeddings = true;
   STAMEN_RETURN_IF_ERROR(root.Optional("tie_word_embeddings", &config->tie_word_embeddings));
   return family_settings::ReadPadToken(root, config);
@@ -131,7 +159,14 @@ constexpr ArchitectureDefinition kGemma3Architectures[] = {
 constexpr ArchitectureDefinition kGemma2Architectures[] = {
     {"Gemma2Model", ModelHead::kNone, "", "gemma2"},
     {"Gemma2ForCausalLM", ModelHead::kNone, "model.", ""},  // embedding use ignores lm_head
+    // FlagEmbedding's remote code (bge-reranker-v2.5-gemma2-lightweight): Gemma 2 with per-layer heads.
+    {"CostWiseGemmaForCausalLM", ModelHead::kNone, "model.", ""},
 };
+
+// What bge-reranker-v2.5-gemma2-lightweight's auto_map loads (gemma_config.py, gemma_model.py):
+// Gemma 2's blocks; CostWiseGemmaModel is Gemma2Model when no cut-off is asked of it.
+constexpr std::string_view kGemma2RemoteCodeClasses[] = {"CostWiseGemmaConfig", "CostWiseGemmaModel",
+                                                         "CostWiseGemmaForCausalLM"};
 
 }  // namespace
 
@@ -144,6 +179,6 @@ extern const FamilyConfig kGemma3FamilyConfig{
 
 extern const FamilyConfig kGemma2FamilyConfig{
     .family = ModelFamily::kGemma2, .architectures = kGemma2Architectures, .decoder = true,
-    .read_settings = ReadGemma2Settings};
+    .read_settings = ReadGemma2Settings, .remote_code_classes = kGemma2RemoteCodeClasses};
 
 }  // namespace stamen::engine
