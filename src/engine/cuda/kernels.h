@@ -30,6 +30,8 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
 Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate);
 Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
                     float eps);
+Status LayerNormQueryKey(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_gamma, const Tensor& query_beta,
+                         const Tensor& key_gamma, const Tensor& key_beta, float eps);
 Status RopeTable(const Tensor& positions, double base, Tensor& table, const ops::RopeScaling& scaling,
                  const Tensor& cu_seqlens);
 Status ApplyRope(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& table);
