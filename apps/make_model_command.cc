@@ -39,8 +39,9 @@ enum class Family {
   kEuroBertReranker,
   // Issue 48: rotary post-norm encoders, as the hub's folders hold them.
   kNomicBert, kGte, kGteReranker,
-  // Issue 48: JinaBERT (ALiBi), as the hub's folders hold it.
-  kJinaBert, kJinaBertReranker,
+  // Issue 48: JinaBERT (ALiBi), as the hub's folders hold it; kJinaBertCode is
+  // jina-embeddings-v2-base-code's (jinaai/jina-bert-v2-qk-post-norm's layers).
+  kJinaBert, kJinaBertReranker, kJinaBertCode,
   // Issue 48: jina-embeddings-v3 with its five task LoRA adapters, as the hub holds it.
   kJinaEmbeddingsV3,
   // Issue 44: LLM rerankers, *ForCausalLM with tied embeddings run as yes/no rerankers
@@ -116,6 +117,10 @@ constexpr Like kLikes[] = {
     {"jina-embeddings-v2-base-en", Family::kJinaBert, 768, 12, 12, 12, 64, 3072, 8192, 30528, 2, "mean", 8192,
      "bert-base-uncased"},
     {"jina-reranker-v1-turbo-en", Family::kJinaBertReranker, 384, 6, 12, 12, 32, 1536, 8192, 30528, 2, nullptr, 0,
+     "bert-base-uncased"},
+    // jinaai/jina-embeddings-v2-base-code (the qk-post-norm layers, 61,056 tokens of its own
+    // byte-level BPE, mean pooling); BERT's tokenizer stands in (ids < 30,522 fit).
+    {"jina-embeddings-v2-base-code", Family::kJinaBertCode, 768, 12, 12, 12, 64, 3072, 8192, 61056, 2, "mean", 8192,
      "bert-base-uncased"},
     // jinaai/jina-embeddings-v3 (the hub's XLMRobertaLoRA config and tensors: rotary, 8,194
     // positions, five rank-4 task adapters and their prompts, mean pooling); its XLM-R vocabulary
@@ -402,17 +407,22 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "\n}\n";
     }
     case Family::kJinaBert:
-    case Family::kJinaBertReranker: {
-      // The hub's config.json (model_type "bert", jinaai/jina-bert-implementation's remote code).
+    case Family::kJinaBertReranker:
+    case Family::kJinaBertCode: {
+      // The hub's config.json (model_type "bert", jinaai/jina-bert-implementation's remote code,
+      // or jina-bert-v2-qk-post-norm's for jina-embeddings-v2-base-code).
       const bool reranker = like.family == Family::kJinaBertReranker;
+      const std::string repository = std::string("jinaai/") + (like.family == Family::kJinaBertCode
+                                                                   ? "jina-bert-v2-qk-post-norm"
+                                                                   : "jina-bert-implementation");
       return std::string("{\n  \"architectures\": [\"") +
              (reranker ? "JinaBertForSequenceClassification" : "JinaBertForMaskedLM") +
              "\"],\n  \"attention_probs_dropout_prob\": 0.0,\n"
-             "  \"auto_map\": {\"AutoConfig\": \"jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig\", "
-             "\"AutoModel\": \"jinaai/jina-bert-implementation--modeling_bert.JinaBertModel\", "
-             "\"AutoModelForMaskedLM\": \"jinaai/jina-bert-implementation--modeling_bert.JinaBertForMaskedLM\", "
+             "  \"auto_map\": {\"AutoConfig\": \"" + repository + "--configuration_bert.JinaBertConfig\", "
+             "\"AutoModel\": \"" + repository + "--modeling_bert.JinaBertModel\", "
+             "\"AutoModelForMaskedLM\": \"" + repository + "--modeling_bert.JinaBertForMaskedLM\", "
              "\"AutoModelForSequenceClassification\": "
-             "\"jinaai/jina-bert-implementation--modeling_bert.JinaBertForSequenceClassification\"},\n"
+             "\"" + repository + "--modeling_bert.JinaBertForSequenceClassification\"},\n"
              "  \"classifier_dropout\": null,\n  \"emb_pooler\": " + (reranker ? "null" : "\"mean\"") +
              ",\n  \"feed_forward_type\": \"geglu\",\n  \"hidden_act\": \"gelu\",\n"
              "  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " + h + ",\n" + (reranker ? LabelsJson(labels) : "") +

@@ -840,6 +840,17 @@ def gte(hub=False, labels=0, ntk=0.0, type_vocab_size=1, storage=None):
 # modeling_bert.py) is remote code that the reference machine does not download. The goldens are
 # therefore a small float64 re-implementation of that code's equations (jina_forward below), checked
 # in the tool against a second path built from transformers' own BERT modules (jina_through_bert).
+#
+# jina-embeddings-v2-base-code names another remote repository, jinaai/jina-bert-v2-qk-post-norm
+# (qk_post_norm below). Its layer order is read from three sources that agree, none of them run
+# here: a transformers-style port of that code whose doc checkpoint is jina-embeddings-v2-base-code
+# (models/jina_bert, not in transformers 5.25: JinaBertSelfAttention, JinaBertLayer,
+# JinaBertGLUMLP), text-embeddings-inference's
+# backends/candle/src/models/jina_code.rs and rtp-llm's models/jina_bert weight names. Per layer:
+# q, k = layer_norm_q(query(x)), layer_norm_k(key(x)) over the whole H-wide rows before the heads
+# split; a = attention.output.LayerNorm(x + dense(attention)) (BertSelfOutput); h = layer_norm_1(x + a)
+# (JinaBertLayer adds its input again); x = layer_norm_2(h + down_layer(up * act(gate))) with
+# up_gated_layer's first half the up rows and its second half the activated gate rows.
 
 JINA_AUTO_MAP = {
     "AutoConfig": "jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig",
@@ -847,6 +858,13 @@ JINA_AUTO_MAP = {
     "AutoModelForMaskedLM": "jinaai/jina-bert-implementation--modeling_bert.JinaBertForMaskedLM",
     "AutoModelForSequenceClassification":
         "jinaai/jina-bert-implementation--modeling_bert.JinaBertForSequenceClassification"}
+JINA_QK_POST_NORM_AUTO_MAP = {key: value.replace("jina-bert-implementation", "jina-bert-v2-qk-post-norm")
+                              for key, value in JINA_AUTO_MAP.items()}
+
+
+def qk_post_norm(config):
+    """Whether the folder's auto_map names jinaai/jina-bert-v2-qk-post-norm (jina-embeddings-v2-base-code)."""
+    return "jina-bert-v2-qk-post-norm" in config.get("auto_map", {}).get("AutoConfig", "")
 
 
 def jina_alibi_slopes(n_heads):
@@ -874,13 +892,15 @@ def jina_alibi(n_heads, length):
     return slopes[:, None, None] * relative[None]
 
 
-def jina_forward(w, config, ids, prefix, alibi=True):
+def jina_forward(w, config, ids, prefix, alibi=True, qk_norms=True):
     """JinaBertModel / JinaBertForSequenceClassification forward of one sequence (no padding), float64:
     (last_hidden_state [L, H], logits [1, labels] or None). The remote code's steps:
     JinaBertEmbeddings (word + token_type, no position table for alibi, LayerNorm);
     JinaBertSelfAttention (scores / sqrt(d) + alibi, softmax, · V); BertSelfOutput (dense, LayerNorm
     with the residual); JinaBertGLUMLP (gated_layers -> act(first half) * second half -> wo ->
-    layernorm with the residual); the classifier: BertPooler (tanh(dense(x_cls))) then classifier."""
+    layernorm with the residual); the classifier: BertPooler (tanh(dense(x_cls))) then classifier.
+    qk-post-norm folders (qk_post_norm(config)) run the layers as the section's comment says;
+    qk_norms=False leaves out their layer_norm_q / layer_norm_k (a check of how much they matter)."""
     fn = torch.nn.functional
     hidden_size, heads = config["hidden_size"], config["num_attention_heads"]
     d, ffn, eps = hidden_size // heads, config["intermediate_size"], config["layer_norm_eps"]
@@ -893,17 +913,28 @@ def jina_forward(w, config, ids, prefix, alibi=True):
     for i in range(config["num_hidden_layers"]):
         b = f"encoder.layer.{i}."
         split = lambda t: t.view(length, heads, d).transpose(0, 1)  # [heads, L, d]
-        q, k, v = (split(fn.linear(x, p(b + f"attention.self.{n}.weight"), p(b + f"attention.self.{n}.bias")))
+        norm = lambda t, name: fn.layer_norm(t, (hidden_size,), p(b + name + ".weight"), p(b + name + ".bias"), eps)
+        q, k, v = (fn.linear(x, p(b + f"attention.self.{n}.weight"), p(b + f"attention.self.{n}.bias"))
                    for n in ("query", "key", "value"))
+        if qk_post_norm(config) and qk_norms:
+            q, k = norm(q, "attention.self.layer_norm_q"), norm(k, "attention.self.layer_norm_k")
+        q, k, v = split(q), split(k), split(v)
         scores = q @ k.transpose(-1, -2) / (d ** 0.5) + bias
         context = (torch.softmax(scores, dim=-1) @ v).transpose(0, 1).reshape(length, hidden_size)
         attended = fn.linear(context, p(b + "attention.output.dense.weight"), p(b + "attention.output.dense.bias"))
-        x = fn.layer_norm(attended + x, (hidden_size,), p(b + "attention.output.LayerNorm.weight"),
-                          p(b + "attention.output.LayerNorm.bias"), eps)
+        if qk_post_norm(config):
+            attention_output = norm(attended + x, "attention.output.LayerNorm")
+            x = norm(x + attention_output, "layer_norm_1")
+            up_gated = fn.linear(x, p(b + "mlp.up_gated_layer.weight"))
+            up, gated = up_gated[:, :ffn], up_gated[:, ffn:]
+            out = fn.linear(up * act(gated), p(b + "mlp.down_layer.weight"), p(b + "mlp.down_layer.bias"))
+            x = norm(x + out, "layer_norm_2")
+            continue
+        x = norm(attended + x, "attention.output.LayerNorm")
         gated_layers = fn.linear(x, p(b + "mlp.gated_layers.weight"))
         gated, non_gated = gated_layers[:, :ffn], gated_layers[:, ffn:]
         out = fn.linear(act(gated) * non_gated, p(b + "mlp.wo.weight"), p(b + "mlp.wo.bias"))
-        x = fn.layer_norm(out + x, (hidden_size,), p(b + "mlp.layernorm.weight"), p(b + "mlp.layernorm.bias"), eps)
+        x = norm(out + x, "mlp.layernorm")
     logits = None
     if "classifier.weight" in w:
         pooled = torch.tanh(fn.linear(x[:1], p("pooler.dense.weight"), p("pooler.dense.bias")))
@@ -939,7 +970,10 @@ def jina_bert_modules(w, config, prefix, attention="eager"):
     embeddings (position table zeroed), attention (ALiBi added to the mask its eager or SDPA
     attention takes: register_alibi_attention), BertOutput (dense wo + LayerNorm with the
     residual), pooler and classifier; only the gated intermediate is written here (BertIntermediate
-    replaced by act(x·W_gateᵀ) ⊙ x·W_upᵀ). `w`: the folder's tensors by name. Returns (model, base)."""
+    replaced by act(x·W_gateᵀ) ⊙ x·W_upᵀ). qk-post-norm folders: BertSelfAttention's query and key
+    become Linear then LayerNorm (torch's), BertAttention is wrapped so that layer_norm_1 adds the
+    layer's input to its output, and BertOutput takes down_layer and layer_norm_2.
+    `w`: the folder's tensors by name. Returns (model, base)."""
     register_alibi_attention()
     heads, ffn = config["num_attention_heads"], config["intermediate_size"]
     labels = w["classifier.weight"].shape[0] if "classifier.weight" in w else 0
@@ -951,6 +985,7 @@ def jina_bert_modules(w, config, prefix, attention="eager"):
     model = (transformers.BertForSequenceClassification if labels else transformers.BertModel)(bert_config)
     base = base_of(model)
     act = torch.nn.functional.relu if config["feed_forward_type"] == "reglu" else torch.nn.functional.gelu
+    code = qk_post_norm(config)
 
     class GatedIntermediate(torch.nn.Module):
         def __init__(self, weight):
@@ -959,13 +994,35 @@ def jina_bert_modules(w, config, prefix, attention="eager"):
 
         def forward(self, x):
             both = torch.nn.functional.linear(x, self.weight)
+            if code:  # up_gated_layer: up, then the activated gate
+                return both[..., :ffn] * act(both[..., ffn:])
             return act(both[..., :ffn]) * both[..., ffn:]
 
+    class ResidualAgain(torch.nn.Module):
+        """BertAttention, then layer_norm_1(input + its output): JinaBertLayer's second residual."""
+
+        def __init__(self, attention, norm):
+            super().__init__()
+            self.attention, self.norm = attention, norm
+
+        def forward(self, hidden_states, *args, **kwargs):
+            outputs = self.attention(hidden_states, *args, **kwargs)
+            return (self.norm(hidden_states + outputs[0]),) + tuple(outputs[1:])
+
+    def layer_norm(name):
+        norm = torch.nn.LayerNorm(config["hidden_size"], eps=config["layer_norm_eps"])
+        norm.load_state_dict({"weight": w[name + ".weight"], "bias": w[name + ".bias"]})
+        return norm.to(w[name + ".weight"].dtype)
+
+    renamed = {"mlp.wo.": "output.dense.", "mlp.layernorm.": "output.LayerNorm.",
+               "mlp.down_layer.": "output.dense.", "layer_norm_2.": "output.LayerNorm."}
+    replaced = ("mlp.gated_layers", "mlp.up_gated_layer", "layer_norm_q", "layer_norm_k", "layer_norm_1")
     state = {}
     for name, value in w.items():
         name = name[len(prefix):] if name.startswith(prefix) else name
-        name = name.replace("mlp.wo.", "output.dense.").replace("mlp.layernorm.", "output.LayerNorm.")
-        if "mlp.gated_layers" not in name:
+        for old, new in renamed.items():
+            name = name.replace(old, new)
+        if not any(part in name for part in replaced):
             state[name if labels == 0 or name.startswith("classifier") else "bert." + name] = value
     state[("bert." if labels else "") + "embeddings.position_embeddings.weight"] = torch.zeros_like(
         base.embeddings.position_embeddings.weight, dtype=w[prefix + "embeddings.word_embeddings.weight"].dtype)
@@ -974,7 +1031,13 @@ def jina_bert_modules(w, config, prefix, attention="eager"):
     assert not unexpected, unexpected
     assert all("intermediate" in n or "position_ids" in n or "token_type_ids" in n for n in missing), missing
     for i, layer in enumerate(base.encoder.layer):
-        layer.intermediate = GatedIntermediate(w[f"{prefix}encoder.layer.{i}.mlp.gated_layers.weight"])
+        b = f"{prefix}encoder.layer.{i}."
+        layer.intermediate = GatedIntermediate(w[b + ("mlp.up_gated_layer" if code else "mlp.gated_layers") + ".weight"])
+        if code:
+            attention = layer.attention.self
+            attention.query = torch.nn.Sequential(attention.query, layer_norm(b + "attention.self.layer_norm_q"))
+            attention.key = torch.nn.Sequential(attention.key, layer_norm(b + "attention.self.layer_norm_k"))
+            layer.attention = ResidualAgain(layer.attention, layer_norm(b + "layer_norm_1"))
     return model, base
 
 
@@ -1016,6 +1079,14 @@ def jina_weights(config, labels, seed, storage):
             linear(b + "attention.self." + part, h, h)
         linear(b + "attention.output.dense", h, h)
         norm(b + "attention.output.LayerNorm")
+        if qk_post_norm(config):
+            norm(b + "attention.self.layer_norm_q")
+            norm(b + "attention.self.layer_norm_k")
+            norm(b + "layer_norm_1")
+            linear(b + "mlp.up_gated_layer", 2 * ffn, h, bias=False)
+            linear(b + "mlp.down_layer", h, ffn)
+            norm(b + "layer_norm_2")
+            continue
         linear(b + "mlp.gated_layers", 2 * ffn, h, bias=False)
         linear(b + "mlp.wo", h, ffn)
         norm(b + "mlp.layernorm")
@@ -1030,16 +1101,18 @@ def jina_weights(config, labels, seed, storage):
     return w, prefix
 
 
-def jina_bert(labels=0, heads=6, storage=torch.float32):
+def jina_bert(labels=0, heads=6, storage=torch.float32, code=False):
     """JinaBERT as the hub ships it: config.json in JinaBertConfig's keys (model_type "bert",
     position_embedding_type "alibi", feed_forward_type "geglu", the remote code's auto_map); the
     embedder names JinaBertForMaskedLM (jina-embeddings-v2-*-en) with JinaBertModel's unprefixed
     tensors, the reranker JinaBertForSequenceClassification (jina-reranker-v1-*-en) under "bert.".
     Heads: 6 (the embedder) and 12 (the reranker, as jina-embeddings-v2-base-en): both not powers
-    of two, so the slopes take the remote code's interleaved branch."""
+    of two, so the slopes take the remote code's interleaved branch. `code`: jina-embeddings-v2-base-code's
+    folder, its auto_map naming jinaai/jina-bert-v2-qk-post-norm, its tensors unprefixed as the embedder's."""
     config = {
         "architectures": ["JinaBertForSequenceClassification" if labels else "JinaBertForMaskedLM"],
-        "attention_probs_dropout_prob": 0.0, "auto_map": JINA_AUTO_MAP, "classifier_dropout": None,
+        "attention_probs_dropout_prob": 0.0, "auto_map": JINA_QK_POST_NORM_AUTO_MAP if code else JINA_AUTO_MAP,
+        "classifier_dropout": None,
         "emb_pooler": None if labels else "mean", "feed_forward_type": "geglu", "gradient_checkpointing": False,
         "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 96, "initializer_range": 0.02,
         "intermediate_size": 128, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert",
@@ -1048,7 +1121,8 @@ def jina_bert(labels=0, heads=6, storage=torch.float32):
         "use_cache": True, "vocab_size": VOCAB}
     if labels:
         config.update(id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
-    return dict(jina=True, config=config, labels=labels, seed=491 + labels, storage=storage, ids=(1, 2), pad=0)
+    return dict(jina=True, config=config, labels=labels, seed=491 + labels + (17 if code else 0), storage=storage,
+                ids=(1, 2), pad=0)
 
 
 def make_jina(family, out, spec):
@@ -1060,7 +1134,7 @@ def make_jina(family, out, spec):
               metadata={"format": "pt"})
     (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     rows = make_ids(spec, torch.Generator().manual_seed(7))
-    golden, worst_bert, worst_no_alibi = {}, 0.0, 0.0
+    golden, worst_bert, worst_no_alibi, worst_no_qk_norms = {}, 0.0, 0.0, 0.0
     for i, ids in enumerate(rows):
         hidden, logits = jina_forward(w, config, ids, prefix)
         golden[f"input_ids_{i}"] = ids.to(torch.int64)
@@ -1077,6 +1151,9 @@ def make_jina(family, out, spec):
             worst_bert = max(worst_bert, float((bert_logits - logits).abs().max()))
         without, _ = jina_forward(w, config, ids, prefix, alibi=False)
         worst_no_alibi = max(worst_no_alibi, float((without - hidden).abs().max()))
+        if qk_post_norm(config):
+            without, _ = jina_forward(w, config, ids, prefix, qk_norms=False)
+            worst_no_qk_norms = max(worst_no_qk_norms, float((without - hidden).abs().max()))
     assert worst_bert < 1e-10, worst_bert
     save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
     import math
@@ -1092,21 +1169,29 @@ def make_jina(family, out, spec):
         "generator": "tools/make_family_goldens.py " + family, "torch": torch.__version__,
         "transformers": transformers.__version__, "lengths": LENGTHS, "seed": spec["seed"],
         "dtype": "float64 run, float32 outputs", "stored_dtype": str(storage).replace("torch.", ""),
-        "reference": "a float64 re-implementation of jinaai/jina-bert-implementation's modeling_bert.py "
-                     "(JinaBertModel / JinaBertForSequenceClassification): transformers 5.25 has no JinaBERT "
-                     "and the remote code is not run here (tools/make_family_goldens.py, jina_forward)",
-        "layout": "the hub's (jina-embeddings-v2 / jina-reranker-v1 folders): JinaBertConfig keys, remote-code "
-                  "tensor names" + (", backbone under bert." if prefix else ", unprefixed"),
+        "reference": ("a float64 re-implementation of jinaai/jina-bert-v2-qk-post-norm's layers (the order "
+                      "read from a transformers-style port of it for jina-embeddings-v2-base-code, text-embeddings-"
+                      "inference's jina_code.rs and rtp-llm's JinaBERT weights; tools/make_family_goldens.py, "
+                      "jina_forward)" if qk_post_norm(config) else
+                      "a float64 re-implementation of jinaai/jina-bert-implementation's modeling_bert.py "
+                      "(JinaBertModel / JinaBertForSequenceClassification)") +
+                     ": transformers 5.25 has no JinaBERT and the remote code is not run here",
+        "layout": "the hub's (" + ("jina-embeddings-v2-base-code" if qk_post_norm(config) else
+                                   "jina-embeddings-v2 / jina-reranker-v1") +
+                  " folders): JinaBertConfig keys, remote-code tensor names" +
+                  (", backbone under bert." if prefix else ", unprefixed"),
         "config": key_config(out / "config.json"), "tensors": tensor_names(out / "model.safetensors"),
         "golden_tensors": sorted(golden),
         "checks": {
             "max_abs_diff_to_transformers_bert_modules_with_alibi_mask": worst_bert,
             "max_abs_diff_if_no_alibi": worst_no_alibi,
+            "max_abs_diff_if_no_qk_norms": worst_no_qk_norms if qk_post_norm(config) else None,
             "alibi_slopes": slopes, "alibi_slopes_closed_form": closed,
             "logits": {f"logits_{i}": golden[f"logits_{i}"][0].tolist() for i in range(len(rows))}
             if spec["labels"] else None}}
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {out}: transformers-BERT path diff {worst_bert:.2e}, no-ALiBi diff {worst_no_alibi:.2e}")
+    print(f"wrote {out}: transformers-BERT path diff {worst_bert:.2e}, no-ALiBi diff {worst_no_alibi:.2e}"
+          + (f", no-q/k-norm diff {worst_no_qk_norms:.2e}" if qk_post_norm(config) else ""))
 
 
 # ---------------------------------------------------------------- issue 48: stella's 2_Dense_<dims>
@@ -1438,6 +1523,9 @@ FAMILIES = {
     # Issue 48: JinaBERT (ALiBi), the hub's layout; a re-implementation is the reference (make_jina).
     "jina-bert": jina_bert,
     "jina-reranker-bf16": lambda: jina_bert(labels=1, heads=12, storage=torch.bfloat16),
+    # jina-embeddings-v2-base-code's jinaai/jina-bert-v2-qk-post-norm: q/k LayerNorms, two norms after the
+    # attention, up_gated_layer / down_layer (the same re-implementation, its qk-post-norm branch).
+    "jina-bert-code": lambda: jina_bert(code=True),
     # Issue 48: stella_en_400M_v5's 2_Dense_<dims> folders, against sentence-transformers (make_stella_dense).
     "gte-stella-dense": lambda: dict(stella=True),
 }

@@ -156,6 +156,10 @@ struct ModelConfig {
   // sets it; loading decides it from the tensors present. EuroBertForSequenceClassification: the
   // head's output layer is out_proj (the hub's first remote code) instead of classifier, set at load.
   bool remote_code_tensors = false;
+  // JinaBERT from jinaai/jina-bert-v2-qk-post-norm (jina-embeddings-v2-base-code): LayerNorms on
+  // each token's whole query and key, a second LayerNorm after the attention's, the feed-forward's
+  // own names and up|gate order (engine/models/jina_bert.cc). The reader sets it from auto_map.
+  bool qk_post_norm = false;
   // jina-embeddings-v3's task adapters (config.json's lora_adaptations, in the order of the
   // adapter tensors' first axis): a step may name one per sequence, and each of its LoRA
   // weights then adds (lora_alpha / lora_rank) · B_task · A_task to W for that sequence only.

@@ -580,6 +580,7 @@ TEST(MakeModel, EveryLikeLoadsAndRuns) {
       // Issue 48: JinaBERT (ALiBi).
       {"jina-embeddings-v2-base-en", "configs/all-MiniLM-L6-v2", 768, "JinaBertForMaskedLM"},
       {"jina-reranker-v1-turbo-en", "configs/all-MiniLM-L6-v2", 0, "JinaBertForSequenceClassification"},
+      {"jina-embeddings-v2-base-code", "configs/all-MiniLM-L6-v2", 768, "JinaBertForMaskedLM"},  // qk-post-norm
       // Issue 48: jina-embeddings-v3, config.json naming XLMRobertaModel, run as its XLMRobertaLoRA.
       {"jina-embeddings-v3", "xlmr-trimmed-32k", 1024, "XLMRobertaLoRA"},
       // Issue 44: LLM rerankers; bge-reranker-v2-gemma and v2.5-gemma2-lightweight with their shipped stand-in tokenizer (""),

@@ -180,6 +180,21 @@ TEST_F(CudaKernelTest, Norms) {
   EXPECT_CLOSE(qkv, ToHost(device), "rms_norm_heads");
 }
 
+// JinaBERT qk-post-norm: the LayerNorm kernel over each token's query and key blocks of the
+// packed qkv (rows a qkv row apart), in place.
+TEST_F(CudaKernelTest, LayerNormOfWholeQueryAndKey) {
+  const ops::QkvLayout layout{12, 12, 64};
+  Tensor qkv = Random({29, layout.row_size()}, rng_, 2.0f);
+  const Tensor q_gamma = Random({768}, rng_), q_beta = Random({768}, rng_);
+  const Tensor k_gamma = Random({768}, rng_), k_beta = Random({768}, rng_);
+  Tensor device = ToDevice(qkv);
+  ASSERT_TRUE(ops::LayerNormQueryKey(device, layout, ToDevice(q_gamma), ToDevice(q_beta), ToDevice(k_gamma),
+                                     ToDevice(k_beta), 1e-12f)
+                  .ok());
+  ASSERT_TRUE(ops::LayerNormQueryKey(qkv, layout, q_gamma, q_beta, k_gamma, k_beta, 1e-12f).ok());
+  EXPECT_CLOSE(qkv, ToHost(device), "layer_norm_query_key");
+}
+
 TEST_F(CudaKernelTest, RotaryEmbedding) {
   const std::vector<int32_t> positions_host = {0, 1, 2, 3, 0, 1, 511, 4095, 7, 100};
   const Tensor positions = Ints(positions_host);

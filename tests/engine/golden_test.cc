@@ -176,8 +176,9 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       // NomicBERT's partial rotary (hub) and dynamic NTK scaling (hub, BF16 stored; native).
                       "tiny-nomic-bert-partial-rotary-hub", "tiny-nomic-bert-dynamic-ntk-hub-bf16",
                       "tiny-nomic-bert-dynamic-ntk",
-                      // Issue 48: JinaBERT (ALiBi), the hub's layout; the reference is a re-implementation.
-                      "tiny-jina-bert", "tiny-jina-reranker-bf16",
+                      // Issue 48: JinaBERT (ALiBi), the hub's layout; the reference is a re-implementation,
+                      // of jina-embeddings-v2-base-code's qk-post-norm layers too (tiny-jina-bert-code).
+                      "tiny-jina-bert", "tiny-jina-reranker-bf16", "tiny-jina-bert-code",
                       // Issue 44: LLM rerankers on Qwen2 (mxbai-rerank-v2), Gemma (bge-reranker-v2-gemma)
                       // and Gemma 2 (soft-capped attention and logits, sliding layers), F32 and BF16 stored.
                       "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker", "tiny-gemma2-reranker",

@@ -1,9 +1,14 @@
-// Issue 48's JinaBERT (jina-embeddings-v2, jina-reranker-v1) beyond the shared golden checks
-// (golden_test.cc, ≤ 1e-4 absolute): cosine ≥ 0.9999 to the reference on every golden (a float64
+// Issue 48's JinaBERT (jina-embeddings-v2, jina-reranker-v1, and jina-embeddings-v2-base-code's
+// jinaai/jina-bert-v2-qk-post-norm) beyond the shared golden checks (golden_test.cc, ≤ 1e-4
+// absolute, alone and packed): cosine ≥ 0.9999 to the reference on every golden (a float64
 // re-implementation of the hub's remote code, checked against transformers' BERT modules with
-// ALiBi as their additive mask: tests/engine/data/README.md), the ALiBi slopes against the ones
-// the golden run used, what the hub's configs read as, the refusal of what the remote code
-// computes otherwise, and of JinaBERT folders handed to another reader and the other way round.
+// ALiBi as their additive mask and, for qk-post-norm, torch LayerNorms on their query and key and
+// around their attention: tools/make_family_goldens.py, tests/engine/data/README.md; the
+// qk-post-norm layer order comes from a transformers-style port of that code for
+// jina-embeddings-v2-base-code, text-embeddings-inference's jina_code.rs and rtp-llm's weights),
+// the ALiBi slopes against the ones the golden run used, what the hub's configs read as, the
+// refusal of what the remote code computes otherwise, and of JinaBERT folders handed to another
+// reader and the other way round.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,7 +32,7 @@ using testing::TempDir;
 using testing::WriteFile;
 
 const std::string kData = std::string(STAMEN_ENGINE_TEST_DATA) + "/";
-const char* const kFolders[] = {"tiny-jina-bert", "tiny-jina-reranker-bf16"};
+const char* const kFolders[] = {"tiny-jina-bert", "tiny-jina-reranker-bf16", "tiny-jina-bert-code"};
 
 // `folder`'s config.json with the first `from` replaced by `to`, written into `dir`.
 void WriteEditedConfig(const std::string& folder, const std::string& from, const std::string& to, TempDir& dir) {
@@ -59,6 +64,17 @@ TEST(JinaBertTest, HubConfigsRead) {
   EXPECT_EQ(embedder->num_attention_heads, 6);
   EXPECT_EQ(embedder->type_vocab_size, 2);
   EXPECT_EQ(embedder->max_position_embeddings, 512);
+  EXPECT_FALSE(embedder->qk_post_norm);
+
+  // jina-embeddings-v2-base-code: the same classes from jinaai/jina-bert-v2-qk-post-norm.
+  auto code = Read("tiny-jina-bert-code");
+  ASSERT_TRUE(code.ok()) << code.status().message();
+  EXPECT_EQ(code->family, ModelFamily::kJinaBert);
+  EXPECT_EQ(code->architecture, "JinaBertForMaskedLM");
+  EXPECT_EQ(code->head, ModelHead::kNone);
+  EXPECT_TRUE(code->qk_post_norm);
+  EXPECT_EQ(code->hidden_act, ops::Activation::kGeluErf);
+  EXPECT_TRUE(code->gated_feed_forward);
 
   auto reranker = Read("tiny-jina-reranker-bf16");
   ASSERT_TRUE(reranker.ok()) << reranker.status().message();
@@ -125,13 +141,33 @@ TEST(JinaBertTest, UnsupportedVariantsAreRefused) {
       {R"("feed_forward_type": "geglu")", R"("feed_forward_type": "original")", "'feed_forward_type'"},
       // Absent, JinaBertConfig's default "original" applies.
       {R"("feed_forward_type": "geglu",)", "", "'feed_forward_type'"},
-      // jina-embeddings-v2-base-code: the same class names from the qk-post-norm repository.
-      {"jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig",
-       "jinaai/jina-bert-v2-qk-post-norm--configuration_bert.JinaBertConfig", "q/k LayerNorms"},
   };
   for (const Case& c : cases) {
     const std::string error = EditedConfigError("tiny-jina-bert", c.from, c.to);
     EXPECT_NE(error.find(c.named), std::string::npos) << "with " << c.to << ": '" << error << "'";
+  }
+}
+
+// auto_map's repository decides which layers run: each folder's tensors under the other
+// repository's name are refused at load, naming a tensor the other layers have and it lacks.
+TEST(JinaBertTest, RepositoryNameDecidesTheLayers) {
+  struct Swap {
+    const char* folder;
+    const char* from;
+    const char* to;
+    const char* missing;  // a tensor the message names
+  };
+  for (const Swap& swap :
+       {Swap{"tiny-jina-bert", "jina-bert-implementation--configuration_bert",
+             "jina-bert-v2-qk-post-norm--configuration_bert", "layer_norm_q"},
+        Swap{"tiny-jina-bert-code", "jina-bert-v2-qk-post-norm--configuration_bert",
+             "jina-bert-implementation--configuration_bert", "gated_layers"}}) {
+    TempDir dir;
+    WriteEditedConfig(swap.folder, swap.from, swap.to, dir);
+    std::filesystem::copy_file(kData + swap.folder + "/model.safetensors", dir.File("model.safetensors"));
+    auto engine = Engine::Load(dir.path(), {.num_threads = 1});
+    ASSERT_FALSE(engine.ok()) << swap.folder << " as " << swap.to;
+    EXPECT_NE(engine.status().message().find(swap.missing), std::string::npos) << engine.status().message();
   }
 }
 

@@ -498,6 +498,41 @@ TEST(NormTest, RmsNormAndPerHeadRmsNorm) {
   }
 }
 
+// JinaBERT qk-post-norm: one LayerNorm over each token's whole query (all its heads) and one over
+// its whole key, in place in the packed qkv; values untouched.
+TEST(NormTest, LayerNormOfWholeQueryAndKey) {
+  const ops::QkvLayout layout{2, 1, 8};  // query 16 wide, key 8, value 8
+  const int64_t tokens = 3, row = layout.row_size();
+  Tensor qkv = Random({tokens, row}, 21, 2.0f), original = Zeros({tokens, row});
+  std::copy_n(qkv.data<float>(), qkv.NumElements(), original.data<float>());
+  Tensor q_gamma = Random({16}, 22), q_beta = Random({16}, 23), k_gamma = Random({8}, 24), k_beta = Random({8}, 25);
+  ASSERT_TRUE(ops::LayerNormQueryKey(qkv, layout, q_gamma, q_beta, k_gamma, k_beta, 1e-12f).ok());
+  struct Block {
+    int64_t column, size;
+    const Tensor& gamma;
+    const Tensor& beta;
+  };
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (const Block& block : {Block{0, 16, q_gamma, q_beta}, Block{16, 8, k_gamma, k_beta}}) {
+      const float* before = original.data<float>() + t * row + block.column;
+      const float* after = qkv.data<float>() + t * row + block.column;
+      double mean = 0.0, variance = 0.0;
+      for (int64_t i = 0; i < block.size; ++i) mean += before[i];
+      mean /= block.size;
+      for (int64_t i = 0; i < block.size; ++i) variance += (before[i] - mean) * (before[i] - mean);
+      variance /= block.size;
+      for (int64_t i = 0; i < block.size; ++i) {
+        const double expected =
+            (before[i] - mean) / std::sqrt(variance + 1e-12) * block.gamma.data<float>()[i] + block.beta.data<float>()[i];
+        EXPECT_NEAR(after[i], expected, 1e-5) << "token " << t << " column " << block.column + i;
+      }
+    }
+    for (int64_t i = 24; i < row; ++i) EXPECT_EQ(qkv.data<float>()[t * row + i], original.data<float>()[t * row + i]);
+  }
+  // A key norm as wide as one head (Qwen3's per-head shape) is not this op's.
+  EXPECT_FALSE(ops::LayerNormQueryKey(qkv, layout, q_gamma, q_beta, q_gamma, q_beta, 1e-12f).ok());
+}
+
 // Gemma3 norms a block's output and adds it to the residual stream in one op.
 TEST(NormTest, RmsNormAccumulatesIntoOutput) {
   const int64_t rows = 5, n = 40;

@@ -70,6 +70,22 @@ void RmsNormRow(const float* row, const float* weight, float eps, int64_t n, flo
   for (int64_t i = 0; i < n; ++i) out[i] += row[i] * scale * weight[i];
 }
 
+// LayerNorm of one row: out = (x − mean) / sqrt(var + eps) · gamma + beta, x = in + residual
+// (residual may be null); out may alias in or residual element by element.
+void LayerNormRow(const float* in, const float* residual, const float* gamma, const float* beta, float eps, int64_t n,
+                  float* out) {
+  // Sum first, into the output row.
+  if (residual != nullptr) {
+    Add(in, residual, n, out);
+  } else if (out != in) {
+    std::copy(in, in + n, out);
+  }
+  const double mean = SumOfPowers<1>(out, 0.0, n) / n;
+  const double sum_squares = SumOfPowers<2>(out, mean, n);
+  const float inverse = static_cast<float>(1.0 / std::sqrt(sum_squares / n + eps));
+  NormalizeRow(out, static_cast<float>(mean), inverse, gamma, beta, n, out);
+}
+
 }  // namespace
 
 Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
@@ -79,18 +95,8 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   const float* gamma_data = gamma.data<float>();
   const float* beta_data = beta.data<float>();  // null when empty: NormalizeRow adds no bias
   ForEachRow(rows, n, [&](int64_t r) {
-    const float* in = input.data<float>() + r * n;
-    float* out = output.data<float>() + r * n;
-    // Sum first, into the output row: output may alias input or residual element by element.
-    if (!residual.empty()) {
-      Add(in, residual.data<float>() + r * n, n, out);
-    } else if (out != in) {
-      std::copy(in, in + n, out);
-    }
-    const double mean = SumOfPowers<1>(out, 0.0, n) / n;
-    const double sum_squares = SumOfPowers<2>(out, mean, n);
-    const float inverse = static_cast<float>(1.0 / std::sqrt(sum_squares / n + eps));
-    NormalizeRow(out, static_cast<float>(mean), inverse, gamma_data, beta_data, n, out);
+    LayerNormRow(input.data<float>() + r * n, residual.empty() ? nullptr : residual.data<float>() + r * n, gamma_data,
+                 beta_data, eps, n, output.data<float>() + r * n);
   });
   return Status();
 }
@@ -113,6 +119,19 @@ Status RmsNormHeads(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& que
       const float* weight = h < layout.num_heads ? query_weight.data<float>() : key_weight.data<float>();
       RmsNormRow(row + h * d, weight, eps, d, row + h * d);
     }
+  });
+  return Status();
+}
+
+Status LayerNormQueryKey(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_gamma, const Tensor& query_beta,
+                         const Tensor& key_gamma, const Tensor& key_beta, float eps) {
+  const int64_t query_size = layout.num_heads * layout.head_dim;
+  const int64_t key_size = layout.num_kv_heads * layout.head_dim;
+  ForEachRow(qkv.dim(0), layout.row_size(), [&](int64_t t) {
+    float* query = qkv.data<float>() + t * layout.row_size();
+    float* key = query + query_size;
+    LayerNormRow(query, nullptr, query_gamma.data<float>(), query_beta.data<float>(), eps, query_size, query);
+    LayerNormRow(key, nullptr, key_gamma.data<float>(), key_beta.data<float>(), eps, key_size, key);
   });
   return Status();
 }

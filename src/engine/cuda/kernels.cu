@@ -57,11 +57,14 @@ __global__ void GatedActivationKernel(ops::Activation activation, const bf16* ga
 
 // ---- norms: one block per row, the row staged in shared memory as fp32 ----
 
+// Rows `stride` elements apart (n for a [rows, n] tensor; a packed qkv row's size for
+// LayerNormQueryKey, whose query or key block is the row). The row is staged before any store,
+// so output may alias input.
 __global__ void LayerNormKernel(const bf16* input, const bf16* residual, const bf16* gamma, const bf16* beta,
-                                float eps, bf16* output, int n) {
+                                float eps, bf16* output, int n, int64_t stride) {
   extern __shared__ float row[];
   __shared__ float scratch[32];
-  const int64_t offset = blockIdx.x * int64_t{n};
+  const int64_t offset = blockIdx.x * stride;
   float sum = 0.0f;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     float x = __bfloat162float(input[offset + i]);
@@ -377,8 +380,33 @@ Status LayerNorm(const Tensor& input, const Tensor& residual, const Tensor& gamm
   STAMEN_RETURN_IF_ERROR(AllowSharedMemory(LayerNormKernel, shared, layer_norm_shared, "layer_norm (shared memory)"));
   LayerNormKernel<<<static_cast<unsigned int>(rows), RowThreads(n), shared, (*context)->stream()>>>(
       input.data<bf16>(), residual.empty() ? nullptr : residual.data<bf16>(), gamma.data<bf16>(),
-      beta.empty() ? nullptr : beta.data<bf16>(), eps, output.data<bf16>(), static_cast<int>(n));
+      beta.empty() ? nullptr : beta.data<bf16>(), eps, output.data<bf16>(), static_cast<int>(n), n);
   return CheckLaunch("layer_norm");
+}
+
+Status LayerNormQueryKey(Tensor& qkv, const ops::QkvLayout& layout, const Tensor& query_gamma, const Tensor& query_beta,
+                         const Tensor& key_gamma, const Tensor& key_beta, float eps) {
+  auto context = RequireContext("layer_norm_query_key");
+  if (!context.ok()) return context.status();
+  const int64_t tokens = qkv.dim(0);
+  if (tokens == 0) return Status();
+  const int64_t query_size = layout.num_heads * layout.head_dim;
+  const int64_t key_size = layout.num_kv_heads * layout.head_dim;
+  const struct {
+    int64_t column, size;
+    const Tensor& gamma;
+    const Tensor& beta;
+  } blocks[] = {{0, query_size, query_gamma, query_beta}, {query_size, key_size, key_gamma, key_beta}};
+  for (const auto& block : blocks) {
+    const size_t shared = static_cast<size_t>(block.size) * sizeof(float);
+    STAMEN_RETURN_IF_ERROR(
+        AllowSharedMemory(LayerNormKernel, shared, layer_norm_shared, "layer_norm_query_key (shared memory)"));
+    bf16* rows = qkv.data<bf16>() + block.column;
+    LayerNormKernel<<<static_cast<unsigned int>(tokens), RowThreads(block.size), shared, (*context)->stream()>>>(
+        rows, nullptr, block.gamma.data<bf16>(), block.beta.data<bf16>(), eps, rows, static_cast<int>(block.size),
+        layout.row_size());
+  }
+  return CheckLaunch("layer_norm_query_key");
 }
 
 Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& output, bool accumulate) {

@@ -71,6 +71,11 @@ Status SelfAttention(const AttentionWeights& weights, const AttentionSettings& s
   if (!weights.query_norm.empty()) {
     STAMEN_RETURN_IF_ERROR(ops::RmsNormHeads(qkv, layout, weights.query_norm, weights.key_norm, settings.norm_eps));
   }
+  if (!weights.query_layer_norm_gamma.empty()) {
+    STAMEN_RETURN_IF_ERROR(ops::LayerNormQueryKey(qkv, layout, weights.query_layer_norm_gamma,
+                                                  weights.query_layer_norm_beta, weights.key_layer_norm_gamma,
+                                                  weights.key_layer_norm_beta, settings.norm_eps));
+  }
   if (settings.rope != nullptr) STAMEN_RETURN_IF_ERROR(ops::ApplyRope(qkv, layout, *settings.rope));
   STAMEN_RETURN_IF_ERROR(ops::Attention(qkv, cu_seqlens, layout, settings.options, context));
   return ops::Gemm(context, weights.output_weight, weights.output_bias, output, {.accumulate = accumulate});

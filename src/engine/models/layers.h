@@ -56,13 +56,16 @@ Status EmbedAbsolute(const AbsoluteEmbeddingWeights& embeddings, const ModelInpu
 struct AttentionWeights {
   Tensor qkv_weight, qkv_bias;  // query, key and value rows stacked: one gemm
   Tensor query_norm, key_norm;  // an RMSNorm over each query and key head (Qwen3), or empty
+  // LayerNorms over each token's whole query and whole key, before the heads split (JinaBERT
+  // qk-post-norm's layer_norm_q / layer_norm_k), or empty.
+  Tensor query_layer_norm_gamma, query_layer_norm_beta, key_layer_norm_gamma, key_layer_norm_beta;
   Tensor output_weight, output_bias;
 };
 
 struct AttentionSettings {
   ops::QkvLayout layout;
   ops::AttentionOptions options;  // causal, window, scale, relative position bias
-  float norm_eps = 0.0f;         // of query_norm and key_norm
+  float norm_eps = 0.0f;         // of query_norm and key_norm, or of the query / key LayerNorms
   const Tensor* rope = nullptr;  // the step's RoPE table [T, head_dim], or none
 };
 

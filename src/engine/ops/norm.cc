@@ -67,4 +67,31 @@ Status RmsNormHeads(Tensor& qkv, const QkvLayout& layout, const Tensor& query_we
       STAMEN_CUDA_KERNEL([&] { return cuda::RmsNormHeads(qkv, layout, query_weight, key_weight, eps); }));
 }
 
+Status LayerNormQueryKey(Tensor& qkv, const QkvLayout& layout, const Tensor& query_gamma, const Tensor& query_beta,
+                         const Tensor& key_gamma, const Tensor& key_beta, float eps) {
+  constexpr std::string_view kOp = "layer_norm_query_key";
+  STAMEN_RETURN_IF_ERROR(internal::ExpectFloat(kOp, "qkv", qkv, 2));
+  STAMEN_RETURN_IF_ERROR(internal::ExpectDim(kOp, "qkv", qkv, 1, layout.row_size()));
+  const struct {
+    const char* name;
+    const Tensor& tensor;
+    int64_t size;
+  } parameters[] = {{"query_gamma", query_gamma, layout.num_heads * layout.head_dim},
+                    {"query_beta", query_beta, layout.num_heads * layout.head_dim},
+                    {"key_gamma", key_gamma, layout.num_kv_heads * layout.head_dim},
+                    {"key_beta", key_beta, layout.num_kv_heads * layout.head_dim}};
+  for (const auto& parameter : parameters) {
+    STAMEN_RETURN_IF_ERROR(internal::ExpectFloat(kOp, parameter.name, parameter.tensor, 1));
+    STAMEN_RETURN_IF_ERROR(internal::ExpectDim(kOp, parameter.name, parameter.tensor, 0, parameter.size));
+  }
+  STAMEN_RETURN_IF_ERROR(internal::ExpectSameDevice(kOp, {&qkv, &query_gamma, &query_beta, &key_gamma, &key_beta}));
+  STAMEN_RETURN_IF_ERROR(
+      internal::ExpectComputeType(kOp, qkv.device(), {&qkv, &query_gamma, &query_beta, &key_gamma, &key_beta}));
+  return internal::Dispatch(
+      kOp, qkv.device(),
+      [&] { return cpu::LayerNormQueryKey(qkv, layout, query_gamma, query_beta, key_gamma, key_beta, eps); },
+      STAMEN_CUDA_KERNEL(
+          [&] { return cuda::LayerNormQueryKey(qkv, layout, query_gamma, query_beta, key_gamma, key_beta, eps); }));
+}
+
 }  // namespace stamen::engine::ops

@@ -1,5 +1,6 @@
 // Normalisations over the last axis: LayerNorm (BERT, XLM-R) and RMSNorm (Qwen, Gemma3), plus
-// Qwen3's per-head RMSNorm of queries and keys inside a packed qkv tensor.
+// Qwen3's per-head RMSNorm of queries and keys inside a packed qkv tensor, and JinaBERT
+// qk-post-norm's LayerNorm of each token's whole query and whole key there.
 #pragma once
 
 #include "engine/ops/attention.h"
@@ -22,5 +23,12 @@ Status RmsNorm(const Tensor& input, const Tensor& weight, float eps, Tensor& out
 // with `key_weight` [head_dim] in `qkv` packed as `layout` describes (values untouched).
 Status RmsNormHeads(Tensor& qkv, const QkvLayout& layout, const Tensor& query_weight, const Tensor& key_weight,
                     float eps);
+
+// In place, LayerNorm (as LayerNorm above) of every token's whole query, its num_heads·head_dim
+// values, with `query_gamma` / `query_beta`, and of its whole key with `key_gamma` / `key_beta`,
+// in `qkv` packed as `layout` describes (values untouched): the norm runs before the heads
+// split (jinaai/jina-bert-v2-qk-post-norm's layer_norm_q / layer_norm_k).
+Status LayerNormQueryKey(Tensor& qkv, const QkvLayout& layout, const Tensor& query_gamma, const Tensor& query_beta,
+                         const Tensor& key_gamma, const Tensor& key_beta, float eps);
 
 }  // namespace stamen::engine::ops

@@ -6,9 +6,10 @@
 // folders say model_type "bert" and name the remote classes in auto_map; transformers 5.25 has
 // no JinaBERT of its own, so these folders are read only here, never as BERT.
 //
-// jina-embeddings-v2-base-code's folders name the same class names from another repository
-// (jinaai/jina-bert-v2-qk-post-norm: LayerNorms on q and k, a second norm per layer, up-then-gate
-// projections), which computes something else: refused by that repository's name.
+// jina-embeddings-v2-base-code's folders name the same class names from another repository,
+// jinaai/jina-bert-v2-qk-post-norm, whose layers differ (LayerNorms on q and k, a second norm
+// after the attention's, the MLP's up_gated_layer / down_layer): config.qk_post_norm, told by
+// that repository's name in auto_map.
 #include "model_folder/family_config.h"
 
 namespace stamen::engine {
@@ -17,21 +18,19 @@ namespace {
 // The repository of the qk-post-norm variant, as auto_map names it ("repo--module.Class").
 constexpr std::string_view kQkPostNormRepository = "jina-bert-v2-qk-post-norm";
 
-Status RefuseQkPostNorm(const JsonObject& root) {
+// Whether auto_map's AutoConfig names the qk-post-norm repository.
+Status ReadQkPostNorm(const JsonObject& root, bool* qk_post_norm) {
   JsonObject auto_map = root;
   bool has_auto_map = false;
   STAMEN_RETURN_IF_ERROR(root.OptionalObject("auto_map", &auto_map, &has_auto_map));
-  if (!has_auto_map) return Status();
   std::string target;
-  STAMEN_RETURN_IF_ERROR(auto_map.Optional("AutoConfig", &target));
-  if (target.find(kQkPostNormRepository) == std::string::npos) return Status();
-  return auto_map.Error("AutoConfig", "names '" + target +
-                                          "': JinaBERT with q/k LayerNorms (jina-embeddings-v2-base-code's "
-                                          "jinaai/jina-bert-v2-qk-post-norm) is not supported");
+  if (has_auto_map) STAMEN_RETURN_IF_ERROR(auto_map.Optional("AutoConfig", &target));
+  *qk_post_norm = target.find(kQkPostNormRepository) != std::string::npos;
+  return Status();
 }
 
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
-  STAMEN_RETURN_IF_ERROR(RefuseQkPostNorm(root));
+  STAMEN_RETURN_IF_ERROR(ReadQkPostNorm(root, &config->qk_post_norm));
   std::string positions;
   STAMEN_RETURN_IF_ERROR(root.Optional("position_embedding_type", &positions));
   if (positions != "alibi") {
