@@ -53,13 +53,9 @@ def _import_m3_embedder():
     """FlagEmbedding's M3Embedder (BGEM3FlagModel) without the package's __init__ files, which import
     every model kind it has (its LLM rerankers want peft): the packages above m3.py are registered
     empty, with their folders as __path__, so that only m3.py and what it imports are run."""
-    import importlib.util
-    root = pathlib.Path(importlib.util.find_spec("FlagEmbedding").origin).parent
-    for package in ("FlagEmbedding", "FlagEmbedding.inference", "FlagEmbedding.inference.embedder",
-                    "FlagEmbedding.inference.embedder.encoder_only"):
-        module = types.ModuleType(package)
-        module.__path__ = [str(root.joinpath(*package.split(".")[1:]))]
-        sys.modules.setdefault(package, module)
+    import flagembedding_packages
+    flagembedding_packages.enter("FlagEmbedding", "FlagEmbedding.inference", "FlagEmbedding.inference.embedder",
+                                 "FlagEmbedding.inference.embedder.encoder_only")
     from FlagEmbedding.inference.embedder.encoder_only.m3 import M3Embedder
     return M3Embedder
 

@@ -1298,12 +1298,9 @@ def flagembedding_lightweight():
                  f"PYTHONPATH={FLAGEMBEDDING_TRANSFORMERS} (transformers {transformers.__version__} is on the path)")
     import importlib.util
     import types
-    root = pathlib.Path(importlib.util.find_spec("FlagEmbedding").origin).parent
-    for name in ("FlagEmbedding", "FlagEmbedding.inference", "FlagEmbedding.inference.reranker",
-                 "FlagEmbedding.inference.reranker.decoder_only"):
-        package = types.ModuleType(name)
-        package.__path__ = [str(root.joinpath(*name.split(".")[1:]))]
-        sys.modules.setdefault(name, package)
+    import flagembedding_packages
+    flagembedding_packages.enter("FlagEmbedding", "FlagEmbedding.inference", "FlagEmbedding.inference.reranker",
+                                 "FlagEmbedding.inference.reranker.decoder_only")
     if importlib.util.find_spec("peft") is None:
         # lightweight.py imports peft for a LoRA path (peft_path) the goldens do not take.
         sys.modules["peft"] = types.SimpleNamespace(PeftModel=None)
