@@ -6,8 +6,8 @@
 #include <charconv>
 #include <cmath>
 #include <numeric>
+#include <random>
 
-#include "gateway/cohere_api.h"
 #include "gateway/json_read.h"
 
 namespace stamen::gateway {
@@ -460,6 +460,27 @@ void AppendChunkVectors(std::string& out, const std::vector<std::vector<TextSpan
   }
 }
 
+
+std::string NewRequestId() {
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  const uint64_t high = generator(), low = generator();
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (int i = 0; i < 32; ++i) {
+    const uint64_t word = i < 16 ? high : low;
+    int nibble = static_cast<int>((word >> (60 - 4 * (i % 16))) & 15);
+    if (i == 12) nibble = 4;                      // version 4
+    if (i == 16) nibble = 8 | (nibble & 3);       // variant 10xx
+    if (i == 8 || i == 12 || i == 16 || i == 20) id += '-';
+    id += kHex[nibble];
+  }
+  return id;
+}
+
+void AppendCohereMeta(std::string& out, const std::string& billed, size_t input_tokens) {
+  out += ",\"meta\":{\"api_version\":{\"version\":\"2\"},\"billed_units\":{" + billed +
+         "},\"tokens\":{\"input_tokens\":" + std::to_string(input_tokens) + "}}";
+}
 
 std::string EmbeddingsBody(const EmbedCall& call, bool openai, std::string_view model_id, const FinishedRows& done,
                            const LateChunks& late) {

@@ -152,6 +152,12 @@ void AppendChunkVectors(std::string& out, const std::vector<std::vector<TextSpan
                         const std::vector<std::vector<int64_t>>& rows, const float* values, size_t columns,
                         EmbeddingType type, const QuantizationRanges& ranges, bool openai, bool with_spans);
 
+// A random version 4 UUID, the "id" Cohere puts on every answer (/v2/embed, /v2/rerank).
+std::string NewRequestId();
+// ,"meta":{"api_version":{"version":"2"},"billed_units":{…},"tokens":{"input_tokens":N}}
+// with `billed` the billed_units' members ("input_tokens":N or "search_units":N).
+void AppendCohereMeta(std::string& out, const std::string& billed, size_t input_tokens);
+
 // Late chunking's plan for an answer: chunks[i] are input i's chunks (the call's, or those its
 // rule cut), rows[i][k] the output row of its chunk k. Empty: one vector per input.
 struct LateChunks {

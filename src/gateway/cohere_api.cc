@@ -2,7 +2,6 @@
 
 #include <simdjson.h>
 
-#include <random>
 
 #include "gateway/json_read.h"
 
@@ -143,27 +142,6 @@ std::variant<RerankCall, ApiError> ParseCohereRerankCall(std::string_view body) 
     if (!call.truncate) call.truncate = true;
     return ReadPositive(fields, "max_tokens_per_doc", &call.max_tokens_per_document);
   });
-}
-
-std::string NewRequestId() {
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  const uint64_t high = generator(), low = generator();
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (int i = 0; i < 32; ++i) {
-    const uint64_t word = i < 16 ? high : low;
-    int nibble = static_cast<int>((word >> (60 - 4 * (i % 16))) & 15);
-    if (i == 12) nibble = 4;                      // version 4
-    if (i == 16) nibble = 8 | (nibble & 3);       // variant 10xx
-    if (i == 8 || i == 12 || i == 16 || i == 20) id += '-';
-    id += kHex[nibble];
-  }
-  return id;
-}
-
-void AppendCohereMeta(std::string& out, const std::string& billed, size_t input_tokens) {
-  out += ",\"meta\":{\"api_version\":{\"version\":\"2\"},\"billed_units\":{" + billed +
-         "},\"tokens\":{\"input_tokens\":" + std::to_string(input_tokens) + "}}";
 }
 
 std::string CohereEmbedBody(const CohereEmbedCall& call, const FinishedRows& done) {

@@ -55,10 +55,5 @@ std::variant<RerankCall, ApiError> ParseCohereRerankCall(std::string_view body);
 // "texts", "meta", "response_type": "embeddings_by_type"}, each input's vector a row of `done`.
 std::string CohereEmbedBody(const CohereEmbedCall& call, const FinishedRows& done);
 
-// A random version 4 UUID, the "id" Cohere puts on every answer.
-std::string NewRequestId();
-// ,"meta":{"api_version":{"version":"2"},"billed_units":{…},"tokens":{"input_tokens":N}}
-// with `billed` the billed_units' members ("input_tokens":N or "search_units":N).
-void AppendCohereMeta(std::string& out, const std::string& billed, size_t input_tokens);
 
 }  // namespace stamen::gateway
