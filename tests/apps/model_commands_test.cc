@@ -550,96 +550,113 @@ TEST(MakeModel, SameSeedSameBytesAndRealShapes) {
   EXPECT_EQ(b.size(), ReadFile(out.File("d/model.safetensors")).size());
 }
 
-TEST(MakeModel, EveryLikeLoadsAndRuns) {
+// Each --like gives a folder that loads and runs: one test per like, so that a slow machine's
+// time limit applies to one model at a time and a failure names its like.
+struct Like {
+  std::string name, tokenizer;
+  size_t width;  // embedding width; 0 for the cross-encoders
+  std::string architecture;
+};
+
+void PrintTo(const Like& like, std::ostream* out) { *out << like.name; }
+
+class EveryLike : public testing::TestWithParam<Like> {};
+
+TEST_P(EveryLike, LoadsAndRuns) {
   TempDir out;
-  struct Like {
-    std::string name, tokenizer;
-    size_t width;  // embedding width; 0 for the cross-encoders
-    std::string architecture;
-  };
-  const std::vector<Like> likes = {
-      {"xlm-roberta-base", "xlmr-trimmed-32k", 768, "XLMRobertaModel"},
-      {"bge-reranker-base", "xlmr-trimmed-32k", 0, "XLMRobertaForSequenceClassification"},
-      {"ms-marco-MiniLM-L6-v2", "configs/ms-marco-MiniLM-L-6-v2", 0, "BertForSequenceClassification"},
-      {"qwen3-0.6b", "qwen2-bpe", 1024, "Qwen3Model"},
-      {"all-MiniLM-L6-v2", "configs/all-MiniLM-L6-v2", 384, "BertModel"},
-      {"qwen3-reranker-0.6b", "qwen2-bpe", 0, "Qwen3ForCausalLM"},
-      {"mpnet-base", "configs/all-MiniLM-L6-v2", 768, "MPNetModel"},
-      {"modernbert-base", "configs/all-MiniLM-L6-v2", 768, "ModernBertModel"},
-      {"embeddinggemma-300m", "configs/all-MiniLM-L6-v2", 768, "Gemma3TextModel"},  // after its Dense 768→3072→768
+  const Like& like = GetParam();
+  // One layer and a small vocabulary keep the folders small; token ids stay below 1000. The
+  // yes/no reranker needs its tokenizer's "yes" (9693 in Qwen's) inside the vocabulary.
+  const std::string folder = out.File(like.name);
+  // (BERT's "yes" is 2748.)
+  const bool yes_no = like.name == "qwen3-reranker-0.6b" || like.name.starts_with("bge-reranker-v2");
+  const std::string vocab = yes_no ? "10000" : "1000";
+  const std::string tokenizer = like.tokenizer.empty() ? "" : " --tokenizer " + kShared + "/models/" + like.tokenizer;
+  const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers 1 --vocab-size " + vocab +
+                                    " --out " + folder + tokenizer,
+                                "");
+  ASSERT_EQ(made.code, 0) << like.name << ": " << made.err;
+  if (like.width == 0) {
+    EXPECT_FALSE(fs::exists(folder + "/modules.json")) << "a cross-encoder has no sentence-transformers modules";
+    auto engine = engine::Engine::Load(folder, {.num_threads = 1});
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    EXPECT_EQ((*engine)->config().architecture, like.architecture);
+    EXPECT_EQ((*engine)->config().num_labels, 1);
+    const std::vector<int32_t> ids = {0, 17, 2, 2, 99, 2}, cu_seqlens = {0, 6};
+    auto result = (*engine)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}},
+                                  {.output = engine::StepOutput::kScores});
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    ASSERT_TRUE(result->Wait().ok());
+    EXPECT_TRUE(std::isfinite(result->Row(0)[0]));
+    return;
+  }
+  if (like.architecture == "HF_ColBERT") {
+    // A multi-vector model: one unit vector per token, of the projection's width.
+    auto engine = engine::Engine::Load(folder, {.num_threads = 1});
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    EXPECT_TRUE((*engine)->sentence_transformers().multi_vector.enabled);
+    EXPECT_EQ((*engine)->sentence_transformers().multi_vector.query_prefix, "[unused0]");
+    const std::vector<int32_t> ids = {101, 1, 17, 102}, cu_seqlens = {0, 4};
+    auto result = (*engine)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}}, {.output = engine::StepOutput::kTokenVectors});
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    ASSERT_TRUE(result->Wait().ok());
+    ASSERT_EQ(result->values().dim(0), 4);
+    ASSERT_EQ(result->values().dim(1), static_cast<int64_t>(like.width));
+    const std::span<const float> row = result->Row(3);
+    EXPECT_NEAR(Norm(std::vector<double>(row.begin(), row.end())), 1.0, 1e-5) << like.name;
+    return;
+  }
+  const Result run = RunStamen("embed --token-ids --model " + folder, "1 5 17 2\n0 999 2\n");
+  ASSERT_EQ(run.code, 0) << like.name << ": " << run.err;
+  const Rows rows = ParseRows(run.out);
+  ASSERT_EQ(rows.size(), 2u) << like.name;
+  EXPECT_EQ(rows[0].size(), like.width) << like.name;
+  EXPECT_NEAR(Norm(rows[0]), 1.0, 1e-5) << like.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    MakeModel, EveryLike,
+    testing::Values(
+      Like{"xlm-roberta-base", "xlmr-trimmed-32k", 768, "XLMRobertaModel"},
+      Like{"bge-reranker-base", "xlmr-trimmed-32k", 0, "XLMRobertaForSequenceClassification"},
+      Like{"ms-marco-MiniLM-L6-v2", "configs/ms-marco-MiniLM-L-6-v2", 0, "BertForSequenceClassification"},
+      Like{"qwen3-0.6b", "qwen2-bpe", 1024, "Qwen3Model"},
+      Like{"all-MiniLM-L6-v2", "configs/all-MiniLM-L6-v2", 384, "BertModel"},
+      Like{"qwen3-reranker-0.6b", "qwen2-bpe", 0, "Qwen3ForCausalLM"},
+      Like{"mpnet-base", "configs/all-MiniLM-L6-v2", 768, "MPNetModel"},
+      Like{"modernbert-base", "configs/all-MiniLM-L6-v2", 768, "ModernBertModel"},
+      Like{"embeddinggemma-300m", "configs/all-MiniLM-L6-v2", 768, "Gemma3TextModel"},  // after its Dense 768→3072→768
       // Issue 48: bidirectional Llama / Qwen3 encoders.
-      {"EuroBERT-210m", "configs/all-MiniLM-L6-v2", 768, "EuroBertForMaskedLM"},
-      {"EuroBERT-210m-reranker", "configs/all-MiniLM-L6-v2", 0, "EuroBertForSequenceClassification"},
-      {"pplx-embed-v1-0.6b", "qwen2-bpe", 1024, "PPLXQwen3Model"},
-      {"llama-nemotron-embed-1b-v2", "configs/all-MiniLM-L6-v2", 2048, "LlamaBidirectionalModel"},
+      Like{"EuroBERT-210m", "configs/all-MiniLM-L6-v2", 768, "EuroBertForMaskedLM"},
+      Like{"EuroBERT-210m-reranker", "configs/all-MiniLM-L6-v2", 0, "EuroBertForSequenceClassification"},
+      Like{"pplx-embed-v1-0.6b", "qwen2-bpe", 1024, "PPLXQwen3Model"},
+      Like{"llama-nemotron-embed-1b-v2", "configs/all-MiniLM-L6-v2", 2048, "LlamaBidirectionalModel"},
       // Issue 48: rotary post-norm encoders.
-      {"nomic-embed-text-v1.5", "configs/all-MiniLM-L6-v2", 768, "NomicBertModel"},
-      {"gte-base-en-v1.5", "configs/all-MiniLM-L6-v2", 768, "NewModel"},
-      {"gte-multilingual-base", "xlmr-trimmed-32k", 768, "NewModel"},
-      {"gte-multilingual-reranker-base", "xlmr-trimmed-32k", 0, "NewForSequenceClassification"},
+      Like{"nomic-embed-text-v1.5", "configs/all-MiniLM-L6-v2", 768, "NomicBertModel"},
+      Like{"gte-base-en-v1.5", "configs/all-MiniLM-L6-v2", 768, "NewModel"},
+      Like{"gte-multilingual-base", "xlmr-trimmed-32k", 768, "NewModel"},
+      Like{"gte-multilingual-reranker-base", "xlmr-trimmed-32k", 0, "NewForSequenceClassification"},
       // Issue 48: JinaBERT (ALiBi).
-      {"jina-embeddings-v2-base-en", "configs/all-MiniLM-L6-v2", 768, "JinaBertForMaskedLM"},
-      {"jina-reranker-v1-turbo-en", "configs/all-MiniLM-L6-v2", 0, "JinaBertForSequenceClassification"},
-      {"jina-embeddings-v2-base-code", "configs/all-MiniLM-L6-v2", 768, "JinaBertForMaskedLM"},  // qk-post-norm
+      Like{"jina-embeddings-v2-base-en", "configs/all-MiniLM-L6-v2", 768, "JinaBertForMaskedLM"},
+      Like{"jina-reranker-v1-turbo-en", "configs/all-MiniLM-L6-v2", 0, "JinaBertForSequenceClassification"},
+      Like{"jina-embeddings-v2-base-code", "configs/all-MiniLM-L6-v2", 768, "JinaBertForMaskedLM"},  // qk-post-norm
       // Issue 48: jina-embeddings-v3, config.json naming XLMRobertaModel, run as its XLMRobertaLoRA.
-      {"jina-embeddings-v3", "xlmr-trimmed-32k", 1024, "XLMRobertaLoRA"},
+      Like{"jina-embeddings-v3", "xlmr-trimmed-32k", 1024, "XLMRobertaLoRA"},
       // Issue 44: LLM rerankers; bge-reranker-v2-gemma and v2.5-gemma2-lightweight with their shipped stand-in tokenizer (""),
       // for which make-model writes a yes_no_reranker.json (v2-gemma scoring BERT's "yes"; the lightweight, CostWise, its head).
-      {"mxbai-rerank-base-v2", "qwen2-bpe", 0, "Qwen2ForCausalLM"},
-      {"bge-reranker-v2-gemma", "", 0, "GemmaForCausalLM"},
-      {"bge-reranker-v2.5-gemma2-lightweight", "", 0, "CostWiseGemmaForCausalLM"},
+      Like{"mxbai-rerank-base-v2", "qwen2-bpe", 0, "Qwen2ForCausalLM"},
+      Like{"bge-reranker-v2-gemma", "", 0, "GemmaForCausalLM"},
+      Like{"bge-reranker-v2.5-gemma2-lightweight", "", 0, "CostWiseGemmaForCausalLM"},
       // Issue 44: a Stanford ColBERT checkpoint, whose token vectors are 128 wide.
-      {"colbertv2.0", "configs/all-MiniLM-L6-v2", 128, "HF_ColBERT"},
-  };
-  for (const Like& like : likes) {
-    // One layer and a small vocabulary keep the folders small; token ids stay below 1000. The
-    // yes/no reranker needs its tokenizer's "yes" (9693 in Qwen's) inside the vocabulary.
-    const std::string folder = out.File(like.name);
-    // (BERT's "yes" is 2748.)
-    const bool yes_no = like.name == "qwen3-reranker-0.6b" || like.name.starts_with("bge-reranker-v2");
-    const std::string vocab = yes_no ? "10000" : "1000";
-    const std::string tokenizer = like.tokenizer.empty() ? "" : " --tokenizer " + kShared + "/models/" + like.tokenizer;
-    const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers 1 --vocab-size " + vocab +
-                                      " --out " + folder + tokenizer,
-                                  "");
-    ASSERT_EQ(made.code, 0) << like.name << ": " << made.err;
-    if (like.width == 0) {
-      EXPECT_FALSE(fs::exists(folder + "/modules.json")) << "a cross-encoder has no sentence-transformers modules";
-      auto engine = engine::Engine::Load(folder, {.num_threads = 1});
-      ASSERT_TRUE(engine.ok()) << engine.status().message();
-      EXPECT_EQ((*engine)->config().architecture, like.architecture);
-      EXPECT_EQ((*engine)->config().num_labels, 1);
-      const std::vector<int32_t> ids = {0, 17, 2, 2, 99, 2}, cu_seqlens = {0, 6};
-      auto result = (*engine)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}},
-                                    {.output = engine::StepOutput::kScores});
-      ASSERT_TRUE(result.ok()) << result.status().message();
-      ASSERT_TRUE(result->Wait().ok());
-      EXPECT_TRUE(std::isfinite(result->Row(0)[0]));
-      continue;
-    }
-    if (like.architecture == "HF_ColBERT") {
-      // A multi-vector model: one unit vector per token, of the projection's width.
-      auto engine = engine::Engine::Load(folder, {.num_threads = 1});
-      ASSERT_TRUE(engine.ok()) << engine.status().message();
-      EXPECT_TRUE((*engine)->sentence_transformers().multi_vector.enabled);
-      EXPECT_EQ((*engine)->sentence_transformers().multi_vector.query_prefix, "[unused0]");
-      const std::vector<int32_t> ids = {101, 1, 17, 102}, cu_seqlens = {0, 4};
-      auto result = (*engine)->Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}}, {.output = engine::StepOutput::kTokenVectors});
-      ASSERT_TRUE(result.ok()) << result.status().message();
-      ASSERT_TRUE(result->Wait().ok());
-      ASSERT_EQ(result->values().dim(0), 4);
-      ASSERT_EQ(result->values().dim(1), static_cast<int64_t>(like.width));
-      const std::span<const float> row = result->Row(3);
-      EXPECT_NEAR(Norm(std::vector<double>(row.begin(), row.end())), 1.0, 1e-5) << like.name;
-      continue;
-    }
-    const Result run = RunStamen("embed --token-ids --model " + folder, "1 5 17 2\n0 999 2\n");
-    ASSERT_EQ(run.code, 0) << like.name << ": " << run.err;
-    const Rows rows = ParseRows(run.out);
-    ASSERT_EQ(rows.size(), 2u) << like.name;
-    EXPECT_EQ(rows[0].size(), like.width) << like.name;
-    EXPECT_NEAR(Norm(rows[0]), 1.0, 1e-5) << like.name;
-  }
+      Like{"colbertv2.0", "configs/all-MiniLM-L6-v2", 128, "HF_ColBERT"}),
+    [](const testing::TestParamInfo<Like>& info) {
+      std::string name;
+      for (const char c : info.param.name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+TEST(MakeModel, UnknownLikeListsTheKnownOnes) {
+  TempDir out;
   const Result bad = RunStamen("make-model --like bert-large --random-seed 1 --out " + out.File("x"), "");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
