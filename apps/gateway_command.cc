@@ -325,20 +325,11 @@ bool ConfigureModels(const GatewayCommandOptions& options, std::vector<ServedMod
   return true;
 }
 
-StatusOr<Frontend> Frontend::Start(const std::vector<ServedModel>& models, metrics::Registry& registry) {
-  Frontend frontend;
-  if (models.size() == 1) {
-    auto gateway = gateway::Gateway::Start(models.front().options.gateway, registry);
-    if (!gateway.ok()) return gateway.status();
-    frontend.single_ = std::move(gateway.value());
-    return frontend;
-  }
+StatusOr<std::unique_ptr<gateway::ModelRouter>> StartRouter(const std::vector<ServedModel>& models,
+                                                            metrics::Registry& registry) {
   std::vector<gateway::GatewayOptions> options;
   for (const ServedModel& model : models) options.push_back(model.options.gateway);
-  auto router = gateway::ModelRouter::Start(options, registry);
-  if (!router.ok()) return router.status();
-  frontend.router_ = std::move(router.value());
-  return frontend;
+  return gateway::ModelRouter::Start(options, registry);
 }
 
 namespace {
@@ -398,11 +389,11 @@ int RunGateway(GatewayCommandOptions& options, const CLI::App& command) {
   }
   BlockTerminationSignals();
   metrics::Registry registry;
-  auto started = Frontend::Start(models, registry);
-  if (!started.ok()) return Fail("gateway", started.status().message());
+  auto router = StartRouter(models, registry);
+  if (!router.ok()) return Fail("gateway", router.status().message());
   const std::string signal = WaitForTerminationSignal();
   spdlog::info("gateway: {} received", signal);
-  started->Shutdown(std::chrono::seconds(30));
+  (*router)->Shutdown(std::chrono::seconds(30));
   return 0;
 }
 

@@ -63,20 +63,9 @@ bool ResolveHost(GatewayCommandOptions& options, std::string* error);
 // failure `error` says which and why.
 bool ConfigureModels(const GatewayCommandOptions& options, std::vector<ServedModel>* models, std::string* error);
 
-// The HTTP side: one model's gateway, or the router in front of several.
-class Frontend {
- public:
-  static StatusOr<Frontend> Start(const std::vector<ServedModel>& models, metrics::Registry& registry);
-  uint16_t port() const { return single_ ? single_->port() : router_->port(); }
-  void Shutdown(std::chrono::milliseconds drain) {
-    if (single_) single_->Shutdown(drain);
-    if (router_) router_->Shutdown(drain);
-  }
-
- private:
-  std::unique_ptr<gateway::Gateway> single_;
-  std::unique_ptr<gateway::ModelRouter> router_;
-};
+// The HTTP side: the router in front of the models, one or several (model_router.h).
+StatusOr<std::unique_ptr<gateway::ModelRouter>> StartRouter(const std::vector<ServedModel>& models,
+                                                            metrics::Registry& registry);
 
 // `stamen gateway` as a subcommand of `app`; SetUpGatewayCommand gives `command` (a
 // subcommand, or the `stamen-gateway` program's root) its options and callback.

@@ -76,15 +76,15 @@ int RunServe(GatewayCommandOptions& options, const server::LocalWorkerOptions& w
     gateway.dispatcher.chunk_tokens = static_cast<int64_t>((*loaded)->info().max_batch_tokens());
     workers.push_back(std::move(loaded.value()));
   }
-  auto started = Frontend::Start(models, registry);
-  if (!started.ok()) return Fail("serve", started.status().message());
+  auto router = StartRouter(models, registry);
+  if (!router.ok()) return Fail("serve", router.status().message());
   spdlog::info("serve: ready: try  curl http://{}:{}/v1/embeddings -H 'Content-Type: application/json' "
                "-d '{{\"input\": \"Hello world\"{}}}'",
-               options.gateway.host, started->port(),
+               options.gateway.host, (*router)->port(),
                models.size() > 1 ? ", \"model\": \"" + models.front().options.gateway.model_id + "\"" : "");
   const std::string signal = WaitForTerminationSignal();
   spdlog::info("serve: {} received", signal);
-  started->Shutdown(std::chrono::seconds(30));
+  (*router)->Shutdown(std::chrono::seconds(30));
   for (const auto& worker : workers) worker->scheduler().Drain();
   for (ServedModel& model : models) model.options.gateway.in_process_worker.reset();
   spdlog::info("serve: stopped");

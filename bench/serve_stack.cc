@@ -26,7 +26,7 @@
 #include "bench/serve_inputs.h"
 #include "bench/serve_load.h"
 #include "bench/serve_suites.h"
-#include "gateway/gateway.h"
+#include "gateway/model_router.h"
 #include "server/grpc_worker.h"
 
 namespace stamen::bench {
@@ -112,7 +112,7 @@ int RunStack(const std::string& command, const StackOptions& options) {
   const std::string worker_address = "127.0.0.1:" + std::to_string((*worker)->port());
 
   metrics::Registry gateway_registry;
-  std::unique_ptr<gateway::Gateway> gateway;
+  std::unique_ptr<gateway::ModelRouter> gateway;
   if (needs_gateway) {
     gateway::GatewayOptions gateway_options;
     gateway_options.model_dir = options.model;
@@ -122,7 +122,7 @@ int RunStack(const std::string& command, const StackOptions& options) {
     // A 100 × 512-token request can take minutes on a small loaded CPU: time it, don't drop it.
     gateway_options.request_timeout = std::chrono::minutes(10);
     gateway_options.dispatcher.call_timeout = std::chrono::minutes(10);
-    auto started = gateway::Gateway::Start(gateway_options, gateway_registry);
+    auto started = gateway::ModelRouter::Start({gateway_options}, gateway_registry);
     if (!started.ok()) return Fail(command, started.status().message());
     gateway = std::move(started.value());
   }

@@ -20,19 +20,6 @@ double Milliseconds(Clock::duration duration) { return std::chrono::duration<dou
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Gateway>> Gateway::Start(const GatewayOptions& options, metrics::Registry& registry) {
-  auto gateway = Create(options, registry);
-  if (!gateway.ok()) return gateway.status();
-  Gateway* self = gateway->get();
-  auto server = StartHttp(options, *self->routes_, [self](http::Request request, http::Respond respond) {
-    self->Handle(std::move(request), std::move(respond));
-  }, [self](std::string_view origin) { return self->AllowedOrigin(origin); });
-  if (!server.ok()) return server.status();
-  self->http_ = std::move(server.value());
-  self->LogStart(self->http_->port());
-  return gateway;
-}
-
 StatusOr<std::unique_ptr<http::Server>> Gateway::StartHttp(const GatewayOptions& options, const RouteTable& routes,
                                                            http::Handler handler,
                                                            std::function<std::string(std::string_view)> allowed_origin) {
@@ -83,15 +70,12 @@ void Gateway::ServeAlongside(std::vector<const Gateway*> models) {
   served_ = std::move(models);
 }
 
-Gateway::~Gateway() { Shutdown(std::chrono::milliseconds(5000)); }
+Gateway::~Gateway() { Shutdown(); }
 
-void Gateway::Shutdown(std::chrono::milliseconds drain) {
+void Gateway::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
-  spdlog::info("gateway: shutting down: no new connections, finishing {} requests in flight", in_flight_.load());
-  if (http_) http_->Stop(drain);
   if (inference_) inference_->Stop();  // runs what is queued on the pool, stops the health checks
-  spdlog::info("gateway: stopped");
 }
 
 void Gateway::CountResponse(const std::string& route, int status) {

@@ -1,7 +1,8 @@
-// The HTTP gateway of one model: the routes of ../shared/docs/api.md on the Beast server, with
-// the API key, CORS, the concurrency limit and the response metrics; /health, /info, /metrics
-// and the API's description. The routes that compute run on the model's Inference
-// (inference.h: tokenizers, pool, dispatcher) through their handlers (route_handlers.h).
+// The HTTP gateway of one model: the routes of ../shared/docs/api.md with the API key, CORS,
+// the concurrency limit and the response metrics; /health, /info, /metrics and the API's
+// description. The routes that compute run on the model's Inference (inference.h: tokenizers,
+// pool, dispatcher) through their handlers (route_handlers.h). The HTTP server in front of it
+// is the ModelRouter's (model_router.h), also when it serves this one model alone.
 #pragma once
 
 #include <atomic>
@@ -26,10 +27,8 @@ namespace stamen::gateway {
 class Gateway {
  public:
   // `registry` (which must outlive the gateway) gets the gateway's metrics and is what
-  // /metrics renders (an in-process worker registers its own there too).
-  static StatusOr<std::unique_ptr<Gateway>> Start(const GatewayOptions& options, metrics::Registry& registry);
-  // The same without an HTTP server of its own: one model of several behind a ModelRouter
-  // (model_router.h), which hands it its requests.
+  // /metrics renders (an in-process worker registers its own there too). The ModelRouter
+  // (model_router.h) hands it its requests.
   static StatusOr<std::unique_ptr<Gateway>> Create(const GatewayOptions& options, metrics::Registry& registry);
   // What Create checks of the model folder against `options` (its configs, the pooling against
   // the model's head, the prompt names), for callers that load a worker before the gateway.
@@ -42,7 +41,6 @@ class Gateway {
                                                            std::function<std::string(std::string_view)> allowed_origin);
   ~Gateway();
 
-  uint16_t port() const { return http_->port(); }
   const std::string& model_id() const { return inference_->model_id(); }
   // Whether a worker of this model answers its health checks.
   bool Healthy() const { return inference_->Healthy(); }
@@ -61,8 +59,11 @@ class Gateway {
 
   // The routes served (tests compare them with openapi.json).
   const RouteTable& routes() const { return *routes_; }
-  // Stops accepting connections, lets requests in flight finish (up to `drain`), stops.
-  void Shutdown(std::chrono::milliseconds drain);
+  // Requests being answered (the router's shutdown log).
+  int64_t in_flight() const { return in_flight_.load(); }
+  // Runs what is queued on the tokenization pool and stops the workers' health checks; the
+  // router has stopped the HTTP server first, letting requests in flight finish.
+  void Shutdown();
 
  private:
   explicit Gateway(metrics::Registry& registry) : registry_(registry) {}
@@ -82,7 +83,6 @@ class Gateway {
   int64_t created_ = 0;  // when the gateway started, seconds since the Unix epoch (/v1/models)
   std::vector<const Gateway*> served_;  // every model of this server, this one included
   std::unique_ptr<RouteTable> routes_;
-  std::unique_ptr<http::Server> http_;
 
   std::atomic<int64_t> in_flight_{0};
   std::mutex counters_mutex_;

@@ -23,9 +23,11 @@ std::string ModelField(const std::string& body) {
   return std::string(model);
 }
 
-bool IsHealthPath(const http::Request& request) {
-  return request.method != "POST" && (request.path == "/health" || request.path == "/ready" ||
-                                       request.path == "/ping" || request.path == "/");
+// A health probe of the whole server (GET or HEAD: any other method on these paths is the
+// routes' to answer, a 405 for most).
+bool IsHealthProbe(const http::Request& request) {
+  return (request.method == "GET" || request.method == "HEAD") &&
+         (request.path == "/health" || request.path == "/ready" || request.path == "/ping" || request.path == "/");
 }
 
 }  // namespace
@@ -47,14 +49,19 @@ StatusOr<std::unique_ptr<ModelRouter>> ModelRouter::Start(const std::vector<Gate
                                                           metrics::Registry& registry) {
   if (models.empty()) return Status::Error("no model to serve");
   auto router = std::unique_ptr<ModelRouter>(new ModelRouter());
+  const bool several = models.size() > 1;
   std::set<std::string> names;
   for (const GatewayOptions& options : models) {
     // The name the gateway will take, checked before it loads anything.
     const std::string name = engine::ModelIdOf(options.model_dir, options.model_id);
     if (!names.insert(name).second) return Status::Error("two models are named '" + name + "': give each its own name");
-    router->model_registries_.push_back(std::make_unique<metrics::Registry>(registry, ModelMetricLabels(name)));
-    auto gateway = Gateway::Create(options, *router->model_registries_.back());
-    if (!gateway.ok()) return Status::Error("model " + name + ": " + gateway.status().message());
+    metrics::Registry* model_registry = &registry;
+    if (several) {
+      model_registry = router->model_registries_.emplace_back(
+          std::make_unique<metrics::Registry>(registry, ModelMetricLabels(name))).get();
+    }
+    auto gateway = Gateway::Create(options, *model_registry);
+    if (!gateway.ok()) return several ? Status::Error("model " + name + ": " + gateway.status().message()) : gateway.status();
     router->served_.push_back(gateway->get());
     router->models_.push_back(std::move(gateway.value()));
   }
@@ -68,8 +75,10 @@ StatusOr<std::unique_ptr<ModelRouter>> ModelRouter::Start(const std::vector<Gate
   if (!server.ok()) return server.status();
   router->http_ = std::move(server.value());
   for (const auto& gateway : router->models_) gateway->LogStart(router->http_->port());
-  spdlog::info("gateway: {} models on one server ({}); the default is '{}'", router->models_.size(),
-               ServedModelNames(router->served_), first.model_id());
+  if (several) {
+    spdlog::info("gateway: {} models on one server ({}); the default is '{}'", router->models_.size(),
+                 ServedModelNames(router->served_), first.model_id());
+  }
   return router;
 }
 
@@ -78,8 +87,12 @@ ModelRouter::~ModelRouter() { Shutdown(std::chrono::milliseconds(5000)); }
 void ModelRouter::Shutdown(std::chrono::milliseconds drain) {
   if (shut_down_) return;
   shut_down_ = true;
+  int64_t in_flight = 0;
+  for (const auto& gateway : models_) in_flight += gateway->in_flight();
+  spdlog::info("gateway: shutting down: no new connections, finishing {} requests in flight", in_flight);
   if (http_) http_->Stop(drain);
-  for (const auto& gateway : models_) gateway->Shutdown(drain);
+  for (const auto& gateway : models_) gateway->Shutdown();
+  spdlog::info("gateway: stopped");
 }
 
 Gateway* ModelRouter::FindByName(std::string_view name) const {
@@ -123,6 +136,7 @@ http::Response ModelRouter::Health(const std::vector<const Gateway*>& models) {
 
 void ModelRouter::Handle(http::Request request, http::Respond respond) {
   Gateway* target = models_.front().get();
+  const bool several = models_.size() > 1;
   bool named_by_path = false;
   std::optional<ApiError> refusal;
   if (request.path.starts_with(kModelsPrefix)) {
@@ -139,7 +153,8 @@ void ModelRouter::Handle(http::Request request, http::Respond respond) {
       refusal = UnknownModel(named.substr(0, slash), ServedModelNames(served_));
       request.path = slash == std::string::npos ? "/" : named.substr(slash);
     }
-  } else if (request.method == "POST") {
+  } else if (several && request.method == "POST") {
+    // One model alone answers any name: OpenAI clients send their own ("text-embedding-3-small").
     if (const std::string name = ModelField(request.body); !name.empty()) {
       if (Gateway* found = FindByName(name)) {
         target = found;
@@ -148,8 +163,9 @@ void ModelRouter::Handle(http::Request request, http::Respond respond) {
       }
     }
   }
-  // Health probes carry no API key and need no model's routes: answered here.
-  if (!refusal && IsHealthPath(request)) {
+  // The whole server's health probes carry no API key and need no model's routes: answered
+  // here. One model's are its gateway's own.
+  if (several && !refusal && IsHealthProbe(request)) {
     return respond(Health(named_by_path ? std::vector<const Gateway*>{target} : served_));
   }
   target->Handle(std::move(request), std::move(respond), std::move(refusal));

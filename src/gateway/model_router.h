@@ -1,13 +1,15 @@
-// Several models behind one HTTP server. Each model is a Gateway of its own (tokenizers,
-// dispatcher, workers, queue and limits), so that load on one never waits behind another's;
-// the router only picks which gateway answers a request:
+// The HTTP server in front of the models served: one, or several on one server. Each model is a
+// Gateway of its own (tokenizers, dispatcher, workers, queue and limits), so that load on one
+// never waits behind another's; the router only picks which gateway answers a request:
 //   - a path under /models/{name}/ goes to that model, with the prefix taken off (the way TEI
 //     routes, which have no model field, reach a model that is not the default);
 //   - otherwise a JSON body's "model" field (OpenAI, Cohere) names it;
 //   - otherwise the default model (the first) answers.
-// A name that is not served gets OpenAI's 404 model_not_found, naming the models served.
-// /health (and /ping, GET /) answers for the whole server: 200 while any model can serve
-// ("degraded" naming those that cannot); /models/{name}/health for one model.
+// With several models, a name that is not served gets OpenAI's 404 model_not_found, naming the
+// models served, and /health (and /ping, GET /) answers for the whole server: 200 while any
+// model can serve ("degraded" naming those that cannot); /models/{name}/health for one model.
+// A model served alone answers whatever model name a body gives (OpenAI clients send their
+// own), its /health is its gateway's, and its metrics carry no model label.
 #pragma once
 
 #include <chrono>
@@ -27,13 +29,15 @@ std::string ModelMetricLabels(std::string_view name);
 
 class ModelRouter {
  public:
-  // Creates a gateway per entry of `models` (each with a unique model_id, its metrics labelled
-  // model="<id>") and serves them all on the first entry's host and port.
+  // Creates a gateway per entry of `models` (each with a unique model_id; with several, their
+  // metrics labelled model="<id>") and serves them all on the first entry's host and port.
   static StatusOr<std::unique_ptr<ModelRouter>> Start(const std::vector<GatewayOptions>& models,
                                                       metrics::Registry& registry);
   ~ModelRouter();
 
   uint16_t port() const { return http_->port(); }
+  // The model that answers requests naming none (the first).
+  const Gateway& default_model() const { return *models_.front(); }
   // Stops accepting connections, lets requests in flight finish (up to `drain`), stops
   // every model's gateway.
   void Shutdown(std::chrono::milliseconds drain);

@@ -2,7 +2,7 @@
 // one-layer random model that has the real all-MiniLM-L6-v2 (WordPiece) or XLM-R tokenizer:
 // every route and input shape of ../shared/docs/api.md, answers compared with the engine and
 // tokenizer run directly in the test, and every error class with its status and message.
-#include "gateway/gateway.h"
+#include "gateway/model_router.h"
 #include "gateway/in_process_backend.h"
 #include "gateway/json_read.h"
 
@@ -59,7 +59,7 @@ class Served {
     options.tokenization_workers = 2;
     options.in_process_worker = std::make_shared<InProcessBackend>(*worker_);
     options.dispatcher.chunk_tokens = 512;
-    auto gateway = Gateway::Start(options, registry_);
+    auto gateway = ModelRouter::Start({options}, registry_);
     EXPECT_TRUE(gateway.ok()) << gateway.status().message();
     gateway_ = std::move(gateway.value());
     auto engine = engine::Engine::Load(model_dir, {.num_threads = 1});
@@ -130,7 +130,7 @@ class Served {
  private:
   metrics::Registry registry_;
   std::unique_ptr<server::LocalWorker> worker_;
-  std::unique_ptr<Gateway> gateway_;
+  std::unique_ptr<ModelRouter> gateway_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<engine::ModelTokenizer> tokenizer_;
 };

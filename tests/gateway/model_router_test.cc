@@ -1,8 +1,9 @@
 // Several models behind one ModelRouter, over real HTTP on loopback: which model answers (the
 // "model" field, the /models/{name}/ prefix with names that hold '/', the default), that an
 // unknown model is refused only after the API key, /v1/models, /health while one model has no
-// healthy worker, and /metrics labelled by model. The answers themselves are compared with
-// the single-model CLI by multi_model_client_test.py.
+// healthy worker, and /metrics labelled by model; and a router of one model, which serves
+// `stamen serve` with one model as it did alone. The answers themselves are compared with the
+// single-model CLI by multi_model_client_test.py.
 #include "gateway/model_router.h"
 #include "gateway/in_process_backend.h"
 
@@ -161,6 +162,45 @@ TEST_F(ModelRouterTest, MetricsAreLabelledByModel) {
   EXPECT_NE(metrics.find(R"(stamen_gateway_responses_total{model="org/mini/v2",route="/v1/embeddings",status="200"} 1)"),
             std::string::npos)
       << metrics;
+}
+
+TEST_F(ModelRouterTest, AnotherMethodOnAHealthPathIsTheRoutesToAnswer) {
+  // Only GET and HEAD are health probes; PUT / is the routes' 405, naming the methods / takes.
+  const auto answer = Http(router_->port(), "PUT", "/", "", {{"authorization", "Bearer secret"}});
+  EXPECT_EQ(answer.status, 405) << answer.body;
+  EXPECT_NE(answer.body.find("/ takes"), std::string::npos) << answer.body;
+}
+
+// One model alone: any "model" a body names is answered (OpenAI clients send their own), and
+// its metrics carry no model label, as a single model's server always did.
+TEST(RouterOfOne, AnswersAnyModelNameAndLabelsNoMetric) {
+  metrics::Registry registry;
+  server::LocalWorkerOptions worker_options;
+  worker_options.model_dir = server::testing::MakeModel("all-MiniLM-L6-v2", 30522);
+  worker_options.scheduler = {.max_batch_tokens = 512, .max_batch_sequences = 64, .max_queued_tokens = 1 << 20};
+  worker_options.engine.num_threads = 1;
+  auto worker = server::LocalWorker::Load(worker_options, registry);
+  ASSERT_TRUE(worker.ok()) << worker.status().message();
+  GatewayOptions options;
+  options.model_dir = worker_options.model_dir;
+  options.model_id = "org/mini";
+  options.port = 0;
+  options.tokenization_workers = 1;
+  options.in_process_worker = std::make_shared<InProcessBackend>(**worker);
+  auto router = ModelRouter::Start({options}, registry);
+  ASSERT_TRUE(router.ok()) << router.status().message();
+  const uint16_t port = (*router)->port();
+  auto answer = Post(port, "/v1/embeddings", R"({"input": "hello", "model": "text-embedding-3-small"})");
+  EXPECT_EQ(answer.status, 200) << answer.body;
+  EXPECT_EQ(Post(port, "/models/org/mini/embed", R"({"inputs": "hello"})").status, 200);
+  answer = Http(port, "GET", "/health");
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_EQ(answer.body, R"({"status":"ok"})");
+  const std::string metrics = Http(port, "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("stamen_gateway_responses_total{route=\"/v1/embeddings\",status=\"200\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find("model=\""), std::string::npos) << metrics;
+  (*router)->Shutdown(std::chrono::seconds(5));
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "gateway/gateway.h"
+#include "gateway/model_router.h"
 #include "gateway/in_process_backend.h"
 #include "server/local_worker.h"
 #include "tests/gateway/http_client.h"
@@ -43,7 +43,7 @@ class OpenApiTest : public ::testing::Test {
     options.tokenization_workers = 1;
     options.api_key = kApiKey;
     options.in_process_worker = std::make_shared<InProcessBackend>(*worker_);
-    auto gateway = Gateway::Start(options, *registry_);
+    auto gateway = ModelRouter::Start({options}, *registry_);
     ASSERT_TRUE(gateway.ok()) << gateway.status().message();
     gateway_ = gateway.value().release();
   }
@@ -64,13 +64,13 @@ class OpenApiTest : public ::testing::Test {
 
   static metrics::Registry* registry_;
   static server::LocalWorker* worker_;
-  static Gateway* gateway_;
+  static ModelRouter* gateway_;
   testing::HttpAnswer answer_;
   simdjson::dom::parser parser_;
 };
 metrics::Registry* OpenApiTest::registry_ = nullptr;
 server::LocalWorker* OpenApiTest::worker_ = nullptr;
-Gateway* OpenApiTest::gateway_ = nullptr;
+ModelRouter* OpenApiTest::gateway_ = nullptr;
 
 std::string Upper(std::string_view text) {
   std::string upper(text);
@@ -97,7 +97,7 @@ TEST_F(OpenApiTest, DescribesExactlyTheRouteTable) {
     }
   }
   std::set<std::string> served;
-  for (const Route& route : gateway_->routes().routes()) served.insert(route.method + " " + route.path);
+  for (const Route& route : gateway_->default_model().routes().routes()) served.insert(route.method + " " + route.path);
   std::set<std::string> undescribed, unserved;
   std::set_difference(served.begin(), served.end(), described.begin(), described.end(),
                       std::inserter(undescribed, undescribed.end()));
@@ -113,7 +113,7 @@ TEST_F(OpenApiTest, EachOperationSaysItsKeyRuleAndErrorShape) {
   const std::map<ApiFamily, std::string> error_response = {{ApiFamily::kOpenAI, "#/components/responses/OpenAIError"},
                                                            {ApiFamily::kTei, "#/components/responses/TeiError"},
                                                            {ApiFamily::kCohere, "#/components/responses/CohereError"}};
-  for (const Route& route : gateway_->routes().routes()) {
+  for (const Route& route : gateway_->default_model().routes().routes()) {
     std::string method = route.method;
     for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     simdjson::dom::element operation;

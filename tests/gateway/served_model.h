@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "gateway/gateway.h"
+#include "gateway/model_router.h"
 #include "gateway/in_process_backend.h"
 #include "server/grpc_worker.h"
 #include "server/local_worker.h"
@@ -44,7 +44,7 @@ class ServedModel {
     options.tokenization_workers = 2;
     options.dispatcher.chunk_tokens = 40;
     options.pooling = pooling;
-    auto gateway = Gateway::Start(options, registry_);
+    auto gateway = ModelRouter::Start({options}, registry_);
     EXPECT_TRUE(gateway.ok()) << gateway.status().message();
     gateway_ = std::move(gateway.value());
   }
@@ -55,7 +55,7 @@ class ServedModel {
   metrics::Registry registry_;
   std::unique_ptr<server::LocalWorker> worker_;
   std::unique_ptr<server::GrpcWorker> grpc_worker_;
-  std::unique_ptr<Gateway> gateway_;
+  std::unique_ptr<ModelRouter> gateway_;
 };
 
 }  // namespace stamen::gateway::testing
