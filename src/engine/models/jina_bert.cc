@@ -115,15 +115,10 @@ Status QkPostNormLayer(const layers::PostNormLayerWeights& weights, const NormWe
   return ops::LayerNorm(projected, hidden, weights.output_norm_gamma, weights.output_norm_beta, eps, hidden);
 }
 
-class JinaBertModel final : public FamilyModel<JinaBertWeights> {
+class JinaBertModel final : public layers::ClassifierEncoderModel<JinaBertWeights> {
  public:
-  using FamilyModel::FamilyModel;
+  using ClassifierEncoderModel::ClassifierEncoderModel;
   StatusOr<Tensor> Forward(const ModelInput& input) override;
-  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override {
-    if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-    return layers::Classify(weights_.head, config_, input, hidden, head_workspace_);
-  }
-  int64_t max_sequence_length() const override { return config_.max_position_embeddings; }
 };
 
 StatusOr<Tensor> JinaBertModel::Forward(const ModelInput& input) {

@@ -210,6 +210,20 @@ class PostNormEncoderModel final : public FamilyModel<PostNormEncoderWeights> {
   bool LimitsKeys() const override { return true; }
 };
 
+// The base of an encoder family whose classifier is `weights_.head` (Classify's pooler and
+// classifier) and whose longest sequence is its max_position_embeddings: JinaBERT, ModernBERT
+// and the rotary encoders. The family writes Forward.
+template <typename WeightsType>
+class ClassifierEncoderModel : public FamilyModel<WeightsType> {
+ public:
+  using FamilyModel<WeightsType>::FamilyModel;
+  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override {
+    if (this->config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
+    return layers::Classify(this->weights_.head, this->config_, input, hidden, this->head_workspace_);
+  }
+  int64_t max_sequence_length() const override { return this->config_.max_position_embeddings; }
+};
+
 // The pre-norm decoder layer of Qwen2/3, Llama, Mistral, Gemma and Gemma 2 and 3, with RMSNorms:
 //   x += output_norm(SelfAttention(input_norm(x)));   x += output_norm(FeedForward(feed_forward_norm(x)))
 // where each output_norm is the identity (Qwen, Llama, Mistral) or, in Gemma3's sandwich,

@@ -80,15 +80,10 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, ModernBe
   }
 }
 
-class ModernBertModel final : public FamilyModel<ModernBertWeights> {
+class ModernBertModel final : public layers::ClassifierEncoderModel<ModernBertWeights> {
  public:
-  using FamilyModel::FamilyModel;
+  using ClassifierEncoderModel::ClassifierEncoderModel;
   StatusOr<Tensor> Forward(const ModelInput& input) override;
-  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override {
-    if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-    return layers::Classify(weights_.head, config_, input, hidden, head_workspace_);
-  }
-  int64_t max_sequence_length() const override { return config_.max_position_embeddings; }
   bool LimitsKeys() const override { return true; }
 
  private:

@@ -133,15 +133,10 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, RotaryEn
   }
 }
 
-class RotaryEncoderModel final : public FamilyModel<RotaryEncoderWeights> {
+class RotaryEncoderModel final : public layers::ClassifierEncoderModel<RotaryEncoderWeights> {
  public:
-  using FamilyModel::FamilyModel;
+  using ClassifierEncoderModel::ClassifierEncoderModel;
   StatusOr<Tensor> Forward(const ModelInput& input) override;
-  StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden) override {
-    if (config_.head != ModelHead::kSequenceClassification) return Model::Classify(input, hidden);
-    return layers::Classify(weights_.head, config_, input, hidden, head_workspace_);
-  }
-  int64_t max_sequence_length() const override { return config_.max_position_embeddings; }
 };
 
 StatusOr<Tensor> RotaryEncoderModel::Forward(const ModelInput& input) {
