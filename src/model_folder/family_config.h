@@ -1,8 +1,8 @@
 // The config side of the family registry: for each model family, how config.json names its
 // architectures, which keys hold its shapes and how to read its own settings; one table of
-// them (family_registry.cc), one definition per family (families/*.cc). ReadModelConfig goes
-// through it, so the gateway reads any folder the engine runs without linking the engine
-// (engine/models/family.h holds how each family runs).
+// them (family_registry.cc, from the list in families.inc), one definition per family
+// (families/*.cc). ReadModelConfig goes through it, so the gateway reads any folder the engine
+// runs without linking the engine (engine/models/family.h holds how each family runs).
 #pragma once
 
 #include <span>
@@ -34,8 +34,9 @@ struct ShapeKeys {
   std::string_view max_position_embeddings = "max_position_embeddings";
 };
 
+// The family ModelFamily::kName's config definition is named kNameFamilyConfig (families.inc).
 struct FamilyConfig {
-  ModelFamily family;
+  ModelFamily family;  // the definition's own row: ReadModelConfig sets ModelConfig::family from it
   std::span<const ArchitectureDefinition> architectures;
   bool decoder = false;  // uses RoPE, may attend causally, pools the last token by default
   ShapeKeys shape_keys = {};
@@ -55,9 +56,10 @@ struct FamilyConfig {
   std::span<const std::string_view> remote_code_named_architectures = {};
 };
 
-// Every family stamen reads, in the order error messages list their architectures.
+// Every family stamen reads, indexed by ModelFamily, in the order error messages list their
+// architectures.
 std::span<const FamilyConfig* const> FamilyConfigs();
-// The config definition of `family`; every value of ModelFamily has one.
+// The config definition of `family`; every value of ModelFamily has one (a missing one fails to link).
 const FamilyConfig& FamilyConfigOf(ModelFamily family);
 // The family and architecture definition of an architecture name; nullptr when unsupported.
 const FamilyConfig* FindArchitecture(std::string_view name, const ArchitectureDefinition** architecture);

@@ -14,26 +14,13 @@
 
 namespace stamen::engine {
 
-// Families share one forward pass each; RoBERTa and XLM-RoBERTa are one family. Each has a
-// definition in the registry (models/family.h), which says what else it reads and loads.
+// Families share one forward pass each, one value per row of families.inc, in its order. Each
+// has a config definition (model_folder/family_config.h), what config.json says, and an engine
+// definition (engine/models/family.h), how it runs.
 enum class ModelFamily {
-  kBert, kRoberta, kDistilBert, kMpnet, kModernBert, kQwen2, kQwen3, kLlama, kMistral, kGemma3, kDeberta,
-  // Bidirectional Llama / Qwen3-style encoders (issue 48).
-  kEuroBert, kPplxQwen3, kLlamaBidirectional,
-  // Rotary post-norm encoders with gated feed-forwards (issue 48): NomicBERT, Alibaba's GTE.
-  kNomicBert, kGte,
-  // JinaBERT (issue 48): BERT with ALiBi and a gated feed-forward (jina-embeddings-v2, jina-reranker-v1).
-  kJinaBert,
-  // jina-embeddings-v3 (issue 48): a rotary XLM-RoBERTa with task LoRA adapters applied per sequence.
-  kJinaEmbeddingsV3,
-  // Gemma (1): GemmaForCausalLM, as bge-reranker-v2-gemma (issue 44).
-  kGemma,
-  // Gemma 2: Gemma2ForCausalLM, as bge-reranker-v2.5-gemma2-lightweight-style yes/no rerankers
-  // (issue 44): Gemma 3's blocks without q/k norms, with logit soft-capping.
-  kGemma2,
-  // Static embeddings (issue 44): a token embedding table and a tokenizer, no transformer
-  // (model2vec folders, sentence-transformers StaticEmbedding modules).
-  kStaticEmbedding,
+#define STAMEN_FAMILY(name) k##name,
+#include "model_folder/families.inc"
+#undef STAMEN_FAMILY
 };
 // kMaskedLm: the masked-language-model head (…ForMaskedLM), used for SPLADE sparse vectors.
 enum class ModelHead { kNone, kSequenceClassification, kMaskedLm };

@@ -55,14 +55,12 @@ constexpr std::string_view kPrefixes[] = {"", "bert.", "roberta.", "model."};
 
 // BERT and RoBERTa share their compute; they differ in their architectures and in how positions
 // count (model_folder/families/bert.cc).
-constexpr FamilyDefinition EncoderFamily(ModelFamily family) {
-  return {.family = family, .weight_prefixes = kPrefixes,
-          .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitTensors>, .load = Load};
-}
+constexpr FamilyDefinition kEncoderFamily = {
+    .weight_prefixes = kPrefixes, .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitTensors>, .load = Load};
 
 }  // namespace
 
-extern const FamilyDefinition kBertFamily = EncoderFamily(ModelFamily::kBert);
-extern const FamilyDefinition kRobertaFamily = EncoderFamily(ModelFamily::kRoberta);
+extern const FamilyDefinition kBertFamily = kEncoderFamily;
+extern const FamilyDefinition kRobertaFamily = kEncoderFamily;
 
 }  // namespace stamen::engine

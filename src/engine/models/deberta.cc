@@ -222,7 +222,6 @@ constexpr std::string_view kPrefixes[] = {"", "deberta."};
 }  // namespace
 
 extern const FamilyDefinition kDebertaFamily{
-    .family = ModelFamily::kDeberta,
     .weight_prefixes = kPrefixes,
     .tensors = SchemaTensors<DebertaWeights, VisitTensors>,
     .load = Load,

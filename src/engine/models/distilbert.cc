@@ -46,7 +46,7 @@ constexpr std::string_view kPrefixes[] = {"", "distilbert."};
 }  // namespace
 
 extern const FamilyDefinition kDistilBertFamily{
-    .family = ModelFamily::kDistilBert, .weight_prefixes = kPrefixes,
+    .weight_prefixes = kPrefixes,
     .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitTensors>, .load = Load};
 
 }  // namespace stamen::engine

@@ -2,7 +2,7 @@
 // A definition gives the family's tensor schema and how to load it; loading a model and
 // `stamen make-model` go through it. What config.json says of the family (its architectures'
 // names, shapes, settings) is its FamilyConfig (model_folder/family_config.h), so a new family
-// is one model file, one config file and a row in each table.
+// is one model file, one config file and a row in model_folder/families.inc.
 #pragma once
 
 #include <memory>
@@ -20,9 +20,9 @@
 namespace stamen::engine {
 
 // How the engine runs one family; what its config.json says is its FamilyConfig
-// (model_folder/family_config.h), which the gateway reads too.
+// (model_folder/family_config.h), which the gateway reads too. The family ModelFamily::kName's
+// definition is named kNameFamily (families.inc).
 struct FamilyDefinition {
-  ModelFamily family;
   // Where the backbone's tensors may sit: loading takes the first under which the schema's
   // first tensor is found.
   std::span<const std::string_view> weight_prefixes;
@@ -32,7 +32,7 @@ struct FamilyDefinition {
                                            const Placement& placement);
 };
 
-// The family of `config.family`; every value of ModelFamily has one.
+// The definition of `family`; every value of ModelFamily has one (a missing one fails to link).
 const FamilyDefinition& FamilyOf(ModelFamily family);
 
 // Loads `config`'s model from `weights`: finds the backbone's prefix, then the family loads.

@@ -39,7 +39,7 @@ constexpr std::string_view kPrefixes[] = {"", "model."};
 }  // namespace
 
 extern const FamilyDefinition kGemmaFamily{
-    .family = ModelFamily::kGemma, .weight_prefixes = kPrefixes,
+    .weight_prefixes = kPrefixes,
     .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>, .load = layers::LoadPreNormDecoder<VisitTensors>};
 
 }  // namespace stamen::engine

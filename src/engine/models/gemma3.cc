@@ -61,12 +61,12 @@ constexpr std::string_view kPrefixes[] = {"", "model."};
 }  // namespace
 
 extern const FamilyDefinition kGemma3Family{
-    .family = ModelFamily::kGemma3, .weight_prefixes = kPrefixes,
+    .weight_prefixes = kPrefixes,
     .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>,
     .load = LoadSchemaModel<layers::PreNormDecoderModel, VisitTensors>};
 
 extern const FamilyDefinition kGemma2Family{
-    .family = ModelFamily::kGemma2, .weight_prefixes = kPrefixes,
+    .weight_prefixes = kPrefixes,
     .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>,
     .load = layers::LoadPreNormDecoder<VisitTensors>};
 

@@ -164,8 +164,7 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
 
 }  // namespace
 
-extern const FamilyDefinition kJinaBertFamily{.family = ModelFamily::kJinaBert,
-                                              .weight_prefixes = kPrefixes,
+extern const FamilyDefinition kJinaBertFamily{.weight_prefixes = kPrefixes,
                                               .tensors = SchemaTensors<JinaBertWeights, VisitTensors>,
                                               .load = Load};
 

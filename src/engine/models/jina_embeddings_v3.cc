@@ -365,7 +365,7 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
 }  // namespace
 
 extern const FamilyDefinition kJinaEmbeddingsV3Family{
-    .family = ModelFamily::kJinaEmbeddingsV3, .weight_prefixes = kPrefixes,
+    .weight_prefixes = kPrefixes,
     .tensors = SchemaTensors<JinaWeights, VisitTensors>, .load = Load};
 
 }  // namespace stamen::engine

@@ -142,7 +142,7 @@ constexpr std::string_view kPrefixes[] = {"", "model."};
 }  // namespace
 
 extern const FamilyDefinition kModernBertFamily{
-    .family = ModelFamily::kModernBert, .weight_prefixes = kPrefixes,
+    .weight_prefixes = kPrefixes,
     .tensors = SchemaTensors<ModernBertWeights, VisitTensors>, .load = LoadSchemaModel<ModernBertModel, VisitTensors>};
 
 }  // namespace stamen::engine

@@ -69,7 +69,7 @@ constexpr std::string_view kPrefixes[] = {"", "mpnet."};
 }  // namespace
 
 extern const FamilyDefinition kMpnetFamily{
-    .family = ModelFamily::kMpnet, .weight_prefixes = kPrefixes,
+    .weight_prefixes = kPrefixes,
     .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitAllTensors>, .load = Load};
 
 }  // namespace stamen::engine

@@ -56,10 +56,9 @@ constexpr std::string_view kPrefixes[] = {"", "model."};
 
 // The four decoder families share their compute (their architectures:
 // model_folder/families/qwen.cc).
-constexpr FamilyDefinition DecoderFamily(ModelFamily family) {
-  return {.family = family, .weight_prefixes = kPrefixes,
-          .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>, .load = layers::LoadPreNormDecoder<VisitTensors>};
-}
+constexpr FamilyDefinition kDecoderFamily = {
+    .weight_prefixes = kPrefixes, .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>,
+    .load = layers::LoadPreNormDecoder<VisitTensors>};
 
 // EuroBertForSequenceClassification's output layer is `classifier` (transformers, the hub's later
 // modeling_eurobert.py) or `out_proj` (the hub's first one, whose fine-tunes keep the name; same
@@ -75,16 +74,16 @@ StatusOr<std::unique_ptr<Model>> LoadEuroBert(const ModelConfig& config, const W
 
 }  // namespace
 
-extern const FamilyDefinition kQwen2Family = DecoderFamily(ModelFamily::kQwen2);
-extern const FamilyDefinition kQwen3Family = DecoderFamily(ModelFamily::kQwen3);
-extern const FamilyDefinition kLlamaFamily = DecoderFamily(ModelFamily::kLlama);
-extern const FamilyDefinition kMistralFamily = DecoderFamily(ModelFamily::kMistral);
+extern const FamilyDefinition kQwen2Family = kDecoderFamily;
+extern const FamilyDefinition kQwen3Family = kDecoderFamily;
+extern const FamilyDefinition kLlamaFamily = kDecoderFamily;
+extern const FamilyDefinition kMistralFamily = kDecoderFamily;
 // Bidirectional encoders with Qwen3's and Llama's tensors (pplx-embed-v1, llama-nemotron-embed);
 // the attention is bidirectional by their config (model_folder/families/qwen.cc).
-extern const FamilyDefinition kPplxQwen3Family = DecoderFamily(ModelFamily::kPplxQwen3);
-extern const FamilyDefinition kLlamaBidirectionalFamily = DecoderFamily(ModelFamily::kLlamaBidirectional);
+extern const FamilyDefinition kPplxQwen3Family = kDecoderFamily;
+extern const FamilyDefinition kLlamaBidirectionalFamily = kDecoderFamily;
 // EuroBERT: Llama's blocks, never causal (model_folder/families/eurobert.cc).
-extern const FamilyDefinition kEuroBertFamily = {.family = ModelFamily::kEuroBert, .weight_prefixes = kPrefixes,
+extern const FamilyDefinition kEuroBertFamily = {.weight_prefixes = kPrefixes,
                                                  .tensors = SchemaTensors<layers::PreNormDecoderWeights, VisitTensors>,
                                                  .load = LoadEuroBert};
 

@@ -1,5 +1,5 @@
-// The family registry's table: how each family runs, one row per family, each defined in its
-// model file (the config side: model_folder/family_registry.cc).
+// The family registry's table: how each family runs, one row per row of model_folder/families.inc,
+// each defined in its model file (models/<family>.cc; the config side: model_folder/family_registry.cc).
 #include "engine/models/family.h"
 
 #include <algorithm>
@@ -8,78 +8,22 @@
 
 namespace stamen::engine {
 
-// Defined in models/<family>.cc.
-extern const FamilyDefinition kBertFamily;
-extern const FamilyDefinition kRobertaFamily;
-extern const FamilyDefinition kDistilBertFamily;
-extern const FamilyDefinition kModernBertFamily;
-extern const FamilyDefinition kMpnetFamily;
-extern const FamilyDefinition kQwen2Family;
-extern const FamilyDefinition kQwen3Family;
-extern const FamilyDefinition kLlamaFamily;
-extern const FamilyDefinition kMistralFamily;
-extern const FamilyDefinition kGemma3Family;
-extern const FamilyDefinition kDebertaFamily;
-// Issue 48: bidirectional Llama / Qwen3-style encoders.
-extern const FamilyDefinition kEuroBertFamily;
-extern const FamilyDefinition kPplxQwen3Family;
-extern const FamilyDefinition kLlamaBidirectionalFamily;
-// Issue 48: rotary post-norm encoders (models/rotary_encoder.cc).
-extern const FamilyDefinition kNomicBertFamily;
-extern const FamilyDefinition kGteFamily;
-// Issue 48: JinaBERT (models/jina_bert.cc).
-extern const FamilyDefinition kJinaBertFamily;
-// Issue 48: jina-embeddings-v3 with its task adapters (models/jina_embeddings_v3.cc).
-extern const FamilyDefinition kJinaEmbeddingsV3Family;
-// Issue 44: Gemma (1), for bge-reranker-v2-gemma.
-extern const FamilyDefinition kGemmaFamily;
-// Issue 44: Gemma 2, for bge-reranker-v2.5-gemma2-lightweight-style rerankers (models/gemma3.cc).
-extern const FamilyDefinition kGemma2Family;
-// Issue 44: static embeddings (model2vec, StaticEmbedding).
-extern const FamilyDefinition kStaticEmbeddingFamily;
+#define STAMEN_FAMILY(name) extern const FamilyDefinition k##name##Family;
+#include "model_folder/families.inc"
+#undef STAMEN_FAMILY
 
 namespace {
 
+// Indexed by ModelFamily, as the config side's table is (model_folder/family_registry.cc).
 const FamilyDefinition* const kFamilies[] = {
-    &kBertFamily,
-    &kRobertaFamily,
-    &kDistilBertFamily,
-    &kModernBertFamily,
-    &kMpnetFamily,
-    &kQwen2Family,
-    &kQwen3Family,
-    &kLlamaFamily,
-    &kMistralFamily,
-    &kGemma3Family,
-    &kDebertaFamily,
-    // Issue 48: bidirectional Llama / Qwen3-style encoders.
-    &kEuroBertFamily,
-    &kPplxQwen3Family,
-    &kLlamaBidirectionalFamily,
-    // Issue 48: rotary post-norm encoders.
-    &kNomicBertFamily,
-    &kGteFamily,
-    // Issue 48: JinaBERT (ALiBi).
-    &kJinaBertFamily,
-    // Issue 48: jina-embeddings-v3 with its task adapters.
-    &kJinaEmbeddingsV3Family,
-    // Issue 44: Gemma (1).
-    &kGemmaFamily,
-    // Issue 44: Gemma 2.
-    &kGemma2Family,
-    // Issue 44: static embeddings (model2vec, StaticEmbedding).
-    &kStaticEmbeddingFamily,
+#define STAMEN_FAMILY(name) &k##name##Family,
+#include "model_folder/families.inc"
+#undef STAMEN_FAMILY
 };
 
 }  // namespace
 
-const FamilyDefinition& FamilyOf(ModelFamily family) {
-  for (const FamilyDefinition* definition : kFamilies) {
-    if (definition->family == family) return *definition;
-  }
-  // Every ModelFamily value has a row; a missing one is a programming error caught by every test.
-  __builtin_trap();
-}
+const FamilyDefinition& FamilyOf(ModelFamily family) { return *kFamilies[static_cast<size_t>(family)]; }
 
 namespace {
 

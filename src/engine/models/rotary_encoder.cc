@@ -198,10 +198,10 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
 }  // namespace
 
 extern const FamilyDefinition kNomicBertFamily{
-    .family = ModelFamily::kNomicBert, .weight_prefixes = kNomicPrefixes,
+    .weight_prefixes = kNomicPrefixes,
     .tensors = SchemaTensors<RotaryEncoderWeights, VisitTensors>, .load = Load};
 extern const FamilyDefinition kGteFamily{
-    .family = ModelFamily::kGte, .weight_prefixes = kGtePrefixes,
+    .weight_prefixes = kGtePrefixes,
     .tensors = SchemaTensors<RotaryEncoderWeights, VisitTensors>, .load = Load};
 
 }  // namespace stamen::engine

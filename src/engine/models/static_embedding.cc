@@ -155,6 +155,6 @@ constexpr std::string_view kPrefixes[] = {""};
 }  // namespace
 
 extern const FamilyDefinition kStaticEmbeddingFamily{
-    .family = ModelFamily::kStaticEmbedding, .weight_prefixes = kPrefixes, .tensors = Tensors, .load = Load};
+    .weight_prefixes = kPrefixes, .tensors = Tensors, .load = Load};
 
 }  // namespace stamen::engine
