@@ -281,12 +281,14 @@ def grpc_request_seeds():
         return field_bytes(1, ints(ids)) + field_bytes(2, ints(lengths)) + (field_bytes(3, types) if types else b"")
 
     embed = field_bytes(1, sequences([101, 7592, 102, 5, 6], [3, 2]))
-    embed_options = embed + field_varint(2, 2) + field_varint(3, 0) + field_varint(4, 64)
+    embed_options = embed + field_bytes(15, b"mean") + field_varint(3, 0) + field_varint(4, 64)
     score = field_bytes(1, sequences([0, 5, 2, 2, 7, 2], [6], ints([0, 0, 0, 1, 1, 1])))
     # First byte: bit 0 Score, other bits pick the model limits (see fuzz_grpc_request.cc).
     return {
         "embed": b"\x00" + embed,
         "embed_options": b"\x00" + embed_options,
+        # A client from before pooling_name: the retired Pooling enum (field 2), refused.
+        "embed_retired_pooling": b"\x00" + embed + field_varint(2, 2),
         "embed_small_vocab": b"\x02" + embed,
         "score": b"\x11" + score,
         "bad_lengths": b"\x00" + field_bytes(1, field_bytes(1, ints([1, 2])) + field_bytes(2, ints([5]))),

@@ -3,22 +3,15 @@
 namespace stamen::engine::ops {
 
 std::optional<PoolingMode> PoolingModeFromName(std::string_view name) {
-  if (name == "lasttoken") return PoolingMode::kLastToken;  // sentence-transformers' spelling
-  for (const PoolingMode mode : kPoolingModes) {
-    if (name == PoolingModeName(mode)) return mode;
+  for (const PoolingModeNames& names : kPoolingModeNames) {
+    if (name == names.name || (!names.alias.empty() && name == names.alias)) return names.mode;
   }
   return std::nullopt;
 }
 
 std::string_view PoolingModeName(PoolingMode mode) {
-  switch (mode) {
-    case PoolingMode::kCls: return "cls";
-    case PoolingMode::kMean: return "mean";
-    case PoolingMode::kMax: return "max";
-    case PoolingMode::kLastToken: return "last_token";
-    case PoolingMode::kWeightedMean: return "weightedmean";
-    case PoolingMode::kMeanSqrtLen: return "mean_sqrt_len_tokens";
-    case PoolingMode::kSplade: return "splade";
+  for (const PoolingModeNames& names : kPoolingModeNames) {
+    if (names.mode == mode) return names.name;
   }
   return "?";
 }

@@ -3,6 +3,9 @@
 // reading a folder needs no engine. Their namespace is the engine's ops, where they are used.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <iterator>
 #include <optional>
 #include <string_view>
 
@@ -13,15 +16,41 @@ namespace stamen::engine::ops {
 // kSplade is SPLADE's max over tokens of log(1 + relu(x)) over masked-LM logits: Pool refuses
 // it (the logits are [T, vocab], too wide to make at once), ops::SpladePool computes it.
 enum class PoolingMode { kCls, kMean, kMax, kLastToken, kWeightedMean, kMeanSqrtLen, kSplade };
-// Every mode, in the order help texts and errors list them.
-inline constexpr PoolingMode kPoolingModes[] = {PoolingMode::kCls,          PoolingMode::kMean,
-                                                PoolingMode::kMax,          PoolingMode::kLastToken,
-                                                PoolingMode::kWeightedMean, PoolingMode::kMeanSqrtLen,
-                                                PoolingMode::kSplade};
 
-// "cls", "mean", "max", "last_token" (also sentence-transformers' "lasttoken"), "weightedmean",
-// "mean_sqrt_len_tokens", "splade".
+// What the model files, the command line and the wire call a pooling mode. Adding a mode is its
+// enum value, its row here and its kernels (engine/cpu/pooling.cc, engine/cuda/kernels.cu).
+struct PoolingModeNames {
+  PoolingMode mode;
+  // 1_Pooling/config.json's "pooling_mode" spelling; the command line's and the wire's with
+  // '-' for '_' (model_options.h).
+  std::string_view name;
+  // Another spelling model files write for it; empty: none.
+  std::string_view alias;
+  // Its boolean key in 1_Pooling/config.json's older spelling; empty: a mode no Pooling module
+  // selects (splade comes from a SpladePooling module), by key or by name.
+  std::string_view sentence_transformers_flag;
+};
+// Every mode, in the order help texts and errors list them.
+inline constexpr PoolingModeNames kPoolingModeNames[] = {
+    {PoolingMode::kCls, "cls", "", "pooling_mode_cls_token"},
+    {PoolingMode::kMean, "mean", "", "pooling_mode_mean_tokens"},
+    {PoolingMode::kMax, "max", "", "pooling_mode_max_tokens"},
+    {PoolingMode::kLastToken, "last_token", "lasttoken", "pooling_mode_lasttoken"},
+    {PoolingMode::kWeightedMean, "weightedmean", "", "pooling_mode_weightedmean_tokens"},
+    {PoolingMode::kMeanSqrtLen, "mean_sqrt_len_tokens", "", "pooling_mode_mean_sqrt_len_tokens"},
+    {PoolingMode::kSplade, "splade", "", ""},
+};
+// The modes alone, in the table's order, for loops over every mode.
+inline constexpr auto kPoolingModes = [] {
+  std::array<PoolingMode, std::size(kPoolingModeNames)> modes{};
+  for (std::size_t i = 0; i < modes.size(); ++i) modes[i] = kPoolingModeNames[i].mode;
+  return modes;
+}();
+
+// A mode by its name or alias ("cls", …, "last_token" or sentence-transformers' "lasttoken");
+// nullopt for any other text.
 std::optional<PoolingMode> PoolingModeFromName(std::string_view name);
+// Its name ("?" for a value with no row).
 std::string_view PoolingModeName(PoolingMode mode);
 
 enum class Activation { kIdentity, kGeluErf, kGeluTanh, kRelu, kSilu, kTanh };

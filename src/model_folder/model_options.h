@@ -16,8 +16,8 @@ namespace stamen::engine {
 // allowed), as /info, gRPC Info and the responses report it.
 std::string ModelIdOf(const std::string& model_dir, const std::string& model_id);
 
-// A pooling mode as the API and the command line write it: "cls", "mean", "max", "last-token",
-// "weightedmean", "mean-sqrt-len-tokens", "splade".
+// A pooling mode as the API, the command line and the worker's wire write it: its name
+// (kinds.h) with '-' for '_': "cls", "mean", "last-token", "mean-sqrt-len-tokens", ….
 std::string PoolingOptionName(ops::PoolingMode mode);
 // The inverse, also taking the model files' spellings ("last_token", "lasttoken",
 // "mean_sqrt_len_tokens"); nullopt for any other text.

@@ -1,7 +1,9 @@
 // Reads the sentence-transformers files of a model folder: which modules run after the
 // transformer (Pooling, Dense, Normalize), the pooling mode in its old (booleans) and new
 // ("pooling_mode") spelling, prompts, and the maximum sequence length.
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <string_view>
 
 #include "model_folder/json_document.h"
@@ -28,32 +30,24 @@ Status ReadPooling(const std::string& path, SentenceTransformersConfig* config) 
     std::string mode;
     STAMEN_RETURN_IF_ERROR(root.Optional("pooling_mode", &mode));
     config->pooling = ops::PoolingModeFromName(mode);
-    if (!config->pooling.has_value() || *config->pooling == ops::PoolingMode::kSplade) {
-      return root.Error("pooling_mode", "names unsupported mode '" + mode + "'");
-    }
+    // A Pooling module's modes are those with a flag; splade is a SpladePooling module's.
+    const bool pooling_module_mode =
+        std::any_of(std::begin(ops::kPoolingModeNames), std::end(ops::kPoolingModeNames), [&](const auto& names) {
+          return names.mode == config->pooling && !names.sentence_transformers_flag.empty();
+        });
+    if (!pooling_module_mode) return root.Error("pooling_mode", "names unsupported mode '" + mode + "'");
     return Status();
   }
-  struct Flag {
-    std::string_view key;
-    std::optional<ops::PoolingMode> mode;  // unset: a mode we do not implement
-  };
-  constexpr Flag kFlags[] = {
-      {"pooling_mode_cls_token", ops::PoolingMode::kCls},
-      {"pooling_mode_mean_tokens", ops::PoolingMode::kMean},
-      {"pooling_mode_max_tokens", ops::PoolingMode::kMax},
-      {"pooling_mode_lasttoken", ops::PoolingMode::kLastToken},
-      {"pooling_mode_mean_sqrt_len_tokens", ops::PoolingMode::kMeanSqrtLen},
-      {"pooling_mode_weightedmean_tokens", ops::PoolingMode::kWeightedMean},
-  };
-  for (const Flag& flag : kFlags) {
+  for (const ops::PoolingModeNames& names : ops::kPoolingModeNames) {
+    if (names.sentence_transformers_flag.empty()) continue;
     bool enabled = false;
-    STAMEN_RETURN_IF_ERROR(root.Optional(flag.key, &enabled));
+    STAMEN_RETURN_IF_ERROR(root.Optional(names.sentence_transformers_flag, &enabled));
     if (!enabled) continue;
-    if (!flag.mode.has_value()) return root.Error(flag.key, "selects a pooling mode that is not supported");
     if (config->pooling.has_value()) {
-      return root.Error(flag.key, "combines several pooling modes (concatenated vectors are not supported)");
+      return root.Error(names.sentence_transformers_flag,
+                        "combines several pooling modes (concatenated vectors are not supported)");
     }
-    config->pooling = flag.mode;
+    config->pooling = names.mode;
   }
   if (!config->pooling.has_value()) return Status::Error(path + ": no pooling mode is enabled");
   return Status();

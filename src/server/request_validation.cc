@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include <google/protobuf/unknown_field_set.h>
+
 #include "model_folder/model_options.h"
 
 namespace stamen::server {
@@ -48,32 +50,33 @@ Status DecodePriority(v1::Priority priority, WorkRequest& request) {
   }
 }
 
+// EmbedRequest's field number of the Pooling enum that pooling_name replaced (reserved in the proto).
+constexpr int kRetiredPoolingField = 2;
+
+// The pooling by its name, any spelling --pooling takes; none: the model's default.
+Status DecodePooling(const v1::EmbedRequest& message, WorkRequest& request) {
+  // A client built before the mode travelled by name sets the retired enum, field 2, instead:
+  // pooling with the model's default would answer it with other vectors and no error.
+  const google::protobuf::UnknownFieldSet& unknown = message.GetReflection()->GetUnknownFields(message);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    if (unknown.field(i).number() == kRetiredPoolingField) {
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "field 2 (the retired Pooling enum) is set: name the pooling in pooling_name");
+    }
+  }
+  const std::string& name = message.pooling_name();
+  request.pooling.reset();
+  if (name.empty()) return Status();
+  request.pooling = engine::ParsePoolingOption(name);
+  if (request.pooling) return Status();
+  // The name is the client's: quoted whole only when short, as it goes back in gRPC trailers.
+  constexpr size_t kQuoted = 64;
+  const std::string quoted = name.size() <= kQuoted ? name : name.substr(0, kQuoted) + "…";
+  return Status::Error(StatusCode::kInvalidArgument,
+                       "unknown pooling '" + quoted + "' (" + engine::PoolingOptionNames() + ")");
+}
+
 }  // namespace
-
-// Each engine pooling mode and its wire value, in both directions.
-constexpr std::pair<engine::ops::PoolingMode, v1::Pooling> kPoolingMessages[] = {
-    {engine::ops::PoolingMode::kCls, v1::POOLING_CLS},
-    {engine::ops::PoolingMode::kMean, v1::POOLING_MEAN},
-    {engine::ops::PoolingMode::kLastToken, v1::POOLING_LAST_TOKEN},
-    {engine::ops::PoolingMode::kMax, v1::POOLING_MAX},
-    {engine::ops::PoolingMode::kWeightedMean, v1::POOLING_WEIGHTED_MEAN},
-    {engine::ops::PoolingMode::kMeanSqrtLen, v1::POOLING_MEAN_SQRT_LEN},
-    {engine::ops::PoolingMode::kSplade, v1::POOLING_SPLADE},
-};
-
-v1::Pooling PoolingMessage(const std::optional<engine::ops::PoolingMode>& pooling) {
-  for (const auto& [mode, message] : kPoolingMessages) {
-    if (pooling == mode) return message;
-  }
-  return v1::POOLING_MODEL_DEFAULT;
-}
-
-std::optional<engine::ops::PoolingMode> PoolingOf(v1::Pooling pooling) {
-  for (const auto& [mode, message] : kPoolingMessages) {
-    if (pooling == message) return mode;
-  }
-  return std::nullopt;
-}
 
 v1::Priority PriorityMessage(Priority priority) {
   switch (priority) {
@@ -108,7 +111,7 @@ void EncodeEmbedRequest(const WorkRequest& request, v1::EmbedRequest& message) {
   message.set_skip_token_ids(PackedInt32s(request.skip_token_ids));
   message.set_span_counts(PackedInt32s(request.span_counts));
   message.set_spans(PackedInt32s(request.spans));
-  message.set_pooling(PoolingMessage(request.pooling));
+  if (request.pooling) message.set_pooling_name(engine::PoolingOptionName(*request.pooling));
   message.set_normalize(request.normalize);
   message.set_dimensions(static_cast<uint32_t>(request.dimensions));
   message.set_priority(PriorityMessage(request.priority));
@@ -152,10 +155,7 @@ Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request)
   if (!ReadInt32s(message.span_counts(), request.span_counts) || !ReadInt32s(message.spans(), request.spans)) {
     return Status::Error(StatusCode::kInvalidArgument, "span_counts and spans must be packed int32 (a multiple of 4 bytes)");
   }
-  if (message.pooling() != v1::POOLING_MODEL_DEFAULT && !PoolingOf(message.pooling())) {
-    return Status::Error(StatusCode::kInvalidArgument, "unknown pooling " + std::to_string(message.pooling()));
-  }
-  request.pooling = PoolingOf(message.pooling());
+  STAMEN_RETURN_IF_ERROR(DecodePooling(message, request));
   request.normalize = message.has_normalize() ? message.normalize() : true;
   request.dimensions = message.dimensions();
   request.adapter = message.has_adapter() ? message.adapter() : -1;

@@ -44,7 +44,7 @@ struct ModelLimits {
 // a malformed field is kInvalidArgument.
 Status DecodeSequences(const v1::TokenSequences& sequences, WorkRequest& request);
 // The whole of an Embed or Score call: sequences and options (kind, pooling, normalize,
-// dimensions). An unknown pooling value is kInvalidArgument.
+// dimensions). An unknown pooling name is kInvalidArgument.
 Status DecodeEmbedRequest(const v1::EmbedRequest& message, WorkRequest& request);
 Status DecodeScoreRequest(const v1::ScoreRequest& message, WorkRequest& request);
 // The inverse, for the gateway's calls to a worker: `request`'s sequences and options as an
@@ -52,10 +52,8 @@ Status DecodeScoreRequest(const v1::ScoreRequest& message, WorkRequest& request)
 // travel both ways by one list.
 void EncodeEmbedRequest(const WorkRequest& request, v1::EmbedRequest& message);
 void EncodeScoreRequest(const WorkRequest& request, v1::ScoreRequest& message);
-// The wire values of a priority and of a pooling mode (unset: the model's default), for
-// clients of the worker such as the gateway.
+// The wire value of a priority, for clients of the worker such as the gateway.
 v1::Priority PriorityMessage(Priority priority);
-v1::Pooling PoolingMessage(const std::optional<engine::ops::PoolingMode>& pooling);
 
 // Ok when `request` can run on a model with `limits`: ids packed, lengths positive and adding
 // up to the ids sent, ids and type ids in range, sequences within the maximum length, the

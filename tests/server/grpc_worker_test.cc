@@ -175,7 +175,7 @@ TEST_F(GrpcWorkerTest, TokenStatesSpansAndEveryPoolingCrossTheWire) {
   *spans.mutable_sequences() = Sequences(sequences);
   spans.set_span_counts(Pack(std::vector<int32_t>{1, 2}));
   spans.set_spans(Pack(std::vector<int32_t>{1, 8, 0, 20, 10, 30}));
-  spans.set_pooling(v1::POOLING_WEIGHTED_MEAN);
+  spans.set_pooling_name("weightedmean");
   v1::EmbedResponse span_response;
   grpc::ClientContext span_context;
   const grpc::Status span_status = stub->Embed(&span_context, spans, &span_response);

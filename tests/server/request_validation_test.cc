@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stamen::server {
@@ -382,16 +383,16 @@ TEST(RequestCodingTest, TokenVectorRequestsAndEveryPoolingReadBackAsSent) {
     EXPECT_EQ(read_back->skip_token_ids, sent.skip_token_ids);
     EXPECT_FALSE(read_back->pooling.has_value());
   }
-  std::vector<v1::Pooling> wire_values;
+  std::vector<std::string> wire_values;
   for (const engine::ops::PoolingMode mode : engine::ops::kPoolingModes) {
     WorkRequest sent;
     SetTwoSequences(sent);
     sent.pooling = mode;
     v1::EmbedRequest message;
     EncodeEmbedRequest(sent, message);
-    EXPECT_NE(message.pooling(), v1::POOLING_MODEL_DEFAULT) << engine::ops::PoolingModeName(mode);
-    for (const v1::Pooling other : wire_values) EXPECT_NE(message.pooling(), other) << engine::ops::PoolingModeName(mode);
-    wire_values.push_back(message.pooling());
+    EXPECT_NE(message.pooling_name(), "") << engine::ops::PoolingModeName(mode);
+    for (const std::string& other : wire_values) EXPECT_NE(message.pooling_name(), other) << engine::ops::PoolingModeName(mode);
+    wire_values.push_back(message.pooling_name());
     WorkRequest read;
     ASSERT_TRUE(DecodeEmbedRequest(message, read).ok());
     EXPECT_EQ(read.pooling, mode) << engine::ops::PoolingModeName(mode);
@@ -449,8 +450,43 @@ TEST(RequestCodingTest, MalformedMessagesAreRefused) {
   spans.set_spans("ab");
   EXPECT_EQ(DecodeEmbedRequest(spans, request).code(), StatusCode::kInvalidArgument);
   v1::EmbedRequest pooling;
-  pooling.set_pooling(static_cast<v1::Pooling>(99));
-  EXPECT_EQ(DecodeEmbedRequest(pooling, request).code(), StatusCode::kInvalidArgument);
+  pooling.set_pooling_name("average");
+  const Status unknown = DecodeEmbedRequest(pooling, request);
+  EXPECT_EQ(unknown.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.message().find("unknown pooling 'average' (cls, mean, max, last-token,"), std::string::npos)
+      << unknown.message();
+}
+
+// The pooling travels by name, in any spelling --pooling takes; a client built before that sends
+// the retired enum (field 2), which must not be served silently with the model's default pooling.
+TEST(RequestCodingTest, PoolingIsReadByNameAndTheRetiredEnumIsRefused) {
+  WorkRequest request;
+  for (const auto& [name, mode] : {std::pair{"last-token", engine::ops::PoolingMode::kLastToken},
+                                   std::pair{"last_token", engine::ops::PoolingMode::kLastToken},
+                                   std::pair{"lasttoken", engine::ops::PoolingMode::kLastToken},
+                                   std::pair{"mean-sqrt-len-tokens", engine::ops::PoolingMode::kMeanSqrtLen}}) {
+    v1::EmbedRequest message;
+    message.set_pooling_name(name);
+    ASSERT_TRUE(DecodeEmbedRequest(message, request).ok()) << name;
+    EXPECT_EQ(request.pooling, mode) << name;
+  }
+  v1::EmbedRequest unset;
+  ASSERT_TRUE(DecodeEmbedRequest(unset, request).ok());
+  EXPECT_FALSE(request.pooling.has_value());
+
+  const std::string long_name(1000, 'x');
+  v1::EmbedRequest long_message;
+  long_message.set_pooling_name(long_name);
+  const Status too_long = DecodeEmbedRequest(long_message, request);
+  EXPECT_EQ(too_long.code(), StatusCode::kInvalidArgument);
+  EXPECT_LT(too_long.message().size(), 200u) << "the client's name is quoted cut short";
+
+  // Field 2, varint 2 (the retired POOLING_MEAN), as an old client encodes it.
+  v1::EmbedRequest retired;
+  ASSERT_TRUE(retired.ParseFromString(std::string("\x10\x02", 2)));
+  const Status refused = DecodeEmbedRequest(retired, request);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("pooling_name"), std::string::npos) << refused.message();
 }
 
 TEST(CopySequencesTest, ASliceCarriesItsTokensTypesSpansAndTheOptions) {
