@@ -1,8 +1,8 @@
 // The routes that run on a model, one file per API family: each file lists its routes' rows
 // (path, method, API family, flags) beside their handlers, which parse the body (api.cc,
 // tei_api.cc, cohere_api.cc), ask the model's Inference for the checks, run the work through
-// Inference::Run and write the answer. Adding a route to a family touches its file alone here;
-// Gateway::Routes (gateway.cc) adds each family's rows, then the gateway's own.
+// Inference::Run and write the answer. Gateway::Routes (gateway.cc) adds each family's rows,
+// then the gateway's own, so a new route of a family touches neither this header nor gateway.cc.
 #pragma once
 
 #include <string>
