@@ -9,6 +9,8 @@ namespace stamen::gateway {
 
 using server::WorkKind;
 
+namespace {
+
 void EmbedMulti(Inference& model, const http::Request& request, Reply reply) {
   if (!model.bge_m3()) {
     return reply.Error({400, "model " + model.model_id() + " is not a bge-m3 model: /embed_multi needs colbert_linear.pt and "
@@ -28,6 +30,13 @@ void EmbedMulti(Inference& model, const http::Request& request, Reply reply) {
   model.RunTokenRows(request, std::move(job), [&model, call](const FinishedRows& done) {
     return EmbedMultiBody(*call, BgeM3RowsOf(done), model.config().hidden_size, model.bge_m3_dropped_ids());
   }, std::move(reply));
+}
+
+}  // namespace
+
+void AddBgeM3Routes(RouteTable& routes, Inference& model) {
+  // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
+  routes.Add({{"/embed_multi", "POST", ApiFamily::kTei, true, false, OnModel(model, EmbedMulti)}});
 }
 
 }  // namespace stamen::gateway

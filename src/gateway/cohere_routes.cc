@@ -12,6 +12,8 @@ namespace stamen::gateway {
 
 using server::WorkKind;
 
+namespace {
+
 void CohereEmbed(Inference& model, const http::Request& request, Reply reply) {
   auto parsed = ParseCohereEmbedCall(request.body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reply.Error(*error);
@@ -44,6 +46,13 @@ void CohereEmbed(Inference& model, const http::Request& request, Reply reply) {
   };
   auto answer = [call](const FinishedRows& done) { return CohereEmbedBody(*call, done); };
   model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
+}
+
+}  // namespace
+
+void AddCohereRoutes(RouteTable& routes, Inference& model) {
+  // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
+  routes.Add({{"/v2/embed", "POST", ApiFamily::kCohere, true, false, OnModel(model, CohereEmbed)}});
 }
 
 }  // namespace stamen::gateway

@@ -17,8 +17,6 @@ std::optional<ApiError> CheckQuantizable(EmbeddingType type, bool normalized) {
                            "\" with \"normalize\": true"};
 }
 
-}  // namespace
-
 void Embed(Inference& model, const http::Request& request, bool openai, Reply respond) {
   auto parsed = ParseEmbedCall(request.body, openai);
   if (auto* error = std::get_if<ApiError>(&parsed)) return respond.Error(*error);
@@ -55,6 +53,18 @@ void Embed(Inference& model, const http::Request& request, bool openai, Reply re
     return EmbeddingsBody(*call, openai, model.model_id(), done, *late);
   };
   model.Run(request, std::move(tokenize), std::move(answer), std::move(respond));
+}
+
+}  // namespace
+
+void AddEmbedRoutes(RouteTable& routes, Inference& model) {
+  using enum ApiFamily;
+  // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
+  routes.Add({
+      {"/v1/embeddings", "POST", kOpenAI, true, false, OnModel(model, Embed, /*openai=*/true)},
+      {"/embeddings", "POST", kOpenAI, true, false, OnModel(model, Embed, /*openai=*/true)},
+      {"/embed", "POST", kTei, true, false, OnModel(model, Embed, /*openai=*/false)},
+  });
 }
 
 }  // namespace stamen::gateway

@@ -58,7 +58,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
   g.openapi_document_ = OpenApiDocument(g.model_id(), kVersion);
   g.request_seconds_ = &registry.AddHistogram("stamen_gateway_request_seconds", "HTTP request time, arrival to answer",
                                               metrics::ExponentialBuckets(0.0005, 2, 16));
-  g.routes_ = std::make_unique<RouteTable>(g.Routes());
+  g.routes_ = g.Routes();
   g.served_ = {gateway.get()};
   return gateway;
 }
@@ -88,19 +88,20 @@ void Gateway::CountResponse(const std::string& route, int status) {
   counter->Increment();
 }
 
-std::vector<Route> Gateway::Routes() {
+std::unique_ptr<RouteTable> Gateway::Routes() {
   using enum ApiFamily;
-  // The model's routes (route_handlers.h) run on its Inference, which lives as long as the routes.
+  auto routes = std::make_unique<RouteTable>();
+  // The model's routes, each family's rows in its own file (route_handlers.h), run on its
+  // Inference, which lives as long as the routes.
   Inference& model = *inference_;
-  auto handler = [&model](void (*function)(Inference&, const http::Request&, Reply)) {
-    return [&model, function](const http::Request& request, Reply reply) { function(model, request, std::move(reply)); };
-  };
-  auto embed = [&model](bool openai) {
-    return [&model, openai](const http::Request& request, Reply reply) { Embed(model, request, openai, std::move(reply)); };
-  };
-  auto rerank = [&model](RerankShape shape) {
-    return [&model, shape](const http::Request& request, Reply reply) { Rerank(model, request, shape, std::move(reply)); };
-  };
+  AddEmbedRoutes(*routes, model);
+  AddRerankRoutes(*routes, model);
+  AddCohereRoutes(*routes, model);
+  AddTokenizerRoutes(*routes, model);
+  AddTeiRoutes(*routes, model);
+  AddMultiVectorRoutes(*routes, model);
+  AddBgeM3Routes(*routes, model);
+
   auto models = [this](const http::Request& request, Reply reply) { Models(request, std::move(reply)); };
   auto model_route = [this](const http::Request& request, Reply reply) { Model(request, std::move(reply)); };
   auto health = [this](const http::Request&, Reply reply) { Health(std::move(reply)); };
@@ -119,28 +120,11 @@ std::vector<Route> Gateway::Routes() {
     response.content_type = "text/html; charset=utf-8";
     reply(std::move(response));
   };
+  // The gateway's own, after the model's (GET / after TEI's POST /, as a 405's Allow lists them).
   // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
-  return {
-      {"/v1/embeddings", "POST", kOpenAI, true, false, embed(true)},
-      {"/embeddings", "POST", kOpenAI, true, false, embed(true)},
+  routes->Add({
       {"/v1/models", "GET", kOpenAI, false, false, models},
       {"/v1/models/{id}", "GET", kOpenAI, false, false, model_route},
-      {"/v1/rerank", "POST", kCohere, true, false, rerank(RerankShape::kCohereV1)},
-      {"/v2/rerank", "POST", kCohere, true, false, rerank(RerankShape::kCohereV2)},
-      {"/v2/embed", "POST", kCohere, true, false, handler(CohereEmbed)},
-      {"/embed", "POST", kTei, true, false, embed(false)},
-      {"/rerank", "POST", kTei, true, false, rerank(RerankShape::kTei)},
-      {"/predict", "POST", kTei, true, false, handler(Predict)},
-      {"/similarity", "POST", kTei, true, false, handler(Similarity)},
-      {"/tokenize", "POST", kTei, true, false, handler(Tokenize)},
-      {"/decode", "POST", kTei, true, false, handler(Decode)},
-      {"/embed_all", "POST", kTei, true, false, handler(EmbedAll)},
-      {"/embed_sparse", "POST", kTei, true, false, handler(EmbedSparse)},
-      {"/v1/multi-vector", "POST", kOpenAI, true, false, handler(MultiVector)},
-      {"/embed_multi", "POST", kTei, true, false, handler(EmbedMulti)},
-      // TEI's catch-all (what huggingface_hub's InferenceClient posts to) and SageMaker's.
-      {"/", "POST", kTei, true, false, handler(TeiRoot)},
-      {"/invocations", "POST", kTei, true, false, handler(TeiRoot)},
       {"/", "GET", kTei, false, true, health},
       {"/ping", "GET", kTei, false, true, health},  // SageMaker's health check
       {"/health", "GET", kTei, false, true, health},
@@ -153,7 +137,8 @@ std::vector<Route> Gateway::Routes() {
       {"/openapi.json", "GET", kTei, false, true, openapi},
       {"/api-doc/openapi.json", "GET", kTei, false, true, openapi},
       {"/docs", "GET", kTei, false, true, docs},
-  };
+  });
+  return routes;
 }
 
 void Gateway::AddOriginHeaders(const std::string& allowed, http::Response& response) {

@@ -67,8 +67,8 @@ class Gateway {
 
  private:
   explicit Gateway(metrics::Registry& registry) : registry_(registry) {}
-  // Every route: path, method, API family, handler (the one place that lists them).
-  std::vector<Route> Routes();
+  // Every route: the model's, by API family (route_handlers.h), then the gateway's own.
+  std::unique_ptr<RouteTable> Routes();
   // The CORS headers of an answer to an allowed origin (AllowedOrigin's; none when empty).
   static void AddOriginHeaders(const std::string& allowed, http::Response& response);
   void Health(Reply reply);

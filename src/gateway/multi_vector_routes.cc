@@ -94,8 +94,6 @@ void BgeM3MultiVector(Inference& model, const http::Request& request, std::share
   }, std::move(reply));
 }
 
-}  // namespace
-
 void MultiVector(Inference& model, const http::Request& request, Reply reply) {
   if (!model.multi_vector() && !model.bge_m3()) {
     return reply.Error({400, "model " + model.model_id() + " is not a multi-vector (ColBERT) model: /v1/multi-vector needs "
@@ -127,6 +125,13 @@ void MultiVector(Inference& model, const http::Request& request, Reply reply) {
   };
 
   model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
+}
+
+}  // namespace
+
+void AddMultiVectorRoutes(RouteTable& routes, Inference& model) {
+  // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
+  routes.Add({{"/v1/multi-vector", "POST", ApiFamily::kOpenAI, true, false, OnModel(model, MultiVector)}});
 }
 
 }  // namespace stamen::gateway

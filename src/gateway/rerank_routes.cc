@@ -9,7 +9,6 @@
 
 namespace stamen::gateway {
 
-
 namespace {
 
 // Rerank on a multi-vector model: MaxSim scores of each document against the query.
@@ -28,8 +27,7 @@ void RerankByMaxSim(Inference& model, const http::Request& request, std::shared_
   model.Run(request, std::move(tokenize), std::move(answer), std::move(respond));
 }
 
-}  // namespace
-
+// A reranker's scores, or a multi-vector model's MaxSim, in `shape`.
 void Rerank(Inference& model, const http::Request& request, RerankShape shape, Reply respond) {
   auto parsed = shape == RerankShape::kCohereV2 ? ParseCohereRerankCall(request.body)
                                                 : ParseRerankCall(request.body, shape == RerankShape::kCohereV1);
@@ -71,6 +69,18 @@ void Rerank(Inference& model, const http::Request& request, RerankShape shape, R
     return RerankBody(*call, shape, model.model_id(), RerankScores(done, call->raw_scores), done.total_tokens());
   };
   model.Run(request, std::move(tokenize), std::move(answer), std::move(respond));
+}
+
+}  // namespace
+
+void AddRerankRoutes(RouteTable& routes, Inference& model) {
+  using enum ApiFamily;
+  // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
+  routes.Add({
+      {"/v1/rerank", "POST", kCohere, true, false, OnModel(model, Rerank, RerankShape::kCohereV1)},
+      {"/v2/rerank", "POST", kCohere, true, false, OnModel(model, Rerank, RerankShape::kCohereV2)},
+      {"/rerank", "POST", kTei, true, false, OnModel(model, Rerank, RerankShape::kTei)},
+  });
 }
 
 }  // namespace stamen::gateway

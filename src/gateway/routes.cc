@@ -58,6 +58,10 @@ http::Response TimedResponse(std::string body, double tokenization_ms, const ser
   return response;
 }
 
+void RouteTable::Add(std::vector<Route> routes) {
+  for (Route& route : routes) routes_.push_back(std::move(route));
+}
+
 const Route* RouteTable::Find(std::string_view path, std::string_view method) const {
   const std::string_view wanted = method == "HEAD" ? "GET" : method;
   for (const Route& route : routes_) {

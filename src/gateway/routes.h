@@ -36,18 +36,26 @@ class Reply {
   ApiFamily family_;
 };
 
+using RouteHandler = std::function<void(const http::Request& request, Reply reply)>;
+
 struct Route {
   std::string path;    // exact, or ending in "/{id}": any rest of the path (ids may hold '/')
   std::string method;  // "GET" (HEAD too) or "POST"
   ApiFamily family;
   bool work;  // inference work: counts toward --max-concurrent-requests
   bool open;  // answered without the API key (health probes)
-  std::function<void(const http::Request& request, Reply reply)> handler;
+  RouteHandler handler;
 };
 
 class RouteTable {
  public:
+  RouteTable() = default;
   explicit RouteTable(std::vector<Route> routes) : routes_(std::move(routes)) {}
+  // A handler may hold its table (TEI's catch-all answers as another route): it stays put.
+  RouteTable(const RouteTable&) = delete;
+  RouteTable& operator=(const RouteTable&) = delete;
+  // Adds `routes` after those added before: of two that match a request, Find picks the first.
+  void Add(std::vector<Route> routes);
   // The route for `path` and `method`, or null.
   const Route* Find(std::string_view path, std::string_view method) const;
   // The first route of `path` whatever its method (the family of a 405 or 413), or null.

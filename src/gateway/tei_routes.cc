@@ -7,20 +7,24 @@
 #include "gateway/bge_m3_outputs.h"
 #include "gateway/least_tokens.h"
 #include "gateway/route_handlers.h"
+#include "gateway/tei_api.h"
 #include "model_folder/model_options.h"
 
 namespace stamen::gateway {
 
 using server::WorkKind;
 
-void TeiRoot(Inference& model, const http::Request& request, Reply reply) {
-  switch (RootTask(model.kind(), request.body)) {
-    case TeiTask::kEmbed:
-      return model.splade() ? EmbedSparse(model, request, std::move(reply)) : Embed(model, request, false, std::move(reply));
-    case TeiTask::kSimilarity: return Similarity(model, request, std::move(reply));
-    case TeiTask::kRerank: return Rerank(model, request, RerankShape::kTei, std::move(reply));
-    case TeiTask::kPredict: return Predict(model, request, std::move(reply));
+namespace {
+
+// The route TEI's catch-all POST / answers as: the one the body's shape and the model call for.
+std::string_view RootPath(const Inference& model, std::string_view body) {
+  switch (RootTask(model.kind(), body)) {
+    case TeiTask::kEmbed: return model.splade() ? "/embed_sparse" : "/embed";
+    case TeiTask::kSimilarity: return "/similarity";
+    case TeiTask::kRerank: return "/rerank";
+    case TeiTask::kPredict: break;
   }
+  return "/predict";
 }
 
 void Predict(Inference& model, const http::Request& request, Reply reply) {
@@ -88,8 +92,6 @@ void Similarity(Inference& model, const http::Request& request, Reply reply) {
   model.Run(request, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
-namespace {
-
 // What /embed_all and /embed_sparse share: TEI's embed body parsed, its inputs tokenized and
 // run as `kind` with `pooling`, not normalised, and answered by `answer` from the rows.
 void EmbedRows(Inference& model, const http::Request& request, WorkKind kind,
@@ -113,8 +115,6 @@ void EmbedRows(Inference& model, const http::Request& request, WorkKind kind,
   model.RunTokenRows(request, std::move(job), std::move(answer), std::move(reply));
 }
 
-}  // namespace
-
 void EmbedAll(Inference& model, const http::Request& request, Reply reply) {
   // [[float] per token] per input: the last hidden state, special tokens included.
   EmbedRows(model, request, WorkKind::kTokenEmbed, std::nullopt, [](const FinishedRows& done) { return EmbedAllBody(done); },
@@ -135,6 +135,26 @@ void EmbedSparse(Inference& model, const http::Request& request, Reply reply) {
   // [{index, value}] per input: the SPLADE vector's non-zero entries, by vocabulary id.
   EmbedRows(model, request, WorkKind::kEmbed, engine::ops::PoolingMode::kSplade,
             [](const FinishedRows& done) { return SpladeSparseBody(done); }, std::move(reply));
+}
+
+}  // namespace
+
+void AddTeiRoutes(RouteTable& routes, Inference& model) {
+  using enum ApiFamily;
+  // Every model has the routes the catch-all answers as (each refuses a model it does not fit).
+  auto root = [&routes, &model](const http::Request& request, Reply reply) {
+    routes.Find(RootPath(model, request.body), "POST")->handler(request, std::move(reply));
+  };
+  // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
+  routes.Add({
+      {"/predict", "POST", kTei, true, false, OnModel(model, Predict)},
+      {"/similarity", "POST", kTei, true, false, OnModel(model, Similarity)},
+      {"/embed_all", "POST", kTei, true, false, OnModel(model, EmbedAll)},
+      {"/embed_sparse", "POST", kTei, true, false, OnModel(model, EmbedSparse)},
+      // TEI's catch-all (what huggingface_hub's InferenceClient posts to) and SageMaker's.
+      {"/", "POST", kTei, true, false, root},
+      {"/invocations", "POST", kTei, true, false, root},
+  });
 }
 
 std::string InfoBody(const Inference& model) {

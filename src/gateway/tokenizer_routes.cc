@@ -2,8 +2,11 @@
 // Bodies are parsed by api.cc and tei_api.cc.
 #include "gateway/least_tokens.h"
 #include "gateway/route_handlers.h"
+#include "gateway/tei_api.h"
 
 namespace stamen::gateway {
+
+namespace {
 
 void Tokenize(Inference& model, const http::Request& request, Reply respond) {
   auto parsed = ParseTokenizeCall(request.body);
@@ -90,6 +93,17 @@ void Decode(Inference& model, const http::Request& request, Reply reply) {
     }
     body += ']';
     reply(JsonResponse(200, std::move(body)));
+  });
+}
+
+}  // namespace
+
+void AddTokenizerRoutes(RouteTable& routes, Inference& model) {
+  using enum ApiFamily;
+  // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
+  routes.Add({
+      {"/tokenize", "POST", kTei, true, false, OnModel(model, Tokenize)},
+      {"/decode", "POST", kTei, true, false, OnModel(model, Decode)},
   });
 }
 
