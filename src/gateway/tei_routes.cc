@@ -143,7 +143,10 @@ void AddTeiRoutes(RouteTable& routes, Inference& model) {
   using enum ApiFamily;
   // Every model has the routes the catch-all answers as (each refuses a model it does not fit).
   auto root = [&routes, &model](const http::Request& request, Reply reply) {
-    routes.Find(RootPath(model, request.body), "POST")->handler(request, std::move(reply));
+    const Route* route = routes.Find(RootPath(model, request.body), "POST");
+    // Every model's table holds the catch-all's targets; one missing is a bug, answered, not a crash.
+    if (route == nullptr) return reply.Error({500, "no route answers this body as POST /", "server_error"});
+    route->handler(request, std::move(reply));
   };
   // path, method, family, work (counts toward --max-concurrent-requests), open (no API key), handler
   routes.Add({

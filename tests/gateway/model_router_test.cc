@@ -22,14 +22,19 @@ namespace {
 using testing::Http;
 using testing::Post;
 
+// An in-process worker on a one-layer MiniLM with the real tokenizer.
+StatusOr<std::unique_ptr<server::LocalWorker>> LoadWorker(metrics::Registry& registry) {
+  server::LocalWorkerOptions options;
+  options.model_dir = server::testing::MakeModel("all-MiniLM-L6-v2", 30522);
+  options.scheduler = {.max_batch_tokens = 512, .max_batch_sequences = 64, .max_queued_tokens = 1 << 20};
+  options.engine.num_threads = 1;
+  return server::LocalWorker::Load(options, registry);
+}
+
 class ModelRouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    server::LocalWorkerOptions worker_options;
-    worker_options.model_dir = server::testing::MakeModel("all-MiniLM-L6-v2", 30522);
-    worker_options.scheduler = {.max_batch_tokens = 512, .max_batch_sequences = 64, .max_queued_tokens = 1 << 20};
-    worker_options.engine.num_threads = 1;
-    auto worker = server::LocalWorker::Load(worker_options, registry_);
+    auto worker = LoadWorker(registry_);
     ASSERT_TRUE(worker.ok()) << worker.status().message();
     worker_ = std::move(worker.value());
 
@@ -175,14 +180,10 @@ TEST_F(ModelRouterTest, AnotherMethodOnAHealthPathIsTheRoutesToAnswer) {
 // its metrics carry no model label, as a single model's server always did.
 TEST(RouterOfOne, AnswersAnyModelNameAndLabelsNoMetric) {
   metrics::Registry registry;
-  server::LocalWorkerOptions worker_options;
-  worker_options.model_dir = server::testing::MakeModel("all-MiniLM-L6-v2", 30522);
-  worker_options.scheduler = {.max_batch_tokens = 512, .max_batch_sequences = 64, .max_queued_tokens = 1 << 20};
-  worker_options.engine.num_threads = 1;
-  auto worker = server::LocalWorker::Load(worker_options, registry);
+  auto worker = LoadWorker(registry);
   ASSERT_TRUE(worker.ok()) << worker.status().message();
   GatewayOptions options;
-  options.model_dir = worker_options.model_dir;
+  options.model_dir = server::testing::MakeModel("all-MiniLM-L6-v2", 30522);
   options.model_id = "org/mini";
   options.port = 0;
   options.tokenization_workers = 1;
