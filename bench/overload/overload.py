@@ -2,7 +2,8 @@
 all at once, and the answers are counted by status with their latencies (issue 45's probe:
 16 and 256 clients of 2,048 inputs of about 42 tokens). First one client alone gives the rate
 a request gets by itself; admitted throughput is the tokens of the 200 answers over the time
-until the last of them.
+until the last of them. A 429 is counted apart ("429 shed") when the request had been admitted
+and was given up later because the workers slowed down.
 
 The clients are coroutines of one asyncio loop writing prepared bytes to raw sockets, so that
 on a small machine the load generator's own CPU (Python threads each serialising and sending
@@ -46,6 +47,8 @@ async def post(port, request, start):
         data = await (reader.readexactly(int(length)) if length is not None else reader.read())
         writer.close()
         tokens = json.loads(data)["usage"]["prompt_tokens"] if status == 200 else 0
+        if status == 429 and b"given up" in data:
+            status = "429 shed"  # admitted, then given up when the workers slowed down
         retry_after = headers.get("retry-after")
     except Exception as error:  # noqa: BLE001 - a refused or cut connection is a result too
         status, retry_after, tokens = f"error: {error}", None, 0

@@ -1,5 +1,7 @@
 #include "http/http_server.h"
 
+#include "common/heap_release.h"
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -66,6 +68,8 @@ namespace {
 // whose API key check would otherwise come only after the whole trailer was read.
 constexpr size_t kHeaderLimit = 64 * 1024;
 constexpr size_t kReadBufferLimit = 2 * kHeaderLimit;
+// The most bytes one read of a body asks for (Beast's own cap on a read is 64 KB).
+constexpr uint64_t kBodyReadSize = 64 * 1024;
 
 // Accept errors that mean the process (or the system) is out of a resource: accepting again at
 // once fails again at once, since the pending connection stays in the backlog, so the accept
@@ -73,6 +77,8 @@ constexpr size_t kReadBufferLimit = 2 * kHeaderLimit;
 constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
 // While accepts fail, one log line per this interval, with how many failed in it.
 constexpr std::chrono::seconds kAcceptFailureLogInterval{1};
+// Free heap memory below this is not worth a malloc_trim when the server goes idle.
+constexpr int64_t kHeapReleaseWorthBytes = 16 << 20;
 
 bool IsOutOfResources(const beast::error_code& error) {
   return error == boost::system::errc::too_many_files_open ||            // EMFILE: the process's limit
@@ -111,11 +117,15 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   std::chrono::steady_clock::time_point accept_failure_logged_at{};
   std::vector<std::thread> threads;
   std::atomic<int64_t> active_requests{0};
+  // On its own strand: fires release_memory_after_idle after the last active request ended.
+  asio::steady_timer idle_release{asio::make_strand(io)};
   std::mutex connections_mutex;
   std::set<std::weak_ptr<Connection>, std::owner_less<std::weak_ptr<Connection>>> connections;
   bool stopped = false;
 
   void Accept();
+  // An answered request is no longer active; the last one arms the idle memory release.
+  void RequestEnded();
   // Counts an accept that failed for want of resources, logs at most once per interval, and
   // accepts again after kAcceptRetryDelay.
   void RetryAcceptLater(const beast::error_code& error);
@@ -168,6 +178,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ReadBody() {
+    // Beast reads as much as the buffer's free capacity, at least 512 bytes: the header left
+    // it at 512, so a 500 kB body took a thousand reads, each a trip through the reactor and
+    // the strand (6 ms of CPU per body, most of a 256-client overload's refusal time). Room
+    // for kBodyReadSize bytes makes each read take what the socket has, up to that.
+    const uint64_t body_bytes = parser_->content_length().value_or(kBodyReadSize);
+    buffer_.reserve(std::min<size_t>(buffer_.max_size(), buffer_.size() + std::min<uint64_t>(body_bytes, kBodyReadSize)));
     bhttp::async_read(stream_, buffer_, *parser_,
                       [self = shared_from_this()](beast::error_code error, size_t) { self->OnRequest(error); });
   }
@@ -191,6 +207,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (error) return OnReadError(error);
     stream_.expires_never();  // the handler may take as long as the work does
     bhttp::request<bhttp::string_body> message = parser_->release();
+    // An idle keep-alive connection keeps no body-sized read buffer (thousands may wait).
+    if (buffer_.size() == 0) buffer_.shrink_to_fit();
     keep_alive_ = message.keep_alive();
     head_request_ = message.method() == bhttp::verb::head;
     Request request;
@@ -276,7 +294,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (head_request_) message->body().clear();
     stream_.expires_after(server_->options.idle_timeout);
     bhttp::async_write(stream_, *message, [self = shared_from_this(), message, counted](beast::error_code error, size_t) {
-      if (counted) --self->server_->active_requests;
+      if (counted) self->server_->RequestEnded();
       if (error || !self->keep_alive_) return self->Shutdown();
       if (self->watching_) {
         self->read_after_watch_ = true;  // one read at a time: continue once the watch ends
@@ -327,6 +345,19 @@ void Server::State::Accept() {
       connection->Begin();
     }
     Accept();
+  });
+}
+
+void Server::State::RequestEnded() {
+  if (--active_requests > 0 || options.release_memory_after_idle.count() == 0) return;
+  asio::post(idle_release.get_executor(), [this] {
+    idle_release.expires_after(options.release_memory_after_idle);  // a later end restarts the wait
+    idle_release.async_wait([this](beast::error_code error) {
+      if (error || active_requests.load() > 0) return;  // cancelled, restarted or busy again
+      if (const int64_t released = ReleaseFreeHeapMemory(kHeapReleaseWorthBytes); released > 0) {
+        spdlog::debug("http: idle, gave the heap's {} MB of free memory back to the system", released >> 20);
+      }
+    });
   });
 }
 
@@ -382,6 +413,7 @@ void Server::Stop(std::chrono::milliseconds drain) {
     state->acceptor.close(ignored);
     state->accept_retry.cancel();
   });
+  asio::post(state_->idle_release.get_executor(), [state = state_.get()] { state->idle_release.cancel(); });
   const auto give_up = std::chrono::steady_clock::now() + drain;
   while (state_->active_requests.load() > 0 && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -72,6 +72,10 @@ struct ServerOptions {
   int threads = 1;
   size_t body_limit = 2 * 1024 * 1024;  // larger bodies get 413 before they are read
   std::chrono::seconds idle_timeout{60};  // a keep-alive connection with no request is closed
+  // This long after the last active request is answered, with none begun since, the heap's
+  // free memory goes back to the system (ReleaseFreeHeapMemory): a burst's RSS does not stay.
+  // Zero: never.
+  std::chrono::milliseconds release_memory_after_idle{1000};
   // Writes the answer to the errors the server finds itself (413 payload too large, 400
   // malformed request) for the request's path and Origin header (each empty when not read),
   // so that each route's clients get its API's error shape, and a browser its CORS headers.

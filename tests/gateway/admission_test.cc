@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <string_view>
+
 #include "gateway/least_tokens.h"
 
 namespace stamen::gateway {
@@ -88,6 +92,29 @@ TEST(LeastTokensTest, CountsWordsCappedAtTheModelLength) {
   EXPECT_EQ(LeastTokens("a b c d e f", 0), 6);
   EXPECT_EQ(LeastInputTokens(Input(std::vector<int32_t>{101, 7592, 102}), 512), 3);
   EXPECT_EQ(LeastInputTokens(Input(std::vector<int32_t>{101, 7592, 102}), 2), 2);
+}
+
+// Texts long enough for the counter's 64- and 16-byte blocks, with words across their edges and
+// every kind of ASCII whitespace (and UTF-8 bytes, which are not spaces), against a plain count.
+TEST(LeastTokensTest, LongTextsCountAsAPlainWalkDoes) {
+  const std::string alphabet = std::string("ab \t\n\v\f\rxy  ") + "\xE3\x81\x82";
+  uint32_t state = 12345;
+  for (size_t length = 0; length < 300; ++length) {
+    std::string text(length, 'a');
+    for (char& byte : text) {
+      state = state * 1664525u + 1013904223u;
+      byte = alphabet[(state >> 16) % alphabet.size()];
+    }
+    int64_t words = 0;
+    bool in_word = false;
+    for (const char byte : text) {
+      const bool space = std::string_view(" \t\n\v\f\r").find(byte) != std::string_view::npos;
+      words += !space && !in_word;
+      in_word = !space;
+    }
+    EXPECT_EQ(LeastTokens(text, 0), words) << length;
+    for (const int64_t cap : {1, 3, 17, 40}) EXPECT_EQ(LeastTokens(text, cap), std::min(words, cap)) << length;
+  }
 }
 
 }  // namespace
