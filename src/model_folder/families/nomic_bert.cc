@@ -37,10 +37,11 @@ Status RequireBool(const JsonObject& root, std::string_view key, bool fallback, 
 
 // nomic-embed-text-v2-moe's experts, in the hub's format. The remote code (nomic-bert-2048's
 // NomicBertEncoder and Block) builds an expert layer at index i when num_experts > 0,
-// moe_every_n_layers > 0 and i % moe_every_n_layers == 1 (so 1 builds none), and its
-// NomicMoELayer routes as megablocks' dMoE with moe_impl "megablocks": router logits
-// x·W_routerᵀ, softmax over all experts, the top moe_top_k kept as they are, each kept expert's
-// gelu(x·W1_eᵀ)·W2_e weighted by its probability, one bias after the sum.
+// moe_every_n_layers > 0 and i % moe_every_n_layers == 1 (so 1 builds none), in megablocks'
+// tensor layout (moe_impl "megablocks"); its NomicMoELayer (as vLLM's bert_with_rope.py and
+// TEI's nomic.rs restate it) computes router logits x·W_routerᵀ, a softmax over all experts,
+// keeps the top moe_top_k as they are, weights each kept expert's gelu(x·W1_eᵀ)·W2_e by its
+// probability and adds one bias after the sum.
 Status ReadExperts(const JsonObject& root, ModelConfig* config) {
   int64_t experts = 0;
   STAMEN_RETURN_IF_ERROR(root.Optional("num_experts", &experts));
@@ -69,8 +70,8 @@ Status ReadExperts(const JsonObject& root, ModelConfig* config) {
     return root.Error("moe_top_k", "is " + std::to_string(top_k) + "; it must be between 1 and num_experts (" +
                                        std::to_string(experts) + ")");
   }
-  // megablocks divides the kept weights by their p-norm when this is a number; the hub's
-  // NomicMoELayer and nomic-embed-text-v2-moe (false) never do.
+  // megablocks divides the kept weights by their p-norm when this is a number; NomicMoELayer as
+  // restated never does, and nomic-embed-text-v2-moe says false.
   bool normalize = false;
   STAMEN_RETURN_IF_ERROR(root.Optional("moe_normalize_expert_weights", &normalize));
   if (normalize) {
