@@ -39,6 +39,8 @@ enum class Family {
   kEuroBertReranker,
   // Issue 48: rotary post-norm encoders, as the hub's folders hold them.
   kNomicBert, kGte, kGteReranker,
+  // Issue 48: NomicBERT with experts (nomic-embed-text-v2-moe), the hub's remote-code layout.
+  kNomicBertMoe,
   // Issue 48: JinaBERT (ALiBi), as the hub's folders hold it; kJinaBertCode is
   // jina-embeddings-v2-base-code's (jinaai/jina-bert-v2-qk-post-norm's layers).
   kJinaBert, kJinaBertReranker, kJinaBertCode,
@@ -103,6 +105,12 @@ constexpr Like kLikes[] = {
     // positions); its tokenizer is BERT's uncased one.
     {"nomic-embed-text-v1.5", Family::kNomicBert, 768, 12, 12, 12, 64, 3072, 2048, 30528, 2, "mean", 2048,
      "bert-base-uncased"},
+    // nomic-ai/nomic-embed-text-v2-moe (the remote code's config: biases, gelu, 8 experts of
+    // 3,072 in every odd layer, top 2; mean pooling over 512 tokens, its query / passage
+    // prompts); its XLM-R vocabulary is the trimmed XLM-R tokenizer's superset. Its expert layers
+    // are layers 1, 3, …: a folder needs --layers 2 or more to hold one.
+    {"nomic-embed-text-v2-moe", Family::kNomicBertMoe, 768, 12, 12, 12, 64, 3072, 2048, 250048, 1, "mean", 512,
+     "xlm-roberta-trimmed-32k"},
     // Alibaba-NLP/gte-base-en-v1.5 (model_type "new", NTK factor 2, no token types, CLS pooling;
     // BERT's uncased tokenizer) and gte-multilingual-base and its reranker (NTK factor 8, XLM-R's
     // vocabulary; the trimmed XLM-R tokenizer gives ids it can take).
@@ -383,6 +391,23 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"rotary_emb_fraction\": 1.0,\n  \"rotary_emb_interleaved\": false,\n  \"rotary_scaling_factor\": null,\n"
              "  \"torch_dtype\": \"float32\",\n  \"type_vocab_size\": " + std::to_string(like.type_vocab) +
              ",\n  \"use_rms_norm\": false,\n  \"vocab_size\": " + v + "\n}\n";
+    case Family::kNomicBertMoe:
+      // The hub's config.json of nomic-embed-text-v2-moe: the remote code's keys alone.
+      return "{\n  \"activation_function\": \"gelu\",\n  \"architectures\": [\"NomicBertModel\"],\n"
+             "  \"attn_pdrop\": 0.0,\n"
+             "  \"auto_map\": {\"AutoConfig\": \"nomic-ai/nomic-bert-2048--configuration_hf_nomic_bert.NomicBertConfig\", "
+             "\"AutoModel\": \"nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel\"},\n"
+             "  \"causal\": false,\n  \"expert_choice_router\": false,\n  \"ffn_div\": 1,\n"
+             "  \"layer_norm_epsilon\": 1e-05,\n  \"max_trained_positions\": 2048,\n  \"mlp_fc1_bias\": true,\n"
+             "  \"mlp_fc2_bias\": true,\n  \"model_type\": \"nomic_bert\",\n  \"moe_every_n_layers\": 2,\n"
+             "  \"moe_impl\": \"megablocks\",\n  \"moe_normalize_expert_weights\": false,\n  \"moe_resid_pdrop\": 0.0,\n"
+             "  \"moe_top_k\": 2,\n  \"n_embd\": " + h + ",\n  \"n_head\": " + heads + ",\n  \"n_inner\": " + ffn +
+             ",\n  \"n_layer\": " + n + ",\n  \"n_positions\": " + positions + ",\n  \"num_experts\": 8,\n"
+             "  \"num_shared_experts\": 0,\n  \"pad_token_id\": 1,\n  \"prenorm\": false,\n  \"qkv_proj_bias\": true,\n"
+             "  \"resid_pdrop\": 0.0,\n  \"rotary_emb_base\": 10000,\n  \"rotary_emb_fraction\": 1.0,\n"
+             "  \"rotary_emb_interleaved\": false,\n  \"rotary_emb_scale_base\": null,\n  \"rotary_scaling_factor\": null,\n"
+             "  \"torch_dtype\": \"float32\",\n  \"type_vocab_size\": " + std::to_string(like.type_vocab) +
+             ",\n  \"use_rms_norm\": false,\n  \"vocab_size\": " + v + "\n}\n";
     case Family::kGte:
     case Family::kGteReranker: {
       // The hub's config.json (model_type "new", Alibaba-NLP/new-impl).
@@ -510,6 +535,13 @@ engine::Status WriteSentenceTransformersFiles(const Like& like, const fs::path& 
         "    \"classification\": \"classification: \",\n    \"clustering\": \"clustering: \"\n  },\n"
         "  \"default_prompt_name\": null,\n  \"similarity_fn_name\": \"cosine\"\n}\n";
   }
+  if (like.family == Family::kNomicBertMoe) {
+    // nomic-embed-text-v2-moe's config_sentence_transformers.json names its document prompt "passage".
+    prompts =
+        "{\n  \"prompts\": {\n    \"query\": \"search_query: \",\n    \"passage\": \"search_document: \",\n"
+        "    \"Classification\": \"classification: \",\n    \"Clustering\": \"clustering: \"\n  },\n"
+        "  \"default_prompt_name\": null,\n  \"similarity_fn_name\": \"cosine\"\n}\n";
+  }
   if (like.family == Family::kQwen3) {
     prompts =
         "{\n  \"prompts\": {\n    \"query\": \"Instruct: Given a web search query, retrieve relevant passages that "
@@ -635,7 +667,7 @@ engine::Status CopyTokenizer(const std::string& source, Family family, const fs:
     // A SentencePiece model is found under the name transformers gives it for XLM-R.
     if (fs::path(source).extension() == ".model" &&
         (family == Family::kXlmRoberta || family == Family::kXlmRobertaClassifier || family == Family::kGte ||
-         family == Family::kGteReranker)) {
+         family == Family::kGteReranker || family == Family::kNomicBertMoe)) {
       name = "sentencepiece.bpe.model";
     }
     if (!fs::copy_file(source, out / name, fs::copy_options::overwrite_existing, error)) {

@@ -31,7 +31,8 @@ vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `
 tokenized by HF tokenizers as the card does), eurobert, eurobert-bf16, eurobert-reranker-late,
 eurobert-reranker-bos-bf16, eurobert-classifier-mean (EuroBertForSequenceClassification, one per
 classifier_pooling; report.json's batch_check: a padded batch against the single goldens), pplx-embed, llama-bidirectional,
-nomic-bert, nomic-bert-hub-bf16, gte, gte-hub-ntk-f16, gte-reranker, gte-reranker-hub (issue 48; the -hub
+nomic-bert, nomic-bert-hub-bf16, nomic-bert-moe-hub (nomic-embed-text-v2-moe's experts: nomic's modules put
+into transformers' NomicBertModel, nomic_moe_model), gte, gte-hub-ntk-f16, gte-reranker, gte-reranker-hub (issue 48; the -hub
 folders hold the hub's remote-code config.json and tensor layout, reloaded by transformers with its own
 config through conversion_mapping.py), qwen2-mxbai-reranker (Qwen2ForCausalLM, tied: raw score
 logit("1") - logit("0"), pair ids from mxbai-rerank 0.1.6's own MxbaiRerankV2.prepare_inputs) and gemma-reranker
@@ -798,6 +799,291 @@ def nomic_rotary_checks(spec, model, base, rows, golden, checks):
                 if "partial_rotary_factor" in parameters else {})})
 
 
+# ---------------------------------------------------------------- NomicBERT with experts (nomic-embed-text-v2-moe)
+#
+# nomic's remote code for nomic-embed-text-v2-moe (nomic-ai/nomic-bert-2048's modeling_hf_nomic_bert.py:
+# NomicRouter, NomicExpertMLP, NomicExperts, NomicMoELayer, as vLLM's
+# vllm/model_executor/models/bert_with_rope.py restates them "for https://huggingface.co/nomic-ai/nomic-bert-2048",
+# and as TEI's backends/candle/src/models/nomic.rs and nomic-ai/contrastors' layers/moe.py MoEBlock compute them),
+# written out line by line below. transformers 5.25's NomicBertModel has neither experts nor the plain gelu MLP
+# nor attention biases: the reference is its model with those modules put in (NomicMoePatch).
+
+class NomicRouter(torch.nn.Module):
+    def __init__(self, hidden_size, moe_num_experts, moe_top_k):
+        super().__init__()
+        self.moe_top_k = moe_top_k
+        self.layer = torch.nn.Linear(hidden_size, moe_num_experts, bias=False)
+
+    def forward(self, x):
+        weights = self.layer(x.view(-1, x.shape[-1])).softmax(dim=-1, dtype=torch.float32)
+        top_weights, top_experts = torch.topk(weights, self.moe_top_k, dim=-1)
+        weights = weights.to(x.dtype)
+        top_weights = top_weights.to(x.dtype)
+        return weights, top_weights, top_experts
+
+
+class NomicExpertMLP(torch.nn.Module):
+    def __init__(self, hidden_size, ffn_hidden_size, moe_num_experts):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.ffn_hidden_size = ffn_hidden_size
+        self.moe_num_experts = moe_num_experts
+        self.w1 = torch.nn.Parameter(torch.empty(moe_num_experts * ffn_hidden_size, hidden_size))
+        self.w2 = torch.nn.Parameter(torch.empty(moe_num_experts * ffn_hidden_size, hidden_size))
+        self.activation_fn = torch.nn.GELU()  # activation_function "gelu": exact (erf) gelu
+        torch.nn.init.normal_(self.w1, std=0.02)  # the remote code's _init_weights: initializer_range
+        torch.nn.init.normal_(self.w2, std=0.02)
+
+    def forward(self, x, expert_idx):
+        expert_w1 = self.w1.view(self.moe_num_experts, self.ffn_hidden_size, self.hidden_size)[expert_idx]
+        expert_w2 = self.w2.view(self.moe_num_experts, self.ffn_hidden_size, self.hidden_size)[expert_idx]
+        x1 = x.matmul(expert_w1.t())
+        act_out = self.activation_fn(x1)
+        x2 = act_out.matmul(expert_w2)
+        return x2
+
+
+class NomicExperts(torch.nn.Module):
+    def __init__(self, config, hidden_size, ffn_hidden_size, moe_num_experts):
+        super().__init__()
+        self.moe_num_experts = moe_num_experts
+        self.mlp = NomicExpertMLP(hidden_size=hidden_size, ffn_hidden_size=ffn_hidden_size,
+                                  moe_num_experts=moe_num_experts)
+        self.bias = torch.nn.Parameter(torch.zeros(hidden_size))
+
+    def forward(self, x, weights, top_weights, top_experts):
+        bsz, q_len, hidden_size = x.shape
+        x = x.view(-1, hidden_size)
+        out = torch.zeros_like(x)
+        expert_mask = torch.nn.functional.one_hot(top_experts, num_classes=self.moe_num_experts).permute(2, 1, 0)
+        for expert_idx in range(0, self.moe_num_experts):
+            topk_idx, token_idx = torch.where(expert_mask[expert_idx])
+            if token_idx.shape[0] == 0:
+                continue
+            token_list = token_idx.tolist()
+            topk_list = topk_idx.tolist()
+            expert_tokens = x[None, token_list].reshape(-1, hidden_size)
+            expert_out = self.mlp(expert_tokens, expert_idx) * top_weights[token_list, topk_list, None]
+            out.index_add_(0, token_idx, expert_out)
+        out = out.reshape(bsz, q_len, hidden_size)
+        return out + self.bias
+
+
+class NomicMoELayer(torch.nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.router = NomicRouter(config.hidden_size, moe_num_experts=config.num_experts, moe_top_k=config.moe_top_k)
+        self.experts = NomicExperts(config, hidden_size=config.hidden_size, ffn_hidden_size=config.intermediate_size,
+                                    moe_num_experts=config.num_experts)
+
+    def forward(self, x):
+        weights, top_weights, top_experts = self.router(x)
+        return self.experts(x, weights, top_weights, top_experts)
+
+
+class NomicBertMLP(torch.nn.Module):
+    """The remote code's plain MLP (contrastors' layers/mlp.py MLP) for activation_function "gelu", biased
+    (mlp_fc1_bias, mlp_fc2_bias): fc2(gelu(fc1(x)))."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(config.hidden_size, config.intermediate_size, bias=True)
+        self.activation = torch.nn.functional.gelu
+        self.fc2 = torch.nn.Linear(config.intermediate_size, config.hidden_size, bias=True)
+
+    def forward(self, x):
+        y = self.fc1(x)
+        y = self.activation(y)
+        return self.fc2(y)
+
+
+def nomic_moe_model(config):
+    """transformers' NomicBertModel as nomic-embed-text-v2-moe's remote code computes it: biased q/k/v/o
+    (qkv_proj_bias), the plain gelu MLP in layer i unless i % moe_every_n_layers == 1, NomicMoELayer there."""
+    model = transformers.NomicBertModel(config)
+    for i, layer in enumerate(model.layers):
+        attention = layer.self_attn
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            old = getattr(attention, name)
+            if old.bias is None:
+                new = torch.nn.Linear(old.in_features, old.out_features, bias=True)
+                with torch.no_grad():
+                    new.weight.copy_(old.weight)
+                    new.bias.zero_()
+                setattr(attention, name, new)
+        moe = config.moe_every_n_layers > 0 and i % config.moe_every_n_layers == 1
+        layer.mlp = NomicMoELayer(config) if moe else NomicBertMLP(config)
+    return model
+
+
+def nomic_moe_hub_tensors(layers):
+    """The reference's in-memory names -> nomic-embed-text-v2-moe's model.safetensors: q|k|v (weights
+    and biases) fused into attn.Wqkv, o_proj -> attn.out_proj, norms norm1 / norm2, emb_ln, and the
+    remote code's own mlp.fc1 / fc2, mlp.router.layer, mlp.experts.mlp.w1 / w2, mlp.experts.bias."""
+    def convert(tensors):
+        used, hub = set(), {}
+        for name in ("embeddings.word_embeddings.weight", "embeddings.token_type_embeddings.weight"):
+            hub[name] = take(tensors, used, name)
+        for suffix in ("weight", "bias"):
+            hub[f"emb_ln.{suffix}"] = take(tensors, used, f"embeddings.LayerNorm.{suffix}")
+        for i in range(layers):
+            old, new = f"layers.{i}.", f"encoder.layers.{i}."
+            for suffix in ("weight", "bias"):
+                hub[new + f"attn.Wqkv.{suffix}"] = torch.cat(
+                    [take(tensors, used, old + f"self_attn.{p}_proj.{suffix}") for p in "qkv"])
+                hub[new + f"attn.out_proj.{suffix}"] = take(tensors, used, old + f"self_attn.o_proj.{suffix}")
+                for norm, hub_norm in (("post_attention_layernorm", "norm1"), ("post_mlp_layernorm", "norm2")):
+                    hub[new + f"{hub_norm}.{suffix}"] = take(tensors, used, old + f"{norm}.{suffix}")
+            for name in [n for n in tensors if n.startswith(old + "mlp.")]:
+                hub[new + name[len(old):]] = take(tensors, used, name)
+        assert used == set(tensors), set(tensors) - used
+        return hub
+    return convert
+
+
+def nomic_moe_from_hub(tensors, layers):
+    """The inverse of nomic_moe_hub_tensors: the reference's names for a hub folder's tensors."""
+    hidden = tensors["emb_ln.weight"].shape[0]
+    state = {"embeddings.word_embeddings.weight": tensors["embeddings.word_embeddings.weight"],
+             "embeddings.token_type_embeddings.weight": tensors["embeddings.token_type_embeddings.weight"],
+             "embeddings.LayerNorm.weight": tensors["emb_ln.weight"], "embeddings.LayerNorm.bias": tensors["emb_ln.bias"]}
+    for i in range(layers):
+        old, new = f"encoder.layers.{i}.", f"layers.{i}."
+        for suffix in ("weight", "bias"):
+            for p, part in zip("qkv", tensors[old + f"attn.Wqkv.{suffix}"].split(hidden)):
+                state[new + f"self_attn.{p}_proj.{suffix}"] = part
+            state[new + f"self_attn.o_proj.{suffix}"] = tensors[old + f"attn.out_proj.{suffix}"]
+            state[new + f"post_attention_layernorm.{suffix}"] = tensors[old + f"norm1.{suffix}"]
+            state[new + f"post_mlp_layernorm.{suffix}"] = tensors[old + f"norm2.{suffix}"]
+        for name in [n for n in tensors if n.startswith(old + "mlp.")]:
+            state[new + name[len(old):]] = tensors[name]
+    return state
+
+
+def load_nomic_moe(spec, out):
+    """The written hub folder read back into the reference (strictly: every tensor named, none left)."""
+    model = nomic_moe_model(spec["config"])
+    with safe_open(out / "model.safetensors", "pt") as f:
+        tensors = {name: f.get_tensor(name) for name in f.keys()}
+    model.load_state_dict(nomic_moe_from_hub(tensors, spec["config"].num_hidden_layers), strict=True)
+    return model.eval()
+
+
+def nomic_bert_moe():
+    """nomic-embed-text-v2-moe in the hub's layout (its remote-code config.json and tensors, F32): 4 layers so
+    that two (1 and 3) hold 8 experts of 128, top 2, without renormalisation; biases everywhere, gelu, one token
+    type, eps 1e-5, rotary_emb_base 10000, XLM-R's <s> 0 / </s> 2 / <pad> 1. The reference is nomic_moe_model:
+    transformers' NomicBertModel with nomic's MLP and experts (NomicMoELayer, above) and biased projections put in."""
+    config = transformers.NomicBertConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=512, type_vocab_size=1, layer_norm_eps=1e-5, hidden_act="gelu", pad_token_id=1,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, attn_implementation="eager")
+    config.num_experts, config.moe_top_k, config.moe_every_n_layers = 8, 2, 2
+    return dict(cls=nomic_moe_model, config=config, seed=4880, ids=(0, 2), pad=1, nomic_moe=True,
+                state_dict_names=True, no_save_pretrained=True, hub_tensors=nomic_moe_hub_tensors(4),
+                reload_function=load_nomic_moe, hub_config={
+        "activation_function": "gelu", "architectures": ["NomicBertModel"], "attn_pdrop": 0.0,
+        "auto_map": NOMIC_AUTO_MAP, "bos_token_id": None, "causal": False, "dense_seq_output": True,
+        "embd_pdrop": 0.0, "eos_token_id": None, "expert_choice_router": False, "ffn_div": 1,
+        "fused_bias_fc": True, "fused_dropout_add_ln": True, "initializer_range": 0.02,
+        "layer_norm_epsilon": 1e-05, "max_trained_positions": 2048, "mlp_fc1_bias": True, "mlp_fc2_bias": True,
+        "model_type": "nomic_bert", "moe_every_n_layers": 2, "moe_impl": "megablocks",
+        "moe_normalize_expert_weights": False, "moe_resid_pdrop": 0.0, "moe_top_k": 2, "n_embd": 64, "n_head": 4,
+        "n_inner": 128, "n_layer": 4, "n_positions": 512, "num_experts": 8, "num_shared_experts": 0,
+        "pad_token_id": 1, "pad_vocab_size_multiple": 64, "parallel_block": False, "parallel_block_tied_norm": False,
+        "prenorm": False, "qkv_proj_bias": True, "resid_pdrop": 0.0, "rotary_emb_base": 10000,
+        "rotary_emb_fraction": 1.0, "rotary_emb_interleaved": False, "rotary_emb_scale_base": None,
+        "rotary_scaling_factor": None, "router_aux_loss_coef": 0.1, "torch_dtype": "float32", "type_vocab_size": 1,
+        "use_cache": True, "use_flash_attn": True, "use_rms_norm": False, "use_xentropy": True, "vocab_size": VOCAB})
+
+
+class ClassPatch:
+    """Sets attributes of classes for the duration of a with block."""
+
+    def __init__(self, *changes):
+        self.changes = changes  # (class, name, value)
+
+    def __enter__(self):
+        self.saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in self.changes]
+        for owner, name, value in self.changes:
+            setattr(owner, name, value)
+
+    def __exit__(self, *exc):
+        for owner, name, value in self.saved:
+            setattr(owner, name, value)
+
+
+def nomic_moe_checks(model, rows, golden, checks):
+    """Which experts the goldens route to, how much of each token's probability the kept two carry,
+    and how far each plausible misreading of nomic's experts would be from the goldens (all must
+    exceed the tests' 1e-4)."""
+    routers = [layer.mlp.router for layer in model.layers if isinstance(layer.mlp, NomicMoELayer)]
+    counts = [[0] * model.config.num_experts for _ in routers]
+    kept = []
+    forward = NomicRouter.forward
+
+    def recording(router, x):
+        weights, top_weights, top_experts = forward(router, x)
+        for expert in top_experts.flatten().tolist():
+            counts[routers.index(router)][expert] += 1
+        kept.extend(top_weights.sum(-1).tolist())
+        return weights, top_weights, top_experts
+
+    with ClassPatch((NomicRouter, "forward", recording)), torch.no_grad():
+        for ids in rows:
+            model(input_ids=ids[None])
+    checks["expert_choices_per_moe_layer"] = counts
+    checks["kept_probability_sum"] = {"min": min(kept), "mean": sum(kept) / len(kept), "max": max(kept)}
+
+    def distance():
+        worst = 0.0
+        with torch.no_grad():
+            for i, ids in enumerate(rows):
+                hidden = model(input_ids=ids[None]).last_hidden_state[0]
+                worst = max(worst, float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max()))
+        return worst
+
+    def renormalised(router, x):
+        weights, top_weights, top_experts = forward(router, x)
+        return weights, top_weights / top_weights.sum(-1, keepdim=True), top_experts
+
+    def w2_transposed(mlp, x, expert_idx):
+        w1 = mlp.w1.view(mlp.moe_num_experts, mlp.ffn_hidden_size, mlp.hidden_size)[expert_idx]
+        w2 = mlp.w2.view(mlp.moe_num_experts, mlp.hidden_size, mlp.ffn_hidden_size)[expert_idx]
+        return mlp.activation_fn(x.matmul(w1.t())).matmul(w2.t())
+
+    experts_forward = NomicExperts.forward
+
+    def bias_per_expert(experts, x, weights, top_weights, top_experts):
+        out = experts_forward(experts, x, weights, top_weights, top_experts)
+        return out + (top_weights.sum(-1).view(*x.shape[:-1], 1) - 1) * experts.bias
+
+    def with_top_k(k):
+        for router in routers:
+            router.moe_top_k = k
+        try:
+            return distance()
+        finally:
+            for router in routers:
+                router.moe_top_k = model.config.moe_top_k
+
+    misreadings = {"top_k_minus_one": with_top_k(model.config.moe_top_k - 1),
+                   "top_k_plus_one": with_top_k(model.config.moe_top_k + 1)}
+    for name, patch in (("renormalised_top_k", ClassPatch((NomicRouter, "forward", renormalised))),
+                        ("w2_viewed_as_hidden_by_ffn", ClassPatch((NomicExpertMLP, "forward", w2_transposed))),
+                        ("bias_per_expert", ClassPatch((NomicExperts, "forward", bias_per_expert)))):
+        with patch:
+            misreadings[name] = distance()
+    checks["max_abs_diff_of_misreadings"] = misreadings
+    assert min(misreadings.values()) > 1e-3, misreadings
+    checks["reference"] = (
+        "transformers 5.25 NomicBertModel with, put in by tools/make_family_goldens.py (nomic_moe_model): biased "
+        "q/k/v/o projections, the remote code's plain MLP fc2(gelu(fc1(x))) in layers 0 and 2 and its NomicMoELayer "
+        "(NomicRouter, NomicExpertMLP, NomicExperts, written out line by line after nomic-ai/nomic-bert-2048's "
+        "modeling_hf_nomic_bert.py as vLLM's bert_with_rope.py restates it; TEI's nomic.rs and nomic-ai/contrastors' "
+        "MoEBlock compute the same) in layers 1 and 3")
+
+
 def gte(hub=False, labels=0, ntk=0.0, type_vocab_size=1, storage=None):
     """Alibaba GTE (transformers' GteModel / GteForSequenceClassification): rotary post-norm encoder,
     GELU-gated feed-forward with biases on q/k/v, o and down. The hub layout (model_type "new",
@@ -1513,6 +1799,9 @@ FAMILIES = {
     "nomic-bert-dynamic-ntk-hub-bf16": lambda: nomic_bert_variant(hub=True, dynamic=2.0, trained=16,
                                                                   storage=torch.bfloat16),
     "nomic-bert-dynamic-ntk": lambda: nomic_bert_variant(hub=False, dynamic=5.0, trained=32),
+    # nomic-embed-text-v2-moe's experts (hub layout, F32): the reference puts nomic's modules into
+    # transformers' NomicBertModel (nomic_moe_model).
+    "nomic-bert-moe-hub": nomic_bert_moe,
     "gte": gte,
     "gte-hub-ntk-f16": lambda: gte(hub=True, ntk=2.0, type_vocab_size=0, storage=torch.float16),
     "gte-reranker": lambda: dict(gte(labels=1), state_dict_names=True),
@@ -1792,6 +2081,9 @@ def make_spec(family, out, spec):
     elif family == "mpnet-masked-lm-prefixed":
         report["class"] = "MPNetForMaskedLM (goldens are its .mpnet encoder's, i.e. tiny-mpnet's)"
         report["layout"] = save_mpnet_prefixed(model, out)
+    elif spec.get("no_save_pretrained"):
+        # Modules transformers does not know (nomic_moe_model): the state_dict is written below.
+        pass
     else:
         model.save_pretrained(out, safe_serialization=True)
     if spec.get("old_norm_names"):
@@ -1897,6 +2189,8 @@ def make_spec(family, out, spec):
         auto = transformers.AutoModelForMaskedLM
     if family == "mpnet-masked-lm-prefixed":
         reloaded = transformers.MPNetForMaskedLM.from_pretrained(out, attn_implementation="eager").mpnet
+    elif spec.get("reload_function") is not None:  # modules put into a transformers model
+        reloaded = spec["reload_function"](spec, out)
     elif spec.get("reload_with_config"):  # hub layout: transformers' config, the folder's tensors converted
         reloaded = spec["cls"].from_pretrained(out, config=spec["config"], attn_implementation="eager")
     elif spec.get("reload") is not None:  # remote-code model_type: the transformers class it restates
@@ -2033,6 +2327,8 @@ def family_checks(family, spec, model, rows, golden, checks):
         }
     if family.startswith("deberta"):
         deberta_checks(model, base, longest, golden, checks)
+    if spec.get("nomic_moe"):
+        nomic_moe_checks(model, rows, golden, checks)
     if spec.get("nomic_rotary"):
         nomic_rotary_checks(spec, model, base, rows, golden, checks)
     elif spec.get("rotary"):

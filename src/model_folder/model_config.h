@@ -98,6 +98,15 @@ struct ModelConfig {
   // The leading dimensions of each head RoPE turns (NomicBERT's rotary_emb_fraction · head_dim);
   // 0: all head_dim. Only the rotary encoders (engine/models/rotary_encoder.cc) read it.
   int64_t rotary_dim = 0;
+  // A mixture-of-experts feed-forward (NomicBERT's nomic-embed-text-v2-moe; only the rotary
+  // encoders read it): with num_experts > 0, layer i with i % moe_every_n_layers == 1 routes
+  // each token to the moe_top_k of its num_experts experts its router ranks highest.
+  int64_t num_experts = 0;
+  int64_t moe_top_k = 0;
+  int64_t moe_every_n_layers = 0;
+  bool IsMixtureOfExpertsLayer(int64_t layer) const {
+    return num_experts > 0 && moe_every_n_layers > 0 && layer % moe_every_n_layers == 1;
+  }
   double attention_scale = 0.0;  // multiplies q·k; 0: 1/sqrt(head_dim) (Gemma3: query_pre_attn_scalar^-0.5)
   // Gemma 2's soft-capping, 0 for none: every scaled attention score becomes
   // cap·tanh(score / cap) before the mask and softmax (attn_logit_softcapping), and so does every

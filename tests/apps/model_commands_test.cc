@@ -571,8 +571,10 @@ TEST_P(EveryLike, LoadsAndRuns) {
   // (BERT's "yes" is 2748.)
   const bool yes_no = like.name == "qwen3-reranker-0.6b" || like.name.starts_with("bge-reranker-v2");
   const std::string vocab = yes_no ? "10000" : "1000";
+  // nomic-embed-text-v2-moe's first expert layer is layer 1.
+  const std::string layers = like.name == "nomic-embed-text-v2-moe" ? "2" : "1";
   const std::string tokenizer = like.tokenizer.empty() ? "" : " --tokenizer " + kShared + "/models/" + like.tokenizer;
-  const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers 1 --vocab-size " + vocab +
+  const Result made = RunStamen("make-model --like " + like.name + " --random-seed 1 --layers " + layers + " --vocab-size " + vocab +
                                     " --out " + folder + tokenizer,
                                 "");
   ASSERT_EQ(made.code, 0) << like.name << ": " << made.err;
@@ -633,6 +635,7 @@ INSTANTIATE_TEST_SUITE_P(
       Like{"llama-nemotron-embed-1b-v2", "configs/all-MiniLM-L6-v2", 2048, "LlamaBidirectionalModel"},
       // Issue 48: rotary post-norm encoders.
       Like{"nomic-embed-text-v1.5", "configs/all-MiniLM-L6-v2", 768, "NomicBertModel"},
+      Like{"nomic-embed-text-v2-moe", "xlmr-trimmed-32k", 768, "NomicBertModel"},  // layer 1's 8 experts
       Like{"gte-base-en-v1.5", "configs/all-MiniLM-L6-v2", 768, "NewModel"},
       Like{"gte-multilingual-base", "xlmr-trimmed-32k", 768, "NewModel"},
       Like{"gte-multilingual-reranker-base", "xlmr-trimmed-32k", 0, "NewForSequenceClassification"},

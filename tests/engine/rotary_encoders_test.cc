@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/models/family.h"
 #include "engine/ops/rope.h"
 #include "engine/weight_store.h"
 #include "model_folder/json_document.h"
@@ -108,6 +109,23 @@ TEST(RotaryEncodersTest, NomicConfigsRead) {
   ASSERT_TRUE(absent.ok()) << absent.status().message();
   EXPECT_EQ(absent->max_position_embeddings, 16);
   EXPECT_EQ(absent->rope_scaling.factor, 0.0f);
+
+  // nomic-embed-text-v2-moe's keys: biases, a plain gelu MLP, 8 experts in layers 1 and 3, top 2.
+  auto moe = Read("tiny-nomic-bert-moe-hub");
+  ASSERT_TRUE(moe.ok()) << moe.status().message();
+  EXPECT_EQ(moe->hidden_act, ops::Activation::kGeluErf);
+  EXPECT_FALSE(moe->gated_feed_forward);
+  EXPECT_TRUE(moe->attention_bias);
+  EXPECT_TRUE(moe->feed_forward_bias);
+  EXPECT_DOUBLE_EQ(moe->norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(moe->rope_theta, 10000.0);
+  EXPECT_EQ(moe->type_vocab_size, 1);
+  EXPECT_EQ(moe->num_experts, 8);
+  EXPECT_EQ(moe->moe_top_k, 2);
+  EXPECT_EQ(moe->moe_every_n_layers, 2);
+  for (int64_t layer = 0; layer < moe->num_hidden_layers; ++layer) {
+    EXPECT_EQ(moe->IsMixtureOfExpertsLayer(layer), layer % 2 == 1) << layer;
+  }
 }
 
 TEST(RotaryEncodersTest, GteConfigsRead) {
@@ -223,10 +241,25 @@ TEST(RotaryEncodersTest, NomicVariantFrequenciesAreTheGoldenRunsOnes) {
 // (each token's vector), mean-pooled and, for rerankers, logits.
 TEST(RotaryEncodersTest, MatchTransformersByCosineAndAbsoluteError) {
   for (const std::string folder : {"tiny-nomic-bert", "tiny-nomic-bert-hub-bf16", "tiny-nomic-bert-partial-rotary-hub",
-                                   "tiny-nomic-bert-dynamic-ntk-hub-bf16", "tiny-nomic-bert-dynamic-ntk", "tiny-gte",
+                                   "tiny-nomic-bert-dynamic-ntk-hub-bf16", "tiny-nomic-bert-dynamic-ntk",
+                                   "tiny-nomic-bert-moe-hub", "tiny-gte",
                                    "tiny-gte-hub-ntk-f16", "tiny-gte-reranker", "tiny-gte-reranker-hub"}) {
     testing::ExpectMatchesGoldenTargets(kData + folder, folder, 64);
   }
+}
+
+// nomic-embed-text-v2-moe's experts route on the host: a CUDA placement is refused at load, by name,
+// before any weight is placed.
+TEST(RotaryEncodersTest, ExpertsRefuseTheCudaDevice) {
+  auto config = Read("tiny-nomic-bert-moe-hub");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  auto weights = WeightStore::OpenDirectory(kData + "tiny-nomic-bert-moe-hub");
+  ASSERT_TRUE(weights.ok()) << weights.status().message();
+  auto model = LoadModel(*config, *weights, Placement{Device::kCuda, DataType::kBF16});
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("CPU only"), std::string::npos) << model.status().message();
+  auto on_cpu = LoadModel(*config, *weights, Placement{});
+  EXPECT_TRUE(on_cpu.ok()) << on_cpu.status().message();
 }
 
 // What transformers' NomicBertModel and GteModel do not compute is refused, naming the key.
@@ -263,10 +296,27 @@ TEST(RotaryEncodersTest, UnsupportedVariantsAreRefused) {
       {"tiny-nomic-bert-hub-bf16", R"("qkv_proj_bias": false)", R"("qkv_proj_bias": true)", "'qkv_proj_bias'"},
       // Absent, the remote code's default (biases on) applies.
       {"tiny-nomic-bert-hub-bf16", R"("mlp_fc1_bias": false,)", "", "the remote code's default"},
-      {"tiny-nomic-bert-hub-bf16", R"("activation_function": "swiglu")", R"("activation_function": "gelu")",
+      {"tiny-nomic-bert-hub-bf16", R"("activation_function": "swiglu")", R"("activation_function": "geglu")",
        "'activation_function'"},
+      // gelu NomicBERT is v2-moe's, with every bias on; SwiGLU with experts is not.
+      {"tiny-nomic-bert-hub-bf16", R"("activation_function": "swiglu")", R"("activation_function": "gelu")",
+       "'qkv_proj_bias'"},
       {"tiny-nomic-bert-hub-bf16", R"("n_embd": 64,)", R"("n_embd": 64, "moe_every_n_layers": 2, "num_experts": 8,)",
        "nomic-embed-text-v2-moe"},
+      {"tiny-nomic-bert-moe-hub", R"("mlp_fc2_bias": true)", R"("mlp_fc2_bias": false)", "'mlp_fc2_bias'"},
+      // The experts' settings nomic's NomicMoELayer does not compute.
+      {"tiny-nomic-bert-moe-hub", R"("moe_top_k": 2)", R"("moe_top_k": 9)", "'moe_top_k'"},
+      {"tiny-nomic-bert-moe-hub", R"("moe_top_k": 2,)", "", "'moe_top_k' is missing"},
+      {"tiny-nomic-bert-moe-hub", R"("moe_every_n_layers": 2)", R"("moe_every_n_layers": 1)", "'moe_every_n_layers'"},
+      {"tiny-nomic-bert-moe-hub", R"("moe_normalize_expert_weights": false)",
+       R"("moe_normalize_expert_weights": true)", "'moe_normalize_expert_weights'"},
+      {"tiny-nomic-bert-moe-hub", R"("moe_normalize_expert_weights": false)", R"("moe_normalize_expert_weights": 1)",
+       "'moe_normalize_expert_weights'"},
+      {"tiny-nomic-bert-moe-hub", R"("moe_impl": "megablocks")", R"("moe_impl": "contrastors")", "'moe_impl'"},
+      {"tiny-nomic-bert-moe-hub", R"("num_shared_experts": 0)", R"("num_shared_experts": 1)", "'num_shared_experts'"},
+      {"tiny-nomic-bert-moe-hub", R"("expert_choice_router": false)", R"("expert_choice_router": true)",
+       "'expert_choice_router'"},
+      {"tiny-nomic-bert-moe-hub", R"("ffn_div": 1)", R"("ffn_div": 2)", "'ffn_div'"},
       {"tiny-gte-hub-ntk-f16", R"("logn_attention_scale": false)", R"("logn_attention_scale": true)",
        "'logn_attention_scale'"},
       {"tiny-gte-hub-ntk-f16", R"("layer_norm_type": "layer_norm")", R"("layer_norm_type": "rms_norm")",

@@ -1,4 +1,4 @@
-// NomicBERT (nomic-embed-text-v1 / v1.5) and Alibaba's GTE (gte-base/large-en-v1.5,
+// NomicBERT (nomic-embed-text-v1 / v1.5 / v2-moe) and Alibaba's GTE (gte-base/large-en-v1.5,
 // gte-multilingual-base, and its reranker): post-norm encoders with rotary positions and gated
 // feed-forwards, as transformers' NomicBertModel and GteModel / GteForSequenceClassification
 // compute them. With x the hidden state [T, H]:
@@ -7,12 +7,16 @@
 //               x = LayerNorm(x + (act(x·W_gateᵀ) ⊙ x·W_upᵀ)·W_downᵀ + b_down)
 // NomicBERT has no biases (silu) and may rotate only the first rotary_dim dimensions of each
 // head (rotary_emb_fraction < 1) and stretch RoPE's base per sequence beyond its trained length
-// (dynamic NTK); GTE has biases on q/k/v, o and down (gelu), its token types only when
+// (dynamic NTK). nomic-embed-text-v2-moe (nomic's remote code) has biases on qkv, o, up and
+// down, a plain gelu feed-forward x = LayerNorm(x + gelu(x·W_fc1ᵀ + b)·W_fc2ᵀ + b), and in each
+// layer i with i % moe_every_n_layers == 1 a mixture of experts in its place
+// (mixture_of_experts.h). GTE has biases on q/k/v, o and down (gelu), its token types only when
 // type_vocab_size > 0, and its RoPE may carry the hub's fixed NTK scaling. GTE's
 // reranker: logits = classifier(tanh(pooler.dense(x_cls))), as BERT's.
 //
 // Each family reads two tensor layouts: the hub's remote code (NomicBERT: emb_ln,
-// encoder.layers.i.attn.Wqkv / out_proj, mlp.fc11 (up) / fc12 (gate) / fc2, norm1 / norm2; GTE:
+// encoder.layers.i.attn.Wqkv / out_proj, mlp.fc11 (up) / fc12 (gate) / fc2 or v2-moe's mlp.fc1 /
+// fc2 and mlp.router / mlp.experts, norm1 / norm2; GTE:
 // encoder.layer.i.attention.qkv_proj / o_proj, mlp.up_gate_proj (up then gate) / down_proj,
 // attn_ln / mlp_ln, "new." before a reranker's backbone), which transformers 5.25's
 // save_pretrained writes too (with "gte." for "new."), and transformers' in-memory names, which
@@ -23,7 +27,9 @@
 
 #include "engine/models/family.h"
 #include "engine/models/layers.h"
+#include "engine/models/mixture_of_experts.h"
 #include "engine/ops/embedding.h"
+#include "engine/ops/norm.h"
 #include "engine/ops/rope.h"
 
 namespace stamen::engine {
@@ -32,6 +38,9 @@ namespace {
 struct RotaryEncoderWeights {
   layers::AbsoluteEmbeddingWeights embeddings;  // no position table
   std::vector<layers::PostNormLayerWeights> layers;
+  // Per layer: the experts that replace its feed-forward (nomic-embed-text-v2-moe's layers i with
+  // config.IsMixtureOfExpertsLayer(i)), or empty tensors.
+  std::vector<layers::MixtureOfExpertsWeights> experts;
   layers::ClassifierWeights head;
 };
 
@@ -60,11 +69,12 @@ LayerNames NamesOf(const ModelConfig& config) {
   }
   if (nomic) {
     // fc12 is the activated gate, fc11 the up projection (TEI's nomic.rs and transformers'
-    // conversion mapping agree: fc11 → up_proj, fc12 → gate_proj).
+    // conversion mapping agree: fc11 → up_proj, fc12 → gate_proj); the plain MLP's is fc1.
     return {.layers = "encoder.layers.",
             .qkv = {"attn.Wqkv"},
             .output = "attn.out_proj",
-            .gate_up = {"mlp.fc12", "mlp.fc11"},
+            .gate_up = config.gated_feed_forward ? std::vector<std::string>{"mlp.fc12", "mlp.fc11"}
+                                                 : std::vector<std::string>{"mlp.fc1"},
             .down = "mlp.fc2",
             .attention_norm = "norm1",
             .output_norm = "norm2"};
@@ -94,6 +104,13 @@ void VisitFused(TensorVisitor& visit, const std::string& base, const std::vector
   if (bias) visit.Stacked(bias_target, biases);
 }
 
+layers::MixtureOfExpertsSettings ExpertSettings(const ModelConfig& config) {
+  return {.activation = config.hidden_act,
+          .num_experts = config.num_experts,
+          .top_k = config.moe_top_k,
+          .intermediate_size = config.intermediate_size};
+}
+
 void VisitNorm(TensorVisitor& visit, const std::string& name, int64_t size, Tensor& gamma, Tensor& beta) {
   visit.Tensor(gamma, {name + ".weight", {size}, TensorInit::kNormOne});
   visit.Tensor(beta, {name + ".bias", {size}});
@@ -103,7 +120,12 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, RotaryEn
                   TensorVisitor& visit) {
   const int64_t h = config.hidden_size;
   const int64_t ffn = config.intermediate_size;
-  const bool biases = config.family == ModelFamily::kGte;
+  // GTE: biases on qkv, o and down; nomic-embed-text-v2-moe: on all four.
+  const bool gte = config.family == ModelFamily::kGte;
+  const bool biases = gte || config.attention_bias;
+  const bool up_bias = !gte && config.feed_forward_bias;
+  const int64_t up_rows = config.gated_feed_forward ? 2 * ffn : ffn;
+  const layers::MixtureOfExpertsSettings experts = ExpertSettings(config);
   layers::AbsoluteEmbeddingWeights& embeddings = weights.embeddings;
   visit.Tensor(embeddings.word, {prefix + "embeddings.word_embeddings.weight", {config.vocab_size, h}});
   if (config.type_vocab_size > 0) {
@@ -115,6 +137,7 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, RotaryEn
             embeddings.norm_beta);
   const LayerNames names = NamesOf(config);
   weights.layers.resize(config.num_hidden_layers);
+  weights.experts.resize(config.num_hidden_layers);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     layers::PostNormLayerWeights& layer = weights.layers[i];
     const std::string base = prefix + names.layers + std::to_string(i) + ".";
@@ -122,10 +145,14 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, RotaryEn
     visit.Tensor(layer.attention.output_weight, {base + names.output + ".weight", {h, h}});
     if (biases) visit.Tensor(layer.attention.output_bias, {base + names.output + ".bias", {h}});
     VisitNorm(visit, base + names.attention_norm, h, layer.attention_norm_gamma, layer.attention_norm_beta);
-    Tensor no_bias;
-    VisitFused(visit, base, names.gate_up, 2 * ffn, h, false, names.up_then_gate, layer.feed_forward.up_weight, no_bias);
-    visit.Tensor(layer.feed_forward.down_weight, {base + names.down + ".weight", {h, ffn}});
-    if (biases) visit.Tensor(layer.feed_forward.down_bias, {base + names.down + ".bias", {h}});
+    if (config.IsMixtureOfExpertsLayer(i)) {
+      layers::VisitMixtureOfExperts(visit, weights.experts[i], base + "mlp.", experts, h);
+    } else {
+      VisitFused(visit, base, names.gate_up, up_rows, h, up_bias, names.up_then_gate, layer.feed_forward.up_weight,
+                 layer.feed_forward.up_bias);
+      visit.Tensor(layer.feed_forward.down_weight, {base + names.down + ".weight", {h, ffn}});
+      if (biases) visit.Tensor(layer.feed_forward.down_bias, {base + names.down + ".bias", {h}});
+    }
     VisitNorm(visit, base + names.output_norm, h, layer.output_norm_gamma, layer.output_norm_beta);
   }
   if (config.head == ModelHead::kSequenceClassification) {
@@ -160,11 +187,28 @@ StatusOr<Tensor> RotaryEncoderModel::Forward(const ModelInput& input) {
       .options = {},
       .norm_eps = 0.0f,
       .rope = &rope};
-  const layers::FeedForwardSettings feed_forward{
-      .activation = config_.hidden_act, .gated = true, .intermediate_size = config_.intermediate_size};
-  for (const layers::PostNormLayerWeights& layer : weights_.layers) {
+  const layers::FeedForwardSettings feed_forward{.activation = config_.hidden_act,
+                                                 .gated = config_.gated_feed_forward,
+                                                 .intermediate_size = config_.intermediate_size};
+  const layers::MixtureOfExpertsSettings experts = ExpertSettings(config_);
+  for (size_t i = 0; i < weights_.layers.size(); ++i) {
+    const layers::PostNormLayerWeights& layer = weights_.layers[i];
+    if (!config_.IsMixtureOfExpertsLayer(static_cast<int64_t>(i))) {
+      STAMEN_RETURN_IF_ERROR(
+          layers::PostNormLayer(layer, attention, feed_forward, eps, input.cu_seqlens, slots.Nested(), hidden));
+      continue;
+    }
+    // PostNormLayer with the experts in the feed-forward's place.
+    layers::Slots nested = slots.Nested();
+    Tensor projected = nested.Get(hidden.dtype(), hidden.shape());
+    STAMEN_RETURN_IF_ERROR(nested.status());
+    STAMEN_RETURN_IF_ERROR(layers::SelfAttention(layer.attention, attention, hidden, input.cu_seqlens, nested.Nested(),
+                                                 projected, /*accumulate=*/false));
     STAMEN_RETURN_IF_ERROR(
-        layers::PostNormLayer(layer, attention, feed_forward, eps, input.cu_seqlens, slots.Nested(), hidden));
+        ops::LayerNorm(projected, hidden, layer.attention_norm_gamma, layer.attention_norm_beta, eps, hidden));
+    STAMEN_RETURN_IF_ERROR(layers::MixtureOfExperts(weights_.experts[i], experts, hidden, nested.Nested(), projected));
+    STAMEN_RETURN_IF_ERROR(
+        ops::LayerNorm(projected, hidden, layer.output_norm_gamma, layer.output_norm_beta, eps, hidden));
   }
   return hidden;
 }
@@ -181,6 +225,12 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
       config.head_dim * config.num_attention_heads != config.hidden_size) {
     return Status::Error("rotary encoders need head_dim × num_attention_heads = hidden_size and no grouped heads");
   }
+  if (config.num_experts > 0 && placement.device != Device::kCpu) {
+    // The experts route on the host (mixture_of_experts.h); the CUDA engine has no kernels for
+    // that, and its captured graphs could not replay a host decision.
+    return Status::Error("mixture-of-experts NomicBERT (num_experts " + std::to_string(config.num_experts) +
+                         ", nomic-embed-text-v2-moe) runs on the CPU only; serve it with --device cpu");
+  }
   ModelConfig layout = config;
   layout.remote_code_tensors = false;
   const LayerNames transformers_names = NamesOf(layout);
@@ -191,6 +241,11 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
     const std::string probe =
         std::string(prefix) + transformers_names.layers + "0." + transformers_names.output_norm + ".weight";
     if (weights.Contains(probe)) layout.remote_code_tensors = false;
+  }
+  if (!layout.remote_code_tensors && config.family == ModelFamily::kNomicBert && !config.gated_feed_forward) {
+    // transformers' NomicBertModel has only the gated feed-forward; v2-moe ships the hub's names.
+    return Status::Error("gelu NomicBERT (nomic-embed-text-v2-moe) is read in the hub's tensor layout only "
+                         "(encoder.layers.i.mlp.fc1, …), not transformers' in-memory names");
   }
   return LoadSchemaModel<RotaryEncoderModel, VisitTensors>(layout, weights, placement);
 }

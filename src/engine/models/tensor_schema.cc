@@ -78,6 +78,31 @@ void TensorLoader::Keep(StatusOr<engine::Tensor> tensor, const TensorSpec& spec,
     std::copy(stored, stored + half, swapped->data<float>() + half);
     tensor = std::move(swapped);
   }
+  if (spec.transposed_blocks > 0) {
+    const int64_t blocks = spec.transposed_blocks;
+    if (tensor->rank() != 2 || tensor->dim(0) % blocks != 0) {
+      status_ = Status::Error("tensor '" + spec.name + "' of shape " + tensor->shape().ToString() +
+                              " does not split into " + std::to_string(blocks) + " matrices by rows");
+      return;
+    }
+    const int64_t rows = tensor->dim(0) / blocks;
+    const int64_t columns = tensor->dim(1);
+    auto turned = engine::Tensor::Allocate(DataType::kF32, {blocks * columns, rows});
+    if (!turned.ok()) {
+      status_ = turned.status();
+      return;
+    }
+    const float* stored = tensor->data<float>();
+    float* values = turned->data<float>();
+    for (int64_t block = 0; block < blocks; ++block) {
+      const float* from = stored + block * rows * columns;
+      float* to = values + block * rows * columns;
+      for (int64_t row = 0; row < rows; ++row) {
+        for (int64_t column = 0; column < columns; ++column) to[column * rows + row] = from[row * columns + column];
+      }
+    }
+    tensor = std::move(turned);
+  }
   auto placed = model_weights::Place(*tensor, placement_);
   if (placed.ok()) {
     target = std::move(placed.value());

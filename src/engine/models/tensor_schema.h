@@ -40,6 +40,11 @@ struct TensorSpec {
   // up|gate into one up_gate_proj, ops::GatedActivation reads gate|up. make-model writes the
   // stored order (its random halves are alike).
   bool swap_row_halves = false;
+  // The stored [blocks · rows, columns] tensor is this many [rows, columns] matrices that
+  // ops::Gemm needs transposed: megablocks keeps each expert's down projection w2 as
+  // [ffn, hidden] (input by output), where Gemm reads [output, input]. Loaded as
+  // [blocks · columns, rows], each block turned; make-model writes the stored form. 0: none.
+  int64_t transposed_blocks = 0;
 };
 
 // Visits a family's tensors in order. A family's schema is one function that calls Tensor or

@@ -1,6 +1,8 @@
-// What config.json says of NomicBERT (nomic-embed-text-v1 / v1.5; engine/models/rotary_encoder.cc
-// runs it): a post-norm encoder with rotary positions and a SwiGLU feed-forward, no biases, as
-// transformers' NomicBertModel computes it. Two config formats:
+// What config.json says of NomicBERT (nomic-embed-text-v1 / v1.5 / v2-moe;
+// engine/models/rotary_encoder.cc runs it): a post-norm encoder with rotary positions, as
+// transformers' NomicBertModel computes v1 / v1.5 (SwiGLU, no biases) and nomic's remote code
+// computes v2-moe (biases, a plain gelu feed-forward, every second layer's replaced by experts).
+// Two config formats:
 //   - the hub's remote code (nomic-ai/nomic-bert-2048's configuration_hf_nomic_bert.NomicBertConfig,
 //     a GPT2Config): n_embd, n_layer, n_head, n_inner, n_positions, layer_norm_epsilon,
 //     activation_function, rotary_emb_base, rotary_emb_fraction, qkv_proj_bias, …; an absent key
@@ -9,8 +11,12 @@
 //     layer_norm_eps, rope_parameters (rope_type "default" or "dynamic").
 // Partial rotary (rotary_emb_fraction < 1: config.rotary_dim) and dynamic NTK scaling
 // (rotary_scaling_factor, or rope_type "dynamic": RopeScalingType::kDynamicNtk) run as the remote
-// code computes them. Refused: interleaved or xPos rotary, pre-norm, biases, other feed-forwards,
-// nomic-embed-text-v2-moe's experts, and transformers' partial_rotary_factor, which its
+// code computes them. nomic-embed-text-v2-moe's experts (num_experts, moe_top_k,
+// moe_every_n_layers; the megablocks tensor layout) run as its remote code's NomicMoELayer: a
+// softmax over every expert, the top k kept without renormalising, one shared output bias.
+// Refused: interleaved or xPos rotary, pre-norm, SwiGLU with biases or gelu without them, other
+// feed-forwards, experts other than those (shared experts, expert-choice routing, normalised
+// weights, another moe_impl, gated experts), and transformers' partial_rotary_factor, which its
 // NomicBertModel cannot apply.
 #include <algorithm>
 
@@ -29,16 +35,83 @@ Status RequireBool(const JsonObject& root, std::string_view key, bool fallback, 
                              "; " + std::string(why));
 }
 
+// nomic-embed-text-v2-moe's experts, in the hub's format. The remote code (nomic-bert-2048's
+// NomicBertEncoder and Block) builds an expert layer at index i when num_experts > 0,
+// moe_every_n_layers > 0 and i % moe_every_n_layers == 1 (so 1 builds none), in megablocks'
+// tensor layout (moe_impl "megablocks"); its NomicMoELayer (as vLLM's bert_with_rope.py and
+// TEI's nomic.rs restate it) computes router logits x·W_routerᵀ, a softmax over all experts,
+// keeps the top moe_top_k as they are, weights each kept expert's gelu(x·W1_eᵀ)·W2_e by its
+// probability and adds one bias after the sum.
+Status ReadExperts(const JsonObject& root, ModelConfig* config) {
+  int64_t experts = 0;
+  STAMEN_RETURN_IF_ERROR(root.Optional("num_experts", &experts));
+  if (experts < 0) return root.Error("num_experts", "must not be negative");
+  if (experts == 0) return Status();  // a dense model, whatever moe_every_n_layers says
+  int64_t every = 0;
+  STAMEN_RETURN_IF_ERROR(root.Optional("moe_every_n_layers", &every));
+  if (every < 2) {
+    return root.Error("moe_every_n_layers", "is " + std::to_string(every) + " with " + std::to_string(experts) +
+                                                " experts: the remote code then builds no expert layer (it takes "
+                                                "layer i when i % moe_every_n_layers == 1); at least 2 is supported");
+  }
+  if (config->gated_feed_forward) {
+    return root.Error("activation_function", "is 'swiglu' with experts; only gelu experts (megablocks' plain "
+                                             "mlp, w1 and w2) are supported, as nomic-embed-text-v2-moe has");
+  }
+  std::string implementation = "megablocks";
+  STAMEN_RETURN_IF_ERROR(root.Optional("moe_impl", &implementation));
+  if (implementation != "megablocks") {
+    return root.Error("moe_impl", "is '" + implementation +
+                                      "'; only 'megablocks' (experts.mlp.w1 / w2 and experts.bias) is supported");
+  }
+  int64_t top_k = 0;
+  STAMEN_RETURN_IF_ERROR(root.Required("moe_top_k", &top_k));
+  if (top_k < 1 || top_k > experts) {
+    return root.Error("moe_top_k", "is " + std::to_string(top_k) + "; it must be between 1 and num_experts (" +
+                                       std::to_string(experts) + ")");
+  }
+  // megablocks divides the kept weights by their p-norm when this is a number; NomicMoELayer as
+  // restated never does, and nomic-embed-text-v2-moe says false.
+  bool normalize = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("moe_normalize_expert_weights", &normalize));
+  if (normalize) {
+    return root.Error("moe_normalize_expert_weights", "is true; only unnormalised expert weights are supported");
+  }
+  int64_t shared = 0;
+  STAMEN_RETURN_IF_ERROR(root.Optional("num_shared_experts", &shared));
+  if (shared != 0) return root.Error("num_shared_experts", "is " + std::to_string(shared) + "; only 0 is supported");
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "expert_choice_router", false, false,
+                                     "only token-choice routing (each token picks its experts) is supported"));
+  int64_t divisor = 1;
+  STAMEN_RETURN_IF_ERROR(root.Optional("ffn_div", &divisor));
+  if (divisor != 1) {
+    return root.Error("ffn_div", "is " + std::to_string(divisor) + "; only experts as wide as n_inner (1) are supported");
+  }
+  config->num_experts = experts;
+  config->moe_top_k = top_k;
+  config->moe_every_n_layers = every;
+  return Status();
+}
+
 // The settings of a config in the hub's format (n_embd, …).
 Status ReadRemoteCodeSettings(const JsonObject& root, ModelConfig* config) {
   std::string activation = "gelu_new";  // GPT2Config's default
   STAMEN_RETURN_IF_ERROR(root.Optional("activation_function", &activation));
-  if (activation != "swiglu") {
+  // The remote code's Block: "swiglu" is its GatedMLP with silu; "gelu" its plain MLP with
+  // F.gelu (erf), nomic-embed-text-v2-moe's. Its other names (glu, geglu, quick_gelu, and
+  // gelu_new, which it would run as erf gelu) have no checkpoint stamen was checked against.
+  if (activation == "swiglu") {
+    config->hidden_act = ops::Activation::kSilu;
+    config->gated_feed_forward = true;
+  } else if (activation == "gelu") {
+    config->hidden_act = ops::Activation::kGeluErf;
+    config->gated_feed_forward = false;
+  } else {
     return root.Error("activation_function", "is '" + activation +
-                                                 "'; only 'swiglu' is supported (transformers' NomicBertModel: "
-                                                 "silu(x·W_fc12ᵀ) ⊙ x·W_fc11ᵀ)");
+                                                 "'; only 'swiglu' (transformers' NomicBertModel: silu(x·W_fc12ᵀ) ⊙ "
+                                                 "x·W_fc11ᵀ) and 'gelu' (nomic-embed-text-v2-moe: gelu(x·W_fc1ᵀ + b)) "
+                                                 "are supported");
   }
-  config->hidden_act = ops::Activation::kSilu;
   config->norm_eps = 1e-5;  // GPT2Config's layer_norm_epsilon
   STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_epsilon", &config->norm_eps));
   double fraction = 0.0;  // NomicBertConfig's default: no rotary at all
@@ -65,10 +138,19 @@ Status ReadRemoteCodeSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(RequireBool(root, "parallel_block", false, false, "only sequential blocks are supported"));
   STAMEN_RETURN_IF_ERROR(RequireBool(root, "use_rms_norm", false, false, "only LayerNorm is supported"));
   STAMEN_RETURN_IF_ERROR(RequireBool(root, "causal", false, false, "only bidirectional NomicBERT is supported"));
-  constexpr std::string_view kNoBiases = "only NomicBERT without biases is supported (transformers' NomicBertModel)";
-  STAMEN_RETURN_IF_ERROR(RequireBool(root, "qkv_proj_bias", true, false, kNoBiases));
-  STAMEN_RETURN_IF_ERROR(RequireBool(root, "mlp_fc1_bias", true, false, kNoBiases));
-  STAMEN_RETURN_IF_ERROR(RequireBool(root, "mlp_fc2_bias", true, false, kNoBiases));
+  // SwiGLU NomicBERT (v1, v1.5) has no biases, gelu NomicBERT (v2-moe) has them all: qkv_proj_bias
+  // puts one on Wqkv and out_proj, mlp_fc1_bias / mlp_fc2_bias on fc1 / fc2 (not on the experts,
+  // which share one output bias). The mixed cases have no checkpoint.
+  const bool biases = !config->gated_feed_forward;
+  const std::string_view why = biases ? "gelu NomicBERT is supported with every bias on, as nomic-embed-text-v2-moe"
+                                      : "only SwiGLU NomicBERT without biases is supported (transformers' "
+                                        "NomicBertModel)";
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "qkv_proj_bias", true, biases, why));
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "mlp_fc1_bias", true, biases, why));
+  STAMEN_RETURN_IF_ERROR(RequireBool(root, "mlp_fc2_bias", true, biases, why));
+  config->attention_bias = biases;
+  config->feed_forward_bias = biases;
+  STAMEN_RETURN_IF_ERROR(ReadExperts(root, config));
   // Sequences run up to max_position_embeddings when the config gives it (the hub's configs
   // carry it since transformers 5), else n_positions (read as the shape).
   STAMEN_RETURN_IF_ERROR(root.Optional("max_position_embeddings", &config->max_position_embeddings));
@@ -96,15 +178,6 @@ Status ReadRemoteCodeSettings(const JsonObject& root, ModelConfig* config) {
 }
 
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
-  // nomic-embed-text-v2-moe: every moe_every_n_layers-th layer routes tokens to top-k experts.
-  for (const std::string_view key : {std::string_view("moe_every_n_layers"), std::string_view("num_experts")}) {
-    int64_t value = 0;
-    STAMEN_RETURN_IF_ERROR(root.Optional(key, &value));
-    if (value > 0) {
-      return root.Error(key, "is " + std::to_string(value) +
-                                 ": mixture-of-experts NomicBERT (nomic-embed-text-v2-moe) is not supported");
-    }
-  }
   config->gated_feed_forward = true;
   config->feed_forward_bias = false;
   config->attention_bias = false;
@@ -118,6 +191,16 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   if (root.Has("n_embd")) {
     STAMEN_RETURN_IF_ERROR(ReadRemoteCodeSettings(root, config));
   } else {
+    // transformers' NomicBertConfig has no experts; nomic-embed-text-v2-moe ships the hub's format.
+    for (const std::string_view key : {std::string_view("moe_every_n_layers"), std::string_view("num_experts")}) {
+      int64_t value = 0;
+      STAMEN_RETURN_IF_ERROR(root.Optional(key, &value));
+      if (value > 0) {
+        return root.Error(key, "is " + std::to_string(value) +
+                                   " in transformers' config format (hidden_size, …): experts are read from the "
+                                   "hub's remote-code config (n_embd, …) only");
+      }
+    }
     STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "silu", config));
     config->norm_eps = 1e-12;  // NomicBertConfig's layer_norm_eps
     STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
