@@ -20,26 +20,6 @@ double Milliseconds(Clock::duration duration) { return std::chrono::duration<dou
 
 }  // namespace
 
-StatusOr<std::unique_ptr<http::Server>> Gateway::StartHttp(const GatewayOptions& options, const RouteTable& routes,
-                                                           http::Handler handler,
-                                                           std::function<std::string(std::string_view)> allowed_origin) {
-  http::ServerOptions http_options;
-  http_options.host = options.host;
-  http_options.port = options.port;
-  http_options.threads = options.http_threads;
-  http_options.body_limit = options.payload_limit;
-  // A body over the payload limit is refused before it reaches Handle: in its route's shape too.
-  http_options.error_response = [&routes, allowed_origin](std::string_view path, std::string_view origin, int status,
-                                                           std::string_view message, std::string_view type) {
-    const Route* route = routes.FindPath(path);
-    http::Response response =
-        ErrorResponse({status, std::string(message), std::string(type)}, route ? route->family : ApiFamily::kOpenAI);
-    AddOriginHeaders(allowed_origin(origin), response);
-    return response;
-  };
-  return http::Server::Start(http_options, std::move(handler));
-}
-
 void Gateway::LogStart(uint16_t port) const {
   const Inference& model = *inference_;
   spdlog::info("gateway: {} ({}, {}) on http://{}:{} with {} tokenization threads, {} worker(s)", model.model_id(),

@@ -33,12 +33,6 @@ class Gateway {
   // What Create checks of the model folder against `options` (its configs, the pooling against
   // the model's head, the prompt names), for callers that load a worker before the gateway.
   static Status CheckModel(const GatewayOptions& options) { return Inference::CheckModel(options); }
-  // The HTTP server of `options` (host, port, threads, payload limit) with `handler`; the
-  // errors it finds itself answer in the shape of `routes`' API and with `allowed_origin`'s
-  // CORS header.
-  static StatusOr<std::unique_ptr<http::Server>> StartHttp(const GatewayOptions& options, const RouteTable& routes,
-                                                           http::Handler handler,
-                                                           std::function<std::string(std::string_view)> allowed_origin);
   ~Gateway();
 
   const std::string& model_id() const { return inference_->model_id(); }
@@ -56,6 +50,8 @@ class Gateway {
   // What access-control-allow-origin answers a request from `origin`: "*", the origin itself,
   // or empty when --cors-allow-origin does not allow it.
   std::string AllowedOrigin(std::string_view origin) const;
+  // The CORS headers of an answer to an allowed origin (AllowedOrigin's; none when empty).
+  static void AddOriginHeaders(const std::string& allowed, http::Response& response);
 
   // The routes served (tests compare them with openapi.json).
   const RouteTable& routes() const { return *routes_; }
@@ -69,8 +65,6 @@ class Gateway {
   explicit Gateway(metrics::Registry& registry) : registry_(registry) {}
   // Every route: the model's, by API family (route_handlers.h), then the gateway's own.
   std::unique_ptr<RouteTable> Routes();
-  // The CORS headers of an answer to an allowed origin (AllowedOrigin's; none when empty).
-  static void AddOriginHeaders(const std::string& allowed, http::Response& response);
   void Health(Reply reply);
   void Models(const http::Request& request, Reply reply);
   void Model(const http::Request& request, Reply reply);

@@ -30,6 +30,28 @@ bool IsHealthProbe(const http::Request& request) {
          (request.path == "/health" || request.path == "/ready" || request.path == "/ping" || request.path == "/");
 }
 
+// The HTTP server of `options` (host, port, threads, payload limit) with `handler`; the errors
+// it finds itself answer in the shape of `routes`' API and with `allowed_origin`'s CORS header.
+StatusOr<std::unique_ptr<http::Server>> StartHttp(const GatewayOptions& options, const RouteTable& routes,
+                                                  http::Handler handler,
+                                                  std::function<std::string(std::string_view)> allowed_origin) {
+  http::ServerOptions http_options;
+  http_options.host = options.host;
+  http_options.port = options.port;
+  http_options.threads = options.http_threads;
+  http_options.body_limit = options.payload_limit;
+  // A body over the payload limit is refused before it reaches Handle: in its route's shape too.
+  http_options.error_response = [&routes, allowed_origin](std::string_view path, std::string_view origin, int status,
+                                                           std::string_view message, std::string_view type) {
+    const Route* route = routes.FindPath(path);
+    http::Response response =
+        ErrorResponse({status, std::string(message), std::string(type)}, route ? route->family : ApiFamily::kOpenAI);
+    Gateway::AddOriginHeaders(allowed_origin(origin), response);
+    return response;
+  };
+  return http::Server::Start(http_options, std::move(handler));
+}
+
 }  // namespace
 
 std::string ModelMetricLabels(std::string_view name) {
@@ -68,7 +90,7 @@ StatusOr<std::unique_ptr<ModelRouter>> ModelRouter::Start(const std::vector<Gate
   for (const auto& gateway : router->models_) gateway->ServeAlongside(router->served_);
   ModelRouter* self = router.get();
   Gateway& first = *router->models_.front();
-  auto server = Gateway::StartHttp(
+  auto server = StartHttp(
       models.front(), first.routes(),
       [self](http::Request request, http::Respond respond) { self->Handle(std::move(request), std::move(respond)); },
       [&first](std::string_view origin) { return first.AllowedOrigin(origin); });
