@@ -596,6 +596,15 @@ def take(tensors, used, name):
     return tensors[name]
 
 
+def take_nomic_embeddings(tensors, used, hub):
+    """NomicBERT's embeddings under the hub's names (v1.5's and v2-moe's layouts alike): the word
+    and token-type tables as they are, the embeddings' LayerNorm as emb_ln."""
+    for name in ("embeddings.word_embeddings.weight", "embeddings.token_type_embeddings.weight"):
+        hub[name] = take(tensors, used, name)
+    for suffix in ("weight", "bias"):
+        hub[f"emb_ln.{suffix}"] = take(tensors, used, f"embeddings.LayerNorm.{suffix}")
+
+
 def nomic_hub_tensors(layers):
     """transformers' NomicBertModel names -> the hub's (nomic-embed-text-v1.5's model.safetensors),
     the inverse of conversion_mapping.py's "nomic_bert" entry: q|k|v fused into attn.Wqkv,
@@ -604,10 +613,7 @@ def nomic_hub_tensors(layers):
         if "emb_ln.weight" in tensors:  # save_pretrained already wrote the hub's names
             return tensors
         used, hub = set(), {}
-        for name in ("embeddings.word_embeddings.weight", "embeddings.token_type_embeddings.weight"):
-            hub[name] = take(tensors, used, name)
-        for suffix in ("weight", "bias"):
-            hub[f"emb_ln.{suffix}"] = take(tensors, used, f"embeddings.LayerNorm.{suffix}")
+        take_nomic_embeddings(tensors, used, hub)
         for i in range(layers):
             old, new = f"layers.{i}.", f"encoder.layers.{i}."
             hub[new + "attn.Wqkv.weight"] = torch.cat(
@@ -922,10 +928,7 @@ def nomic_moe_hub_tensors(layers):
     remote code's own mlp.fc1 / fc2, mlp.router.layer, mlp.experts.mlp.w1 / w2, mlp.experts.bias."""
     def convert(tensors):
         used, hub = set(), {}
-        for name in ("embeddings.word_embeddings.weight", "embeddings.token_type_embeddings.weight"):
-            hub[name] = take(tensors, used, name)
-        for suffix in ("weight", "bias"):
-            hub[f"emb_ln.{suffix}"] = take(tensors, used, f"embeddings.LayerNorm.{suffix}")
+        take_nomic_embeddings(tensors, used, hub)
         for i in range(layers):
             old, new = f"layers.{i}.", f"encoder.layers.{i}."
             for suffix in ("weight", "bias"):
