@@ -35,6 +35,8 @@ enum class Family {
   kBert, kBertClassifier, kXlmRoberta, kXlmRobertaClassifier, kQwen3, kQwen3Reranker, kMpnet, kModernBert, kGemma3,
   // Issue 48: bidirectional Llama / Qwen3 encoders.
   kEuroBert, kPplxQwen3, kLlamaBidirectional,
+  // Issue 48: llama-nemotron-rerank (LlamaBidirectionalForSequenceClassification: mean-pooled `score`).
+  kLlamaBidirectionalReranker,
   // Issue 48: EuroBertForSequenceClassification, as a fine-tune of the hub's remote code saves it.
   kEuroBertReranker,
   // Issue 48: rotary post-norm encoders, as the hub's folders hold them.
@@ -100,6 +102,11 @@ constexpr Like kLikes[] = {
     // bidirectional, mean pooling, tied embeddings); BERT's tokenizer stands in for Llama 3's.
     {"llama-nemotron-embed-1b-v2", Family::kLlamaBidirectional, 2048, 16, 32, 8, 64, 8192, 131072, 128256, 0, "mean",
      8192, "bert-base-uncased"},
+    // nvidia/llama-nemotron-rerank-1b-v2: the same backbone as LlamaBidirectionalForSequenceClassification
+    // (its "avg" pooling, `score` [labels, hidden] beside "model."; --labels for a classifier); no
+    // sentence-transformers files. BERT's tokenizer stands in for Llama 3's.
+    {"llama-nemotron-rerank-1b-v2", Family::kLlamaBidirectionalReranker, 2048, 16, 32, 8, 64, 8192, 131072, 128256, 0,
+     nullptr, 0, "bert-base-uncased"},
     // nomic-ai/nomic-embed-text-v1.5 (NomicBERT: the remote code's config keys beside
     // transformers 5's, mean pooling, its search_query: / search_document: prompts, 2,048
     // positions); its tokenizer is BERT's uncased one.
@@ -368,14 +375,23 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n  \"use_bidirectional_attention\": true,\n"
              "  \"use_cache\": false,\n  \"use_sliding_window\": false,\n" + DecoderShapesJson(like, layers, vocab) + "}\n";
     case Family::kLlamaBidirectional:
-      return "{\n  \"architectures\": [\"LlamaBidirectionalModel\"],\n  \"attention_bias\": false,\n"
+    case Family::kLlamaBidirectionalReranker: {
+      const bool reranker = like.family == Family::kLlamaBidirectionalReranker;
+      return std::string("{\n  \"architectures\": [\"") +
+             (reranker ? "LlamaBidirectionalForSequenceClassification" : "LlamaBidirectionalModel") +
+             "\"],\n  \"attention_bias\": false,\n"
              "  \"auto_map\": {\"AutoConfig\": \"llama_bidirectional_model.LlamaBidirectionalConfig\", "
-             "\"AutoModel\": \"llama_bidirectional_model.LlamaBidirectionalModel\"},\n"
+             "\"AutoModel\": \"llama_bidirectional_model.LlamaBidirectionalModel\"" +
+             (reranker ? ", \"AutoModelForSequenceClassification\": "
+                         "\"llama_bidirectional_model.LlamaBidirectionalForSequenceClassification\""
+                       : "") +
+             "},\n" + (reranker ? LabelsJson(labels) : "") +
              "  \"bos_token_id\": 128000,\n  \"eos_token_id\": 128001,\n  \"mlp_bias\": false,\n"
              "  \"model_type\": \"llama_bidirec\",\n  \"pooling\": \"avg\",\n  \"rms_norm_eps\": 1e-05,\n"
              "  \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0, "
              "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"},\n  \"rope_theta\": 500000.0,\n"
              "  \"temperature\": 1.0,\n  \"tie_word_embeddings\": true,\n" + DecoderShapesJson(like, layers, vocab) + "}\n";
+    }
     case Family::kNomicBert:
       // The hub's config.json: the remote code's GPT2Config keys, with transformers 5's
       // max_position_embeddings and rope_parameters beside them.
@@ -701,10 +717,11 @@ int MakeModel(const MakeModelOptions& options) {
   if (!decoder && vocab < 4) return Fail("--vocab-size must be at least 4");
   const bool classifier = like->family == Family::kBertClassifier || like->family == Family::kXlmRobertaClassifier ||
                           like->family == Family::kGteReranker || like->family == Family::kJinaBertReranker ||
-                          like->family == Family::kEuroBertReranker;
+                          like->family == Family::kEuroBertReranker || like->family == Family::kLlamaBidirectionalReranker;
   if (options.labels < 0 || (options.labels > 1 && !classifier)) {
     return Fail("--labels must be positive, and only a classifier (bge-reranker-base, ms-marco-MiniLM-L6-v2, "
-                "gte-multilingual-reranker-base, jina-reranker-v1-turbo-en, EuroBERT-210m-reranker) has labels");
+                "gte-multilingual-reranker-base, jina-reranker-v1-turbo-en, EuroBERT-210m-reranker, "
+                "llama-nemotron-rerank-1b-v2) has labels");
   }
   const int64_t labels = options.labels > 0 ? options.labels : 1;
 
@@ -783,7 +800,8 @@ void AddMakeModelCommand(CLI::App& app) {
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
   command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
                       "ms-marco-MiniLM-L6-v2, mpnet-base, modernbert-base, embeddinggemma-300m, EuroBERT-210m, "
-                      "EuroBERT-210m-reranker, pplx-embed-v1-0.6b, pplx-embed-v1-4b, llama-nemotron-embed-1b-v2, mxbai-rerank-base-v2, "
+                      "EuroBERT-210m-reranker, pplx-embed-v1-0.6b, pplx-embed-v1-4b, llama-nemotron-embed-1b-v2, "
+                      "llama-nemotron-rerank-1b-v2, mxbai-rerank-base-v2, "
                       "colbertv2.0 or bge-reranker-v2-gemma")
       ->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();

@@ -31,6 +31,7 @@ vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `
 tokenized by HF tokenizers as the card does), eurobert, eurobert-bf16, eurobert-reranker-late,
 eurobert-reranker-bos-bf16, eurobert-classifier-mean (EuroBertForSequenceClassification, one per
 classifier_pooling; report.json's batch_check: a padded batch against the single goldens), pplx-embed, llama-bidirectional,
+llama-bidirectional-reranker (llama-nemotron-rerank: mean-pooled `score`, after NVIDIA's remote code),
 nomic-bert, nomic-bert-hub-bf16, nomic-bert-moe-hub (nomic-embed-text-v2-moe's experts: nomic's modules put
 into transformers' NomicBertModel, nomic_moe_model), gte, gte-hub-ntk-f16, gte-reranker, gte-reranker-hub (issue 48; the -hub
 folders hold the hub's remote-code config.json and tensor layout, reloaded by transformers with its own
@@ -550,6 +551,55 @@ def llama_bidirectional():
     return dict(cls=transformers.LlamaModel, config=config, seed=484, ids="random", perturb="qwen3",
                 bidirectional=True, legacy_config=hub, drop_config_keys=["rope_parameters"],
                 reload=transformers.LlamaModel)
+
+
+
+class LlamaBidirectionalRerankerReference(transformers.LlamaPreTrainedModel):
+    """llama-nemotron-rerank's LlamaBidirectionalForSequenceClassification, written after NVIDIA's remote
+    code as NeMo Automodel publishes it (NVIDIA-NeMo/Automodel, llama_bidirectional_model.py; vLLM's
+    LlamaBidirectionalForSequenceClassification, as_seq_cls_model of Llama with the pooling type its
+    LlamaBidirectionalConfig sets, restates it): LlamaModel attending bidirectionally (the module's
+    create_causal_mask returns None here, NoCausalMask), its last hidden states with the padding
+    zeroed, summed and divided by the number of real tokens ("pooling": "avg"; the sequences here are
+    unpadded, so every token counts), then `score` = nn.Linear(hidden, num_labels, bias=False), the
+    logits divided by config.temperature. No sigmoid: the logits are the scores."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.score = torch.nn.Linear(config.hidden_size, self.num_labels, bias=False)
+        self.model = transformers.LlamaModel(config)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, **kwargs):
+        hidden_states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        last_hidden = hidden_states.masked_fill(~attention_mask[..., None].bool(), 0.0)
+        pooled = last_hidden.sum(dim=1) / attention_mask.sum(dim=1)[..., None]
+        logits = self.score(pooled) / getattr(self.config, "temperature", 1.0)
+        return transformers.modeling_outputs.SequenceClassifierOutputWithPast(logits=logits)
+
+
+def llama_bidirectional_reranker():
+    """llama-nemotron-rerank (LlamaBidirectionalForSequenceClassification, model_type llama_bidirec):
+    tiny-llama-bidirectional's backbone and hub config (Llama 3's RoPE scaling, pooling "avg",
+    temperature 1.0) with the reranker's head, one label, in the hub's layout (the backbone under
+    "model.", `score.weight` [1, hidden] beside it). Reference: LlamaBidirectionalRerankerReference."""
+    spec = llama_bidirectional()
+    spec["config"].num_labels = 1
+    # transformers 5.25 refuses to save a config holding "temperature" (a generation parameter): the
+    # hub's 1.0 goes into config.json with the other hub keys (legacy_config), the identity here.
+    spec["legacy_config"] = dict(
+        spec["legacy_config"], architectures=["LlamaBidirectionalForSequenceClassification"],
+        auto_map=dict(spec["legacy_config"]["auto_map"], AutoModelForSequenceClassification=(
+            "llama_bidirectional_model.LlamaBidirectionalForSequenceClassification")))
+    return dict(spec, cls=LlamaBidirectionalRerankerReference, seed=485, reload=LlamaBidirectionalRerankerReference,
+                mask_module=transformers.models.llama.modeling_llama.__name__, reranker_pooling_check=True,
+                reference=("LlamaBidirectionalRerankerReference: transformers' LlamaModel (eager, create_causal_mask "
+                           "returning None), then the pooling and head of NVIDIA's llama_bidirectional_model.py "
+                           "as NVIDIA-NeMo/Automodel publishes it: masked mean ('avg'), score Linear without bias, "
+                           "logits / temperature, no sigmoid (vLLM's LlamaBidirectionalForSequenceClassification agrees)"))
 
 
 # ---------------------------------------------------------------- issue 48: rotary post-norm encoders
@@ -1793,6 +1843,8 @@ FAMILIES = {
     "eurobert-classifier-mean": lambda: eurobert_classifier("mean", labels=3),
     "pplx-embed": pplx_embed,
     "llama-bidirectional": llama_bidirectional,
+    # llama-nemotron-rerank: the same backbone, mean-pooled into a `score` head (hub layout).
+    "llama-bidirectional-reranker": llama_bidirectional_reranker,
     # Issue 48: rotary post-norm encoders (transformers' own layout, then the hub's).
     "nomic-bert": nomic_bert,
     "nomic-bert-hub-bf16": lambda: nomic_bert(hub=True),
@@ -2026,7 +2078,8 @@ class NoCausalMask:
     attention adds no mask and every query sees every key of its (unpadded) sequence."""
 
     def __init__(self, spec):
-        self.module = sys.modules[spec["cls"].__module__] if spec.get("bidirectional") else None
+        module = spec.get("mask_module", spec["cls"].__module__)
+        self.module = sys.modules[module] if spec.get("bidirectional") else None
 
     def __enter__(self):
         if self.module is not None:
@@ -2076,6 +2129,8 @@ def make_spec(family, out, spec):
               "dtype": "float64 run, float32 outputs", "attn_implementation": "eager", "seed": spec["seed"],
               "weight_recipe": spec.get("perturb", "default"),
               "stored_dtype": str(spec.get("storage", torch.float32)).replace("torch.", "")}
+    if spec.get("reference"):
+        report["reference"] = spec["reference"]
     if family == "mpnet-masked-lm":
         save_mpnet_as_real_masked_lm(model, out)
         report["class"] = "MPNetModel weights in a folder whose config says MPNetForMaskedLM"
@@ -2338,6 +2393,8 @@ def family_checks(family, spec, model, rows, golden, checks):
         rotary_checks(model, base, rows, golden, checks)
     if spec.get("bidirectional") or family.startswith("eurobert"):
         bidirectional_checks(spec, model, base, rows, golden, checks)
+    if spec.get("reranker_pooling_check"):
+        reranker_pooling_checks(model, base, rows, golden, checks)
     if spec.get("windowed"):
         module = sys.modules[type(base).__module__]
         with AttentionRecorder(module) as recorder, torch.no_grad():
@@ -2422,6 +2479,20 @@ def bidirectional_checks(spec, model, base, rows, golden, checks):
     checks["max_abs_diff_if_causal_len_130"] = float((hidden.float() - golden["last_hidden_state_5"]).abs().max())
     checks["rope_inv_freq"] = base.rotary_emb.inv_freq.tolist()
     checks["rope_parameters"] = dict(model.config.rope_parameters)
+
+
+def reranker_pooling_checks(model, base, rows, golden, checks):
+    """How far the logits would be from the goldens were the head fed the last token (a causal
+    *ForSequenceClassification's choice) or the first instead of the mean: an engine pooling the
+    wrong token fails."""
+    for name, pick in (("last_token", lambda h: h[-1:]), ("first_token", lambda h: h[:1])):
+        worst = 0.0
+        for i, ids in enumerate(rows):
+            with torch.no_grad():
+                hidden = base(input_ids=ids[None]).last_hidden_state[0]
+                logits = model.score(pick(hidden)) / getattr(model.config, "temperature", 1.0)
+            worst = max(worst, float((logits.float() - golden[f"logits_{i}"]).abs().max()))
+        checks[f"logits_max_abs_diff_if_{name}_pooled"] = worst
 
 
 TOKENIZER_CORPUS = [

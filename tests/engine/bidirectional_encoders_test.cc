@@ -1,4 +1,5 @@
-// Issue 48's bidirectional Llama / Qwen3 encoders (EuroBERT, pplx-embed-v1, llama-nemotron-embed)
+// Issue 48's bidirectional Llama / Qwen3 encoders (EuroBERT, pplx-embed-v1, llama-nemotron-embed
+// and its reranker llama-nemotron-rerank)
 // beyond the shared golden checks (golden_test.cc): what their hub configs read as (EuroBERT's
 // classifier poolings too), pplx-embed's
 // served int8 vectors against transformers, and the refusal of folders whose auto_map names
@@ -73,6 +74,22 @@ TEST(BidirectionalEncodersTest, HubConfigsRead) {
             std::string::npos);
   EXPECT_NE(EditedConfigError("tiny-llama-bidirectional", R"("rope_type": "llama3")", R"("rope_type": "yarn")")
                 .find("'yarn' is not supported"),
+            std::string::npos);
+
+  // llama-nemotron-rerank: the same family with a `score` head, on the mean (its "pooling": "avg",
+  // golden_test.cc's tiny-llama-bidirectional-reranker); other poolings and temperatures are
+  // refused by name.
+  auto reranker = ReadModelConfig(kData + "tiny-llama-bidirectional-reranker/config.json");
+  ASSERT_TRUE(reranker.ok()) << reranker.status().message();
+  EXPECT_EQ(reranker->family, ModelFamily::kLlamaBidirectional);
+  EXPECT_EQ(reranker->head, ModelHead::kSequenceClassification);
+  EXPECT_EQ(reranker->num_labels, 1);
+  EXPECT_FALSE(reranker->causal);
+  EXPECT_NE(EditedConfigError("tiny-llama-bidirectional-reranker", R"("pooling": "avg")", R"("pooling": "last")")
+                .find("'pooling' is 'last'"),
+            std::string::npos);
+  EXPECT_NE(EditedConfigError("tiny-llama-bidirectional-reranker", R"("temperature": 1.0)", R"("temperature": 0.5)")
+                .find("'temperature'"),
             std::string::npos);
 }
 

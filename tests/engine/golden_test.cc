@@ -167,6 +167,8 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       // Issue 48: bidirectional Llama / Qwen3 encoders (tiny-pplx-embed, whose pooled
                       // vectors are its int8 ones: bidirectional_encoders_test.cc).
                       "tiny-eurobert", "tiny-eurobert-bf16", "tiny-llama-bidirectional",
+                      // llama-nemotron-rerank: the same backbone, its mean through `score`.
+                      "tiny-llama-bidirectional-reranker",
                       // EuroBertForSequenceClassification, one folder per classifier_pooling.
                       "tiny-eurobert-reranker-late", "tiny-eurobert-reranker-bos-bf16",
                       "tiny-eurobert-classifier-mean",

@@ -332,8 +332,14 @@ StatusOr<Tensor> PreNormDecoderModel::Classify(const ModelInput& input, const Te
   Tensor capped_logits = capped ? slots.Get(type, {sequences, weights_.score.dim(0)}) : Tensor();
   Tensor logits = slots.Get(type, {sequences, capped ? weights_.score_combination.dim(0) : weights_.score.dim(0)});
   STAMEN_RETURN_IF_ERROR(slots.status());
-  // Sequences are unpadded, so each one's last token is its last non-padding token.
-  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, input.cu_seqlens, ops::PoolingMode::kLastToken, last));
+  // Sequences are unpadded, so each one's last token is its last non-padding token, and its
+  // mean is over its own tokens alone. A causal *ForSequenceClassification scores the last token;
+  // LlamaBidirectionalForSequenceClassification (llama-nemotron-rerank) the mean of them all: its
+  // remote code pools by config "pooling", which model_folder/families/qwen.cc admits as "avg"
+  // only (the mean under the attention mask).
+  const ops::PoolingMode pooling =
+      config_.family == ModelFamily::kLlamaBidirectional ? ops::PoolingMode::kMean : ops::PoolingMode::kLastToken;
+  STAMEN_RETURN_IF_ERROR(ops::Pool(hidden, input.cu_seqlens, pooling, last));
   if (type != DataType::kF32) {
     STAMEN_RETURN_IF_ERROR(ops::Convert(last, last_typed));
     last = last_typed;

@@ -1,6 +1,7 @@
 // Qwen2, Qwen3, Llama and Mistral decoders (and pplx-embed-v1, llama-nemotron-embed and EuroBERT,
 // bidirectional encoders with their blocks) as embedding models, and as scorers through
-// *ForSequenceClassification's `score` head on the last token (EuroBERT's: a pooled dense → GELU →
+// *ForSequenceClassification's `score` head on the last token (llama-nemotron-rerank's,
+// LlamaBidirectionalForSequenceClassification: on the mean; EuroBERT's: a pooled dense → GELU →
 // classifier head, layers::Classify) (pre-RMSNorm transformer,
 // rotary positions, grouped-query attention, SwiGLU feed-forward, no KV cache: each step sees
 // whole sequences). Llama and Mistral are Qwen2 without the q/k/v biases (unless Llama's

@@ -2,7 +2,8 @@
 // bidirectional encoders built from them (engine/models/qwen.cc runs them all):
 // pplx-embed-v1 (model_type bidirectional_pplx_qwen3: Qwen3 attending bidirectionally, its
 // pooled vectors served as round(127·tanh(x))) and llama-nemotron-embed (llama_bidirec: Llama,
-// usually with Llama 3's RoPE scaling, attending bidirectionally, mean-pooled).
+// usually with Llama 3's RoPE scaling, attending bidirectionally, mean-pooled; its reranker
+// llama-nemotron-rerank scores the mean-pooled state).
 #include "model_folder/family_config.h"
 
 namespace stamen::engine {
@@ -51,13 +52,23 @@ Status ReadPplxSettings(const JsonObject& root, ModelConfig* config) {
 
 // llama-nemotron-embed: the remote LlamaBidirectionalModel is LlamaModel with the causal mask
 // off; config.json's "pooling" says how its pipeline pools ("avg": the mean, stamen's default
-// for a bidirectional decoder).
+// for a bidirectional decoder). llama-nemotron-rerank (LlamaBidirectionalForSequenceClassification,
+// NVIDIA's llama_bidirectional_model.py and NeMo Automodel's copy of it): the same backbone, its
+// last hidden states pooled by "pooling" over the sequence's tokens ("avg": their mean), then
+// `score` [num_labels, hidden] without bias, the logits divided by config "temperature"
+// (PreNormDecoderModel::Classify pools this family's sequences by their mean).
 Status ReadLlamaBidirectionalSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(ReadSettings(root, config));
   config->causal = false;
   std::string pooling = "avg";
   STAMEN_RETURN_IF_ERROR(root.Optional("pooling", &pooling));
   if (pooling != "avg") return root.Error("pooling", "is '" + pooling + "'; only 'avg' (mean pooling) is supported");
+  // The remote code divides the head's logits by it; stamen's score head does not scale.
+  double temperature = 1.0;
+  STAMEN_RETURN_IF_ERROR(root.Optional("temperature", &temperature));
+  if (config->head == ModelHead::kSequenceClassification && temperature != 1.0) {
+    return root.Error("temperature", "is " + std::to_string(temperature) + "; only 1.0 (logits unscaled) is supported");
+  }
   return Status();
 }
 
@@ -93,9 +104,13 @@ constexpr std::string_view kPplxQwen3RemoteCode[] = {"PPLXQwen3Config", "PPLXQwe
 
 constexpr ArchitectureDefinition kLlamaBidirectionalArchitectures[] = {
     {"LlamaBidirectionalModel", ModelHead::kNone, "", "llama_bidirec"},
+    // llama-nemotron-rerank: the backbone under "model.", `score` beside it.
+    {"LlamaBidirectionalForSequenceClassification", ModelHead::kSequenceClassification, "model.", ""},
 };
-// auto_map: llama_bidirectional_model.LlamaBidirectionalConfig, .LlamaBidirectionalModel.
-constexpr std::string_view kLlamaBidirectionalRemoteCode[] = {"LlamaBidirectionalConfig", "LlamaBidirectionalModel"};
+// auto_map: llama_bidirectional_model.LlamaBidirectionalConfig, .LlamaBidirectionalModel and
+// (the reranker) .LlamaBidirectionalForSequenceClassification.
+constexpr std::string_view kLlamaBidirectionalRemoteCode[] = {"LlamaBidirectionalConfig", "LlamaBidirectionalModel",
+                                                              "LlamaBidirectionalForSequenceClassification"};
 
 }  // namespace
 
