@@ -41,6 +41,14 @@ std::string AdmissionControl::Admit(const void* key, int64_t tokens, Clock::time
   return refusal;
 }
 
+std::string AdmissionControl::Reserve(const void* key, int64_t tokens, Clock::time_point deadline,
+                                      Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  std::string refusal = RefusalLocked(tokens, deadline, now);
+  if (refusal.empty()) admitted_[key] = {tokens, deadline, next_order_++, /*reserved=*/true};
+  return refusal;
+}
+
 std::string AdmissionControl::Refusal(int64_t tokens, Clock::time_point deadline, Clock::time_point now) const {
   std::lock_guard lock(mutex_);
   return RefusalLocked(tokens, deadline, now);
@@ -117,8 +125,8 @@ std::vector<const void*> AdmissionControl::ShedLocked(Clock::time_point now) {
     const auto youngest = std::max_element(admitted_.begin(), admitted_.end(), [](const auto& a, const auto& b) {
       return a.second.order < b.second.order;
     });
-    shed.push_back(youngest->first);
-    outstanding_ -= youngest->second.remaining;
+    shed.push_back(youngest->first);  // a reservation's key ends nothing: its body is admitted by its count
+    if (!youngest->second.reserved) outstanding_ -= youngest->second.remaining;
     admitted_.erase(youngest);
   }
   return shed;
@@ -128,7 +136,7 @@ void AdmissionControl::Release(const void* key) {
   std::lock_guard lock(mutex_);
   const auto found = admitted_.find(key);
   if (found == admitted_.end()) return;
-  outstanding_ -= found->second.remaining;
+  if (!found->second.reserved) outstanding_ -= found->second.remaining;
   admitted_.erase(found);
 }
 

@@ -39,12 +39,19 @@ class AdmissionControl {
   // admitted), admitting nothing: the gateway asks it with a lower bound of a body's tokens
   // before it spends the time to tokenize the body.
   std::string Refusal(int64_t tokens, Clock::time_point deadline, Clock::time_point now = Clock::now()) const;
+  // Refusal's question, and when the answer is to admit, holds `tokens` under `key` until
+  // Release(key): a body that passed with a lower bound of its tokens keeps that much in the
+  // budget while it is tokenized, so that the bodies arriving meanwhile are counted against it
+  // (otherwise all of them pass, are tokenized, and only then refused). A reservation counts
+  // in the budget of later requests but is not work sent to the workers (outstanding tokens).
+  std::string Reserve(const void* key, int64_t tokens, Clock::time_point deadline, Clock::time_point now = Clock::now());
   // `tokens` of request `key` came back computed. When that updates the rate and the workers
   // have slowed (other load on the machine) so that admitted requests would now miss their
   // deadlines, returns the most recently admitted ones to shed (answered 429 now rather than
   // 504 later, all of them), youngest first, until the rest can finish; they are released.
   std::vector<const void*> Computed(const void* key, int64_t tokens, Clock::time_point now = Clock::now());
-  // Request `key` ended (answered, failed or cancelled): what it had left leaves the budget.
+  // Request (or reservation) `key` ended (answered, failed, cancelled, or admitted by its real
+  // count): what it had left leaves the budget.
   void Release(const void* key);
 
   // A first rate (the workers' warm-up), used until one is measured.
@@ -59,6 +66,7 @@ class AdmissionControl {
     int64_t remaining;
     Clock::time_point deadline;
     uint64_t order;  // admission order: the youngest is shed first
+    bool reserved = false;  // Reserve's: not sent to the workers, not in outstanding_
   };
   // Tokens the admitted requests compute while one of `tokens` (left) is computed beside them,
   // under processor sharing: Σ_j min(r_j, tokens).
@@ -73,7 +81,7 @@ class AdmissionControl {
   int64_t saturation_tokens_;
   double headroom_;
   std::map<const void*, Admitted> admitted_;
-  int64_t outstanding_ = 0;  // Σ remaining
+  int64_t outstanding_ = 0;  // Σ remaining of the admitted requests, reservations aside
   uint64_t next_order_ = 0;
   double rate_ = 0;          // tokens per second, 0 until measured
   // The measurement window: tokens computed since `window_start_` while saturated.

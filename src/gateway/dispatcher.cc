@@ -274,9 +274,21 @@ std::shared_ptr<Dispatcher::JobState> Dispatcher::Run(std::shared_ptr<WorkReques
   return state;
 }
 
-std::string Dispatcher::RefusalBeforeTokenizing(int64_t tokens, std::chrono::steady_clock::time_point deadline) {
-  std::string refusal = admission_.Refusal(tokens, deadline);
-  if (!refusal.empty()) admission_refusals_total_.Increment();
+std::string Dispatcher::ReserveBeforeTokenizing(int64_t tokens, std::chrono::steady_clock::time_point deadline,
+                                                Reservation* reservation) {
+  // The reservation's own address is its key; dropping the last copy releases it.
+  struct Held {
+    explicit Held(AdmissionControl* control) : admission(control) {}
+    ~Held() { admission->Release(this); }
+    AdmissionControl* admission;
+  };
+  auto held = std::make_shared<Held>(&admission_);
+  std::string refusal = admission_.Reserve(held.get(), tokens, deadline);
+  if (!refusal.empty()) {
+    admission_refusals_total_.Increment();
+    return refusal;
+  }
+  *reservation = std::move(held);
   return refusal;
 }
 

@@ -75,8 +75,13 @@ class Dispatcher {
   int RetryAfterSeconds() const { return admission_.RetryAfterSeconds(); }
   // Why a request of at least `tokens` due at `deadline` would be refused for load now (empty:
   // it may be admitted); a refusal is counted as admission's are. Asked before a body is
-  // tokenized, with a lower bound of its tokens (least_tokens.h).
-  std::string RefusalBeforeTokenizing(int64_t tokens, std::chrono::steady_clock::time_point deadline);
+  // tokenized, with a lower bound of its tokens (least_tokens.h). When it may be admitted,
+  // `*reservation` holds `tokens` in the budget (AdmissionControl::Reserve) until it is dropped,
+  // which the caller does just before the request runs and is admitted by its real count. It
+  // must not outlive the dispatcher.
+  using Reservation = std::shared_ptr<void>;
+  std::string ReserveBeforeTokenizing(int64_t tokens, std::chrono::steady_clock::time_point deadline,
+                                      Reservation* reservation);
   std::vector<std::shared_ptr<WorkerSlot>> workers() const;
 
  private:

@@ -261,16 +261,17 @@ std::optional<ApiError> Inference::CheckDimensions(const char* field, int64_t di
                            std::to_string(dimensions_)};
 }
 
-std::optional<ApiError> Inference::RefuseForLoad(int64_t least_tokens) const {
-  const std::string refusal = dispatcher_->RefusalBeforeTokenizing(least_tokens, Clock::now() + options_.request_timeout);
+std::optional<ApiError> Inference::RefuseForLoad(int64_t least_tokens, Reservation* reservation) const {
+  const std::string refusal =
+      dispatcher_->ReserveBeforeTokenizing(least_tokens, Clock::now() + options_.request_timeout, reservation);
   if (refusal.empty()) return std::nullopt;
   return ApiError{429, "overloaded: " + refusal, "overloaded"};
 }
 
-std::optional<ApiError> Inference::RefuseForLoad(const std::vector<Input>& inputs) const {
+std::optional<ApiError> Inference::RefuseForLoad(const std::vector<Input>& inputs, Reservation* reservation) const {
   int64_t least_tokens = 0;
   for (const Input& input : inputs) least_tokens += LeastInputTokens(input, max_input_length_);
-  return RefuseForLoad(least_tokens);
+  return RefuseForLoad(least_tokens, reservation);
 }
 
 std::optional<ApiError> Inference::CheckTokenStates(const std::string& route, int64_t tokens, int64_t columns) const {
@@ -483,14 +484,16 @@ double Inference::FinishTokenization(server::WorkRequest& work, Clock::time_poin
   return milliseconds;
 }
 
-void Inference::Run(const http::Request& request, TokenizeJob tokenize, AnswerJob answer, Reply reply) {
-  pool_->Post([this, tokenize = std::move(tokenize), answer = std::move(answer), reply,
-               client = request.client](size_t thread) {
+void Inference::Run(const http::Request& request, TokenizeJob tokenize, AnswerJob answer, Reply reply,
+                    Reservation reservation) {
+  pool_->Post([this, tokenize = std::move(tokenize), answer = std::move(answer), reply, client = request.client,
+               reservation = std::move(reservation)](size_t thread) mutable {
     if (ClientGone(client, reply)) return;
     const Clock::time_point tokenization_start = Clock::now();
     Job job;
     if (auto error = tokenize(*tokenizers_[thread], job)) return reply.Error(*error);
     const double tokenization_ms = FinishTokenization(*job.work_, tokenization_start);
+    reservation.reset();  // the job is admitted by its real count now
     Dispatch(client, std::move(job.work_), [answer, reply, tokenization_ms](WorkRequest& done) {
       if (!done.status.ok()) return reply.Error(DispatchError(done.status));
       auto body = answer(RowsOf(done));
@@ -502,7 +505,8 @@ void Inference::Run(const http::Request& request, TokenizeJob tokenize, AnswerJo
 
 void Inference::RunTokenRows(const http::Request& request, TokenRowsJob job, AnswerJob answer, Reply reply) {
   if (auto error = CheckBatchSize(job.inputs.size(), "inputs")) return reply.Error(*error);
-  if (auto error = RefuseForLoad(job.inputs)) return reply.Error(*error);
+  Reservation reservation;
+  if (auto error = RefuseForLoad(job.inputs, &reservation)) return reply.Error(*error);
   // Rows per token (every token's state, bge-m3's outputs) grow with the tokens: capped by
   // --max-token-states once they are counted.
   const int64_t token_columns = job.kind == WorkKind::kTokenEmbed ? config_.hidden_size
@@ -522,7 +526,7 @@ void Inference::RunTokenRows(const http::Request& request, TokenRowsJob job, Ans
     job.set_priority(PriorityOf(rows->priority, rows->inputs.size()));
     return std::nullopt;
   };
-  Run(request, std::move(tokenize), std::move(answer), std::move(reply));
+  Run(request, std::move(tokenize), std::move(answer), std::move(reply), std::move(reservation));
 }
 
 void Inference::OnPool(std::function<void(engine::ModelTokenizer&)> work) {

@@ -117,10 +117,13 @@ class Inference {
   // than the model gives.
   std::optional<ApiError> CheckDimensions(const char* field, int64_t dimensions) const;
   // 429 when admission control would refuse a request of `least_tokens` (a lower bound of its
-  // tokens, least_tokens.h) now: answered before its body is tokenized.
-  std::optional<ApiError> RefuseForLoad(int64_t least_tokens) const;
+  // tokens, least_tokens.h) now: answered before its body is tokenized. Otherwise `*reservation`
+  // holds those tokens in the budget until Run drops it, just before the request is admitted by
+  // its real count (Dispatcher::ReserveBeforeTokenizing): give it to Run.
+  using Reservation = Dispatcher::Reservation;
+  std::optional<ApiError> RefuseForLoad(int64_t least_tokens, Reservation* reservation) const;
   // The same for texts (or token ids), each cut to the model's length.
-  std::optional<ApiError> RefuseForLoad(const std::vector<Input>& inputs) const;
+  std::optional<ApiError> RefuseForLoad(const std::vector<Input>& inputs, Reservation* reservation) const;
   // 413 when an answer of one vector of `columns` floats per token of `tokens` would pass
   // --max-token-states (a route whose rows grow with the tokens: /embed_all, /v1/multi-vector, …).
   std::optional<ApiError> CheckTokenStates(const std::string& route, int64_t tokens, int64_t columns) const;
@@ -173,10 +176,12 @@ class Inference {
   // gone), `tokenize` fills a new job's sequences and options, or gives the error to answer; the
   // job runs on the workers, and `answer` writes the body of the 200 from the finished job's rows (or
   // the error to answer, when the worker's answer cannot be read), on the pool too, never on a
-  // worker's thread. Worker errors and the timing headers are answered here.
+  // worker's thread. Worker errors and the timing headers are answered here. `reservation`
+  // (RefuseForLoad's) is held while the job is tokenized.
   using TokenizeJob = std::function<std::optional<ApiError>(engine::ModelTokenizer& tokenizer, Job& job)>;
   using AnswerJob = std::function<std::variant<std::string, ApiError>(const FinishedRows& done)>;
-  void Run(const http::Request& request, TokenizeJob tokenize, AnswerJob answer, Reply reply);
+  void Run(const http::Request& request, TokenizeJob tokenize, AnswerJob answer, Reply reply,
+           Reservation reservation = nullptr);
   // Inputs to run unnormalised as `kind` with `pooling`, one or more rows each (/embed_all,
   // /embed_sparse, bge-m3's outputs).
   struct TokenRowsJob {

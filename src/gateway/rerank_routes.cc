@@ -48,7 +48,8 @@ void Rerank(Inference& model, const http::Request& request, RerankShape shape, R
   for (const std::string& document : call->documents) {
     least_tokens += std::min(query_tokens + LeastTokens(document, document_most), model.max_input_length());
   }
-  if (auto error = model.RefuseForLoad(least_tokens)) return respond.Error(*error);
+  Inference::Reservation reservation;
+  if (auto error = model.RefuseForLoad(least_tokens, &reservation)) return respond.Error(*error);
   const bool truncate = model.Truncates(call->truncate);
   auto tokenize = [&model, call, truncate](engine::ModelTokenizer& tokenizer, Job& job) {
     // Cohere's max_tokens_per_doc: a document longer than that many tokens of its own is cut
@@ -68,7 +69,7 @@ void Rerank(Inference& model, const http::Request& request, RerankShape shape, R
   auto answer = [&model, call, shape](const FinishedRows& done) {
     return RerankBody(*call, shape, model.model_id(), RerankScores(done, call->raw_scores), done.total_tokens());
   };
-  model.Run(request, std::move(tokenize), std::move(answer), std::move(respond));
+  model.Run(request, std::move(tokenize), std::move(answer), std::move(respond), std::move(reservation));
 }
 
 }  // namespace

@@ -79,6 +79,31 @@ TEST(AdmissionControlTest, ShedsTheYoungestWhenTheWorkersSlowDown) {
   EXPECT_EQ(admission.RetryAfterSeconds(), 7);  // 45,000 left at 7,000 a second
 }
 
+// A body that passed with its lower bound holds it while it is tokenized: the bodies that
+// arrive meanwhile are counted against it and refused before they are tokenized (without it, at
+// 16 clients all 17 bodies were tokenized and 7 refused only after). A reservation is not work
+// at the workers: it is neither in Retry-After nor measured; released, it leaves no trace.
+TEST(AdmissionControlTest, AReservationCountsAgainstLaterRequestsUntilReleased) {
+  AdmissionControl admission(/*saturation_tokens=*/4000, /*headroom=*/1.0);
+  admission.SeedRate(10'000);
+  const Clock::time_point now{};
+  // Alone, any reservation passes; beside it, 100,000 more due in 15 s would need 20 s.
+  EXPECT_EQ(admission.Reserve(Key(0), 100'000, now + seconds(60), now), "");
+  EXPECT_NE(admission.Refusal(100'000, now + seconds(15), now), "");
+  EXPECT_NE(admission.Reserve(Key(1), 100'000, now + seconds(15), now), "");
+  EXPECT_EQ(admission.RetryAfterSeconds(), 1);  // nothing sent to the workers yet
+  // A refused reservation holds nothing: a small request beside the first still passes.
+  EXPECT_EQ(admission.Reserve(Key(1), 1'000, now + seconds(15), now), "");
+  admission.Release(Key(1));
+  // The first is tokenized: its reservation goes, its real count is admitted in its place.
+  admission.Release(Key(0));
+  EXPECT_EQ(admission.Refusal(100'000, now + seconds(15), now), "");
+  EXPECT_EQ(admission.Admit(Key(2), 120'000, now + seconds(60), now), "");
+  EXPECT_EQ(admission.RetryAfterSeconds(), 12);
+  admission.Release(Key(2));
+  EXPECT_EQ(admission.Refusal(1'000'000, now + seconds(15), now), "");  // alone again
+}
+
 // The lower bound counts words (runs between ASCII whitespace), capped at the model's length;
 // token ids count as themselves.
 TEST(LeastTokensTest, CountsWordsCappedAtTheModelLength) {
