@@ -420,12 +420,15 @@ TEST_F(GatewayFaultsTest, InfoTellsWhatAWorkerRunsOnceOneComesUpAfterTheGateway)
   StartWorker(0);
   ASSERT_FALSE(HasFatalFailure());
   HttpAnswer after;
+  // /info asks at most once a second with a 250 ms deadline. Under the sanitizers, on a Xeon
+  // with AMX, the first true answer came after 5, 10, 16 and 30 s in four runs (a worker's
+  // start-up keeps its Info answer past the deadline; not yet understood): the bound is loose.
   EXPECT_TRUE(WaitFor(
       [&] {
         after = Http(gateway_port_, "GET", "/info");
         return after.body.find("\"model_dtype\":\"unknown\"") == std::string::npos;
       },
-      15s))
+      60s))
       << after.body;
   EXPECT_NE(after.body.find("\"backend\":\"cpu\""), std::string::npos) << after.body;
 }
