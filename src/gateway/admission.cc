@@ -33,19 +33,21 @@ int64_t AdmissionControl::WorkBesideLocked(int64_t tokens) const {
 
 std::string AdmissionControl::Admit(const void* key, int64_t tokens, Clock::time_point deadline,
                                     Clock::time_point now) {
-  std::lock_guard lock(mutex_);
-  std::string refusal = RefusalLocked(tokens, deadline, now);
-  if (!refusal.empty()) return refusal;
-  admitted_[key] = {tokens, deadline, next_order_++};
-  outstanding_ += tokens;
-  return refusal;
+  return Hold(key, tokens, deadline, now, /*reserved=*/false);
 }
 
 std::string AdmissionControl::Reserve(const void* key, int64_t tokens, Clock::time_point deadline,
                                       Clock::time_point now) {
+  return Hold(key, tokens, deadline, now, /*reserved=*/true);
+}
+
+std::string AdmissionControl::Hold(const void* key, int64_t tokens, Clock::time_point deadline, Clock::time_point now,
+                                   bool reserved) {
   std::lock_guard lock(mutex_);
   std::string refusal = RefusalLocked(tokens, deadline, now);
-  if (refusal.empty()) admitted_[key] = {tokens, deadline, next_order_++, /*reserved=*/true};
+  if (!refusal.empty()) return refusal;
+  admitted_[key] = {tokens, deadline, next_order_++, reserved};
+  if (!reserved) outstanding_ += tokens;
   return refusal;
 }
 

@@ -72,6 +72,8 @@ class AdmissionControl {
   // under processor sharing: Σ_j min(r_j, tokens).
   int64_t WorkBesideLocked(int64_t tokens) const;
   std::string RefusalLocked(int64_t tokens, Clock::time_point deadline, Clock::time_point now) const;
+  // Admit's and Reserve's: holds `tokens` under `key` unless RefusalLocked refuses them.
+  std::string Hold(const void* key, int64_t tokens, Clock::time_point deadline, Clock::time_point now, bool reserved);
   // Whether a new rate sample was taken.
   bool MeasureLocked(int64_t tokens, Clock::time_point now);
   // The admitted requests to give up so that the others finish by their deadlines at rate_.

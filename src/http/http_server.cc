@@ -1,7 +1,5 @@
 #include "http/http_server.h"
 
-#include "common/heap_release.h"
-
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -12,6 +10,8 @@
 #include <optional>
 #include <set>
 #include <thread>
+
+#include "common/heap_release.h"
 
 namespace stamen::http {
 
