@@ -31,7 +31,11 @@ vocabulary projection, `yes_probability_i` = softmax over [no, yes] of it, and `
 tokenized by HF tokenizers as the card does), eurobert, eurobert-bf16, eurobert-reranker-late,
 eurobert-reranker-bos-bf16, eurobert-classifier-mean (EuroBertForSequenceClassification, one per
 classifier_pooling; report.json's batch_check: a padded batch against the single goldens), pplx-embed, llama-bidirectional,
-llama-bidirectional-reranker (llama-nemotron-rerank: mean-pooled `score`, after NVIDIA's remote code),
+llama-bidirectional-reranker (llama-nemotron-rerank: mean-pooled `score`, after NVIDIA's remote code; with a
+Llama-3-shaped tokenizer.json and `pair_ids_k` / `pair_logits_k` / `pair_yes_probability_k` (sigmoid) for its card's
+"question:{q} \\n \\n passage:{p}" text of each of RERANKER_PAIRS),
+voyage-qwen3-bidirectional (voyage-4-nano's Qwen3BidirectionalModel: `projected_hidden_state_i`, the model's output,
+and mean_pooled_i of it; last_hidden_state_i is the backbone's),
 nomic-bert, nomic-bert-hub-bf16, nomic-bert-moe-hub (nomic-embed-text-v2-moe's experts: nomic's modules put
 into transformers' NomicBertModel, nomic_moe_model), gte, gte-hub-ntk-f16, gte-reranker, gte-reranker-hub (issue 48; the -hub
 folders hold the hub's remote-code config.json and tensor layout, reloaded by transformers with its own
@@ -581,6 +585,31 @@ class LlamaBidirectionalRerankerReference(transformers.LlamaPreTrainedModel):
         return transformers.modeling_outputs.SequenceClassifierOutputWithPast(logits=logits)
 
 
+def nemotron_tokenizer():
+    """A byte-level BPE tokenizer.json of < VOCAB ids laid out as Llama 3's: "<|begin_of_text|>" put before
+    every text by its TemplateProcessing post-processor, and again before the second text of a pair (the
+    pair encoding llama-nemotron-rerank was not trained on); trained on the card's prompts of the pairs."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    specials = ["<|begin_of_text|>", "<|end_of_text|>"]
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator([nemotron_prompt(q, d) for q, d in RERANKER_PAIRS] * 3, trainer)
+    bos = tokenizer.token_to_id("<|begin_of_text|>")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A:0 <|begin_of_text|>:1 $B:1",
+        special_tokens=[("<|begin_of_text|>", bos)])
+    assert tokenizer.get_vocab_size() <= VOCAB
+    return tokenizer
+
+
+def nemotron_prompt(query, passage):
+    """llama-nemotron-rerank's model card prompt_template (NeMo Automodel's CrossEncoderCollator default)."""
+    return f"question:{query} \n \n passage:{passage}"
+
+
 def llama_bidirectional_reranker():
     """llama-nemotron-rerank (LlamaBidirectionalForSequenceClassification, model_type llama_bidirec):
     tiny-llama-bidirectional's backbone and hub config (Llama 3's RoPE scaling, pooling "avg",
@@ -596,10 +625,53 @@ def llama_bidirectional_reranker():
             "llama_bidirectional_model.LlamaBidirectionalForSequenceClassification")))
     return dict(spec, cls=LlamaBidirectionalRerankerReference, seed=485, reload=LlamaBidirectionalRerankerReference,
                 mask_module=transformers.models.llama.modeling_llama.__name__, reranker_pooling_check=True,
+                pair_prompt=dict(tokenizer=nemotron_tokenizer, text=nemotron_prompt),
                 reference=("LlamaBidirectionalRerankerReference: transformers' LlamaModel (eager, create_causal_mask "
                            "returning None), then the pooling and head of NVIDIA's llama_bidirectional_model.py "
                            "as NVIDIA-NeMo/Automodel publishes it: masked mean ('avg'), score Linear without bias, "
                            "logits / temperature, no sigmoid (vLLM's LlamaBidirectionalForSequenceClassification agrees)"))
+
+
+class VoyageQwen3BidirectionalReference(transformers.Qwen3PreTrainedModel):
+    """voyage-4-nano's Qwen3BidirectionalModel (its modeling_qwen3_bidirectional.py; vLLM's and SGLang's
+    VoyageQwen3BidirectionalEmbedModel and TEI's qwen3.rs restate it): transformers' Qwen3Model with every
+    layer's is_causal off and a mask of the padding alone (create_causal_mask returns None here: one
+    unpadded sequence), then `linear` = nn.Linear(hidden, num_labels, bias=False) on its last hidden
+    state, which is the model's output. Returned as `logits` [1, L, num_labels] beside the backbone's
+    hidden state (run() reads both); sentence-transformers then mean-pools and normalises."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.model = transformers.Qwen3Model(config)
+        self.linear = torch.nn.Linear(config.hidden_size, config.num_labels, bias=False)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, **kwargs):
+        hidden_states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return transformers.modeling_outputs.SequenceClassifierOutputWithPast(logits=self.linear(hidden_states))
+
+
+def voyage_qwen3_bidirectional():
+    """voyage-4-nano (Qwen3BidirectionalModel, model_type qwen3) in the hub's layout: the backbone under
+    "model.", `linear.weight` [num_labels, hidden] beside it, config.json with use_bidirectional_attention,
+    num_labels and the auto_map of its remote code. Goldens: last_hidden_state_i is the backbone's,
+    projected_hidden_state_i the model's output (linear of it), and mean_pooled_i, cls_pooled_i and
+    last_token_i are poolings of that output (sentence-transformers mean-pools it, then normalises)."""
+    config = transformers.Qwen3Config(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=128, max_position_embeddings=512, rope_theta=1_000_000.0,
+        rms_norm_eps=1e-6, tie_word_embeddings=True, use_cache=False, num_labels=48,
+        attn_implementation="eager")
+    hub = dict(architectures=["Qwen3BidirectionalModel"], use_bidirectional_attention=True, num_labels=48,
+               auto_map={"AutoModel": "modeling_qwen3_bidirectional.Qwen3BidirectionalModel"})
+    return dict(cls=VoyageQwen3BidirectionalReference, config=config, seed=486, ids="random", perturb="qwen3",
+                bidirectional=True, legacy_config=hub, drop_config_keys=["id2label", "label2id"],
+                mask_module=transformers.models.qwen3.modeling_qwen3.__name__,
+                reload=VoyageQwen3BidirectionalReference, projection=True,
+                reference=("VoyageQwen3BidirectionalReference: transformers' Qwen3Model (eager, create_causal_mask "
+                           "returning None), then voyage-4-nano's `linear` without bias on every token, as its "
+                           "modeling_qwen3_bidirectional.py (vLLM's, SGLang's VoyageQwen3BidirectionalEmbedModel and "
+                           "TEI's qwen3.rs agree); mean pooling of the projected tokens"))
 
 
 # ---------------------------------------------------------------- issue 48: rotary post-norm encoders
@@ -1845,6 +1917,8 @@ FAMILIES = {
     "llama-bidirectional": llama_bidirectional,
     # llama-nemotron-rerank: the same backbone, mean-pooled into a `score` head (hub layout).
     "llama-bidirectional-reranker": llama_bidirectional_reranker,
+    # voyage-4-nano: Qwen3 attending bidirectionally, projected by `linear` (hub layout).
+    "voyage-qwen3-bidirectional": voyage_qwen3_bidirectional,
     # Issue 48: rotary post-norm encoders (transformers' own layout, then the hub's).
     "nomic-bert": nomic_bert,
     "nomic-bert-hub-bf16": lambda: nomic_bert(hub=True),
@@ -2205,7 +2279,14 @@ def make_spec(family, out, spec):
             scaled = 127 * torch.tanh(hidden.mean(0, keepdim=True))
             golden[f"scaled_tanh_mean_{i}"] = scaled.float()
             golden[f"int8_mean_{i}"] = torch.round(scaled).float()
-        if spec.get("splade"):
+        if spec.get("projection"):
+            # The model's output is the projected tokens: every pooling takes those.
+            projected = logits[0]
+            golden[f"projected_hidden_state_{i}"] = projected.float()
+            golden[f"mean_pooled_{i}"] = projected.mean(0, keepdim=True).float()
+            golden[f"cls_pooled_{i}"] = projected[:1].float()
+            golden[f"last_token_{i}"] = projected[-1:].float()
+        elif spec.get("splade"):
             golden[f"splade_{i}"] = splade_of(logits).float()
         elif logits is not None:
             golden[f"logits_{i}"] = logits.float()
@@ -2234,6 +2315,19 @@ def make_spec(family, out, spec):
             golden["instruction_pair_ids"] = torch.tensor(ids, dtype=torch.int64)
             report["instruction_pair"] = {"query": query, "document": document,
                                           "instruction": RERANKER_PAIR_INSTRUCTION}
+    if spec.get("pair_prompt"):
+        # A cross-encoder whose card puts each pair into one text: its ids as HF tokenizers gives them
+        # (special tokens included), the logit and its sigmoid.
+        tokenizer = spec["pair_prompt"]["tokenizer"]()
+        tokenizer.save(str(out / "tokenizer.json"))
+        for k, (query, document) in enumerate(RERANKER_PAIRS):
+            ids = torch.tensor(tokenizer.encode(spec["pair_prompt"]["text"](query, document)).ids)
+            _, logits = run(model, ids)
+            golden[f"pair_ids_{k}"] = ids.to(torch.int64)
+            golden[f"pair_logits_{k}"] = logits.float()
+            golden[f"pair_yes_probability_{k}"] = torch.sigmoid(logits).float()
+        report["pairs"] = [{"query": q, "document": d, "text": spec["pair_prompt"]["text"](q, d)}
+                           for q, d in RERANKER_PAIRS]
     save_file({k: v.contiguous() for k, v in golden.items()}, out / "golden.safetensors")
     if family == "deberta-v3-reranker":
         write_deberta_tokenizer(model, out)
@@ -2263,7 +2357,9 @@ def make_spec(family, out, spec):
         if spec.get("embedder"):
             logits = None
         worst = max(worst, float((hidden.float() - golden[f"last_hidden_state_{i}"]).abs().max()))
-        if spec.get("splade"):
+        if spec.get("projection"):
+            worst = max(worst, float((logits[0].float() - golden[f"projected_hidden_state_{i}"]).abs().max()))
+        elif spec.get("splade"):
             worst = max(worst, float((splade_of(logits).float() - golden[f"splade_{i}"]).abs().max()))
         elif logits is not None:
             worst = max(worst, float((logits.float() - golden[f"logits_{i}"]).abs().max()))

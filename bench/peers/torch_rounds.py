@@ -11,6 +11,8 @@ A hub GTE folder (model_type "new") loads as transformers' GteModel with its con
 the hub's NTK scaling registered as tools/make_family_goldens.py does. A JinaBERT folder (auto_map
 naming JinaBertConfig; transformers has no JinaBERT) runs as transformers' BERT modules with ALiBi
 added to their SDPA attention's mask and the gated feed-forward (make_family_goldens.load_jina_bert).
+A nomic-embed-text-v2-moe folder (moe_every_n_layers) runs as make_family_goldens' nomic_moe_model,
+transformers' NomicBertModel with nomic's expert layers put in (transformers has none).
 """
 import argparse
 import json
@@ -25,13 +27,32 @@ import torch
 import transformers
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
-from make_family_goldens import load_jina_bert, new_impl_ntk_parameters  # noqa: E402  (registers the "ntk" rope_type)
+from make_family_goldens import load_jina_bert, load_nomic_moe, new_impl_ntk_parameters  # noqa: E402  (registers the "ntk" rope_type)
+
+
+def load_nomic_moe_reference(folder, config):
+    """nomic-embed-text-v2-moe's hub folder as make_family_goldens.nomic_moe_model: transformers'
+    NomicBertModel (SDPA attention) with nomic's biased projections, plain gelu MLPs and expert layers
+    (router softmax, top k, one loop over the experts as nomic's remote code runs on the CPU)."""
+    native = transformers.NomicBertConfig(
+        vocab_size=config["vocab_size"], hidden_size=config["n_embd"], num_hidden_layers=config["n_layer"],
+        num_attention_heads=config["n_head"], intermediate_size=config["n_inner"],
+        max_position_embeddings=config["n_positions"], type_vocab_size=config["type_vocab_size"],
+        layer_norm_eps=config["layer_norm_epsilon"], hidden_act=config["activation_function"],
+        pad_token_id=config["pad_token_id"],
+        rope_parameters={"rope_type": "default", "rope_theta": float(config["rotary_emb_base"])},
+        attn_implementation="sdpa")
+    native.num_experts, native.moe_top_k = config["num_experts"], config["moe_top_k"]
+    native.moe_every_n_layers = config["moe_every_n_layers"]
+    return load_nomic_moe({"config": native}, pathlib.Path(folder))
 
 
 def load_reference(folder):
     config = json.loads((pathlib.Path(folder) / "config.json").read_text())
     if "JinaBertConfig" in config.get("auto_map", {}).get("AutoConfig", ""):
         return load_jina_bert(folder)
+    if config.get("moe_every_n_layers"):
+        return load_nomic_moe_reference(folder, config)
     if config.get("model_type") != "new":
         return transformers.AutoModel.from_pretrained(folder, attn_implementation="sdpa")
     scaling = config.get("rope_scaling")

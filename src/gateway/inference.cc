@@ -398,6 +398,12 @@ std::optional<ApiError> Inference::TokenizeScored(engine::ModelTokenizer& tokeni
     if (texts[i].second && config_.yes_no_reranker()) {
       tokenizer.EncodeYesNoPair(yes_no_template_, texts[i].first, *texts[i].second, limit, &ids);
       types.assign(ids.size(), 0);
+    } else if (texts[i].second && !config_.pair_text_before_document.empty()) {
+      // One text, cut at its end as the model card's tokenizer(…, truncation=True) cuts it.
+      std::string text = config_.pair_text_before_query;
+      text.append(texts[i].first).append(config_.pair_text_before_document).append(*texts[i].second);
+      tokenizer.Encode(text, limit, &ids);
+      types.assign(ids.size(), 0);
     } else if (texts[i].second) {
       tokenizer.EncodePair(texts[i].first, *texts[i].second, limit, &ids, &types);
     } else {

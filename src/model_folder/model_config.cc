@@ -65,7 +65,8 @@ StatusOr<std::string> AutoMapClass(const JsonObject& root, std::string_view key)
 // A folder whose "architectures" names a base class (jina-embeddings-v3: XLMRobertaModel) while
 // its auto_map loads a remote-code class that a family implements as an architecture
 // (XLMRobertaLoRA) runs as that class, which is what transformers with trust_remote_code
-// instantiates, when that family lists the named base class (remote_code_named_architectures).
+// instantiates, when that family lists the named base class (remote_code_named_architectures;
+// voyage-4-nano's Qwen3BidirectionalModel is of the family of the Qwen3 classes it may name).
 Status TakeRemoteCodeArchitecture(const JsonObject& root, ModelConfig* config) {
   const ArchitectureDefinition* named = nullptr;
   const FamilyConfig* named_family = FindArchitecture(config->architecture, &named);
@@ -73,7 +74,7 @@ Status TakeRemoteCodeArchitecture(const JsonObject& root, ModelConfig* config) {
   if (!loaded.ok()) return loaded.status();
   const ArchitectureDefinition* remote = nullptr;
   const FamilyConfig* remote_family = FindArchitecture(*loaded, &remote);
-  if (loaded->empty() || remote_family == nullptr || remote_family == named_family) return Status();
+  if (loaded->empty() || remote_family == nullptr || *loaded == config->architecture) return Status();
   for (const std::string_view base : remote_family->remote_code_named_architectures) {
     if (base == config->architecture) {
       config->architecture = *loaded;
@@ -219,7 +220,10 @@ StatusOr<ModelConfig> ReadModelConfig(const std::string& path) {
       ReadShapes(root, remote_code_keys ? *family.remote_code_shape_keys : family.shape_keys, &config));
   STAMEN_RETURN_IF_ERROR(family_settings::ReadPadToken(root, &config));
   STAMEN_RETURN_IF_ERROR(family.read_settings(root, &config));
-  if (config.head == ModelHead::kSequenceClassification) STAMEN_RETURN_IF_ERROR(ReadLabels(root, &config));
+  // num_labels is a classifier's label count, and the width of Qwen3BidirectionalModel's projection.
+  if (config.head == ModelHead::kSequenceClassification || config.architecture == kQwen3BidirectionalArchitecture) {
+    STAMEN_RETURN_IF_ERROR(ReadLabels(root, &config));
+  }
   return config;
 }
 

@@ -186,6 +186,13 @@ struct ModelConfig {
   bool yes_no_reranker() const { return !yes_no_token_ids.empty() || cutoff_layer > 0; }
   // The layers a forward pass runs: cutoff_layer when set, else all.
   int64_t RunLayers() const { return cutoff_layer > 0 ? cutoff_layer : num_hidden_layers; }
+  // A cross-encoder whose training put each (query, document) pair into one text, tokenized as a
+  // single sequence with the tokenizer's special tokens (llama-nemotron-rerank: "question:{query}
+  // \n \n passage:{document}", its model card's prompt_template and NeMo Automodel's
+  // CrossEncoderCollator default): the text before the query and between the two. Both empty:
+  // the tokenizer's own pair template.
+  std::string pair_text_before_query;
+  std::string pair_text_before_document;
   DisentangledAttentionConfig disentangled;  // DeBERTa only
   int64_t num_labels = 0;            // classification heads only
   std::vector<std::string> id2label;  // num_labels names, "LABEL_i" when not given
@@ -268,6 +275,17 @@ std::optional<ops::PoolingMode> DefaultPooling(const ModelConfig& config, const 
 // is splade, else the last Dense module's out_features, else the hidden size (the
 // embedding_width of ProfileOf, model_profile.h).
 int64_t DefaultEmbeddingWidth(const ModelConfig& config, const SentenceTransformersConfig& st);
+
+// A projection stored beside the transformer in the folder's model.safetensors as "linear.weight"
+// [out, hidden], without bias (HF_ColBERT's and Qwen3BidirectionalModel's `linear`): the Dense module
+// that applies it. `owner` names the checkpoint kind in the error when the tensor is missing or
+// of another width (root_projection.cc).
+StatusOr<DenseModuleConfig> ReadRootProjection(const std::string& model_dir, const ModelConfig& config,
+                                               std::string_view owner);
+
+// voyage-4-nano's remote class (families/qwen.cc): Qwen3 attending bidirectionally, its last hidden
+// state projected by `linear` [num_labels, hidden] (ReadModelFolder adds it as the first Dense module).
+inline constexpr std::string_view kQwen3BidirectionalArchitecture = "Qwen3BidirectionalModel";
 
 // A Stanford ColBERT checkpoint (architecture HF_ColBERT, no modules.json): its projection
 // "linear.weight" as one Dense module and artifact.metadata's settings into `st` as PyLate reads

@@ -9,23 +9,15 @@
 
 #include "model_folder/json_document.h"
 #include "model_folder/model_config.h"
-#include "model_folder/tensor_shapes.h"
 
 namespace stamen::engine {
 
 namespace fs = std::filesystem;
 
 Status ReadStanfordColbert(const std::string& model_dir, const ModelConfig& config, SentenceTransformersConfig* st) {
-  const std::string weights = (fs::path(model_dir) / "model.safetensors").string();
-  auto shapes = ReadTensorShapes(weights);
-  if (!shapes.ok()) return shapes.status();
-  const auto linear = shapes->find("linear.weight");
-  if (linear == shapes->end() || linear->second.size() != 2 || linear->second[1] != config.hidden_size) {
-    return Status::Error(weights + ": a HF_ColBERT checkpoint needs its projection \"linear.weight\" [dim, " +
-                         std::to_string(config.hidden_size) + "]");
-  }
-  st->dense.push_back({.folder = model_dir, .in_features = config.hidden_size, .out_features = linear->second[0],
-                       .bias = false, .activation = ops::Activation::kIdentity});
+  auto projection = ReadRootProjection(model_dir, config, "HF_ColBERT");
+  if (!projection.ok()) return projection.status();
+  st->dense.push_back(*projection);
   MultiVectorConfig& multi_vector = st->multi_vector;
   multi_vector.enabled = true;
   multi_vector.query_prefix = "[unused0]";

@@ -168,6 +168,18 @@ StatusOr<ModelFolder> ReadModelFolder(const std::string& model_dir) {
   if (folder.config.architecture == "HF_ColBERT" && !folder.sentence_transformers.has_modules) {
     STAMEN_RETURN_IF_ERROR(ReadStanfordColbert(model_dir, folder.config, &folder.sentence_transformers));
   }
+  if (folder.config.architecture == kQwen3BidirectionalArchitecture) {
+    // voyage-4-nano: `linear` [num_labels, hidden] on the last hidden state, before any module.
+    auto projection = ReadRootProjection(model_dir, folder.config, kQwen3BidirectionalArchitecture);
+    if (!projection.ok()) return projection.status();
+    if (projection->out_features != folder.config.num_labels) {
+      return Status::Error(config_path + ": num_labels is " + std::to_string(folder.config.num_labels) +
+                           ", but model.safetensors' \"linear.weight\" projects to " +
+                           std::to_string(projection->out_features));
+    }
+    auto& dense = folder.sentence_transformers.dense;
+    dense.insert(dense.begin(), *projection);
+  }
   STAMEN_RETURN_IF_ERROR(ReadBgeM3Heads(model_dir, &folder));
   return folder;
 }

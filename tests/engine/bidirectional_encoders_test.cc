@@ -1,5 +1,5 @@
 // Issue 48's bidirectional Llama / Qwen3 encoders (EuroBERT, pplx-embed-v1, llama-nemotron-embed
-// and its reranker llama-nemotron-rerank)
+// and its reranker llama-nemotron-rerank, voyage-4-nano's Qwen3BidirectionalModel)
 // beyond the shared golden checks (golden_test.cc): what their hub configs read as (EuroBERT's
 // classifier poolings too), pplx-embed's
 // served int8 vectors against transformers, and the refusal of folders whose auto_map names
@@ -93,6 +93,84 @@ TEST(BidirectionalEncodersTest, HubConfigsRead) {
             std::string::npos);
 }
 
+// voyage-4-nano: config.json names Qwen3BidirectionalModel (model_type qwen3) and its auto_map that
+// class; it attends bidirectionally, and its `linear` becomes the first Dense module, so every
+// pooled vector is projected (its outputs against transformers: golden_test.cc's
+// tiny-voyage-qwen3-bidirectional). TEI's key use_bidirectional_attention is read on any Qwen3
+// folder, and a folder naming a base Qwen3 class runs as the class its auto_map loads.
+TEST(BidirectionalEncodersTest, VoyageReadsAsBidirectionalQwen3WithItsProjection) {
+  const std::string name = "tiny-voyage-qwen3-bidirectional";
+  auto folder = ReadModelFolder(kData + name);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  EXPECT_EQ(folder->config.family, ModelFamily::kQwen3);
+  EXPECT_EQ(folder->config.architecture, "Qwen3BidirectionalModel");
+  EXPECT_FALSE(folder->config.causal);
+  ASSERT_EQ(folder->sentence_transformers.dense.size(), 1u);
+  const DenseModuleConfig& projection = folder->sentence_transformers.dense[0];
+  EXPECT_EQ(projection.in_features, 64);
+  EXPECT_EQ(projection.out_features, 48);
+  EXPECT_FALSE(projection.bias);
+  EXPECT_EQ(projection.activation, ops::Activation::kIdentity);
+  EXPECT_EQ(DefaultPooling(folder->config, folder->sentence_transformers), ops::PoolingMode::kMean);
+  EXPECT_EQ(DefaultEmbeddingWidth(folder->config, folder->sentence_transformers), 48);
+  EXPECT_NE(EditedConfigError(name, R"("use_bidirectional_attention": true)", R"("use_bidirectional_attention": false)")
+                .find("always attends bidirectionally"),
+            std::string::npos);
+
+  // Named as a base Qwen3 class beside the auto_map: run as Qwen3BidirectionalModel, projection included.
+  const std::string json = ReadText(kData + name + "/config.json");
+  const std::string named = R"("Qwen3BidirectionalModel"
+  ],)";
+  ASSERT_NE(json.find(named), std::string::npos);
+  for (const std::string base : {"Qwen3ForCausalLM", "Qwen3Model"}) {
+    std::string edited = json;
+    edited.replace(edited.find(named), named.size(), "\"" + base + "\"\n  ],");
+    TempDir dir;
+    WriteFile(dir.File("config.json"), edited);
+    std::filesystem::copy_file(kData + name + "/model.safetensors", dir.File("model.safetensors"));
+    auto renamed = ReadModelFolder(dir.File(""));
+    ASSERT_TRUE(renamed.ok()) << base << ": " << renamed.status().message();
+    EXPECT_EQ(renamed->config.architecture, "Qwen3BidirectionalModel") << base;
+    EXPECT_EQ(renamed->sentence_transformers.dense.size(), 1u) << base;
+  }
+
+  // num_labels must be what `linear` projects to, and the projection must be there.
+  {
+    std::string edited = json;
+    const std::string labels = R"("num_labels": 48)";
+    ASSERT_NE(edited.find(labels), std::string::npos);
+    edited.replace(edited.find(labels), labels.size(), R"("num_labels": 32)");
+    TempDir dir;
+    WriteFile(dir.File("config.json"), edited);
+    std::filesystem::copy_file(kData + name + "/model.safetensors", dir.File("model.safetensors"));
+    auto mismatched = ReadModelFolder(dir.File(""));
+    ASSERT_FALSE(mismatched.ok());
+    EXPECT_NE(mismatched.status().message().find("projects to 48"), std::string::npos) << mismatched.status().message();
+  }
+  {
+    TempDir dir;
+    WriteFile(dir.File("config.json"), json);
+    testing::SafetensorsBuilder weights;
+    weights.AddFloats("model.norm.weight", {64}, std::vector<float>(64, 1.0f));
+    WriteFile(dir.File("model.safetensors"), weights.Bytes());
+    auto missing = ReadModelFolder(dir.File(""));
+    ASSERT_FALSE(missing.ok());
+    EXPECT_NE(missing.status().message().find("\"linear.weight\""), std::string::npos) << missing.status().message();
+  }
+
+  // TEI's use_bidirectional_attention on a plain Qwen3 folder: bidirectional, no projection.
+  std::string plain = ReadText(kData + "tiny-qwen3/config.json");
+  plain.replace(plain.find('{'), 1, R"({"use_bidirectional_attention": true,)");
+  TempDir dir;
+  WriteFile(dir.File("config.json"), plain);
+  auto bidirectional = ReadModelConfig(dir.File("config.json"));
+  ASSERT_TRUE(bidirectional.ok()) << bidirectional.status().message();
+  EXPECT_FALSE(bidirectional->causal);
+  auto causal = ReadModelConfig(kData + "tiny-qwen3/config.json");
+  ASSERT_TRUE(causal.ok());
+  EXPECT_TRUE(causal->causal);
+}
+
 // Each hub folder handed to its model_type's base family (the reader a stamen without this
 // family would use): refused by its auto_map, naming the class; and a class none implements
 // is refused even under the right architecture.
@@ -109,7 +187,11 @@ TEST(BidirectionalEncodersTest, RemoteCodeOfAnotherFamilyIsRefused) {
                                    WrongReader{"tiny-llama-bidirectional", "LlamaBidirectionalModel", "LlamaModel",
                                                "LlamaBidirectionalConfig"},
                                    WrongReader{"tiny-llama-bidirectional", "LlamaBidirectionalModel", "EuroBertModel",
-                                               "LlamaBidirectionalConfig"}}) {
+                                               "LlamaBidirectionalConfig"},
+                                   WrongReader{"tiny-voyage-qwen3-bidirectional", "Qwen3BidirectionalModel", "LlamaModel",
+                                               "Qwen3BidirectionalModel"},
+                                   WrongReader{"tiny-voyage-qwen3-bidirectional", "Qwen3BidirectionalModel",
+                                               "PPLXQwen3Model", "Qwen3BidirectionalModel"}}) {
     const std::string error = EditedConfigError(wrong.folder, wrong.architecture, wrong.base);
     EXPECT_NE(error.find("'" + std::string(wrong.remote_class) + "'"), std::string::npos) << wrong.folder << ": " << error;
     EXPECT_NE(error.find("does not implement"), std::string::npos) << error;

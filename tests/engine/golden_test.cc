@@ -169,6 +169,8 @@ const auto kGoldenModels = ::testing::Values("tiny-bert", "tiny-xlm-roberta", "t
                       "tiny-eurobert", "tiny-eurobert-bf16", "tiny-llama-bidirectional",
                       // llama-nemotron-rerank: the same backbone, its mean through `score`.
                       "tiny-llama-bidirectional-reranker",
+                      // voyage-4-nano's Qwen3BidirectionalModel: every pooled vector through its `linear`.
+                      "tiny-voyage-qwen3-bidirectional",
                       // EuroBertForSequenceClassification, one folder per classifier_pooling.
                       "tiny-eurobert-reranker-late", "tiny-eurobert-reranker-bos-bf16",
                       "tiny-eurobert-classifier-mean",

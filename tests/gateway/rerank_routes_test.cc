@@ -11,7 +11,10 @@ namespace {
 // or logit("Yes") alone (bge-reranker-v2-gemma; Gemma 2's soft-capped, with the prompt its
 // yes_no_reranker.json names), or bge-reranker-v2.5-gemma2-lightweight's CostWiseGemma head at its
 // default cut-off (FlagEmbedding's LightweightLLMReranker.compute_score, the lightweight preset), and
-// the normalized scores (/rerank, Cohere's /v1/rerank) are its sigmoid.
+// the normalized scores (/rerank, Cohere's /v1/rerank) are its sigmoid. llama-nemotron-rerank, a
+// cross-encoder, takes each pair as its card writes it, "question:{query} \n \n passage:{document}" in
+// one text with the tokenizer's begin-of-text token (not the tokenizer's pair encoding, which puts
+// that token before each text): its logit, and the sigmoid of it.
 class YesNoGatewayTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(YesNoGatewayTest, RerankAppliesTheTemplate) {
@@ -48,7 +51,8 @@ TEST_P(YesNoGatewayTest, RerankAppliesTheTemplate) {
 
 INSTANTIATE_TEST_SUITE_P(Models, YesNoGatewayTest,
                          ::testing::Values("tiny-qwen3-reranker", "tiny-qwen2-mxbai-reranker", "tiny-gemma-reranker",
-                                           "tiny-gemma2-reranker", "tiny-gemma2-costwise-reranker"),
+                                           "tiny-gemma2-reranker", "tiny-gemma2-costwise-reranker",
+                                           "tiny-llama-bidirectional-reranker"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

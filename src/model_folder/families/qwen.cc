@@ -3,7 +3,8 @@
 // pplx-embed-v1 (model_type bidirectional_pplx_qwen3: Qwen3 attending bidirectionally, its
 // pooled vectors served as round(127·tanh(x))) and llama-nemotron-embed (llama_bidirec: Llama,
 // usually with Llama 3's RoPE scaling, attending bidirectionally, mean-pooled; its reranker
-// llama-nemotron-rerank scores the mean-pooled state).
+// llama-nemotron-rerank scores the mean-pooled state); and voyage-4-nano, a Qwen3 folder whose
+// remote Qwen3BidirectionalModel attends bidirectionally and projects its last hidden state.
 #include "model_folder/family_config.h"
 
 namespace stamen::engine {
@@ -37,6 +38,27 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   return Status();
 }
 
+// Qwen3: also voyage-4-nano's remote Qwen3BidirectionalModel (modeling_qwen3_bidirectional.py),
+// transformers' Qwen3Model with every layer's is_causal off and a mask of the padding alone, then
+// `linear` [num_labels, hidden] without bias on its last hidden state (ReadModelFolder adds it as
+// the first Dense module: the mean of the projected tokens is the projection of their mean).
+// Its config.json says use_bidirectional_attention: true, the key TEI's qwen3.rs reads on any
+// Qwen3 folder; stamen reads it likewise.
+Status ReadQwen3Settings(const JsonObject& root, ModelConfig* config) {
+  STAMEN_RETURN_IF_ERROR(ReadSettings(root, config));
+  bool bidirectional = false;
+  STAMEN_RETURN_IF_ERROR(root.Optional("use_bidirectional_attention", &bidirectional));
+  if (config->architecture == kQwen3BidirectionalArchitecture) {
+    if (root.Has("use_bidirectional_attention") && !bidirectional) {
+      return root.Error("use_bidirectional_attention",
+                        "is false, but Qwen3BidirectionalModel always attends bidirectionally");
+    }
+    bidirectional = true;
+  }
+  if (bidirectional) config->causal = false;
+  return Status();
+}
+
 // pplx-embed-v1: its remote PPLXQwen3Model is transformers' Qwen3Model with every layer's
 // is_causal off (the config says use_bidirectional_attention: true); TEI's pplx1.rs serves
 // round(127·tanh(mean)).
@@ -56,7 +78,8 @@ Status ReadPplxSettings(const JsonObject& root, ModelConfig* config) {
 // NVIDIA's llama_bidirectional_model.py and NeMo Automodel's copy of it): the same backbone, its
 // last hidden states pooled by "pooling" over the sequence's tokens ("avg": their mean), then
 // `score` [num_labels, hidden] without bias, the logits divided by config "temperature"
-// (PreNormDecoderModel::Classify pools this family's sequences by their mean).
+// (PreNormDecoderModel::Classify pools this family's sequences by their mean). /rerank gives it each
+// pair as its card does: one text, "question:{query} \n \n passage:{document}".
 Status ReadLlamaBidirectionalSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(ReadSettings(root, config));
   config->causal = false;
@@ -68,6 +91,12 @@ Status ReadLlamaBidirectionalSettings(const JsonObject& root, ModelConfig* confi
   STAMEN_RETURN_IF_ERROR(root.Optional("temperature", &temperature));
   if (config->head == ModelHead::kSequenceClassification && temperature != 1.0) {
     return root.Error("temperature", "is " + std::to_string(temperature) + "; only 1.0 (logits unscaled) is supported");
+  }
+  if (config->head == ModelHead::kSequenceClassification) {
+    // The reranker's card tokenizes f"question:{query} \n \n passage:{passage}" as one text (with the
+    // tokenizer's begin-of-text token); a pair encoding is not what it was trained on.
+    config->pair_text_before_query = "question:";
+    config->pair_text_before_document = " \n \n passage:";
   }
   return Status();
 }
@@ -94,7 +123,14 @@ constexpr ArchitectureDefinition kQwen3Architectures[] = {
     {"Qwen3Model", ModelHead::kNone, "", "qwen3"},
     {"Qwen3ForCausalLM", ModelHead::kNone, "model.", ""},
     {"Qwen3ForSequenceClassification", ModelHead::kSequenceClassification, "model.", ""},
+    // voyage-4-nano: the backbone under "model.", `linear` beside it.
+    {kQwen3BidirectionalArchitecture, ModelHead::kNone, "model.", ""},
 };
+// voyage-4-nano's auto_map: AutoModel → modeling_qwen3_bidirectional.Qwen3BidirectionalModel (its
+// config class is transformers' Qwen3Config). A folder naming Qwen3Model or Qwen3ForCausalLM in
+// "architectures" while its auto_map loads that class runs as that class.
+constexpr std::string_view kQwen3RemoteCode[] = {kQwen3BidirectionalArchitecture};
+constexpr std::string_view kQwen3RemoteCodeNamedArchitectures[] = {"Qwen3Model", "Qwen3ForCausalLM"};
 
 constexpr ArchitectureDefinition kPplxQwen3Architectures[] = {
     {"PPLXQwen3Model", ModelHead::kNone, "", "bidirectional_pplx_qwen3"},
@@ -114,13 +150,18 @@ constexpr std::string_view kLlamaBidirectionalRemoteCode[] = {"LlamaBidirectiona
 
 }  // namespace
 
-// The four decoder families share their settings.
+// Qwen2, Llama and Mistral share their settings (Qwen3 reads one key more).
 constexpr FamilyConfig DecoderFamily(ModelFamily family, std::span<const ArchitectureDefinition> architectures) {
   return {.family = family, .architectures = architectures, .decoder = true, .read_settings = ReadSettings};
 }
 
 extern const FamilyConfig kQwen2FamilyConfig = DecoderFamily(ModelFamily::kQwen2, kQwen2Architectures);
-extern const FamilyConfig kQwen3FamilyConfig = DecoderFamily(ModelFamily::kQwen3, kQwen3Architectures);
+extern const FamilyConfig kQwen3FamilyConfig{.family = ModelFamily::kQwen3,
+                                             .architectures = kQwen3Architectures,
+                                             .decoder = true,
+                                             .read_settings = ReadQwen3Settings,
+                                             .remote_code_classes = kQwen3RemoteCode,
+                                             .remote_code_named_architectures = kQwen3RemoteCodeNamedArchitectures};
 extern const FamilyConfig kLlamaFamilyConfig = DecoderFamily(ModelFamily::kLlama, kLlamaArchitectures);
 extern const FamilyConfig kMistralFamilyConfig = DecoderFamily(ModelFamily::kMistral, kMistralArchitectures);
 
