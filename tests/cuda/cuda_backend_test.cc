@@ -346,7 +346,18 @@ std::vector<std::string> ModelFolders() {
                            // bge-reranker-v2.5-gemma2-lightweight's CostWiseGemma: the layers to its cut-off, one head.
                            "tiny-gemma2-costwise-reranker",
                            // Issue 48: JinaBERT's ALiBi (slopes F32 on the device), an embedder and a reranker.
-                           "tiny-jina-bert", "tiny-jina-reranker-bf16"}) {
+                           "tiny-jina-bert", "tiny-jina-reranker-bf16", "tiny-jina-bert-code",
+                           // Issue 48's other families, never yet run on a GPU: bidirectional Llama / Qwen3
+                           // encoders (EuroBERT and its late- and mean-pooled heads, pplx-embed's int8
+                           // vectors, llama-nemotron-embed / -rerank, voyage-4-nano's projection as a Dense
+                           // module), the rotary post-norm encoders (NomicBERT with partial rotary and
+                           // dynamic NTK, GTE with NTK and its reranker, stella's Dense) and jina-embeddings-v3's
+                           // base weights (its task adapters, like NomicBERT's experts, run on the CPU only).
+                           "tiny-eurobert", "tiny-eurobert-reranker-late", "tiny-eurobert-classifier-mean",
+                           "tiny-pplx-embed", "tiny-llama-bidirectional", "tiny-llama-bidirectional-reranker",
+                           "tiny-voyage-qwen3-bidirectional", "tiny-nomic-bert", "tiny-nomic-bert-partial-rotary-hub",
+                           "tiny-nomic-bert-dynamic-ntk", "tiny-gte", "tiny-gte-hub-ntk-f16", "tiny-gte-reranker-hub",
+                           "tiny-gte-stella-dense", "tiny-jina-v3"}) {
     // A bundle may carry only some of them (bench/gpu/pack.sh): absent ones are left out, not failed.
     if (std::filesystem::exists(local + name + "/config.json")) folders.push_back(local + name);
   }
