@@ -163,8 +163,12 @@ void Dispatcher::MaintenanceThread() {
       next_resolve = std::chrono::steady_clock::now() + options_.resolve_interval;
     }
     int64_t healthy = 0;
+    // One deadline for the round: a worker that is down holds its check until then (it waits
+    // for a connection), so the round takes about the interval however many are down.
+    const auto answer_by =
+        std::chrono::steady_clock::now() + std::min(options_.health_interval, std::chrono::milliseconds(2000));
     for (const auto& worker : workers()) {
-      const Status status = worker->backend->CheckHealth(std::min(options_.health_interval, std::chrono::milliseconds(2000)));
+      const Status status = worker->backend->CheckHealth(TimeLeft(answer_by));
       const bool was_healthy = worker->healthy.exchange(status.ok());
       if (was_healthy && !status.ok()) spdlog::warn("gateway: worker {} is down: {}", worker->backend->address(), status.message());
       if (!was_healthy && status.ok()) spdlog::info("gateway: worker {} is up", worker->backend->address());

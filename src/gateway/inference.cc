@@ -152,8 +152,10 @@ StatusOr<std::unique_ptr<Inference>> Inference::Load(const GatewayOptions& optio
     }));
   }
   double warm_up_rate = 0;
+  // Workers still starting get 2 s in all to answer (each waits for its connection).
+  const auto answer_by = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (const auto& worker : m.dispatcher_->workers()) {
-    auto info = worker->backend->FetchInfo(std::chrono::milliseconds(2000));
+    auto info = worker->backend->FetchInfo(TimeLeft(answer_by));
     if (!info.ok()) {
       spdlog::warn("gateway: worker {} does not answer yet: {}", worker->backend->address(), info.status().message());
       continue;

@@ -7,6 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -24,12 +25,20 @@ class WorkerBackend {
   virtual void Submit(std::shared_ptr<server::WorkRequest> work) = 0;
   // Asks the worker to drop `work` (submitted here and not yet done).
   virtual void Cancel(server::WorkRequest& work) = 0;
-  // Ok when the worker answers its health check and is serving (not draining).
+  // Ok when the worker answers its health check and is serving (not draining). Both calls wait
+  // up to `timeout` for the worker to answer, connecting to it first when it is not connected.
   virtual Status CheckHealth(std::chrono::milliseconds timeout) = 0;
   virtual StatusOr<v1::InfoResponse> FetchInfo(std::chrono::milliseconds timeout) = 0;
   // "in-process" or host:port.
   virtual const std::string& address() const = 0;
 };
+
+// What is left of a deadline several calls share, at least 50 ms (time for a connection to be
+// made to a worker that is up).
+inline std::chrono::milliseconds TimeLeft(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(50));
+}
 
 // A `stamen worker` over gRPC (asynchronous calls: no thread waits for an answer).
 class GrpcBackend final : public WorkerBackend {
