@@ -12,7 +12,8 @@ the hub's NTK scaling registered as tools/make_family_goldens.py does. A JinaBER
 naming JinaBertConfig; transformers has no JinaBERT) runs as transformers' BERT modules with ALiBi
 added to their SDPA attention's mask and the gated feed-forward (make_family_goldens.load_jina_bert).
 A nomic-embed-text-v2-moe folder (moe_every_n_layers) runs as make_family_goldens' nomic_moe_model,
-transformers' NomicBertModel with nomic's expert layers put in (transformers has none).
+transformers' NomicBertModel with nomic's expert layers put in (transformers has none). pplx-embed-v1 and
+llama-nemotron-embed folders run as transformers' Qwen3Model / LlamaModel attending bidirectionally.
 """
 import argparse
 import json
@@ -47,12 +48,26 @@ def load_nomic_moe_reference(folder, config):
     return load_nomic_moe({"config": native}, pathlib.Path(folder))
 
 
+def load_bidirectional_decoder(folder, model_type):
+    """pplx-embed-v1 (bidirectional_pplx_qwen3) and llama-nemotron-embed (llama_bidirec): their remote
+    code is transformers' Qwen3Model / LlamaModel with every layer's is_causal off and no causal mask
+    (one unpadded sequence here: no mask at all), as the goldens' reference."""
+    cls = transformers.Qwen3Model if model_type == "bidirectional_pplx_qwen3" else transformers.LlamaModel
+    sys.modules[cls.__module__].create_causal_mask = lambda *args, **kwargs: None
+    model = cls.from_pretrained(folder, attn_implementation="sdpa")
+    for layer in model.layers:
+        layer.self_attn.is_causal = False
+    return model
+
+
 def load_reference(folder):
     config = json.loads((pathlib.Path(folder) / "config.json").read_text())
     if "JinaBertConfig" in config.get("auto_map", {}).get("AutoConfig", ""):
         return load_jina_bert(folder)
     if config.get("moe_every_n_layers"):
         return load_nomic_moe_reference(folder, config)
+    if config.get("model_type") in ("bidirectional_pplx_qwen3", "llama_bidirec"):
+        return load_bidirectional_decoder(folder, config["model_type"])
     if config.get("model_type") != "new":
         return transformers.AutoModel.from_pretrained(folder, attn_implementation="sdpa")
     scaling = config.get("rope_scaling")
