@@ -248,7 +248,6 @@ Status Engine::ValidateAdapters(const Batch& batch) const {
                            " is outside -1.." + std::to_string(tasks - 1) + " (tasks: " + AdapterTaskList(config_) +
                            ")");
     }
-    if (device_ != Device::kCpu) return Status::Error("task adapters run on the CPU engine only");
   }
   return Status();
 }

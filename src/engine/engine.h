@@ -96,7 +96,7 @@ struct Batch {
   std::span<const int32_t> token_type_ids;  // empty: all 0 (segment A)
   // Per sequence: the index among config().adapter_tasks of the task adapter it runs with
   // (jina-embeddings-v3's LoRA, applied to that sequence alone), −1 for none; empty: none.
-  // Sequences of different tasks may share a batch. CPU engine only.
+  // Sequences of different tasks may share a batch (on CUDA such a step runs without a graph).
   std::span<const int32_t> adapters = {};
   // Per sequence, how many of its leading tokens are attended as keys (the rest still attend to
   // them and give outputs: PyLate's query expansion tokens when attend_to_expansion_tokens is

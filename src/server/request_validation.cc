@@ -241,7 +241,6 @@ Status ValidateWorkRequest(const WorkRequest& request, const ModelLimits& limits
   }
   if (request.adapter < -1) return invalid("adapter must be -1 (none) or the index of a task adapter");
   if (request.adapter >= 0 && request.adapter >= limits.task_adapters) {
-    if (limits.adapters_need_cpu) return invalid("task adapters run on the CPU engine only; this worker runs on a GPU");
     return invalid("adapter " + std::to_string(request.adapter) + " is not one of the model's " +
                    std::to_string(limits.task_adapters) + " task adapters");
   }

@@ -30,10 +30,8 @@ struct ModelLimits {
   std::optional<engine::ops::PoolingMode> default_pooling;
   bool multi_vector = false;  // a multi-vector (ColBERT) model: kTokenVectors and kMaxSim
   bool bge_m3 = false;        // bge-m3's heads, on a CPU engine: kDenseSparseColbert
-  // Task adapters a request may name (WorkRequest::adapter): the model's, on a CPU engine; a
-  // CUDA engine runs none yet (adapters_need_cpu says why a request naming one is refused).
+  // Task adapters a request may name (WorkRequest::adapter): the model's.
   int64_t task_adapters = 0;
-  bool adapters_need_cpu = false;
 
   // The profile's facts (model_folder/model_profile.h), which the gateway works out alike.
   static ModelLimits Of(const engine::ModelProfile& profile);

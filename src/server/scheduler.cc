@@ -79,15 +79,8 @@ void ScatterTokenVectors(const engine::LazyResult& result, int64_t batch_token, 
 
 ModelLimits ModelLimits::Of(const engine::Engine& engine) {
   ModelLimits limits = ModelLimits::Of(engine.profile());
-  // The CUDA engine does not read the adapters (engine::Engine::ValidateAdapters), nor run
-  // bge-m3's heads (they run on the host).
-  if (engine.device() != engine::Device::kCpu) {
-    if (limits.task_adapters > 0) {
-      limits.task_adapters = 0;
-      limits.adapters_need_cpu = true;
-    }
-    limits.bge_m3 = false;
-  }
+  // The CUDA engine does not run bge-m3's heads (they run on the host).
+  if (engine.device() != engine::Device::kCpu) limits.bge_m3 = false;
   return limits;
 }
 

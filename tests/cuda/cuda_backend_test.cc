@@ -352,7 +352,8 @@ std::vector<std::string> ModelFolders() {
                            // vectors, llama-nemotron-embed / -rerank, voyage-4-nano's projection as a Dense
                            // module), the rotary post-norm encoders (NomicBERT with partial rotary and
                            // dynamic NTK, GTE with NTK and its reranker, stella's Dense) and jina-embeddings-v3's
-                           // base weights (its task adapters, like NomicBERT's experts, run on the CPU only).
+                           // base weights (its adapters: TaskAdaptersMatchTheCpuEngine). NomicBERT's experts
+                           // run on the CPU only.
                            "tiny-eurobert", "tiny-eurobert-reranker-late", "tiny-eurobert-classifier-mean",
                            "tiny-pplx-embed", "tiny-llama-bidirectional", "tiny-llama-bidirectional-reranker",
                            "tiny-voyage-qwen3-bidirectional", "tiny-nomic-bert", "tiny-nomic-bert-partial-rotary-hub",
@@ -466,6 +467,43 @@ TEST(CudaModelTest, EveryModelMatchesTheCpuEngine) {
     EXPECT_GT(stats.graph_replays, 0) << folder;
     EXPECT_EQ(stats.capture_failures, 0) << folder;
   }
+}
+
+// jina-embeddings-v3's task adapters on the device (issue 48): a batch mixing no task and three
+// tasks, sequences of one task side by side and apart, agrees with the CPU engine's per-sequence
+// adapters; such steps run eagerly, never from a graph, even when their bucket has one.
+TEST(CudaModelTest, TaskAdaptersMatchTheCpuEngine) {
+  const std::string why = WhyNoGpu();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const std::string folder = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/tiny-jina-v3-hub-bf16";
+  if (!std::filesystem::exists(folder + "/config.json")) GTEST_SKIP() << "tiny-jina-v3-hub-bf16 is not carried";
+  auto cpu = Engine::Load(folder);
+  auto gpu = Engine::Load(folder, {.device = Device::kCuda});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  ASSERT_GE((*cpu)->config().adapter_tasks.size(), 4u);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(std::min<int64_t>((*cpu)->config().vocab_size, 1000) - 1));
+  const std::vector<int32_t> lengths = {5, 17, 9, 64, 3, 40};
+  const std::vector<int32_t> adapters = {-1, 0, 3, 3, 1, 0};
+  std::vector<int32_t> ids, bounds = {0};
+  for (int32_t length : lengths) {
+    for (int32_t t = 0; t < length; ++t) ids.push_back(id(rng));
+    bounds.push_back(static_cast<int32_t>(ids.size()));
+  }
+  const Batch batch{.token_ids = ids, .cu_seqlens = bounds, .adapters = adapters};
+  for (const auto& [name, options] : std::vector<std::pair<std::string, StepOptions>>{
+           {"tokens", {.output = StepOutput::kTokenEmbeddings}}, {"mean", {.pooling = ops::PoolingMode::kMean}}}) {
+    auto expected = (*cpu)->Step(batch, options);
+    const Tensor want = Values(expected);
+    for (int round = 0; round < 4; ++round) {  // past the sightings after which a bucket is captured
+      auto actual = (*gpu)->Step(batch, options);
+      const double cosine = WorstCosine(want, Values(actual));
+      EXPECT_GE(cosine, kCosineFloor) << name << " round " << round;
+      std::cout << "[ cuda     ] task adapters " << name << " round " << round << ": worst cosine " << cosine << "\n";
+    }
+  }
+  EXPECT_EQ((*gpu)->device_stats().graph_captures, 0) << "a step naming task adapters was captured";
 }
 
 TEST(CudaModelTest, GraphReplaysAnotherBatchOfTheSameBucketCorrectly) {

@@ -324,7 +324,11 @@ StatusOr<LazyResult> Runner::Step(Model& model, const ModelConfig& config, Dense
   const int64_t tokens = static_cast<int64_t>(batch.token_ids.size());
   const int64_t sequences = static_cast<int64_t>(batch.cu_seqlens.size()) - 1;
   const CudaGraphOptions& graphs = impl.graphs;
-  bool graphable = graphs.enabled && sequences <= graphs.max_sequences && tokens <= impl.stats.inflection_tokens;
+  // A step naming task adapters launches one adapter product per run of a task's sequences, which
+  // a graph captured for one batch would replay for another: such steps run eagerly.
+  const bool adapted = std::any_of(batch.adapters.begin(), batch.adapters.end(), [](int32_t task) { return task >= 0; });
+  bool graphable = graphs.enabled && !adapted && sequences <= graphs.max_sequences &&
+                   tokens <= impl.stats.inflection_tokens;
   int64_t padded = tokens;
   int64_t bucket_sequences = sequences;
   if (graphable) {
@@ -403,6 +407,7 @@ StatusOr<LazyResult> Runner::Step(Model& model, const ModelConfig& config, Dense
   }
   input.cu_seqlens = Tensor::Wrap(device_words + 2 * padded, DataType::kI32, {bucket_sequences + 1}, Device::kCuda);
   input.cu_seqlens_host = impl.padded_cu_seqlens;
+  input.adapters_host = batch.adapters;
 
   // The forward pass: replay, capture, or eager.
   StatusOr<Tensor> hidden = Tensor();

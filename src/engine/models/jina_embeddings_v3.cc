@@ -46,13 +46,13 @@ struct LayerAdapters {
 struct JinaWeights {
   layers::AbsoluteEmbeddingWeights embeddings;  // no position table
   std::vector<layers::PostNormLayerWeights> layers;
-  // Empty without adapters (a native folder, or a CUDA placement: Load).
+  // Empty without adapters (a native folder).
   LowRankAdapters word_adapters, token_type_adapters;
   std::vector<LayerAdapters> layer_adapters;
 };
 
 // Whether the schema reads the adapters: a hub folder with lora_adaptations, unless Load turned
-// them off (lora_rank 0) for a placement that does not run them.
+// them off (lora_rank 0) to load a device's base weights without them.
 bool ReadsAdapters(const ModelConfig& config) { return !config.adapter_tasks.empty() && config.lora_rank > 0; }
 
 // The hub stores an adapted weight as a parametrization whenever the folder has adapters.
@@ -325,10 +325,31 @@ StatusOr<Tensor> JinaEmbeddingsV3Model::Forward(const ModelInput& input) {
 
 constexpr std::string_view kPrefixes[] = {"", "roberta."};
 
+// Hands on only the task adapters' tensors (lora_A, lora_B) of the schema.
+class AdapterFilter final : public TensorVisitor {
+ public:
+  explicit AdapterFilter(TensorVisitor& inner) : inner_(inner) {}
+  void Tensor(engine::Tensor& target, const TensorSpec& spec) override {
+    if (spec.name.find(".parametrizations.weight.0.lora_") != std::string::npos) inner_.Tensor(target, spec);
+  }
+  void Stacked(engine::Tensor&, std::span<const TensorSpec>) override {}
+
+ private:
+  TensorVisitor& inner_;
+};
+
+// The schema's adapters alone: a device placement reads them on the host first (PrepareAdapters
+// reshapes and scales them there), then places the prepared ones.
+void VisitAdapterTensors(const ModelConfig& config, const std::string& prefix, JinaWeights& weights,
+                         TensorVisitor& visit) {
+  AdapterFilter adapters(visit);
+  VisitTensors(config, prefix, weights, adapters);
+}
+
 // The layout is the tensors': transformers' in-memory names when present under a prefix, else
-// the hub's (with parametrizations when the config has adapters). The adapters are read on the
-// CPU only: on another device a step naming a task is refused (Engine::Step), and the base
-// weights run alone.
+// the hub's (with parametrizations when the config has adapters). On the CPU the adapters load
+// with the base weights; on a device the base weights load there, the adapters on the host, and
+// the prepared adapters are then placed on the device.
 StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
                                       const Placement& placement) {
   ModelConfig layout = config;
@@ -341,22 +362,32 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
                          "names without them");
   }
   auto model = std::make_unique<JinaEmbeddingsV3Model>(layout, placement);
+  const bool on_host = placement.device == Device::kCpu;
   ModelConfig visited = layout;
-  if (placement.device != Device::kCpu) visited.lora_rank = 0;  // ReadsAdapters: false
+  if (!on_host) visited.lora_rank = 0;  // ReadsAdapters: false (read below, on the host)
   STAMEN_RETURN_IF_ERROR(LoadTensors(visited, weights, placement, VisitTensors, model->weights_));
-  if (!ReadsAdapters(visited)) return std::unique_ptr<Model>(std::move(model));
-  const float scale = static_cast<float>(config.lora_alpha / static_cast<double>(config.lora_rank));
+  if (!ReadsAdapters(layout)) return std::unique_ptr<Model>(std::move(model));
   JinaWeights& loaded = model->weights_;
-  for (LowRankAdapters* embedding : {&loaded.word_adapters, &loaded.token_type_adapters}) {
-    auto prepared = PrepareAdapters(*embedding, /*embedding=*/true, scale);
+  if (!on_host) STAMEN_RETURN_IF_ERROR(LoadTensors(layout, weights, Placement{}, VisitAdapterTensors, loaded));
+  const float scale = static_cast<float>(config.lora_alpha / static_cast<double>(config.lora_rank));
+  // Prepared on the host (F32), then put where the step multiplies them.
+  auto prepare = [&](LowRankAdapters& adapters, bool embedding) -> Status {
+    auto prepared = PrepareAdapters(adapters, embedding, scale);
     if (!prepared.ok()) return prepared.status();
-    *embedding = std::move(prepared.value());
+    for (engine::Tensor* part : {&prepared->down, &prepared->up}) {
+      auto placed = model_weights::Place(*part, placement);
+      if (!placed.ok()) return placed.status();
+      *part = std::move(placed.value());
+    }
+    adapters = std::move(prepared.value());
+    return Status();
+  };
+  for (LowRankAdapters* embedding : {&loaded.word_adapters, &loaded.token_type_adapters}) {
+    STAMEN_RETURN_IF_ERROR(prepare(*embedding, /*embedding=*/true));
   }
   for (LayerAdapters& layer : loaded.layer_adapters) {
     for (LowRankAdapters* linear : {&layer.qkv, &layer.output, &layer.up, &layer.down}) {
-      auto prepared = PrepareAdapters(*linear, /*embedding=*/false, scale);
-      if (!prepared.ok()) return prepared.status();
-      *linear = std::move(prepared.value());
+      STAMEN_RETURN_IF_ERROR(prepare(*linear, /*embedding=*/false));
     }
   }
   return std::unique_ptr<Model>(std::move(model));
