@@ -109,21 +109,27 @@ RERANKER_PAIRS = [("what is the capital of china?", "The capital of China is Bei
                   ("yes or no", "no")]
 
 
-def reranker_tokenizer():
-    """A byte-level BPE tokenizer.json (Qwen's kind) of < VOCAB ids, trained on the template and the pairs,
-    whose vocabulary holds "yes" and "no" and whose added special tokens are Qwen's chat markers."""
+def byte_level_bpe(corpus, specials):
+    """A byte-level BPE tokenizer (Qwen's and Llama 3's kind) of 600 ids at most, trained on `corpus`,
+    with `specials` as its added special tokens (ids 0, 1, …)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
     trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=specials, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(corpus, trainer)
+    assert tokenizer.get_vocab_size() <= VOCAB
+    return tokenizer
+
+
+def reranker_tokenizer():
+    """A byte-level BPE tokenizer.json (Qwen's kind) of < VOCAB ids, trained on the template and the pairs,
+    whose vocabulary holds "yes" and "no" and whose added special tokens are Qwen's chat markers."""
     corpus = [RERANKER_PREFIX, RERANKER_SUFFIX, RERANKER_INSTRUCTION, "yes no yes no yes no"] + \
              [f"<Instruct>: {RERANKER_INSTRUCTION}\n<Query>: {q}\n<Document>: {d}" for q, d in RERANKER_PAIRS] * 3
-    tokenizer.train_from_iterator(corpus, trainer)
+    tokenizer = byte_level_bpe(corpus, ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"])
     assert tokenizer.token_to_id("yes") is not None and tokenizer.token_to_id("no") is not None
-    assert tokenizer.get_vocab_size() <= VOCAB
     return tokenizer
 
 
@@ -155,16 +161,9 @@ GEMMA_PROMPT = ("Given a query A and a passage B, determine whether the passage 
 
 def mxbai_tokenizer():
     """A byte-level BPE tokenizer.json (Qwen2's kind) of < VOCAB ids holding "0" and "1" and Qwen's chat markers."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                  show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     corpus = MXBAI_TEXTS + [f"query: {q}\ndocument: {d}" for q, d in RERANKER_PAIRS] * 3
-    tokenizer.train_from_iterator(corpus, trainer)
+    tokenizer = byte_level_bpe(corpus, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
     assert tokenizer.token_to_id("1") is not None and tokenizer.token_to_id("0") is not None
-    assert tokenizer.get_vocab_size() <= VOCAB
     return tokenizer
 
 
@@ -589,19 +588,13 @@ def nemotron_tokenizer():
     """A byte-level BPE tokenizer.json of < VOCAB ids laid out as Llama 3's: "<|begin_of_text|>" put before
     every text by its TemplateProcessing post-processor, and again before the second text of a pair (the
     pair encoding llama-nemotron-rerank was not trained on); trained on the card's prompts of the pairs."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    specials = ["<|begin_of_text|>", "<|end_of_text|>"]
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tokenizer.train_from_iterator([nemotron_prompt(q, d) for q, d in RERANKER_PAIRS] * 3, trainer)
+    from tokenizers import processors
+    tokenizer = byte_level_bpe([nemotron_prompt(q, d) for q, d in RERANKER_PAIRS] * 3,
+                               ["<|begin_of_text|>", "<|end_of_text|>"])
     bos = tokenizer.token_to_id("<|begin_of_text|>")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A:0 <|begin_of_text|>:1 $B:1",
         special_tokens=[("<|begin_of_text|>", bos)])
-    assert tokenizer.get_vocab_size() <= VOCAB
     return tokenizer
 
 

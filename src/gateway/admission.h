@@ -36,8 +36,8 @@ class AdmissionControl {
   // beside others is not: nothing is known of how long it would take.
   std::string Admit(const void* key, int64_t tokens, Clock::time_point deadline, Clock::time_point now = Clock::now());
   // Why a request of `tokens` due at `deadline` would be refused now (empty: it would be
-  // admitted), admitting nothing: the gateway asks it with a lower bound of a body's tokens
-  // before it spends the time to tokenize the body.
+  // admitted), admitting nothing. The gateway asks Reserve, which holds what this admits; the
+  // question alone lets a caller (the tests) look without changing the budget.
   std::string Refusal(int64_t tokens, Clock::time_point deadline, Clock::time_point now = Clock::now()) const;
   // Refusal's question, and when the answer is to admit, holds `tokens` under `key` until
   // Release(key): a body that passed with a lower bound of its tokens keeps that much in the

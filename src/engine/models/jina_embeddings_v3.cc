@@ -61,6 +61,9 @@ std::string WeightName(const ModelConfig& config, const std::string& base) {
                                                                              : ".weight");
 }
 
+// What follows an adapted weight's name in its adapters' names: lora_A, lora_B.
+constexpr std::string_view kAdapterInfix = ".parametrizations.weight.0.lora_";
+
 // lora_A and lora_B of `base` as stored: a linear [out, in] has A [tasks, rank, in] and B [tasks,
 // out, rank]; an embedding [rows, hidden] A [tasks, rows, rank] and B [tasks, rank, hidden].
 void VisitAdapters(TensorVisitor& visit, const ModelConfig& config, const std::string& base, int64_t out, int64_t in,
@@ -68,9 +71,9 @@ void VisitAdapters(TensorVisitor& visit, const ModelConfig& config, const std::s
   if (!ReadsAdapters(config)) return;
   const int64_t tasks = static_cast<int64_t>(config.adapter_tasks.size());
   const int64_t rank = config.lora_rank;
-  const std::string name = base + ".parametrizations.weight.0.";
-  visit.Tensor(adapters.down, {name + "lora_A", embedding ? Shape{tasks, out, rank} : Shape{tasks, rank, in}});
-  visit.Tensor(adapters.up, {name + "lora_B", embedding ? Shape{tasks, rank, in} : Shape{tasks, out, rank}});
+  const std::string name = base + std::string(kAdapterInfix);
+  visit.Tensor(adapters.down, {name + "A", embedding ? Shape{tasks, out, rank} : Shape{tasks, rank, in}});
+  visit.Tensor(adapters.up, {name + "B", embedding ? Shape{tasks, rank, in} : Shape{tasks, out, rank}});
 }
 
 void VisitNorm(TensorVisitor& visit, const std::string& name, int64_t size, Tensor& gamma, Tensor& beta) {
@@ -330,7 +333,7 @@ class AdapterFilter final : public TensorVisitor {
  public:
   explicit AdapterFilter(TensorVisitor& inner) : inner_(inner) {}
   void Tensor(engine::Tensor& target, const TensorSpec& spec) override {
-    if (spec.name.find(".parametrizations.weight.0.lora_") != std::string::npos) inner_.Tensor(target, spec);
+    if (spec.name.find(kAdapterInfix) != std::string::npos) inner_.Tensor(target, spec);
   }
   void Stacked(engine::Tensor&, std::span<const TensorSpec>) override {}
 
