@@ -43,6 +43,8 @@ enum class Family {
   kNomicBert, kGte, kGteReranker,
   // Issue 48: NomicBERT with experts (nomic-embed-text-v2-moe), the hub's remote-code layout.
   kNomicBertMoe,
+  // Issue 48: voyage-4-nano (Qwen3BidirectionalModel: bidirectional Qwen3, `linear` projection).
+  kVoyageQwen3,
   // Issue 48: JinaBERT (ALiBi), as the hub's folders hold it; kJinaBertCode is
   // jina-embeddings-v2-base-code's (jinaai/jina-bert-v2-qk-post-norm's layers).
   kJinaBert, kJinaBertReranker, kJinaBertCode,
@@ -98,6 +100,11 @@ constexpr Like kLikes[] = {
     // mean pooling, int8 vectors); Qwen's tokenizer.
     {"pplx-embed-v1-0.6b", Family::kPplxQwen3, 1024, 28, 16, 8, 128, 3072, 32768, 151936, 0, "mean", 32768, "qwen2"},
     {"pplx-embed-v1-4b", Family::kPplxQwen3, 2560, 36, 32, 8, 128, 9728, 32768, 151936, 0, "mean", 32768, "qwen2"},
+    // voyageai/voyage-4-nano: its config.json was not seen here; the shapes are Qwen3-0.6B's layers,
+    // 12 of them, which its model.safetensors' size (692,919,112 bytes of BF16) fits to within the
+    // file's header: 151,936 × 1,024 embeddings + 12 × 15.73 M + the 2,048 × 1,024 `linear`.
+    // Bidirectional, mean pooling, normalised; Qwen's tokenizer.
+    {"voyage-4-nano", Family::kVoyageQwen3, 1024, 12, 16, 8, 128, 3072, 32768, 151936, 0, "mean", 32768, "qwen2"},
     // nvidia/llama-nemotron-embed-1b-v2 (Llama 3.2 1B's shapes with Llama 3's RoPE scaling,
     // bidirectional, mean pooling, tied embeddings); BERT's tokenizer stands in for Llama 3's.
     {"llama-nemotron-embed-1b-v2", Family::kLlamaBidirectional, 2048, 16, 32, 8, 64, 8192, 131072, 128256, 0, "mean",
@@ -161,6 +168,8 @@ constexpr Like kLikes[] = {
 
 // ColBERT's projection width (colbertv2.0's "dim").
 constexpr int64_t kColbertDimension = 128;
+// voyage-4-nano's projection width (its num_labels).
+constexpr int64_t kVoyageDimension = 2048;
 
 // EmbeddingGemma's Dense modules after pooling: in → out features, no bias, identity.
 constexpr int64_t kGemmaDense[][2] = {{768, 3072}, {3072, 768}};
@@ -374,6 +383,16 @@ std::string ConfigJson(const Like& like, int64_t layers, int64_t vocab, int64_t 
              "  \"rms_norm_eps\": 1e-06,\n  \"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"default\"},\n"
              "  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n  \"use_bidirectional_attention\": true,\n"
              "  \"use_cache\": false,\n  \"use_sliding_window\": false,\n" + DecoderShapesJson(like, layers, vocab) + "}\n";
+    case Family::kVoyageQwen3:
+      // As voyage-4-nano's remote code reads it: a Qwen3 config with the class in auto_map, the
+      // projection's width as num_labels.
+      return "{\n  \"architectures\": [\"Qwen3BidirectionalModel\"],\n  \"attention_bias\": false,\n"
+             "  \"auto_map\": {\"AutoModel\": \"modeling_qwen3_bidirectional.Qwen3BidirectionalModel\"},\n"
+             "  \"bos_token_id\": 151643,\n  \"eos_token_id\": 151643,\n  \"model_type\": \"qwen3\",\n"
+             "  \"num_labels\": " + std::to_string(kVoyageDimension) + ",\n  \"rms_norm_eps\": 1e-06,\n"
+             "  \"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"default\"},\n"
+             "  \"sliding_window\": null,\n  \"tie_word_embeddings\": true,\n  \"use_bidirectional_attention\": true,\n"
+             "  \"use_cache\": false,\n  \"use_sliding_window\": false,\n" + DecoderShapesJson(like, layers, vocab) + "}\n";
     case Family::kLlamaBidirectional:
     case Family::kLlamaBidirectionalReranker: {
       const bool reranker = like.family == Family::kLlamaBidirectionalReranker;
@@ -556,6 +575,12 @@ engine::Status WriteSentenceTransformersFiles(const Like& like, const fs::path& 
     prompts =
         "{\n  \"prompts\": {\n    \"query\": \"search_query: \",\n    \"passage\": \"search_document: \",\n"
         "    \"Classification\": \"classification: \",\n    \"Clustering\": \"clustering: \"\n  },\n"
+        "  \"default_prompt_name\": null,\n  \"similarity_fn_name\": \"cosine\"\n}\n";
+  }
+  if (like.family == Family::kVoyageQwen3) {
+    prompts =
+        "{\n  \"prompts\": {\n    \"query\": \"Represent the query for retrieving supporting documents: \",\n"
+        "    \"document\": \"Represent the document for retrieval: \"\n  },\n"
         "  \"default_prompt_name\": null,\n  \"similarity_fn_name\": \"cosine\"\n}\n";
   }
   if (like.family == Family::kQwen3) {
@@ -750,6 +775,9 @@ int MakeModel(const MakeModelOptions& options) {
         ",\n  \"similarity\": \"cosine\"\n}\n";
     if (!WriteText(out / "artifact.metadata", metadata)) return Fail("cannot write " + (out / "artifact.metadata").string());
   }
+  if (like->family == Family::kVoyageQwen3) {
+    tensors.push_back({.name = "linear.weight", .shape = engine::Shape{kVoyageDimension, like->hidden}});
+  }
   if (auto status = WriteSafetensors(out / "model.safetensors", tensors, options.seed); !status.ok()) return Fail(status.message());
   if (auto status = WriteSentenceTransformersFiles(*like, out); !status.ok()) return Fail(status.message());
   if (like->family == Family::kGemma3) {
@@ -798,12 +826,9 @@ void AddMakeModelCommand(CLI::App& app) {
   auto options = std::make_shared<MakeModelOptions>();
   CLI::App* command = app.add_subcommand(
       "make-model", "Write a Hugging Face model folder with random weights shaped like a real model");
-  command->add_option("--like", options->like, "xlm-roberta-base, all-MiniLM-L6-v2, qwen3-0.6b, qwen3-reranker-0.6b, bge-reranker-base, "
-                      "ms-marco-MiniLM-L6-v2, mpnet-base, modernbert-base, embeddinggemma-300m, EuroBERT-210m, "
-                      "EuroBERT-210m-reranker, pplx-embed-v1-0.6b, pplx-embed-v1-4b, llama-nemotron-embed-1b-v2, "
-                      "llama-nemotron-rerank-1b-v2, mxbai-rerank-base-v2, "
-                      "colbertv2.0 or bge-reranker-v2-gemma")
-      ->required();
+  std::string likes;
+  for (const Like& like : kLikes) likes += (likes.empty() ? "" : ", ") + std::string(like.name);
+  command->add_option("--like", options->like, "The model whose shapes and layout to copy: " + likes)->required();
   command->add_option("--random-seed", options->seed, "Seed of the weights (same seed, same bytes)")->required();
   command->add_option("--out", options->out, "Folder to write")->required();
   command->add_option("--tokenizer", options->tokenizer,

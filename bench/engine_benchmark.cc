@@ -27,6 +27,7 @@ struct EngineBenchmarkOptions {
   std::string batches = "1,32";
   int threads = 0;
   std::string dtype;     // empty: the engine's default
+  std::string task;      // a task adapter every sequence runs with (jina-embeddings-v3); empty: none
   double seconds = 3.0;  // per configuration
   bool json = false;
 };
@@ -157,6 +158,15 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
   } else if (!engine.default_pooling()) {
     step.pooling = engine::ops::PoolingMode::kMean;
   }
+  int32_t task = -1;
+  if (!options.task.empty()) {
+    const auto found = std::find(config.adapter_tasks.begin(), config.adapter_tasks.end(), options.task);
+    if (found == config.adapter_tasks.end()) {
+      std::fprintf(stderr, "stamen bench engine: the model has no task adapter '%s'\n", options.task.c_str());
+      return 2;
+    }
+    task = static_cast<int32_t>(found - config.adapter_tasks.begin());
+  }
   std::mt19937 random(7);
   std::uniform_int_distribution<int32_t> id(5, static_cast<int32_t>(config.vocab_size) - 1);
   if (!options.json) {
@@ -179,8 +189,9 @@ int RunEngineBenchmark(const EngineBenchmarkOptions& options) {
       for (int32_t& value : ids) value = id(random);
       std::vector<int32_t> cu_seqlens = {0};
       for (int s = 0; s < batch; ++s) cu_seqlens.push_back(cu_seqlens.back() + length);
+      const std::vector<int32_t> adapters = task >= 0 ? std::vector<int32_t>(batch, task) : std::vector<int32_t>();
       auto run = [&] {
-        auto result = engine.Step({ids, cu_seqlens, {}}, step);
+        auto result = engine.Step({.token_ids = ids, .cu_seqlens = cu_seqlens, .token_type_ids = {}, .adapters = adapters}, step);
         return result.ok() && result->Wait().ok();
       };
       if (!run()) {
@@ -283,6 +294,7 @@ void AddEngineBenchmark(CLI::App& bench) {
   command->add_option("--batches", options->batches, "Sequences per step, comma-separated")->capture_default_str();
   command->add_option("--threads", options->threads, "Engine threads (0: all cores)")->capture_default_str();
   command->add_option("--dtype", options->dtype, "float32 or bfloat16 (default: the engine's for this CPU and model)");
+  command->add_option("--task", options->task, "Run every sequence with this task adapter (jina-embeddings-v3)");
   command->add_option("--seconds", options->seconds, "Timing per configuration")->capture_default_str();
   command->add_flag("--json", options->json, "One JSON object on stdout");
   command->callback([options] { std::exit(RunEngineBenchmark(*options)); });

@@ -96,30 +96,35 @@ def bf16(tensor):
     return tensor.to(torch.bfloat16)
 
 
-def hub_tensors(state, adapters):
-    """The hub's names for transformers' in-memory `state` (BF16), with `adapters` {hub module: (A, B)}."""
+def hub_tensors(state, adapters, cast=bf16, layers=LAYERS):
+    """The hub's names for transformers' in-memory `state` (cast by `cast`), with `adapters` {hub module:
+    (A, B)}; `adapters` None stores every adapted weight under its plain name, as the remote code's
+    XLMRobertaModel (no LoRA) holds it (jina-colbert-v2, tools/make_multi_vector_goldens.py)."""
     hub = {}
 
     def parametrized(module, weight):
+        if adapters is None:
+            hub[f"roberta.{module}.weight"] = cast(weight)
+            return
         lora_a, lora_b = adapters[module]
-        hub[f"roberta.{module}.parametrizations.weight.original"] = bf16(weight)
-        hub[f"roberta.{module}.parametrizations.weight.0.lora_A"] = bf16(lora_a)
-        hub[f"roberta.{module}.parametrizations.weight.0.lora_B"] = bf16(lora_b)
+        hub[f"roberta.{module}.parametrizations.weight.original"] = cast(weight)
+        hub[f"roberta.{module}.parametrizations.weight.0.lora_A"] = cast(lora_a)
+        hub[f"roberta.{module}.parametrizations.weight.0.lora_B"] = cast(lora_b)
 
     for table in ("word_embeddings", "token_type_embeddings"):
         parametrized(f"embeddings.{table}", state[f"embeddings.{table}.weight"])
     for suffix in ("weight", "bias"):
-        hub[f"roberta.emb_ln.{suffix}"] = bf16(state[f"embeddings.LayerNorm.{suffix}"])
+        hub[f"roberta.emb_ln.{suffix}"] = cast(state[f"embeddings.LayerNorm.{suffix}"])
     parametrized("pooler.dense", state["pooler.dense.weight"])
-    hub["roberta.pooler.dense.bias"] = bf16(state["pooler.dense.bias"])
-    for i in range(LAYERS):
+    hub["roberta.pooler.dense.bias"] = cast(state["pooler.dense.bias"])
+    for i in range(layers):
         old, new = f"layers.{i}.", f"encoder.layers.{i}."
         for module, parts in LINEARS.items():
             parametrized(new + module, torch.cat([state[old + p + ".weight"] for p in parts]))
-            hub[f"roberta.{new}{module}.bias"] = bf16(torch.cat([state[old + p + ".bias"] for p in parts]))
+            hub[f"roberta.{new}{module}.bias"] = cast(torch.cat([state[old + p + ".bias"] for p in parts]))
         for norm, hub_norm in (("post_attention_layernorm", "norm1"), ("post_mlp_layernorm", "norm2")):
             for suffix in ("weight", "bias"):
-                hub[f"roberta.{new}{hub_norm}.{suffix}"] = bf16(state[old + f"{norm}.{suffix}"])
+                hub[f"roberta.{new}{hub_norm}.{suffix}"] = cast(state[old + f"{norm}.{suffix}"])
     return hub
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tiny random PyLate (ColBERT) folders with PyLate's own multi-vector outputs and MaxSim scores.
 
-    .venv-heavy/bin/python tools/make_multi_vector_goldens.py tests/engine/data
+    .venv-heavy/bin/python tools/make_multi_vector_goldens.py tests/engine/data [KIND…]   # bert modernbert stanford jina
     .venv-heavy/bin/python tools/make_multi_vector_goldens.py bench-model SENTENCE_TRANSFORMERS_DIR OUT   # for the bench
 
 Writes, under OUT_DIR, folders that PyLate 1.6.0 itself saved (`ColBERT.save`: the backbone at the
@@ -16,6 +16,16 @@ lengths, query expansion and skiplist, a `tokenizer.json` holding the added "[Q]
   tiny-colbert-stanford    a colbertv2.0-style checkpoint (HF_ColBERT: "bert."-prefixed BERT and
                            "linear.weight" in one file, artifact.metadata, [unused0] / [unused1]
                            prefixes), which PyLate loads through Dense.from_stanford_weights
+  tiny-colbert-jina        a jina-colbert-v2-style checkpoint: HF_ColBERT over jina's XLM-RoBERTa
+                           (config.json with the remote code's keys and auto_map to
+                           jinaai/xlm-roberta-flash-implementation, its tensors under "roberta." by
+                           their hub names, "linear.weight" beside them, artifact.metadata with the
+                           "[QueryMarker]" / "[DocumentMarker]" prefixes and attended expansion
+                           tokens, a Unigram tokenizer with <mask> and the two markers added). PyLate
+                           cannot load the remote code, so its reference is the PyLate model the
+                           folder was written from: transformers 5.25's own JinaEmbeddingsV3Model
+                           (the same backbone, tools/make_jina_v3_goldens.py's name mapping) under
+                           PyLate's ColBERT with the model card's settings
 
 and in each `reference.json`: the texts, PyLate's `tokenize` ids for queries and documents, the
 attention mask's count of attended keys per query, the positions `encode` keeps (skiplist and
@@ -137,12 +147,86 @@ def make_stanford(folder):
         "mask_punctuation": True}, indent=2))
 
 
+def write_unigram_vocabulary(folder):
+    """An XLM-R-style Unigram tokenizer (<s> 0, <pad> 1, </s> 2, <unk> 3, words, letters,
+    punctuation, <mask> last), as tools/make_bge_m3_goldens.py builds one."""
+    pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    pieces += [("\u2581" + word, -2.0 - 0.01 * i) for i, word in enumerate(WORDS)]
+    pieces += [("\u2581", -3.0)] + [(letter, -4.0) for letter in string.ascii_lowercase]
+    pieces += [(mark, -4.0) for mark in ",.!?;"] + [("<mask>", 0.0)]
+    backend = tokenizers.Tokenizer(tokenizers.models.Unigram(pieces, unk_id=3))
+    backend.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
+    backend.decoder = tokenizers.decoders.Metaspace()
+    backend.post_processor = tokenizers.processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    backend.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token="<s>", eos_token="</s>", sep_token="</s>", cls_token="<s>",
+        unk_token="<unk>", pad_token="<pad>", mask_token="<mask>", model_max_length=128)
+    tokenizer.save_pretrained(folder)
+    return len(pieces)
+
+
+# jina-colbert-v2's config.json keys (the remote code's XLMRobertaFlashConfig), at the tiny shapes.
+JINA_AUTO_MAP = {
+    "AutoConfig": "jinaai/xlm-roberta-flash-implementation--configuration_xlm_roberta.XLMRobertaFlashConfig",
+    "AutoModel": "jinaai/xlm-roberta-flash-implementation--modeling_xlm_roberta.XLMRobertaModel"}
+
+
+def make_jina(folder):
+    """A jina-colbert-v2-style checkpoint, written from a PyLate ColBERT over transformers 5.25's
+    JinaEmbeddingsV3Model; returns that PyLate model (the reference)."""
+    import make_jina_v3_goldens as jina  # noqa: E402  (tools/ is the script's folder)
+    with tempfile.TemporaryDirectory() as temporary:
+        base = pathlib.Path(temporary)
+        vocabulary = write_unigram_vocabulary(base)
+        config = transformers.JinaEmbeddingsV3Config(
+            vocab_size=vocabulary, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+            max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5, hidden_act="gelu", pad_token_id=1,
+            bos_token_id=0, eos_token_id=2, rope_parameters={"rope_type": "default", "rope_theta": jina.THETA},
+            attn_implementation="eager")
+        torch.manual_seed(20261208)
+        backbone_model = transformers.JinaEmbeddingsV3Model(config)
+        perturb(backbone_model, 7)
+        backbone_model.save_pretrained(base)
+        # The model card's PyLate settings; PyLate adds the two markers to the tokenizer.
+        model = models.ColBERT(model_name_or_path=str(base), device="cpu", embedding_size=24, query_length=12,
+                               document_length=20, query_prefix="[QueryMarker]", document_prefix="[DocumentMarker]",
+                               attend_to_expansion_tokens=True)
+    with torch.no_grad():
+        model[1].linear.weight.mul_(3.0)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.tokenizer.save_pretrained(folder)
+    state = model[0].auto_model.state_dict()
+    tensors = jina.hub_tensors(state, None, cast=lambda tensor: tensor.float().contiguous(), layers=2)
+    tensors["linear.weight"] = model[1].linear.weight.detach().float().contiguous()
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    hub_config = {
+        "architectures": ["HF_ColBERT"], "attention_probs_dropout_prob": 0.1, "auto_map": JINA_AUTO_MAP,
+        "bos_token_id": 0, "classifier_dropout": None, "emb_pooler": None, "eos_token_id": 2, "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1, "hidden_size": 64, "initializer_range": 0.02, "intermediate_size": 128,
+        "layer_norm_eps": 1e-05, "load_trained_adapters": False, "lora_adaptations": None, "lora_alpha": 1,
+        "lora_dropout_p": 0.0, "lora_main_params_trainable": False, "lora_rank": 4,
+        "max_position_embeddings": 514, "model_type": "xlm-roberta", "num_attention_heads": 4, "num_hidden_layers": 2,
+        "pad_token_id": 1, "position_embedding_type": "rotary", "rotary_emb_base": jina.THETA, "torch_dtype": "float32",
+        "type_vocab_size": 1, "use_cache": False, "use_flash_attn": True,
+        "vocab_size": state["embeddings.word_embeddings.weight"].shape[0]}
+    (folder / "config.json").write_text(json.dumps(hub_config, indent=2))
+    (folder / "artifact.metadata").write_text(json.dumps({
+        "query_token_id": "[QueryMarker]", "doc_token_id": "[DocumentMarker]", "query_maxlen": 12, "doc_maxlen": 20,
+        "attend_to_mask_tokens": True, "dim": 24, "similarity": "cosine", "mask_punctuation": True}, indent=2))
+    return model
+
+
 def make(kind, out_dir):
     name = f"tiny-colbert-{kind}"
     folder = out_dir / name
     if kind == "stanford":
         make_stanford(folder)
         write_reference(name, folder)
+        return
+    if kind == "jina":
+        write_reference(name, folder, make_jina(folder))
         return
     with tempfile.TemporaryDirectory() as temporary:
         base = pathlib.Path(temporary)
@@ -169,9 +253,11 @@ def make(kind, out_dir):
     write_reference(name, folder)
 
 
-def write_reference(name, folder):
-    # Reload from the saved folder, as a user would, and run in float64.
-    model = models.ColBERT(model_name_or_path=str(folder), device="cpu").to(torch.float64)
+def write_reference(name, folder, model=None):
+    # Reload from the saved folder, as a user would (unless `model` is given), and run in float64.
+    if model is None:
+        model = models.ColBERT(model_name_or_path=str(folder), device="cpu")
+    model = model.to(torch.float64)
     queries = {"ids": [], "attended_keys": [], "kept": [], "vectors": []}
     documents = {"ids": [], "kept": [], "vectors": []}
     for texts, target, is_query in ((QUERIES, queries, True), (DOCUMENTS, documents, False)):
@@ -228,7 +314,7 @@ def main():
         make_bench_model(pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]))
         return
     out_dir = pathlib.Path(sys.argv[1])
-    for kind in ("bert", "modernbert", "stanford"):
+    for kind in sys.argv[2:] or ("bert", "modernbert", "stanford", "jina"):
         make(kind, out_dir)
 
 

@@ -13,7 +13,13 @@ naming JinaBertConfig; transformers has no JinaBERT) runs as transformers' BERT 
 added to their SDPA attention's mask and the gated feed-forward (make_family_goldens.load_jina_bert).
 A nomic-embed-text-v2-moe folder (moe_every_n_layers) runs as make_family_goldens' nomic_moe_model,
 transformers' NomicBertModel with nomic's expert layers put in (transformers has none). pplx-embed-v1 and
-llama-nemotron-embed folders run as transformers' Qwen3Model / LlamaModel attending bidirectionally.
+llama-nemotron-embed folders run as transformers' Qwen3Model / LlamaModel attending bidirectionally, and
+so does voyage-4-nano's backbone (its `linear` projection, 0.5% of the step at 512 tokens, is left out:
+both sides' last hidden states are the backbone's). A jina-embeddings-v3 hub folder (auto_map naming
+XLMRobertaLoRA) runs as transformers' JinaEmbeddingsV3Model on its base weights
+(make_jina_v3_goldens.merged_state with no task), which is what stamen runs without a task; with
+`--task T` stamen's timed steps apply T's adapters per sequence (unmerged) while the peer's timed model
+has T merged into its weights (as vLLM serves one task), so the peer pays nothing for the task.
 """
 import argparse
 import json
@@ -29,6 +35,8 @@ import transformers
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
 from make_family_goldens import load_jina_bert, load_nomic_moe, new_impl_ntk_parameters  # noqa: E402  (registers the "ntk" rope_type)
+import make_jina_v3_goldens  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
 
 
 def load_nomic_moe_reference(folder, config):
@@ -60,14 +68,36 @@ def load_bidirectional_decoder(folder, model_type):
     return model
 
 
+def load_jina_v3(folder, config, task=None):
+    """A jina-embeddings-v3 hub folder as transformers' JinaEmbeddingsV3Model (SDPA) on its base
+    weights: the hub's names mapped back and no adapter merged (make_jina_v3_goldens.merged_state)."""
+    native = transformers.JinaEmbeddingsV3Config(
+        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"], num_hidden_layers=config["num_hidden_layers"],
+        num_attention_heads=config["num_attention_heads"], intermediate_size=config["intermediate_size"],
+        max_position_embeddings=config["max_position_embeddings"], type_vocab_size=config["type_vocab_size"],
+        layer_norm_eps=config["layer_norm_eps"], hidden_act=config["hidden_act"], pad_token_id=config["pad_token_id"],
+        rope_parameters={"rope_type": "default", "rope_theta": float(config["rotary_emb_base"])},
+        attn_implementation="sdpa")
+    hub = load_file(str(pathlib.Path(folder) / "model.safetensors"))
+    model = transformers.JinaEmbeddingsV3Model(native)
+    state = {name: tensor.float() for name, tensor in make_jina_v3_goldens.merged_state(hub, task).items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not missing, missing
+    return model
+
+
 def load_reference(folder):
     config = json.loads((pathlib.Path(folder) / "config.json").read_text())
     if "JinaBertConfig" in config.get("auto_map", {}).get("AutoConfig", ""):
         return load_jina_bert(folder)
+    if "XLMRobertaLoRA" in config.get("auto_map", {}).get("AutoModel", ""):
+        return load_jina_v3(folder, config)
     if config.get("moe_every_n_layers"):
         return load_nomic_moe_reference(folder, config)
     if config.get("model_type") in ("bidirectional_pplx_qwen3", "llama_bidirec"):
         return load_bidirectional_decoder(folder, config["model_type"])
+    if config.get("model_type") == "qwen3" and config.get("use_bidirectional_attention"):
+        return load_bidirectional_decoder(folder, "bidirectional_pplx_qwen3")  # voyage-4-nano's backbone
     if config.get("model_type") != "new":
         return transformers.AutoModel.from_pretrained(folder, attn_implementation="sdpa")
     scaling = config.get("rope_scaling")
@@ -96,10 +126,16 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--task", help="jina-embeddings-v3: time with this task's adapter (see above)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     lengths = [int(n) for n in args.lengths.split(",")]
     model = load_reference(args.model).float().eval()
+    if args.task:
+        timed = load_jina_v3(args.model, json.loads((pathlib.Path(args.model) / "config.json").read_text()),
+                             args.task).float().eval()
+    else:
+        timed = model
     generator = torch.Generator().manual_seed(7)
     vocab = min(model.config.vocab_size, 30000)
     inputs = {n: torch.randint(1000, vocab, (1, n), generator=generator) for n in lengths}
@@ -118,16 +154,17 @@ def main():
     for _ in range(args.rounds):
         command = [args.stamen, "bench", "engine", "--model", args.model, "--threads", str(args.threads), "--lengths",
                    args.lengths, "--batches", "1", "--seconds", str(args.seconds), "--dtype", "float32", "--json"]
+        command += ["--task", args.task] if args.task else []
         report = json.loads(subprocess.run(command, check=True, capture_output=True, text=True, env=environment).stdout)
         ours_by_length = {run["length"]: run["median_ms"] for run in report["runs"]}
         for n in lengths:
             times = []
             with torch.no_grad():
-                model(input_ids=inputs[n])  # warm
+                timed(input_ids=inputs[n])  # warm
                 start = time.perf_counter()
                 while time.perf_counter() - start < args.seconds:
                     begin = time.perf_counter()
-                    model(input_ids=inputs[n])
+                    timed(input_ids=inputs[n])
                     times.append((time.perf_counter() - begin) * 1e3)
             peer = statistics.median(times)
             stamen_ms[n].append(ours_by_length[n])

@@ -54,6 +54,10 @@ struct FamilyConfig {
   // "XLMRobertaModel" and loads XLMRobertaLoRA): such a folder runs as the loaded class. Another
   // architecture named beside this family's auto_map is refused (model_config.cc).
   std::span<const std::string_view> remote_code_named_architectures = {};
+  // The architecture a Stanford ColBERT checkpoint (config.json naming HF_ColBERT) runs as when
+  // its auto_map's AutoConfig is one of remote_code_classes: the ColBERT library saves HF_ColBERT
+  // over whichever backbone it trained (jina-colbert-v2: jina's XLM-RoBERTa). Empty: none.
+  std::string_view stanford_colbert_architecture = {};
 };
 
 // Every family stamen reads, indexed by ModelFamily, in the order error messages list their

@@ -66,8 +66,22 @@ StatusOr<std::string> AutoMapClass(const JsonObject& root, std::string_view key)
 // its auto_map loads a remote-code class that a family implements as an architecture
 // (XLMRobertaLoRA) runs as that class, which is what transformers with trust_remote_code
 // instantiates, when that family lists the named base class (remote_code_named_architectures;
-// voyage-4-nano's Qwen3BidirectionalModel is of the family of the Qwen3 classes it may name).
+// voyage-4-nano's Qwen3BidirectionalModel is of the family of the Qwen3 classes it may name). A
+// Stanford ColBERT checkpoint runs as the ColBERT class of the family whose remote config its
+// auto_map names (stanford_colbert_architecture), or as HF_ColBERT over BERT.
 Status TakeRemoteCodeArchitecture(const JsonObject& root, ModelConfig* config) {
+  if (config->architecture == kStanfordColbertArchitecture) {
+    // An HF_ColBERT over a remote-code backbone runs as that backbone's family's ColBERT class.
+    auto remote_config = AutoMapClass(root, "AutoConfig");
+    if (!remote_config.ok()) return remote_config.status();
+    for (const FamilyConfig* family : FamilyConfigs()) {
+      if (family->stanford_colbert_architecture.empty()) continue;
+      for (const std::string_view known : family->remote_code_classes) {
+        if (known == *remote_config) config->architecture = std::string(family->stanford_colbert_architecture);
+      }
+    }
+    return Status();
+  }
   const ArchitectureDefinition* named = nullptr;
   const FamilyConfig* named_family = FindArchitecture(config->architecture, &named);
   auto loaded = AutoMapClass(root, AutoModelKey(named_family != nullptr ? named->head : ModelHead::kNone));

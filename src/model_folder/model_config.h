@@ -287,7 +287,16 @@ StatusOr<DenseModuleConfig> ReadRootProjection(const std::string& model_dir, con
 // state projected by `linear` [num_labels, hidden] (ReadModelFolder adds it as the first Dense module).
 inline constexpr std::string_view kQwen3BidirectionalArchitecture = "Qwen3BidirectionalModel";
 
-// A Stanford ColBERT checkpoint (architecture HF_ColBERT, no modules.json): its projection
+// Stanford ColBERT's checkpoint class: the ColBERT library saves config.json naming it over
+// whichever backbone it trained, BERT's by default (families/bert.cc).
+inline constexpr std::string_view kStanfordColbertArchitecture = "HF_ColBERT";
+// jina-colbert-v2: an HF_ColBERT checkpoint over jina's XLM-RoBERTa (its auto_map's AutoConfig is
+// XLMRobertaFlashConfig), named as vLLM names it (families/jina_embeddings_v3.cc).
+inline constexpr std::string_view kJinaColbertArchitecture = "ColBERTJinaRobertaModel";
+// Whether `config` is a Stanford ColBERT checkpoint, over BERT or jina's XLM-RoBERTa.
+bool IsStanfordColbert(const ModelConfig& config);
+
+// A Stanford ColBERT checkpoint (IsStanfordColbert, no modules.json): its projection
 // "linear.weight" as one Dense module and artifact.metadata's settings into `st` as PyLate reads
 // them (stanford_colbert.cc).
 Status ReadStanfordColbert(const std::string& model_dir, const ModelConfig& config, SentenceTransformersConfig* st);

@@ -5,6 +5,12 @@
 // artifact.metadata branch): one Dense module without bias or activation, the prefixes
 // query_token_id / doc_token_id (default "[unused0]" / "[unused1]"), query_maxlen, doc_maxlen and
 // attend_to_mask_tokens, PyLate's defaults for everything else.
+//
+// jina-colbert-v2 is such a checkpoint over jina's XLM-RoBERTa (tensors under "roberta."). Its
+// markers are the tokens "[QueryMarker]" / "[DocumentMarker]" its tokenizer adds, and its query
+// expansion tokens are attended to: the defaults when artifact.metadata does not say, as its
+// model card runs it in PyLate (query_prefix, document_prefix, attend_to_expansion_tokens=True)
+// and as vLLM's ColBERT preprocessing defaults for it.
 #include <filesystem>
 
 #include "model_folder/json_document.h"
@@ -14,14 +20,20 @@ namespace stamen::engine {
 
 namespace fs = std::filesystem;
 
+bool IsStanfordColbert(const ModelConfig& config) {
+  return config.architecture == kStanfordColbertArchitecture || config.architecture == kJinaColbertArchitecture;
+}
+
 Status ReadStanfordColbert(const std::string& model_dir, const ModelConfig& config, SentenceTransformersConfig* st) {
-  auto projection = ReadRootProjection(model_dir, config, "HF_ColBERT");
+  auto projection = ReadRootProjection(model_dir, config, config.architecture);
   if (!projection.ok()) return projection.status();
   st->dense.push_back(*projection);
   MultiVectorConfig& multi_vector = st->multi_vector;
   multi_vector.enabled = true;
-  multi_vector.query_prefix = "[unused0]";
-  multi_vector.document_prefix = "[unused1]";
+  const bool jina = config.architecture == kJinaColbertArchitecture;
+  multi_vector.query_prefix = jina ? "[QueryMarker]" : "[unused0]";
+  multi_vector.document_prefix = jina ? "[DocumentMarker]" : "[unused1]";
+  multi_vector.attend_to_expansion_tokens = jina;
   std::error_code error;
   const fs::path metadata = fs::path(model_dir) / "artifact.metadata";
   if (fs::is_regular_file(metadata, error)) {

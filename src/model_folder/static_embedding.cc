@@ -165,7 +165,7 @@ StatusOr<ModelFolder> ReadModelFolder(const std::string& model_dir) {
   auto config = ReadModelConfig(config_path);
   if (!config.ok()) return config.status();
   folder.config = std::move(config.value());
-  if (folder.config.architecture == "HF_ColBERT" && !folder.sentence_transformers.has_modules) {
+  if (IsStanfordColbert(folder.config) && !folder.sentence_transformers.has_modules) {
     STAMEN_RETURN_IF_ERROR(ReadStanfordColbert(model_dir, folder.config, &folder.sentence_transformers));
   }
   if (folder.config.architecture == kQwen3BidirectionalArchitecture) {

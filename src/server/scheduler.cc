@@ -408,7 +408,9 @@ void Scheduler::Prepare(Batch& batch) {
   bool any_key_lengths = false, any_adapter = false;
   for (const Batch::Slice& slice : batch.slices) {
     if (!slice.request->token_type_ids.empty()) batch.any_token_types = true;
-    if (!slice.request->key_lengths.empty()) any_key_lengths = true;
+    // Only a count that limits its sequence's keys makes a list: all zeros means every token (a
+    // model that cannot limit keys, jina-colbert-v2's backbone, still runs such requests).
+    for (const int32_t keys : slice.request->key_lengths) any_key_lengths = any_key_lengths || keys > 0;
     if (slice.request->adapter >= 0) any_adapter = true;
   }
   if (batch.any_token_types) batch.token_type_ids.assign(batch.record.tokens, 0);

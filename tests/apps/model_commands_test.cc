@@ -634,6 +634,7 @@ INSTANTIATE_TEST_SUITE_P(
       Like{"pplx-embed-v1-0.6b", "qwen2-bpe", 1024, "PPLXQwen3Model"},
       Like{"llama-nemotron-embed-1b-v2", "configs/all-MiniLM-L6-v2", 2048, "LlamaBidirectionalModel"},
       Like{"llama-nemotron-rerank-1b-v2", "configs/all-MiniLM-L6-v2", 0, "LlamaBidirectionalForSequenceClassification"},
+      Like{"voyage-4-nano", "qwen2-bpe", 2048, "Qwen3BidirectionalModel"},  // after its `linear` 1024→2048
       // Issue 48: rotary post-norm encoders.
       Like{"nomic-embed-text-v1.5", "configs/all-MiniLM-L6-v2", 768, "NomicBertModel"},
       Like{"nomic-embed-text-v2-moe", "xlmr-trimmed-32k", 768, "NomicBertModel"},  // layer 1's 8 experts

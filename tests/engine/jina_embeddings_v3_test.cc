@@ -248,5 +248,26 @@ TEST(JinaEmbeddingsV3Test, FoldersRefusedByWrongReaders) {
   EXPECT_NE(mixed.status().message().find("lora_adaptations"), std::string::npos) << mixed.status().message();
 }
 
+// jina-colbert-v2 (tiny-colbert-jina, whose vectors multi_vector_test compares with PyLate):
+// Stanford ColBERT's HF_ColBERT with jina's remote config in its auto_map runs as
+// ColBERTJinaRobertaModel, on the remote code's tensor names and without adapters. Without that
+// auto_map the BERT reader refuses its rotary positions; a model class stamen does not implement
+// beside that config is refused by name; a config naming vLLM's class for it (its
+// --hf-overrides) loads alike.
+TEST(JinaEmbeddingsV3Test, JinaColbertRunsOnItsOwnBackboneNeverAsBert) {
+  auto config = ReadModelConfig(kData + "tiny-colbert-jina/config.json");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->architecture, kJinaColbertArchitecture);
+  EXPECT_EQ(config->family, ModelFamily::kJinaEmbeddingsV3);
+  EXPECT_TRUE(config->remote_code_tensors);
+  EXPECT_TRUE(config->adapter_tasks.empty());
+  const std::string no_auto_map = LoadError("tiny-colbert-jina", "\"auto_map\"", "\"no_auto_map\"");
+  EXPECT_NE(no_auto_map.find("rotary"), std::string::npos) << no_auto_map;
+  const std::string other_class = LoadError("tiny-colbert-jina", "modeling_xlm_roberta.XLMRobertaModel",
+                                            "modeling_xlm_roberta.XLMRobertaForColbert");
+  EXPECT_NE(other_class.find("'XLMRobertaForColbert'"), std::string::npos) << other_class;
+  EXPECT_EQ(LoadError("tiny-colbert-jina", "\"HF_ColBERT\"", "\"ColBERTJinaRobertaModel\""), "");
+}
+
 }  // namespace
 }  // namespace stamen::engine

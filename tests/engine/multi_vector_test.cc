@@ -5,7 +5,9 @@
 // tokens unattended (tiny-colbert-bert) and attended (tiny-colbert-modernbert, whose local
 // attention window is shorter than the query), documents with the skiplist's tokens dropped; and a
 // colbertv2.0-style checkpoint (tiny-colbert-stanford: HF_ColBERT, "linear.weight" beside the
-// "bert."-prefixed backbone, artifact.metadata), which PyLate reads through its Stanford branch.
+// "bert."-prefixed backbone, artifact.metadata), which PyLate reads through its Stanford branch; and
+// a jina-colbert-v2-style one (tiny-colbert-jina: HF_ColBERT over jina's XLM-RoBERTa, the remote
+// code's config and tensor names, run as ColBERTJinaRobertaModel).
 #include <gtest/gtest.h>
 
 #include <simdjson.h>
@@ -98,8 +100,12 @@ TEST_P(MultiVectorTest, TokenVectorsEqualPyLate) {
   EXPECT_EQ(settings.query_length, int64_t(reference["query_length"]));
   EXPECT_EQ(settings.document_length, int64_t(reference["document_length"]));
   EXPECT_EQ(settings.attend_to_expansion_tokens, bool(reference["attend_to_expansion_tokens"]));
-  // PyLate's "[Q] " (an added token), or a Stanford checkpoint's [unused0] (artifact.metadata).
-  EXPECT_EQ(settings.query_prefix, GetParam() == "tiny-colbert-stanford" ? "[unused0]" : "[Q] ");
+  // PyLate's "[Q] " (an added token), or a Stanford checkpoint's from artifact.metadata: colbertv2.0's
+  // [unused0], jina-colbert-v2's [QueryMarker].
+  const std::string prefix = GetParam() == "tiny-colbert-stanford" ? "[unused0]"
+                             : GetParam() == "tiny-colbert-jina"   ? "[QueryMarker]"
+                                                                   : "[Q] ";
+  EXPECT_EQ(settings.query_prefix, prefix);
   EXPECT_EQ(settings.skiplist_words.size(), 32u);
   EXPECT_EQ((*engine)->embedding_width(), static_cast<int64_t>(ReadVectors(reference["query_vectors"])[0][0].size()));
 
@@ -130,7 +136,8 @@ TEST_P(MultiVectorTest, TokenVectorsEqualPyLate) {
             << queries.lowest_cosine << "; documents " << documents.worst_error << ", " << documents.lowest_cosine << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(PyLate, MultiVectorTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert", "tiny-colbert-stanford"));
+INSTANTIATE_TEST_SUITE_P(PyLate, MultiVectorTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert", "tiny-colbert-stanford",
+                                                  "tiny-colbert-jina"));
 
 TEST(MultiVectorConfigTest, TokenVectorsNeedAMultiVectorModelAndKeyLengthsFitTheirSequences) {
   auto colbert = Engine::Load(kData + "tiny-colbert-bert", {.num_threads = 1, .compute_dtype = DataType::kF32});

@@ -57,7 +57,8 @@ TEST_P(MultiVectorInputsTest, IdsEqualPyLateTokenize) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(PyLate, MultiVectorInputsTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert", "tiny-colbert-stanford"));
+INSTANTIATE_TEST_SUITE_P(PyLate, MultiVectorInputsTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert", "tiny-colbert-stanford",
+                                                  "tiny-colbert-jina"));
 
 }  // namespace
 }  // namespace stamen::gateway

@@ -149,7 +149,8 @@ TEST_P(MaxSimSchedulerTest, PooledEmbeddingModelsRefuseTokenVectors) {
   EXPECT_FALSE(ValidateWorkRequest(request, ModelLimits::Of(**loaded)).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(PyLate, MaxSimSchedulerTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert", "tiny-colbert-stanford"));
+INSTANTIATE_TEST_SUITE_P(PyLate, MaxSimSchedulerTest, ::testing::Values("tiny-colbert-bert", "tiny-colbert-modernbert", "tiny-colbert-stanford",
+                                                  "tiny-colbert-jina"));
 
 }  // namespace
 }  // namespace stamen::server

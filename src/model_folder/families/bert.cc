@@ -31,7 +31,7 @@ constexpr ArchitectureDefinition kBertArchitectures[] = {
     {"BertForMaskedLM", ModelHead::kMaskedLm, "bert.", ""},
     // Stanford ColBERT checkpoints (colbertv2.0): BERT under "bert.", its "linear" projection
     // read as a Dense module (stanford_colbert.cc).
-    {"HF_ColBERT", ModelHead::kNone, "bert.", ""},
+    {kStanfordColbertArchitecture, ModelHead::kNone, "bert.", ""},
 };
 
 constexpr ArchitectureDefinition kRobertaArchitectures[] = {

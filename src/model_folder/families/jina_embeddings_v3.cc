@@ -7,6 +7,10 @@
 //     "rotary", rotary_emb_base, lora_adaptations / lora_rank / lora_alpha / task_instructions;
 //   - transformers' own JinaEmbeddingsV3Config (model_type "jina_embeddings_v3", 5.25): rope_parameters,
 //     no adapters.
+// jina-colbert-v2 is Stanford ColBERT's HF_ColBERT saved over the same backbone (auto_map's AutoModel
+// the remote code's plain modeling_xlm_roberta.XLMRobertaModel, which applies no adapters); it runs
+// as kJinaColbertArchitecture with the remote code's keys and tensor names (stanford_colbert.cc
+// reads its projection and settings).
 #include "model_folder/family_config.h"
 
 namespace stamen::engine {
@@ -60,7 +64,8 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
     return root.Error("head_dim", "must be hidden_size / num_attention_heads for jina-embeddings-v3");
   }
   if (config->head_dim % 2 != 0) return root.Error("hidden_size", "must give an even head_dim for RoPE");
-  if (config->architecture == "XLMRobertaLoRA") {
+  const bool colbert = config->architecture == kJinaColbertArchitecture;
+  if (config->architecture == "XLMRobertaLoRA" || colbert) {
     std::string positions = "rotary";
     STAMEN_RETURN_IF_ERROR(root.Optional("position_embedding_type", &positions));
     if (positions != "rotary") {
@@ -70,7 +75,7 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
     STAMEN_RETURN_IF_ERROR(root.Optional("rotary_emb_base", &config->rope_theta));
     if (!(config->rope_theta > 0)) return root.Error("rotary_emb_base", "must be positive");
     config->remote_code_tensors = true;  // the hub's names (emb_ln, mixer.Wqkv, parametrizations)
-    return ReadAdapters(root, config);
+    return colbert ? Status() : ReadAdapters(root, config);
   }
   config->rope_theta = 20000.0;  // JinaEmbeddingsV3Config's default_theta
   STAMEN_RETURN_IF_ERROR(family_settings::ReadRope(root, config));
@@ -82,11 +87,16 @@ constexpr ArchitectureDefinition kArchitectures[] = {
     {"JinaEmbeddingsV3Model", ModelHead::kNone, "", "jina_embeddings_v3"},
     // The hub's AutoModel class (modeling_lora.XLMRobertaLoRA): its backbone sits under "roberta.".
     {"XLMRobertaLoRA", ModelHead::kNone, "roberta.", ""},
+    // jina-colbert-v2 (HF_ColBERT's backbone under its base_model_prefix "roberta.").
+    {kJinaColbertArchitecture, ModelHead::kNone, "roberta.", ""},
 };
 
 // The hub's auto_map: jinaai/xlm-roberta-flash-implementation--configuration_xlm_roberta.
-// XLMRobertaFlashConfig (AutoConfig) and --modeling_lora.XLMRobertaLoRA (AutoModel).
-constexpr std::string_view kRemoteCodeClasses[] = {"XLMRobertaFlashConfig", "XLMRobertaLoRA"};
+// XLMRobertaFlashConfig (AutoConfig) and --modeling_lora.XLMRobertaLoRA (AutoModel), or for
+// jina-colbert-v2 --modeling_xlm_roberta.XLMRobertaModel. A folder naming XLMRobertaModel loaded
+// as that plain class stays refused: its architecture is then XLM-R's own, whose family knows no
+// XLMRobertaFlashConfig.
+constexpr std::string_view kRemoteCodeClasses[] = {"XLMRobertaFlashConfig", "XLMRobertaLoRA", "XLMRobertaModel"};
 // What the hub's config.json names (the remote code's own modeling_xlm_roberta.XLMRobertaModel).
 constexpr std::string_view kNamedArchitectures[] = {"XLMRobertaModel"};
 
@@ -96,6 +106,7 @@ extern const FamilyConfig kJinaEmbeddingsV3FamilyConfig{.family = ModelFamily::k
                                                          .architectures = kArchitectures,
                                                          .read_settings = ReadSettings,
                                                          .remote_code_classes = kRemoteCodeClasses,
-                                                         .remote_code_named_architectures = kNamedArchitectures};
+                                                         .remote_code_named_architectures = kNamedArchitectures,
+                                                         .stanford_colbert_architecture = kJinaColbertArchitecture};
 
 }  // namespace stamen::engine
