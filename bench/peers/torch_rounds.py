@@ -82,7 +82,7 @@ def load_jina_v3(folder, config, task=None):
     model = transformers.JinaEmbeddingsV3Model(native)
     state = {name: tensor.float() for name, tensor in make_jina_v3_goldens.merged_state(hub, task).items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
-    assert not missing, missing
+    assert all(name.startswith("pooler.") for name in missing), missing  # the pooler: never read for embeddings
     return model
 
 
