@@ -37,9 +37,10 @@ import tempfile
 import types
 import zipfile
 
-import tokenizers
 import torch
 import transformers
+
+from tiny_tokenizers import write_unigram_tokenizer
 
 _datasets = types.ModuleType("datasets")
 _datasets.__spec__ = importlib.machinery.ModuleSpec("datasets", None)
@@ -71,21 +72,7 @@ TEXTS = ["what is the capital of france?", "the cat sat on the mat", "berlin", "
 
 def write_tokenizer(folder):
     """An XLM-R-style Unigram tokenizer: SentencePiece specials first, whole words, then letters."""
-    pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
-    pieces += [("\u2581" + word, -2.0 - 0.01 * i) for i, word in enumerate(WORDS)]
-    pieces += [("\u2581", -3.0)] + [(letter, -4.0) for letter in "abcdefghijklmnopqrstuvwxy"]
-    pieces += [(mark, -4.0) for mark in ",.!?"] + [("<mask>", 0.0)]
-    backend = tokenizers.Tokenizer(tokenizers.models.Unigram(pieces, unk_id=3))
-    backend.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
-    backend.decoder = tokenizers.decoders.Metaspace()
-    backend.post_processor = tokenizers.processors.TemplateProcessing(
-        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    backend.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend, bos_token="<s>", eos_token="</s>", sep_token="</s>", cls_token="<s>",
-        unk_token="<unk>", pad_token="<pad>", mask_token="<mask>", model_max_length=512)
-    tokenizer.save_pretrained(folder)
-    return len(pieces)
+    return write_unigram_tokenizer(folder, WORDS, "abcdefghijklmnopqrstuvwxy", ",.!?", 512)
 
 
 def write_sentence_transformers_files(folder):

@@ -60,6 +60,7 @@ _datasets = types.ModuleType("datasets")
 _datasets.__spec__ = importlib.machinery.ModuleSpec("datasets", None)
 sys.modules.setdefault("datasets", _datasets)
 from pylate import models  # noqa: E402
+from tiny_tokenizers import write_unigram_tokenizer  # noqa: E402
 from pylate.scores import colbert_scores  # noqa: E402
 
 WORDS = ["the", "cat", "sat", "on", "mat", "paris", "is", "capital", "of", "france", "berlin", "germany", "what",
@@ -147,26 +148,6 @@ def make_stanford(folder):
         "mask_punctuation": True}, indent=2))
 
 
-def write_unigram_vocabulary(folder):
-    """An XLM-R-style Unigram tokenizer (<s> 0, <pad> 1, </s> 2, <unk> 3, words, letters,
-    punctuation, <mask> last), as tools/make_bge_m3_goldens.py builds one."""
-    pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
-    pieces += [("\u2581" + word, -2.0 - 0.01 * i) for i, word in enumerate(WORDS)]
-    pieces += [("\u2581", -3.0)] + [(letter, -4.0) for letter in string.ascii_lowercase]
-    pieces += [(mark, -4.0) for mark in ",.!?;"] + [("<mask>", 0.0)]
-    backend = tokenizers.Tokenizer(tokenizers.models.Unigram(pieces, unk_id=3))
-    backend.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
-    backend.decoder = tokenizers.decoders.Metaspace()
-    backend.post_processor = tokenizers.processors.TemplateProcessing(
-        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    backend.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend, bos_token="<s>", eos_token="</s>", sep_token="</s>", cls_token="<s>",
-        unk_token="<unk>", pad_token="<pad>", mask_token="<mask>", model_max_length=128)
-    tokenizer.save_pretrained(folder)
-    return len(pieces)
-
-
 # jina-colbert-v2's config.json keys (the remote code's XLMRobertaFlashConfig), at the tiny shapes.
 JINA_AUTO_MAP = {
     "AutoConfig": "jinaai/xlm-roberta-flash-implementation--configuration_xlm_roberta.XLMRobertaFlashConfig",
@@ -179,7 +160,7 @@ def make_jina(folder):
     import make_jina_v3_goldens as jina  # noqa: E402  (tools/ is the script's folder)
     with tempfile.TemporaryDirectory() as temporary:
         base = pathlib.Path(temporary)
-        vocabulary = write_unigram_vocabulary(base)
+        vocabulary = write_unigram_tokenizer(base, WORDS, string.ascii_lowercase, ",.!?;", 128)
         config = transformers.JinaEmbeddingsV3Config(
             vocab_size=vocabulary, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
             max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5, hidden_act="gelu", pad_token_id=1,
