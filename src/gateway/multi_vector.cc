@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "gateway/least_tokens.h"
+
 namespace stamen::gateway {
 namespace {
 
@@ -56,6 +58,11 @@ int32_t MultiVectorInputs::Encode(engine::ModelTokenizer& tokenizer, std::string
   if (prefix >= 0) ids->insert(ids->begin() + std::min<size_t>(1, ids->size()), prefix);
   const bool unattended = query && config_.do_query_expansion && !config_.attend_to_expansion_tokens;
   return unattended ? unpadded : 0;
+}
+
+int64_t MultiVectorInputs::LeastTokens(std::string_view text, bool query) const {
+  if (query && config_.do_query_expansion) return config_.query_length;
+  return gateway::LeastTokens(text, query ? config_.query_length : config_.document_length);
 }
 
 }  // namespace stamen::gateway

@@ -27,6 +27,11 @@ class MultiVectorInputs {
   // unattended, else 0 (all).
   int32_t Encode(engine::ModelTokenizer& tokenizer, std::string_view text, bool query, std::vector<int32_t>* ids) const;
 
+  // A lower bound of the tokens Encode makes of `text`, from its bytes (least_tokens.h), so that
+  // admission control can refuse a body under overload before it is tokenized: an expanded query
+  // is always query_length tokens.
+  int64_t LeastTokens(std::string_view text, bool query) const;
+
   // The ids whose vectors a document leaves out.
   const std::vector<int32_t>& skiplist_ids() const { return skiplist_ids_; }
   const engine::MultiVectorConfig& config() const { return config_; }

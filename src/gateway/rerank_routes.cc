@@ -15,6 +15,11 @@ namespace {
 void RerankByMaxSim(Inference& model, const http::Request& request, std::shared_ptr<RerankCall> call, RerankShape shape,
                     Reply respond) {
   if (auto error = model.CheckBatchSize(call->documents.size(), "documents")) return respond.Error(*error);
+  // The query runs at least once, beside its first chunk of documents.
+  int64_t least_tokens = model.multi_vector()->LeastTokens(call->query, /*query=*/true);
+  for (const std::string& document : call->documents) least_tokens += model.multi_vector()->LeastTokens(document, false);
+  Inference::Reservation reservation;
+  if (auto error = model.RefuseForLoad(least_tokens, &reservation)) return respond.Error(*error);
   auto tokenize = [&model, call](engine::ModelTokenizer& tokenizer, Job& job) -> std::optional<ApiError> {
     // Documents are cut to the model's document_length as PyLate cuts them: truncate does not apply.
     model.EncodeMaxSim(tokenizer, call->query, call->documents, job);
@@ -24,7 +29,7 @@ void RerankByMaxSim(Inference& model, const http::Request& request, std::shared_
   auto answer = [&model, call, shape](const FinishedRows& done) {
     return RerankBody(*call, shape, model.model_id(), MaxSimScores(done), done.total_tokens());
   };
-  model.Run(request, std::move(tokenize), std::move(answer), std::move(respond));
+  model.Run(request, std::move(tokenize), std::move(answer), std::move(respond), std::move(reservation));
 }
 
 // A reranker's scores, or a multi-vector model's MaxSim, in `shape`.

@@ -53,6 +53,12 @@ TEST_P(MultiVectorInputsTest, IdsEqualPyLateTokenize) {
       const int32_t expected_keys =
           query && unattended ? static_cast<int32_t>(int64_t(reference["query_attended_keys"].at(i))) : 0;
       EXPECT_EQ(keys, expected_keys) << GetParam() << ": " << texts_key << " " << i;
+      // Admission's bound before tokenizing: never above what Encode makes; an expanded query is
+      // exactly its length.
+      const int64_t least = inputs->LeastTokens(std::string_view(texts.at(i)), query);
+      EXPECT_LE(least, static_cast<int64_t>(ids.size())) << GetParam() << ": " << texts_key << " " << i;
+      EXPECT_GT(least, 0) << GetParam() << ": " << texts_key << " " << i;
+      if (query && inputs->config().do_query_expansion) EXPECT_EQ(least, static_cast<int64_t>(ids.size())) << GetParam() << ": query " << i;
     }
   }
 }
