@@ -1,6 +1,7 @@
 // Resolves tensor names across one file or the shards of a model.safetensors.index.json.
 #include "engine/weight_store.h"
 
+#include "common/files.h"
 #include "engine/ops/convert.h"
 
 #include <simdjson.h>
@@ -13,10 +14,10 @@ namespace stamen::engine {
 StatusOr<WeightStore> WeightStore::OpenDirectory(const std::string& directory) {
   const std::filesystem::path folder(directory);
   std::error_code error;
-  if (std::filesystem::is_regular_file(folder / "model.safetensors", error)) {
+  if (IsFile(folder / "model.safetensors")) {
     return OpenFile((folder / "model.safetensors").string());
   }
-  if (std::filesystem::is_regular_file(folder / "model.safetensors.index.json", error)) {
+  if (IsFile(folder / "model.safetensors.index.json")) {
     return OpenIndex((folder / "model.safetensors.index.json").string());
   }
   std::string message = "no model.safetensors or model.safetensors.index.json in " + directory;

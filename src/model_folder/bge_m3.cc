@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "common/files.h"
 #include "model_folder/json_document.h"
 
 namespace stamen::engine {
@@ -13,9 +14,8 @@ Status ReadBgeM3Heads(const std::string& model_dir, ModelFolder* folder) {
   namespace fs = std::filesystem;
   const fs::path colbert = fs::path(model_dir) / "colbert_linear.pt";
   const fs::path sparse = fs::path(model_dir) / "sparse_linear.pt";
-  std::error_code error;
-  const bool has_colbert = fs::is_regular_file(colbert, error);
-  const bool has_sparse = fs::is_regular_file(sparse, error);
+  const bool has_colbert = IsFile(colbert);
+  const bool has_sparse = IsFile(sparse);
   if (!has_colbert && !has_sparse) return Status();
   if (has_colbert != has_sparse) {
     return Status::Error(model_dir + ": a bge-m3 folder needs both colbert_linear.pt and sparse_linear.pt; it has only " +
@@ -52,8 +52,7 @@ StatusOr<std::vector<int32_t>> BgeM3DroppedIds(const std::string& model_dir, con
   std::pair<const char*, std::string> tokens[] = {
       {"cls_token", "<s>"}, {"eos_token", "</s>"}, {"pad_token", "<pad>"}, {"unk_token", "<unk>"}};
   const std::filesystem::path config_path = std::filesystem::path(model_dir) / "tokenizer_config.json";
-  std::error_code error;
-  if (std::filesystem::is_regular_file(config_path, error)) {
+  if (IsFile(config_path)) {
     auto document = JsonDocument::Load(config_path.string());
     if (!document.ok()) return document.status();
     const JsonObject root = (*document)->root();

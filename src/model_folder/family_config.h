@@ -72,6 +72,11 @@ const FamilyConfig* FindArchitecture(std::string_view name, const ArchitectureDe
 namespace family_settings {
 // hidden_act (or `key`), defaulting to `fallback`.
 Status ReadActivation(const JsonObject& root, std::string_view key, std::string_view fallback, ModelConfig* config);
+// The norms' epsilon from `key` (layer_norm_eps, rms_norm_eps, …), defaulting to `fallback`.
+Status ReadNormEps(const JsonObject& root, std::string_view key, double fallback, ModelConfig* config);
+// type_vocab_size, defaulting to `fallback`, at least `minimum` (0: a model may have no token
+// type table).
+Status ReadTypeVocabularySize(const JsonObject& root, int64_t fallback, int64_t minimum, ModelConfig* config);
 // rope_theta, or transformers ≥ 5's {"rope_parameters": {"rope_theta", "rope_type"}}: plain RoPE
 // or llama3, and with `dynamic_ntk` rope_type "dynamic" (transformers' dynamic NTK scaling, its
 // trained length max_position_embeddings). A partial_rotary_factor other than 1 is refused: the

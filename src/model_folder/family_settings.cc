@@ -12,6 +12,18 @@ Status ReadActivation(const JsonObject& root, std::string_view key, std::string_
   return Status();
 }
 
+Status ReadNormEps(const JsonObject& root, std::string_view key, double fallback, ModelConfig* config) {
+  config->norm_eps = fallback;
+  return root.Optional(key, &config->norm_eps);
+}
+
+Status ReadTypeVocabularySize(const JsonObject& root, int64_t fallback, int64_t minimum, ModelConfig* config) {
+  config->type_vocab_size = fallback;
+  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
+  if (config->type_vocab_size >= minimum) return Status();
+  return root.Error("type_vocab_size", minimum > 0 ? "must be positive" : "must not be negative");
+}
+
 namespace {
 
 // A partial_rotary_factor (transformers' key, in rope_parameters or beside it) other than 1.

@@ -5,17 +5,13 @@
 #include <filesystem>
 #include <tuple>
 
+#include "common/files.h"
 #include "model_folder/json_document.h"
 
 namespace stamen::engine {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool IsFile(const fs::path& path) {
-  std::error_code error;
-  return fs::is_regular_file(path, error);
-}
 
 // Unicode code points of UTF-8 text (Python's len of the str).
 size_t CodePoints(std::string_view text) {

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "common/files.h"
 #include "model_folder/json_document.h"
 #include "model_folder/model_config.h"
 #include "model_folder/model_profile.h"
@@ -220,8 +221,8 @@ StatusOr<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::s
   const fs::path folder(model_dir);
   SentenceTransformersConfig config;
   std::error_code error;
-  if (fs::is_regular_file(folder / "modules.json", error)) STAMEN_RETURN_IF_ERROR(ReadModules(folder, &config));
-  if (fs::is_regular_file(folder / "config_sentence_transformers.json", error)) {
+  if (IsFile(folder / "modules.json")) STAMEN_RETURN_IF_ERROR(ReadModules(folder, &config));
+  if (IsFile(folder / "config_sentence_transformers.json")) {
     STAMEN_RETURN_IF_ERROR(ReadPrompts((folder / "config_sentence_transformers.json").string(), &config));
   } else if (config.multi_vector.enabled) {
     return Status::Error(model_dir + ": Dense modules on token vectors without a Pooling module make a multi-vector "

@@ -13,6 +13,7 @@
 // and as vLLM's ColBERT preprocessing defaults for it.
 #include <filesystem>
 
+#include "common/files.h"
 #include "model_folder/json_document.h"
 #include "model_folder/model_config.h"
 
@@ -34,9 +35,8 @@ Status ReadStanfordColbert(const std::string& model_dir, const ModelConfig& conf
   multi_vector.query_prefix = jina ? "[QueryMarker]" : "[unused0]";
   multi_vector.document_prefix = jina ? "[DocumentMarker]" : "[unused1]";
   multi_vector.attend_to_expansion_tokens = jina;
-  std::error_code error;
   const fs::path metadata = fs::path(model_dir) / "artifact.metadata";
-  if (fs::is_regular_file(metadata, error)) {
+  if (IsFile(metadata)) {
     auto document = JsonDocument::Load(metadata.string());
     if (!document.ok()) return document.status();
     const JsonObject root = document.value()->root();

@@ -9,6 +9,7 @@
 #include <map>
 #include <string_view>
 
+#include "common/files.h"
 #include "model_folder/bge_m3.h"
 #include "model_folder/json_document.h"
 #include "model_folder/model_config.h"
@@ -18,11 +19,6 @@ namespace stamen::engine {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool IsFile(const fs::path& path) {
-  std::error_code error;
-  return fs::is_regular_file(path, error);
-}
 
 // The table's width and the number of token ids it serves, from the tensors a static folder
 // holds: sentence-transformers' "embedding.weight" [ids, dim], or model2vec's "embeddings"

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/files.h"
+
 namespace stamen::engine {
 
 namespace {
@@ -40,11 +42,10 @@ StatusOr<bool> IndexHas(const std::string& path, std::string_view name) {
 
 StatusOr<bool> FolderHasTensor(const std::string& model_dir, std::string_view name) {
   const std::filesystem::path folder(model_dir);
-  std::error_code error;
-  if (std::filesystem::is_regular_file(folder / "model.safetensors", error)) {
+  if (IsFile(folder / "model.safetensors")) {
     return SafetensorsHas((folder / "model.safetensors").string(), name);
   }
-  if (std::filesystem::is_regular_file(folder / "model.safetensors.index.json", error)) {
+  if (IsFile(folder / "model.safetensors.index.json")) {
     return IndexHas((folder / "model.safetensors.index.json").string(), name);
   }
   return Status::Error("no model.safetensors or model.safetensors.index.json in " + model_dir);

@@ -7,11 +7,8 @@ namespace {
 // Settings of BERT-style encoders.
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "gelu", config));
-  config->norm_eps = 1e-12;
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
-  config->type_vocab_size = 2;
-  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
-  if (config->type_vocab_size < 1) return root.Error("type_vocab_size", "must be positive");
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "layer_norm_eps", 1e-12, config));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadTypeVocabularySize(root, 2, 1, config));
   std::string position_type = "absolute";
   STAMEN_RETURN_IF_ERROR(root.Optional("position_embedding_type", &position_type));
   if (position_type != "absolute") {

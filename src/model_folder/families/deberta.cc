@@ -45,11 +45,9 @@ Status ReadNameList(const JsonObject& root, std::string_view key, std::vector<st
 
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "gelu", config));
-  config->norm_eps = 1e-7;  // DebertaV2Config's default
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
-  config->type_vocab_size = 0;
-  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
-  if (config->type_vocab_size < 0) return root.Error("type_vocab_size", "must not be negative");
+  // DebertaV2Config's default
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "layer_norm_eps", 1e-7, config));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadTypeVocabularySize(root, 0, 0, config));
 
   DisentangledAttentionConfig& settings = config->disentangled;
   settings = {};

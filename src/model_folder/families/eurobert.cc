@@ -44,8 +44,8 @@ Status ReadClassifierPooling(const JsonObject& root, ModelConfig* config) {
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "silu", config));
   config->gated_feed_forward = true;
-  config->norm_eps = 1e-5;  // EuroBertConfig's rms_norm_eps
-  STAMEN_RETURN_IF_ERROR(root.Optional("rms_norm_eps", &config->norm_eps));
+  // EuroBertConfig's rms_norm_eps
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "rms_norm_eps", 1e-5, config));
   config->rope_theta = 10000.0;
   STAMEN_RETURN_IF_ERROR(family_settings::ReadRope(root, config));
   // attention_bias puts biases on q/k/v and o_proj alike (EuroBertAttention).

@@ -15,8 +15,7 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   if (!parsed.has_value()) return root.Error("hidden_act", "names unsupported activation '" + activation + "'");
   config->hidden_act = *parsed;
   config->gated_feed_forward = true;
-  config->norm_eps = 1e-6;
-  STAMEN_RETURN_IF_ERROR(root.Optional("rms_norm_eps", &config->norm_eps));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "rms_norm_eps", 1e-6, config));
   config->attention_bias = false;
   STAMEN_RETURN_IF_ERROR(root.Optional("attention_bias", &config->attention_bias));
   STAMEN_RETURN_IF_ERROR(family_settings::ReadRope(root, config));

@@ -27,8 +27,7 @@ Status ReadLayerTypes(const JsonObject& root, int64_t pattern, ModelConfig* conf
 Status ReadSharedSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_activation", "gelu_pytorch_tanh", config));
   config->gated_feed_forward = true;
-  config->norm_eps = 1e-6;
-  STAMEN_RETURN_IF_ERROR(root.Optional("rms_norm_eps", &config->norm_eps));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "rms_norm_eps", 1e-6, config));
   config->attention_bias = false;
   STAMEN_RETURN_IF_ERROR(root.Optional("attention_bias", &config->attention_bias));
   if (config->head_dim % 2 != 0) return root.Error("head_dim", "must be even for RoPE");

@@ -48,8 +48,7 @@ Status ReadRemoteCodeSettings(const JsonObject& root, ModelConfig* config) {
   if (positions != "rope") {
     return root.Error("position_embedding_type", "is '" + positions + "'; only 'rope' is supported");
   }
-  config->type_vocab_size = 0;  // NewConfig's default
-  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadTypeVocabularySize(root, 0, 0, config));  // NewConfig's default
   config->rope_theta = 10000.0;
   STAMEN_RETURN_IF_ERROR(root.Optional("rope_theta", &config->rope_theta));
   if (!(config->rope_theta > 0)) return root.Error("rope_theta", "must be positive");
@@ -64,8 +63,7 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "gelu", config));
   config->gated_feed_forward = true;
   config->attention_bias = true;
-  config->norm_eps = 1e-12;
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "layer_norm_eps", 1e-12, config));
   if (config->head_dim * config->num_attention_heads != config->hidden_size) {
     return root.Error("head_dim", "must be hidden_size / num_attention_heads for GTE");
   }
@@ -74,12 +72,10 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   if (config->model_type == "new" || config->architecture.starts_with("New")) {
     STAMEN_RETURN_IF_ERROR(ReadRemoteCodeSettings(root, config));
   } else {
-    config->type_vocab_size = 1;  // GteConfig's default
-    STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
+    STAMEN_RETURN_IF_ERROR(family_settings::ReadTypeVocabularySize(root, 1, 0, config));  // GteConfig's default
     config->rope_theta = 160000.0;  // GteConfig's default_theta
     STAMEN_RETURN_IF_ERROR(family_settings::ReadRope(root, config));
   }
-  if (config->type_vocab_size < 0) return root.Error("type_vocab_size", "must not be negative");
   return Status();
 }
 

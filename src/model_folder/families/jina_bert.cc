@@ -50,11 +50,8 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
     return root.Error("feed_forward_type", "is '" + feed_forward + "'; only 'geglu' and 'reglu' are supported");
   }
   config->gated_feed_forward = true;
-  config->norm_eps = 1e-12;
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
-  config->type_vocab_size = 2;
-  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
-  if (config->type_vocab_size < 1) return root.Error("type_vocab_size", "must be positive");
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "layer_norm_eps", 1e-12, config));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadTypeVocabularySize(root, 2, 1, config));
   if (config->head_dim * config->num_attention_heads != config->hidden_size) {
     return root.Error("hidden_size", "must be head_dim × num_attention_heads for JinaBERT");
   }

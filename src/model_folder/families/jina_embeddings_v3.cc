@@ -55,11 +55,8 @@ Status ReadAdapters(const JsonObject& root, ModelConfig* config) {
 
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "gelu", config));
-  config->norm_eps = 1e-5;
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
-  config->type_vocab_size = 1;
-  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
-  if (config->type_vocab_size < 1) return root.Error("type_vocab_size", "must be positive");
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "layer_norm_eps", 1e-5, config));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadTypeVocabularySize(root, 1, 1, config));
   if (config->head_dim * config->num_attention_heads != config->hidden_size) {
     return root.Error("head_dim", "must be hidden_size / num_attention_heads for jina-embeddings-v3");
   }

@@ -42,8 +42,7 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
     return root.Error("head_dim", "must be hidden_size / num_attention_heads for ModernBERT");
   }
   if (config->head_dim % 2 != 0) return root.Error("hidden_size", "must give an even head_dim for RoPE");
-  config->norm_eps = 1e-5;
-  STAMEN_RETURN_IF_ERROR(root.Optional("norm_eps", &config->norm_eps));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "norm_eps", 1e-5, config));
   config->norm_bias = false;
   STAMEN_RETURN_IF_ERROR(root.Optional("norm_bias", &config->norm_bias));
   config->attention_bias = false;

@@ -9,8 +9,7 @@ constexpr int64_t kBuckets = 32;
 
 Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "gelu", config));
-  config->norm_eps = 1e-12;
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "layer_norm_eps", 1e-12, config));
   int64_t buckets = kBuckets;
   STAMEN_RETURN_IF_ERROR(root.Optional("relative_attention_num_buckets", &buckets));
   if (buckets != kBuckets) {

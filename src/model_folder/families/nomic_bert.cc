@@ -112,8 +112,8 @@ Status ReadRemoteCodeSettings(const JsonObject& root, ModelConfig* config) {
                                                  "x·W_fc11ᵀ) and 'gelu' (nomic-embed-text-v2-moe: gelu(x·W_fc1ᵀ + b)) "
                                                  "are supported");
   }
-  config->norm_eps = 1e-5;  // GPT2Config's layer_norm_epsilon
-  STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_epsilon", &config->norm_eps));
+  // GPT2Config's layer_norm_epsilon
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "layer_norm_epsilon", 1e-5, config));
   double fraction = 0.0;  // NomicBertConfig's default: no rotary at all
   STAMEN_RETURN_IF_ERROR(root.Optional("rotary_emb_fraction", &fraction));
   // The remote code rotates the first head_dim · fraction dimensions of each head (flash-attn's
@@ -181,9 +181,7 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   config->gated_feed_forward = true;
   config->feed_forward_bias = false;
   config->attention_bias = false;
-  config->type_vocab_size = 2;
-  STAMEN_RETURN_IF_ERROR(root.Optional("type_vocab_size", &config->type_vocab_size));
-  if (config->type_vocab_size < 1) return root.Error("type_vocab_size", "must be positive");
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadTypeVocabularySize(root, 2, 1, config));
   if (config->head_dim * config->num_attention_heads != config->hidden_size) {
     return root.Error("head_dim", "must be hidden_size / num_attention_heads for NomicBERT");
   }
@@ -202,8 +200,8 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
       }
     }
     STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "silu", config));
-    config->norm_eps = 1e-12;  // NomicBertConfig's layer_norm_eps
-    STAMEN_RETURN_IF_ERROR(root.Optional("layer_norm_eps", &config->norm_eps));
+    // NomicBertConfig's layer_norm_eps
+    STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "layer_norm_eps", 1e-12, config));
     config->rope_theta = 1000.0;  // NomicBertConfig's default_theta
   }
   // rope_parameters (transformers 5) wins over rotary_emb_base where a config has both.

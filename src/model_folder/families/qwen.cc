@@ -14,8 +14,7 @@ Status ReadSettings(const JsonObject& root, ModelConfig* config) {
   STAMEN_RETURN_IF_ERROR(family_settings::ReadActivation(root, "hidden_act", "silu", config));
   if (config->hidden_act != ops::Activation::kSilu) return root.Error("hidden_act", "must be silu");
   config->gated_feed_forward = true;
-  config->norm_eps = 1e-6;
-  STAMEN_RETURN_IF_ERROR(root.Optional("rms_norm_eps", &config->norm_eps));
+  STAMEN_RETURN_IF_ERROR(family_settings::ReadNormEps(root, "rms_norm_eps", 1e-6, config));
   STAMEN_RETURN_IF_ERROR(family_settings::ReadRope(root, config));
   // Qwen2 always has q/k/v biases; the others none unless their config sets attention_bias.
   config->attention_bias = config->family == ModelFamily::kQwen2;
