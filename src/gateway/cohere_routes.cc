@@ -24,8 +24,6 @@ void CohereEmbed(Inference& model, const http::Request& request, Reply reply) {
   int64_t least_tokens = 0;
   const int64_t most = call->max_tokens > 0 ? std::min(call->max_tokens, model.max_input_length()) : model.max_input_length();
   for (const std::string& text : call->texts) least_tokens += LeastTokens(text, most);
-  Inference::Reservation reservation;
-  if (auto error = model.RefuseForLoad(least_tokens, &reservation)) return reply.Error(*error);
   // The task named, else the one the input_type stands for (a model with task adapters), with
   // its prompt; else the input_type's prompt of the model's config, else the server's default.
   auto task = ResolveTask(model.config(), call->task.empty() ? TaskForInputType(model.config(), call->input_type) : call->task);
@@ -46,7 +44,7 @@ void CohereEmbed(Inference& model, const http::Request& request, Reply reply) {
     return model.TokenizeInputs(tokenizer, inputs, prompt, call->truncate, call->truncation_direction, job, call->max_tokens);
   };
   auto answer = [call](const FinishedRows& done) { return CohereEmbedBody(*call, done); };
-  model.Run(request, std::move(tokenize), std::move(answer), std::move(reply), std::move(reservation));
+  model.Run(request, least_tokens, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 }  // namespace

@@ -28,8 +28,6 @@ void Embed(Inference& model, const http::Request& request, bool openai, Reply re
   if (auto error = model.CheckBatchSize(chunk_count, "chunks")) return respond.Error(*error);
   if (auto error = model.CheckDimensions("dimensions", call->dimensions)) return respond.Error(*error);
   if (auto error = CheckQuantizable(call->encoding, openai || call->normalize)) return respond.Error(*error);
-  Inference::Reservation reservation;
-  if (auto error = model.RefuseForLoad(call->inputs, &reservation)) return respond.Error(*error);
   auto task = ResolveTask(model.config(), call->task);
   if (auto* error = std::get_if<ApiError>(&task)) return respond.Error(*error);
   auto prompt = model.TaskPrompt(std::get<TaskAdapter>(task), call->prompt_name);
@@ -53,7 +51,7 @@ void Embed(Inference& model, const http::Request& request, bool openai, Reply re
   auto answer = [&model, call, late, openai](const FinishedRows& done) {
     return EmbeddingsBody(*call, openai, model.model_id(), done, *late);
   };
-  model.Run(request, std::move(tokenize), std::move(answer), std::move(respond), std::move(reservation));
+  model.Run(request, model.LeastTokensOf(call->inputs), std::move(tokenize), std::move(answer), std::move(respond));
 }
 
 }  // namespace

@@ -263,17 +263,10 @@ std::optional<ApiError> Inference::CheckDimensions(const char* field, int64_t di
                            std::to_string(dimensions_)};
 }
 
-std::optional<ApiError> Inference::RefuseForLoad(int64_t least_tokens, Reservation* reservation) const {
-  const std::string refusal =
-      dispatcher_->ReserveBeforeTokenizing(least_tokens, Clock::now() + options_.request_timeout, reservation);
-  if (refusal.empty()) return std::nullopt;
-  return ApiError{429, "overloaded: " + refusal, "overloaded"};
-}
-
-std::optional<ApiError> Inference::RefuseForLoad(const std::vector<Input>& inputs, Reservation* reservation) const {
+int64_t Inference::LeastTokensOf(const std::vector<Input>& inputs) const {
   int64_t least_tokens = 0;
   for (const Input& input : inputs) least_tokens += LeastInputTokens(input, max_input_length_);
-  return RefuseForLoad(least_tokens, reservation);
+  return least_tokens;
 }
 
 std::optional<ApiError> Inference::CheckTokenStates(const std::string& route, int64_t tokens, int64_t columns) const {
@@ -492,8 +485,12 @@ double Inference::FinishTokenization(server::WorkRequest& work, Clock::time_poin
   return milliseconds;
 }
 
-void Inference::Run(const http::Request& request, TokenizeJob tokenize, AnswerJob answer, Reply reply,
-                    Reservation reservation) {
+void Inference::Run(const http::Request& request, int64_t least_tokens, TokenizeJob tokenize, AnswerJob answer,
+                    Reply reply) {
+  Dispatcher::Reservation reservation;
+  const std::string refusal =
+      dispatcher_->ReserveBeforeTokenizing(least_tokens, Clock::now() + options_.request_timeout, &reservation);
+  if (!refusal.empty()) return reply.Error({429, "overloaded: " + refusal, "overloaded"});
   pool_->Post([this, tokenize = std::move(tokenize), answer = std::move(answer), reply, client = request.client,
                reservation = std::move(reservation)](size_t thread) mutable {
     if (ClientGone(client, reply)) return;
@@ -513,8 +510,7 @@ void Inference::Run(const http::Request& request, TokenizeJob tokenize, AnswerJo
 
 void Inference::RunTokenRows(const http::Request& request, TokenRowsJob job, AnswerJob answer, Reply reply) {
   if (auto error = CheckBatchSize(job.inputs.size(), "inputs")) return reply.Error(*error);
-  Reservation reservation;
-  if (auto error = RefuseForLoad(job.inputs, &reservation)) return reply.Error(*error);
+  const int64_t least_tokens = LeastTokensOf(job.inputs);
   // Rows per token (every token's state, bge-m3's outputs) grow with the tokens: capped by
   // --max-token-states once they are counted.
   const int64_t token_columns = job.kind == WorkKind::kTokenEmbed ? config_.hidden_size
@@ -534,7 +530,7 @@ void Inference::RunTokenRows(const http::Request& request, TokenRowsJob job, Ans
     job.set_priority(PriorityOf(rows->priority, rows->inputs.size()));
     return std::nullopt;
   };
-  Run(request, std::move(tokenize), std::move(answer), std::move(reply), std::move(reservation));
+  Run(request, least_tokens, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 void Inference::OnPool(std::function<void(engine::ModelTokenizer&)> work) {

@@ -116,14 +116,9 @@ class Inference {
   // 400 when a request's `field` ('dimensions', 'output_dimension') asks for more dimensions
   // than the model gives.
   std::optional<ApiError> CheckDimensions(const char* field, int64_t dimensions) const;
-  // 429 when admission control would refuse a request of `least_tokens` (a lower bound of its
-  // tokens, least_tokens.h) now: answered before its body is tokenized. Otherwise `*reservation`
-  // holds those tokens in the budget until Run drops it, just before the request is admitted by
-  // its real count (Dispatcher::ReserveBeforeTokenizing): give it to Run.
-  using Reservation = Dispatcher::Reservation;
-  std::optional<ApiError> RefuseForLoad(int64_t least_tokens, Reservation* reservation) const;
-  // The same for texts (or token ids), each cut to the model's length.
-  std::optional<ApiError> RefuseForLoad(const std::vector<Input>& inputs, Reservation* reservation) const;
+  // A lower bound of the tokens of texts (or token ids), each cut to the model's length
+  // (least_tokens.h): what Run is given for the usual inputs.
+  int64_t LeastTokensOf(const std::vector<Input>& inputs) const;
   // 413 when an answer of one vector of `columns` floats per token of `tokens` would pass
   // --max-token-states (a route whose rows grow with the tokens: /embed_all, /v1/multi-vector, …).
   std::optional<ApiError> CheckTokenStates(const std::string& route, int64_t tokens, int64_t columns) const;
@@ -172,16 +167,17 @@ class Inference {
   void EncodeMaxSim(engine::ModelTokenizer& tokenizer, const std::string& query,
                     const std::vector<std::string>& documents, Job& job) const;
 
-  // The one pipeline of every route that computes: on the pool (unless the client is already
-  // gone), `tokenize` fills a new job's sequences and options, or gives the error to answer; the
-  // job runs on the workers, and `answer` writes the body of the 200 from the finished job's rows (or
-  // the error to answer, when the worker's answer cannot be read), on the pool too, never on a
-  // worker's thread. Worker errors and the timing headers are answered here. `reservation`
-  // (RefuseForLoad's) is held while the job is tokenized.
+  // The one pipeline of every route that computes. First, 429 when admission control would
+  // refuse `least_tokens` (a lower bound of the job's tokens, counted from the body: least_tokens.h)
+  // now, before anything is tokenized; otherwise those tokens are held in the budget until the job
+  // is admitted by its real count (Dispatcher::ReserveBeforeTokenizing). Then on the pool (unless
+  // the client is already gone), `tokenize` fills a new job's sequences and options, or gives the
+  // error to answer; the job runs on the workers, and `answer` writes the body of the 200 from the
+  // finished job's rows (or the error to answer, when the worker's answer cannot be read), on the
+  // pool too, never on a worker's thread. Worker errors and the timing headers are answered here.
   using TokenizeJob = std::function<std::optional<ApiError>(engine::ModelTokenizer& tokenizer, Job& job)>;
   using AnswerJob = std::function<std::variant<std::string, ApiError>(const FinishedRows& done)>;
-  void Run(const http::Request& request, TokenizeJob tokenize, AnswerJob answer, Reply reply,
-           Reservation reservation = nullptr);
+  void Run(const http::Request& request, int64_t least_tokens, TokenizeJob tokenize, AnswerJob answer, Reply reply);
   // Inputs to run unnormalised as `kind` with `pooling`, one or more rows each (/embed_all,
   // /embed_sparse, bge-m3's outputs).
   struct TokenRowsJob {

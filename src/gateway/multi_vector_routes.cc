@@ -106,8 +106,6 @@ void MultiVector(Inference& model, const http::Request& request, Reply reply) {
   if (auto error = model.CheckBatchSize(call->inputs.size(), "inputs")) return reply.Error(*error);
   int64_t least_tokens = 0;
   for (const std::string& text : call->inputs) least_tokens += model.multi_vector()->LeastTokens(text, call->query);
-  Inference::Reservation reservation;
-  if (auto error = model.RefuseForLoad(least_tokens, &reservation)) return reply.Error(*error);
   auto tokenize = [&model, call](engine::ModelTokenizer& tokenizer, Job& job) -> std::optional<ApiError> {
     job.set_kind(WorkKind::kTokenVectors);
     model.EncodeMultiVector(tokenizer, call->inputs, call->query, job);
@@ -128,7 +126,7 @@ void MultiVector(Inference& model, const http::Request& request, Reply reply) {
     });
   };
 
-  model.Run(request, std::move(tokenize), std::move(answer), std::move(reply), std::move(reservation));
+  model.Run(request, least_tokens, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 }  // namespace

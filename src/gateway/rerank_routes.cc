@@ -18,8 +18,6 @@ void RerankByMaxSim(Inference& model, const http::Request& request, std::shared_
   // The query runs at least once, beside its first chunk of documents.
   int64_t least_tokens = model.multi_vector()->LeastTokens(call->query, /*query=*/true);
   for (const std::string& document : call->documents) least_tokens += model.multi_vector()->LeastTokens(document, false);
-  Inference::Reservation reservation;
-  if (auto error = model.RefuseForLoad(least_tokens, &reservation)) return respond.Error(*error);
   auto tokenize = [&model, call](engine::ModelTokenizer& tokenizer, Job& job) -> std::optional<ApiError> {
     // Documents are cut to the model's document_length as PyLate cuts them: truncate does not apply.
     model.EncodeMaxSim(tokenizer, call->query, call->documents, job);
@@ -29,7 +27,7 @@ void RerankByMaxSim(Inference& model, const http::Request& request, std::shared_
   auto answer = [&model, call, shape](const FinishedRows& done) {
     return RerankBody(*call, shape, model.model_id(), MaxSimScores(done), done.total_tokens());
   };
-  model.Run(request, std::move(tokenize), std::move(answer), std::move(respond), std::move(reservation));
+  model.Run(request, least_tokens, std::move(tokenize), std::move(answer), std::move(respond));
 }
 
 // A reranker's scores, or a multi-vector model's MaxSim, in `shape`.
@@ -53,8 +51,6 @@ void Rerank(Inference& model, const http::Request& request, RerankShape shape, R
   for (const std::string& document : call->documents) {
     least_tokens += std::min(query_tokens + LeastTokens(document, document_most), model.max_input_length());
   }
-  Inference::Reservation reservation;
-  if (auto error = model.RefuseForLoad(least_tokens, &reservation)) return respond.Error(*error);
   const bool truncate = model.Truncates(call->truncate);
   auto tokenize = [&model, call, truncate](engine::ModelTokenizer& tokenizer, Job& job) {
     // Cohere's max_tokens_per_doc: a document longer than that many tokens of its own is cut
@@ -74,7 +70,7 @@ void Rerank(Inference& model, const http::Request& request, RerankShape shape, R
   auto answer = [&model, call, shape](const FinishedRows& done) {
     return RerankBody(*call, shape, model.model_id(), RerankScores(done, call->raw_scores), done.total_tokens());
   };
-  model.Run(request, std::move(tokenize), std::move(answer), std::move(respond), std::move(reservation));
+  model.Run(request, least_tokens, std::move(tokenize), std::move(answer), std::move(respond));
 }
 
 }  // namespace

@@ -44,8 +44,6 @@ void Predict(Inference& model, const http::Request& request, Reply reply) {
     const int64_t words = LeastTokens(sequence.first, 0) + (sequence.second ? LeastTokens(*sequence.second, 0) : 0);
     least_tokens += std::min(words, model.max_input_length());
   }
-  Inference::Reservation reservation;
-  if (auto error = model.RefuseForLoad(least_tokens, &reservation)) return reply.Error(*error);
   const bool truncate = model.Truncates(call->truncate);
   auto tokenize = [&model, call, truncate](engine::ModelTokenizer& tokenizer, Job& job) {
     std::vector<Inference::ScoredText> texts;
@@ -58,7 +56,7 @@ void Predict(Inference& model, const http::Request& request, Reply reply) {
   auto answer = [&model, call](const FinishedRows& done) {
     return PredictBody(*call, done, model.config().id2label);
   };
-  model.Run(request, std::move(tokenize), std::move(answer), std::move(reply), std::move(reservation));
+  model.Run(request, least_tokens, std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 void Similarity(Inference& model, const http::Request& request, Reply reply) {
@@ -77,8 +75,6 @@ void Similarity(Inference& model, const http::Request& request, Reply reply) {
   auto inputs = std::make_shared<std::vector<Input>>();
   inputs->emplace_back(similarity.source_sentence);
   for (const std::string& sentence : similarity.sentences) inputs->emplace_back(sentence);
-  Inference::Reservation reservation;
-  if (auto error = model.RefuseForLoad(*inputs, &reservation)) return reply.Error(*error);
   const bool truncate = model.Truncates(similarity.truncate);
   const Truncation direction = similarity.truncation_direction;
   const server::Priority priority = model.PriorityOf(similarity.priority, inputs->size());
@@ -91,7 +87,7 @@ void Similarity(Inference& model, const http::Request& request, Reply reply) {
     return model.TokenizeInputs(tokenizer, *inputs, prompt, truncate, direction, job);
   };
   auto answer = [](const FinishedRows& done) { return SimilarityBody(done); };
-  model.Run(request, std::move(tokenize), std::move(answer), std::move(reply), std::move(reservation));
+  model.Run(request, model.LeastTokensOf(*inputs), std::move(tokenize), std::move(answer), std::move(reply));
 }
 
 // What /embed_all and /embed_sparse share: TEI's embed body parsed, its inputs tokenized and
