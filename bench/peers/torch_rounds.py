@@ -1,4 +1,5 @@
-"""stamen's engine against PyTorch eager (transformers 5.25, fp32, sdpa attention), alternated round by
+"""stamen's engine against PyTorch eager (transformers 5.25, sdpa attention; fp32, or both sides in bf16 with
+`--dtype bfloat16`: PyTorch's bf16 matrix products run through oneDNN, on AMX where the CPU has it), alternated round by
 round on the same model folder, one sequence of each length, same thread count: each round runs
 `stamen bench engine` once, then times transformers' model on the same shapes. For families ONNX
 export does not cover yet (NomicBERT, GTE's hub folders, JinaBERT); engine_rounds.py is the ONNX Runtime /
@@ -126,6 +127,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--task", help="jina-embeddings-v3: time with this task's adapter (see above)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -136,6 +138,8 @@ def main():
                              args.task).float().eval()
     else:
         timed = model
+    if args.dtype == "bfloat16":  # the agreement below stays in fp32; the timed model runs in bf16
+        timed = (load_reference(args.model) if timed is model else timed).to(torch.bfloat16).eval()
     generator = torch.Generator().manual_seed(7)
     vocab = min(model.config.vocab_size, 30000)
     inputs = {n: torch.randint(1000, vocab, (1, n), generator=generator) for n in lengths}
@@ -153,7 +157,7 @@ def main():
     environment = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     for _ in range(args.rounds):
         command = [args.stamen, "bench", "engine", "--model", args.model, "--threads", str(args.threads), "--lengths",
-                   args.lengths, "--batches", "1", "--seconds", str(args.seconds), "--dtype", "float32", "--json"]
+                   args.lengths, "--batches", "1", "--seconds", str(args.seconds), "--dtype", args.dtype, "--json"]
         command += ["--task", args.task] if args.task else []
         report = json.loads(subprocess.run(command, check=True, capture_output=True, text=True, env=environment).stdout)
         ours_by_length = {run["length"]: run["median_ms"] for run in report["runs"]}
@@ -170,7 +174,7 @@ def main():
             stamen_ms[n].append(ours_by_length[n])
             torch_ms[n].append(peer)
             ratios[n].append(peer / ours_by_length[n])
-    print("| length × batch | stamen fp32 ms | PyTorch fp32 ms | PyTorch / stamen (median of rounds) |")
+    print(f"| length × batch | stamen {args.dtype} ms | PyTorch {args.dtype} ms | PyTorch / stamen (median of rounds) |")
     print("|---|---|---|---|")
     for n in lengths:
         print(f"| {n} × 1 | {min(stamen_ms[n]):.1f}–{max(stamen_ms[n]):.1f} | {min(torch_ms[n]):.1f}–{max(torch_ms[n]):.1f} "
