@@ -36,7 +36,6 @@ struct ShapeKeys {
 
 // The family ModelFamily::kName's config definition is named kNameFamilyConfig (families.inc).
 struct FamilyConfig {
-  ModelFamily family;  // the definition's own row: ReadModelConfig sets ModelConfig::family from it
   std::span<const ArchitectureDefinition> architectures;
   bool decoder = false;  // uses RoPE, may attend causally, pools the last token by default
   ShapeKeys shape_keys = {};
@@ -65,6 +64,8 @@ struct FamilyConfig {
 std::span<const FamilyConfig* const> FamilyConfigs();
 // The config definition of `family`; every value of ModelFamily has one (a missing one fails to link).
 const FamilyConfig& FamilyConfigOf(ModelFamily family);
+// The family whose definition `config` is (its row in the table: families.inc names both alike).
+ModelFamily ModelFamilyOf(const FamilyConfig& config);
 // The family and architecture definition of an architecture name; nullptr when unsupported.
 const FamilyConfig* FindArchitecture(std::string_view name, const ArchitectureDefinition** architecture);
 

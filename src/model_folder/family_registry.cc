@@ -2,6 +2,9 @@
 // families/<family>.cc, in the order error messages list the architectures.
 #include "model_folder/family_config.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace stamen::engine {
 
 #define STAMEN_FAMILY(name) extern const FamilyConfig k##name##FamilyConfig;
@@ -22,6 +25,11 @@ const FamilyConfig* const kFamilyConfigs[] = {
 std::span<const FamilyConfig* const> FamilyConfigs() { return kFamilyConfigs; }
 
 const FamilyConfig& FamilyConfigOf(ModelFamily family) { return *kFamilyConfigs[static_cast<size_t>(family)]; }
+
+ModelFamily ModelFamilyOf(const FamilyConfig& config) {
+  const auto row = std::find(std::begin(kFamilyConfigs), std::end(kFamilyConfigs), &config);
+  return static_cast<ModelFamily>(row - std::begin(kFamilyConfigs));
+}
 
 const FamilyConfig* FindArchitecture(std::string_view name, const ArchitectureDefinition** architecture) {
   for (const FamilyConfig* family : kFamilyConfigs) {

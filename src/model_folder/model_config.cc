@@ -129,7 +129,7 @@ Status ReadArchitecture(const JsonObject& root, ModelConfig* config) {
     return Status::Error(root.file() + ": architecture '" + config->architecture + "' is not supported (supported: " +
                          supported + ")");
   }
-  config->family = family->family;
+  config->family = ModelFamilyOf(*family);
   config->head = architecture->head;
   config->decoder = family->decoder;
   return CheckRemoteCode(root, *family, config->head);

@@ -1,5 +1,5 @@
 // The config side of the family registry (family_config.h), whose table families.inc lists:
-// FamilyConfigOf indexes it by ModelFamily, so each row must be its own family's definition, and
+// FamilyConfigOf indexes it by ModelFamily and ModelFamilyOf gives a row's family back, and
 // FindArchitecture takes the first family naming an architecture, so no name may be in two.
 #include "model_folder/family_config.h"
 
@@ -13,14 +13,14 @@
 namespace stamen::engine {
 namespace {
 
-// A definition filed under another family's name (kGteFamilyConfig with .family = kNomicBert)
-// would give every folder of one family the other's ModelConfig::family.
-TEST(FamilyRegistryTest, EveryRowIsItsOwnFamilysDefinition) {
+// A family is its row: ModelFamilyOf gives it back (a definition listed twice would give the second
+// row the first's family), FamilyConfigOf finds the row.
+TEST(FamilyRegistryTest, EveryRowIsADistinctDefinitionOfItsFamily) {
   const auto configs = FamilyConfigs();
   ASSERT_FALSE(configs.empty());
   for (size_t index = 0; index < configs.size(); ++index) {
     const auto family = static_cast<ModelFamily>(index);
-    EXPECT_EQ(configs[index]->family, family) << "row " << index;
+    EXPECT_EQ(ModelFamilyOf(*configs[index]), family) << "row " << index;
     EXPECT_EQ(&FamilyConfigOf(family), configs[index]) << "row " << index;
     EXPECT_FALSE(configs[index]->architectures.empty()) << "row " << index;
     EXPECT_NE(configs[index]->read_settings, nullptr) << "row " << index;

@@ -46,8 +46,8 @@ constexpr ArchitectureDefinition kRobertaArchitectures[] = {
 }  // namespace
 
 extern const FamilyConfig kBertFamilyConfig{
-    .family = ModelFamily::kBert, .architectures = kBertArchitectures, .read_settings = ReadSettings};
+    .architectures = kBertArchitectures, .read_settings = ReadSettings};
 extern const FamilyConfig kRobertaFamilyConfig{
-    .family = ModelFamily::kRoberta, .architectures = kRobertaArchitectures, .read_settings = ReadRobertaSettings};
+    .architectures = kRobertaArchitectures, .read_settings = ReadRobertaSettings};
 
 }  // namespace stamen::engine

@@ -119,6 +119,6 @@ constexpr ArchitectureDefinition kArchitectures[] = {
 }  // namespace
 
 extern const FamilyConfig kDebertaFamilyConfig{
-    .family = ModelFamily::kDeberta, .architectures = kArchitectures, .read_settings = ReadSettings};
+    .architectures = kArchitectures, .read_settings = ReadSettings};
 
 }  // namespace stamen::engine

@@ -22,7 +22,7 @@ constexpr ArchitectureDefinition kArchitectures[] = {
 }  // namespace
 
 extern const FamilyConfig kDistilBertFamilyConfig{
-    .family = ModelFamily::kDistilBert, .architectures = kArchitectures,
+    .architectures = kArchitectures,
     .shape_keys = {.hidden_size = "dim", .num_hidden_layers = "n_layers", .num_attention_heads = "n_heads",
                    .intermediate_size = "hidden_dim"},
     .read_settings = ReadSettings};

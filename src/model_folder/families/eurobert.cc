@@ -76,8 +76,7 @@ constexpr std::string_view kRemoteCodeClasses[] = {"EuroBertConfig", "EuroBertMo
 }  // namespace
 
 // A decoder in the registry's sense (RoPE, pre-norm), bidirectional, so it pools the mean by default.
-extern const FamilyConfig kEuroBertFamilyConfig{.family = ModelFamily::kEuroBert,
-                                                .architectures = kArchitectures,
+extern const FamilyConfig kEuroBertFamilyConfig{.architectures = kArchitectures,
                                                 .decoder = true,
                                                 .read_settings = ReadSettings,
                                                 .remote_code_classes = kRemoteCodeClasses};

@@ -36,7 +36,7 @@ constexpr ArchitectureDefinition kGemmaArchitectures[] = {
 }  // namespace
 
 extern const FamilyConfig kGemmaFamilyConfig{
-    .family = ModelFamily::kGemma, .architectures = kGemmaArchitectures, .decoder = true,
+    .architectures = kGemmaArchitectures, .decoder = true,
     .read_settings = ReadSettings};
 
 }  // namespace stamen::engine

@@ -173,11 +173,11 @@ constexpr std::string_view kGemma2RemoteCodeClasses[] = {"CostWiseGemmaConfig", 
 // models); a bidirectional one (EmbeddingGemma) pools the mean by default, as the engine
 // derives from config.causal.
 extern const FamilyConfig kGemma3FamilyConfig{
-    .family = ModelFamily::kGemma3, .architectures = kGemma3Architectures, .decoder = true,
+    .architectures = kGemma3Architectures, .decoder = true,
     .read_settings = ReadGemma3Settings};
 
 extern const FamilyConfig kGemma2FamilyConfig{
-    .family = ModelFamily::kGemma2, .architectures = kGemma2Architectures, .decoder = true,
+    .architectures = kGemma2Architectures, .decoder = true,
     .read_settings = ReadGemma2Settings, .remote_code_classes = kGemma2RemoteCodeClasses};
 
 }  // namespace stamen::engine

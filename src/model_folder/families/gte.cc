@@ -93,8 +93,7 @@ constexpr std::string_view kRemoteCodeClasses[] = {"NewConfig", "NewModel", "New
 
 }  // namespace
 
-extern const FamilyConfig kGteFamilyConfig{.family = ModelFamily::kGte,
-                                           .architectures = kArchitectures,
+extern const FamilyConfig kGteFamilyConfig{.architectures = kArchitectures,
                                            .read_settings = ReadSettings,
                                            .remote_code_classes = kRemoteCodeClasses};
 

@@ -73,8 +73,7 @@ constexpr std::string_view kRemoteCodeClasses[] = {"JinaBertConfig", "JinaBertMo
 
 }  // namespace
 
-extern const FamilyConfig kJinaBertFamilyConfig{.family = ModelFamily::kJinaBert,
-                                                .architectures = kArchitectures,
+extern const FamilyConfig kJinaBertFamilyConfig{.architectures = kArchitectures,
                                                 .read_settings = ReadSettings,
                                                 .remote_code_classes = kRemoteCodeClasses};
 

@@ -99,8 +99,7 @@ constexpr std::string_view kNamedArchitectures[] = {"XLMRobertaModel"};
 
 }  // namespace
 
-extern const FamilyConfig kJinaEmbeddingsV3FamilyConfig{.family = ModelFamily::kJinaEmbeddingsV3,
-                                                         .architectures = kArchitectures,
+extern const FamilyConfig kJinaEmbeddingsV3FamilyConfig{.architectures = kArchitectures,
                                                          .read_settings = ReadSettings,
                                                          .remote_code_classes = kRemoteCodeClasses,
                                                          .remote_code_named_architectures = kNamedArchitectures,

@@ -91,6 +91,6 @@ constexpr ArchitectureDefinition kArchitectures[] = {
 }  // namespace
 
 extern const FamilyConfig kModernBertFamilyConfig{
-    .family = ModelFamily::kModernBert, .architectures = kArchitectures, .read_settings = ReadSettings};
+    .architectures = kArchitectures, .read_settings = ReadSettings};
 
 }  // namespace stamen::engine

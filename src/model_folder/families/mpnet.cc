@@ -27,6 +27,6 @@ constexpr ArchitectureDefinition kArchitectures[] = {
 }  // namespace
 
 extern const FamilyConfig kMpnetFamilyConfig{
-    .family = ModelFamily::kMpnet, .architectures = kArchitectures, .read_settings = ReadSettings};
+    .architectures = kArchitectures, .read_settings = ReadSettings};
 
 }  // namespace stamen::engine

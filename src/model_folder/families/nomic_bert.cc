@@ -233,8 +233,7 @@ constexpr ShapeKeys kRemoteCodeShapeKeys{.hidden_size = "n_embd",
 
 }  // namespace
 
-extern const FamilyConfig kNomicBertFamilyConfig{.family = ModelFamily::kNomicBert,
-                                                 .architectures = kArchitectures,
+extern const FamilyConfig kNomicBertFamilyConfig{.architectures = kArchitectures,
                                                  .remote_code_shape_keys = &kRemoteCodeShapeKeys,
                                                  .read_settings = ReadSettings,
                                                  .remote_code_classes = kRemoteCodeClasses};

@@ -150,28 +150,25 @@ constexpr std::string_view kLlamaBidirectionalRemoteCode[] = {"LlamaBidirectiona
 }  // namespace
 
 // Qwen2, Llama and Mistral share their settings (Qwen3 reads one key more).
-constexpr FamilyConfig DecoderFamily(ModelFamily family, std::span<const ArchitectureDefinition> architectures) {
-  return {.family = family, .architectures = architectures, .decoder = true, .read_settings = ReadSettings};
+constexpr FamilyConfig DecoderFamily(std::span<const ArchitectureDefinition> architectures) {
+  return {.architectures = architectures, .decoder = true, .read_settings = ReadSettings};
 }
 
-extern const FamilyConfig kQwen2FamilyConfig = DecoderFamily(ModelFamily::kQwen2, kQwen2Architectures);
-extern const FamilyConfig kQwen3FamilyConfig{.family = ModelFamily::kQwen3,
-                                             .architectures = kQwen3Architectures,
+extern const FamilyConfig kQwen2FamilyConfig = DecoderFamily(kQwen2Architectures);
+extern const FamilyConfig kQwen3FamilyConfig{.architectures = kQwen3Architectures,
                                              .decoder = true,
                                              .read_settings = ReadQwen3Settings,
                                              .remote_code_classes = kQwen3RemoteCode,
                                              .remote_code_named_architectures = kQwen3RemoteCodeNamedArchitectures};
-extern const FamilyConfig kLlamaFamilyConfig = DecoderFamily(ModelFamily::kLlama, kLlamaArchitectures);
-extern const FamilyConfig kMistralFamilyConfig = DecoderFamily(ModelFamily::kMistral, kMistralArchitectures);
+extern const FamilyConfig kLlamaFamilyConfig = DecoderFamily(kLlamaArchitectures);
+extern const FamilyConfig kMistralFamilyConfig = DecoderFamily(kMistralArchitectures);
 
 // The bidirectional encoders built from Qwen3 and Llama.
-extern const FamilyConfig kPplxQwen3FamilyConfig{.family = ModelFamily::kPplxQwen3,
-                                                 .architectures = kPplxQwen3Architectures,
+extern const FamilyConfig kPplxQwen3FamilyConfig{.architectures = kPplxQwen3Architectures,
                                                  .decoder = true,
                                                  .read_settings = ReadPplxSettings,
                                                  .remote_code_classes = kPplxQwen3RemoteCode};
-extern const FamilyConfig kLlamaBidirectionalFamilyConfig{.family = ModelFamily::kLlamaBidirectional,
-                                                          .architectures = kLlamaBidirectionalArchitectures,
+extern const FamilyConfig kLlamaBidirectionalFamilyConfig{.architectures = kLlamaBidirectionalArchitectures,
                                                           .decoder = true,
                                                           .read_settings = ReadLlamaBidirectionalSettings,
                                                           .remote_code_classes = kLlamaBidirectionalRemoteCode};

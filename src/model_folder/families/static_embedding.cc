@@ -21,6 +21,6 @@ constexpr ArchitectureDefinition kArchitectures[] = {
 }  // namespace
 
 extern const FamilyConfig kStaticEmbeddingFamilyConfig{
-    .family = ModelFamily::kStaticEmbedding, .architectures = kArchitectures, .read_settings = ReadSettings};
+    .architectures = kArchitectures, .read_settings = ReadSettings};
 
 }  // namespace stamen::engine
