@@ -58,7 +58,9 @@ TEST_P(MultiVectorInputsTest, IdsEqualPyLateTokenize) {
       const int64_t least = inputs->LeastTokens(std::string_view(texts.at(i)), query);
       EXPECT_LE(least, static_cast<int64_t>(ids.size())) << GetParam() << ": " << texts_key << " " << i;
       EXPECT_GT(least, 0) << GetParam() << ": " << texts_key << " " << i;
-      if (query && inputs->config().do_query_expansion) EXPECT_EQ(least, static_cast<int64_t>(ids.size())) << GetParam() << ": query " << i;
+      if (query && inputs->config().do_query_expansion) {
+        EXPECT_EQ(least, static_cast<int64_t>(ids.size())) << GetParam() << ": query " << i;
+      }
     }
   }
 }
