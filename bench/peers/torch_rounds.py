@@ -133,13 +133,6 @@ def main():
     torch.set_num_threads(args.threads)
     lengths = [int(n) for n in args.lengths.split(",")]
     model = load_reference(args.model).float().eval()
-    if args.task:
-        timed = load_jina_v3(args.model, json.loads((pathlib.Path(args.model) / "config.json").read_text()),
-                             args.task).float().eval()
-    else:
-        timed = model
-    if args.dtype == "bfloat16":  # the agreement below stays in fp32; the timed model runs in bf16
-        timed = (load_reference(args.model) if timed is model else timed).to(torch.bfloat16).eval()
     generator = torch.Generator().manual_seed(7)
     vocab = min(model.config.vocab_size, 30000)
     inputs = {n: torch.randint(1000, vocab, (1, n), generator=generator) for n in lengths}
@@ -150,6 +143,15 @@ def main():
     ours = stamen_hidden(args, longest).reshape(reference.shape)
     print(f"agreement at length {len(longest)}: max abs diff {float((ours - reference).abs().max()):.2e}, "
           f"cosine {float(torch.nn.functional.cosine_similarity(ours.flatten().double(), reference.flatten().double(), dim=0)):.7f}")
+
+    # The timed model: the one just compared, or with --task that task merged in; cast in place to
+    # bf16 with --dtype bfloat16, now that the fp32 agreement is taken.
+    timed = model
+    if args.task:
+        timed = load_jina_v3(args.model, json.loads((pathlib.Path(args.model) / "config.json").read_text()),
+                             args.task).float().eval()
+    if args.dtype == "bfloat16":
+        timed = timed.to(torch.bfloat16)
 
     ratios = {n: [] for n in lengths}
     stamen_ms = {n: [] for n in lengths}
