@@ -60,8 +60,10 @@ _datasets = types.ModuleType("datasets")
 _datasets.__spec__ = importlib.machinery.ModuleSpec("datasets", None)
 sys.modules.setdefault("datasets", _datasets)
 from pylate import models  # noqa: E402
-from tiny_tokenizers import write_unigram_tokenizer  # noqa: E402
 from pylate.scores import colbert_scores  # noqa: E402
+
+import make_jina_v3_goldens as jina  # noqa: E402  (tools/ is the script's folder)
+from tiny_tokenizers import write_unigram_tokenizer  # noqa: E402
 
 WORDS = ["the", "cat", "sat", "on", "mat", "paris", "is", "capital", "of", "france", "berlin", "germany", "what",
          "where", "who", "river", "city", "large", "small", "a", "an", "in", "and", "or", "to", "it", "was", "happy",
@@ -157,7 +159,6 @@ JINA_AUTO_MAP = {
 def make_jina(folder):
     """A jina-colbert-v2-style checkpoint, written from a PyLate ColBERT over transformers 5.25's
     JinaEmbeddingsV3Model; returns that PyLate model (the reference)."""
-    import make_jina_v3_goldens as jina  # noqa: E402  (tools/ is the script's folder)
     with tempfile.TemporaryDirectory() as temporary:
         base = pathlib.Path(temporary)
         vocabulary = write_unigram_tokenizer(base, WORDS, string.ascii_lowercase, ",.!?;", 128)
