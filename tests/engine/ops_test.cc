@@ -22,6 +22,7 @@
 #include "engine/ops/attention.h"
 #include "engine/ops/convert.h"
 #include "engine/ops/embedding.h"
+#include "engine/ops/experts.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/norm.h"
 #include "engine/ops/pooling.h"
@@ -1118,6 +1119,50 @@ TEST(ConvertTest, RoundsToNearestEven) {
   EXPECT_TRUE(std::isinf(back.data<float>()[4]));
   EXPECT_EQ(back.data<float>()[5], 0.0f);
   EXPECT_FALSE(ops::Convert(Zeros({6}, DataType::kI64), back).ok());
+}
+
+// The router's logits are fp32 products even where the engine multiplies in bf16: a bf16
+// product would be off by ~1e-2 here and could flip which experts a token goes to.
+TEST(ExpertsTest, LogitsAreFloat32ProductsUnderBFloat16) {
+  const Tensor input = Random({5, 96}, 31);
+  const Tensor router = Random({8, 96}, 32);
+  Tensor logits = Zeros({5, 8});
+  const cpu::MatrixPrecisionScope bfloat16(cpu::MatrixPrecision::kBFloat16);
+  ASSERT_TRUE(ops::ExpertLogits(input, router, logits).ok());
+  for (int64_t t = 0; t < 5; ++t) {
+    for (int64_t e = 0; e < 8; ++e) {
+      double expected = 0.0;
+      for (int64_t h = 0; h < 96; ++h) expected += double{input.data<float>()[t * 96 + h]} * router.data<float>()[e * 96 + h];
+      EXPECT_NEAR(logits.data<float>()[t * 8 + e], expected, 1e-4) << t << ", " << e;
+    }
+  }
+}
+
+// output[t] = bias + Σ_k weights[t, k] · rows[positions[t, k]]; a position outside the rows is
+// an error naming it, not a read out of bounds.
+TEST(ExpertsTest, CombineAddsEachTokensWeightedRowsAndTheBias) {
+  const Tensor rows = Random({6, 10}, 33);
+  const Tensor bias = Random({10}, 34);
+  Tensor positions = Zeros({3, 2}, DataType::kI32);
+  const int32_t chosen[] = {5, 0, 1, 4, 3, 2};
+  std::memcpy(positions.data<int32_t>(), chosen, sizeof(chosen));
+  Tensor weights = Random({3, 2}, 35);
+  Tensor output = Zeros({3, 10});
+  ASSERT_TRUE(ops::CombineExperts(rows, positions, weights, bias, output).ok());
+  for (int64_t t = 0; t < 3; ++t) {
+    for (int64_t j = 0; j < 10; ++j) {
+      double expected = bias.data<float>()[j];
+      for (int64_t k = 0; k < 2; ++k) {
+        expected += double{weights.data<float>()[t * 2 + k]} * rows.data<float>()[chosen[t * 2 + k] * 10 + j];
+      }
+      EXPECT_NEAR(output.data<float>()[t * 10 + j], expected, 1e-5);
+    }
+  }
+  positions.data<int32_t>()[3] = 6;
+  const Status outside = ops::CombineExperts(rows, positions, weights, bias, output);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_NE(outside.message().find("position 6"), std::string::npos) << outside.message();
+  EXPECT_FALSE(ops::CombineExperts(rows, positions, weights, Random({9}, 36), output).ok());
 }
 
 }  // namespace

@@ -280,6 +280,36 @@ __global__ void ScaledTanhRoundKernel(float* values, int64_t count, float scale)
   }
 }
 
+// One block per token: expert e's logit is a block sum over the hidden width, in fp32 against
+// the router's fp32 weights (ops::ExpertLogits).
+__global__ void ExpertLogitsKernel(const bf16* input, const float* router, float* logits, int64_t hidden,
+                                   int64_t experts) {
+  __shared__ float scratch[32];
+  const bf16* row = input + blockIdx.x * hidden;
+  for (int64_t e = 0; e < experts; ++e) {
+    const float* weights = router + e * hidden;
+    float partial = 0.0f;
+    for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) partial = fmaf(__bfloat162float(row[i]), weights[i], partial);
+    const float total = BlockSum(partial, scratch);
+    if (threadIdx.x == 0) logits[blockIdx.x * experts + e] = total;
+  }
+}
+
+// One block per token: bias + Σ_k weight · its k-th expert's row, in fp32, rounded once
+// (ops::CombineExperts).
+__global__ void CombineExpertsKernel(const bf16* expert_rows, const int32_t* positions, const float* weights,
+                                     const bf16* bias, bf16* output, int64_t width, int64_t chosen) {
+  const int64_t token = blockIdx.x;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+    float sum = __bfloat162float(bias[j]);
+    for (int64_t k = 0; k < chosen; ++k) {
+      const int64_t row = positions[token * chosen + k];
+      sum = fmaf(weights[token * chosen + k], __bfloat162float(expert_rows[row * width + j]), sum);
+    }
+    output[token * width + j] = __float2bfloat16(sum);
+  }
+}
+
 // ---- reference gemm: 16×16 output tiles, fp32 accumulation ----
 
 constexpr int kTile = 16;
@@ -520,6 +550,27 @@ Status ScaledTanhRound(Tensor& values, float scale) {
   ScaledTanhRoundKernel<<<BlocksFor(count, kThreads), kThreads, 0, (*context)->stream()>>>(values.data<float>(), count,
                                                                                            scale);
   return CheckLaunch("scaled_tanh_round");
+}
+
+Status ExpertLogits(const Tensor& input, const Tensor& router, Tensor& logits) {
+  auto context = RequireContext("expert_logits");
+  if (!context.ok()) return context.status();
+  if (input.dim(0) == 0) return Status();
+  ExpertLogitsKernel<<<static_cast<unsigned int>(input.dim(0)), RowThreads(input.dim(1)), 0, (*context)->stream()>>>(
+      input.data<bf16>(), router.data<float>(), logits.data<float>(), input.dim(1), router.dim(0));
+  return CheckLaunch("expert_logits");
+}
+
+Status CombineExperts(const Tensor& expert_rows, const Tensor& positions, const Tensor& weights, const Tensor& bias,
+                      Tensor& output) {
+  auto context = RequireContext("combine_experts");
+  if (!context.ok()) return context.status();
+  if (output.dim(0) == 0) return Status();
+  CombineExpertsKernel<<<static_cast<unsigned int>(output.dim(0)), RowThreads(output.dim(1)), 0,
+                         (*context)->stream()>>>(expert_rows.data<bf16>(), positions.data<int32_t>(),
+                                                 weights.data<float>(), bias.data<bf16>(), output.data<bf16>(),
+                                                 output.dim(1), positions.dim(1));
+  return CheckLaunch("combine_experts");
 }
 
 Status ReferenceGemm(const Tensor& input, const Tensor& weight, const Tensor& bias, Tensor& output,

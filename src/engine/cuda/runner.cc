@@ -325,9 +325,10 @@ StatusOr<LazyResult> Runner::Step(Model& model, const ModelConfig& config, Dense
   const int64_t sequences = static_cast<int64_t>(batch.cu_seqlens.size()) - 1;
   const CudaGraphOptions& graphs = impl.graphs;
   // A step naming task adapters launches one adapter product per run of a task's sequences, which
-  // a graph captured for one batch would replay for another: such steps run eagerly.
+  // a graph captured for one batch would replay for another: such steps run eagerly, as every
+  // step of a model that decides on the host (Model::Graphable).
   const bool adapted = std::any_of(batch.adapters.begin(), batch.adapters.end(), [](int32_t task) { return task >= 0; });
-  bool graphable = graphs.enabled && !adapted && sequences <= graphs.max_sequences &&
+  bool graphable = graphs.enabled && model.Graphable() && !adapted && sequences <= graphs.max_sequences &&
                    tokens <= impl.stats.inflection_tokens;
   int64_t padded = tokens;
   int64_t bucket_sequences = sequences;

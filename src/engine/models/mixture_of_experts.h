@@ -15,7 +15,7 @@
 namespace stamen::engine::layers {
 
 struct MixtureOfExpertsWeights {
-  Tensor router_weight;  // [E, H], no bias
+  Tensor router_weight;  // F32 [E, H] on every placement, no bias
   Tensor up_weight;      // [E·F, H]: expert e's rows e·F … (e+1)·F
   Tensor down_weight;    // [E·H, F]: expert e's down projection [H, F], as ops::Gemm reads it
   Tensor output_bias;    // [H]
@@ -32,9 +32,11 @@ struct MixtureOfExpertsSettings {
 void VisitMixtureOfExperts(TensorVisitor& visit, MixtureOfExpertsWeights& weights, const std::string& base,
                            const MixtureOfExpertsSettings& settings, int64_t hidden_size);
 
-// output = the mixture above for every row of `input` [T, H]. Tokens are grouped by expert, so
-// each expert runs one gemm pair over the rows routed to it. The routing is decided on the host:
-// CPU and F32 only (a CUDA model refuses experts at load).
+// output = the mixture above for every row of `input` [T, H], on the model's device. The router's
+// logits are an fp32 product (ops::ExpertLogits); the routing is decided on the host from them,
+// so on a device the step waits for them once per such layer and cannot be captured as a graph
+// (Model::Graphable). Each token's rows are gathered grouped by expert, each expert runs one gemm
+// pair over its rows, and ops::CombineExperts adds every token's weighted rows and the bias.
 Status MixtureOfExperts(const MixtureOfExpertsWeights& weights, const MixtureOfExpertsSettings& settings,
                         const Tensor& input, Slots slots, Tensor& output);
 

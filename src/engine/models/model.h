@@ -67,7 +67,8 @@ class Model {
   virtual ~Model() = default;
   // The last hidden state [T, hidden] (after the final norm for decoders) in the placement's
   // dtype; a view into the model's workspace, valid until the next call. Enqueues device work
-  // only (no host reads of device data, no synchronisation), so it can be captured as a graph.
+  // only (no host reads of device data, no synchronisation), so it can be captured as a graph,
+  // unless Graphable says otherwise.
   virtual StatusOr<Tensor> Forward(const ModelInput& input) = 0;
   // Classification logits [S, num_labels] from Forward's result; only for models with a head.
   virtual StatusOr<Tensor> Classify(const ModelInput& input, const Tensor& hidden);
@@ -81,6 +82,11 @@ class Model {
   // Whether Forward honours ModelInput::key_lengths (the BERT family and ModernBERT: the
   // backbones of PyLate's ColBERT models).
   virtual bool LimitsKeys() const { return false; }
+  // Whether Forward keeps to its contract of enqueuing only, so that a CUDA graph of it replays
+  // right for another batch of the same shape. A model that decides on the host from device
+  // values (nomic-embed-text-v2-moe's routing of tokens to experts) says no, and the CUDA
+  // runner runs each of its steps eagerly.
+  virtual bool Graphable() const { return true; }
   // Whether PoolIds gives `pooling`'s vectors straight from the token ids, without Forward's
   // hidden state [T, hidden]: a static embedding table's mean is an embedding bag, which need
   // not copy every token's row first. The engine then skips Forward (no Dense modules, no spans).

@@ -164,6 +164,8 @@ class RotaryEncoderModel final : public layers::ClassifierEncoderModel<RotaryEnc
  public:
   using ClassifierEncoderModel::ClassifierEncoderModel;
   StatusOr<Tensor> Forward(const ModelInput& input) override;
+  // The experts are routed on the host (mixture_of_experts.h).
+  bool Graphable() const override { return config_.num_experts == 0; }
 };
 
 StatusOr<Tensor> RotaryEncoderModel::Forward(const ModelInput& input) {
@@ -224,12 +226,6 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
   if (config.num_key_value_heads != config.num_attention_heads ||
       config.head_dim * config.num_attention_heads != config.hidden_size) {
     return Status::Error("rotary encoders need head_dim × num_attention_heads = hidden_size and no grouped heads");
-  }
-  if (config.num_experts > 0 && placement.device != Device::kCpu) {
-    // The experts route on the host (mixture_of_experts.h); the CUDA engine has no kernels for
-    // that, and its captured graphs could not replay a host decision.
-    return Status::Error("mixture-of-experts NomicBERT (num_experts " + std::to_string(config.num_experts) +
-                         ", nomic-embed-text-v2-moe) runs on the CPU only; serve it with --device cpu");
   }
   ModelConfig layout = config;
   layout.remote_code_tensors = false;

@@ -103,7 +103,8 @@ void TensorLoader::Keep(StatusOr<engine::Tensor> tensor, const TensorSpec& spec,
     }
     tensor = std::move(turned);
   }
-  auto placed = model_weights::Place(*tensor, placement_);
+  const Placement placement = spec.keep_float32 ? Placement{placement_.device, DataType::kF32} : placement_;
+  auto placed = model_weights::Place(*tensor, placement);
   if (placed.ok()) {
     target = std::move(placed.value());
   } else {
