@@ -93,7 +93,7 @@ struct DeviceStats {
 struct Batch {
   std::span<const int32_t> token_ids;
   std::span<const int32_t> cu_seqlens;      // S + 1 offsets: 0, …, token_ids.size()
-  std::span<const int32_t> token_type_ids;  // empty: all 0 (segment A)
+  std::span<const int32_t> token_type_ids = {};  // empty: all 0 (segment A)
   // Per sequence: the index among config().adapter_tasks of the task adapter it runs with
   // (jina-embeddings-v3's LoRA, applied to that sequence alone), −1 for none; empty: none.
   // Sequences of different tasks may share a batch (on CUDA such a step runs without a graph).

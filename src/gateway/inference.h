@@ -181,13 +181,13 @@ class Inference {
   // Inputs to run unnormalised as `kind` with `pooling`, one or more rows each (/embed_all,
   // /embed_sparse, bge-m3's outputs).
   struct TokenRowsJob {
-    std::vector<Input> inputs;
-    std::string prompt;
+    std::vector<Input> inputs{};
+    std::string prompt{};
     bool truncate = false;
     Truncation direction = Truncation::kRight;
     std::optional<server::Priority> priority;
     server::WorkKind kind = server::WorkKind::kEmbed;
-    std::optional<engine::ops::PoolingMode> pooling;
+    std::optional<engine::ops::PoolingMode> pooling{};
     int32_t adapter = -1;  // the task adapter the inputs run with (task_adapter.h); −1: none
   };
   // Checks `job`'s size and the load, tokenizes its inputs on the pool (413 when rows per token

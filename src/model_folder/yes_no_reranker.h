@@ -44,7 +44,7 @@ struct YesNoTemplate {
   std::vector<std::string> parts;
   std::string instruction;
   std::string yes_token, no_token;  // the tokenizer's pieces scored; no_token may be empty
-  std::optional<int64_t> cutoff_layer;  // a layer-wise reranker's, when the file chooses one
+  std::optional<int64_t> cutoff_layer{};  // a layer-wise reranker's, when the file chooses one
 };
 
 // The presets by name: "qwen3-reranker" (Qwen3-Reranker's model card), "mxbai-rerank-v2"

@@ -116,7 +116,9 @@ void ExpectRowsNear(const Rows& actual, const Rows& expected) {
   for (size_t i = 0; i < expected.size(); ++i) {
     ASSERT_EQ(actual[i].size(), expected[i].size()) << "text " << i;
     for (size_t k = 0; k < expected[i].size(); ++k) EXPECT_NEAR(actual[i][k], expected[i][k], 1e-4) << "text " << i;
-    if (Norm(expected[i]) > 0) EXPECT_GE(Cosine(actual[i], expected[i]), kMinCosine) << "text " << i;
+    if (Norm(expected[i]) > 0) {
+      EXPECT_GE(Cosine(actual[i], expected[i]), kMinCosine) << "text " << i;
+    }
   }
 }
 
@@ -469,7 +471,7 @@ TEST_F(RandomModels, SeveralModelsErrorsAreClear) {
   const fs::path listing = fs::path(STAMEN_TEST_WORK_DIR) / ("models-" + std::to_string(getpid()) + ".json");
   struct Case {
     std::string arguments, message;
-    std::string models_file;  // when not empty: written to `listing`, given as --models
+    std::string models_file{};  // when not empty: written to `listing`, given as --models
   };
   const std::vector<Case> cases = {
       {"serve --port 0 --model a=" + embedder + " --model a=" + reranker, "two models are named 'a'"},

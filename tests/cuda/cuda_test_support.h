@@ -104,7 +104,9 @@ class CudaKernelTest : public ::testing::Test {
     scope_ = std::make_unique<cuda::ScopedContext>(context_.get());
   }
   void TearDown() override {
-    if (context_ != nullptr) EXPECT_TRUE(context_->Synchronize().ok());
+    if (context_ != nullptr) {
+      EXPECT_TRUE(context_->Synchronize().ok());
+    }
     scope_.reset();
     context_.reset();
   }

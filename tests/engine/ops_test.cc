@@ -156,7 +156,9 @@ TEST(GemmTest, MediumInputsMatchReferenceThroughBlockedWeights) {
   }
   // Where the AVX-512 kernels run and oneDNN has the blocked layout, the copy was made and used.
   const size_t blocked = cpu::BlockedWeightBytes(n, k);
-  if (cpu::DetectCpuPath().avx512 && blocked > 0) EXPECT_GE(cpu::PreparedWeightBytes() - prepared_before, blocked);
+  if (cpu::DetectCpuPath().avx512 && blocked > 0) {
+    EXPECT_GE(cpu::PreparedWeightBytes() - prepared_before, blocked);
+  }
 }
 
 // bf16 rounds to nearest, ties to even, and keeps NaN and infinities.

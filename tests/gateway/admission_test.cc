@@ -72,7 +72,9 @@ TEST(AdmissionControlTest, ShedsTheYoungestWhenTheWorkersSlowDown) {
   std::vector<const void*> shed;
   for (int step = 1; step <= 5; ++step) {
     shed = admission.Computed(Key(0), 1'000, start + milliseconds(250 * step));
-    if (step < 5) EXPECT_TRUE(shed.empty()) << step;
+    if (step < 5) {
+      EXPECT_TRUE(shed.empty()) << step;
+    }
   }
   EXPECT_NEAR(admission.rate(), 7'000, 1);
   EXPECT_EQ(shed, std::vector<const void*>{Key(1)});

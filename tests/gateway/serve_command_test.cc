@@ -77,7 +77,7 @@ TEST(ServeCommandTest, ModelIdIsTheModel) {
 // embed` refuses it (issue 45: serve started, then failed every request).
 TEST(ServeCommandTest, RefusesSpladeOnAModelWithoutAMaskedLmHead) {
   const std::string log = server::testing::ScratchFolder() + "/splade-refused.log";
-  for (const std::string command : {"serve --threads 1", "gateway --workers 127.0.0.1:1"}) {
+  for (const char* command : {"serve --threads 1", "gateway --workers 127.0.0.1:1"}) {
     const std::string line = "'" + std::string(STAMEN_CLI) + "' " + command + " --model '" + Embedder() +
                              "' --pooling splade --port 0 2> '" + log + "'";
     const int status = std::system(line.c_str());
@@ -127,7 +127,7 @@ TEST(ServeCommandTest, StartLineAndABusyPortBeforeTheModelLoads) {
   BusyPort busy;
   ASSERT_GT(busy.port(), 0);
   const std::string port = std::to_string(busy.port());
-  for (const std::string command : {"serve --threads 1 --api-key s3cret --port " + port,
+  for (const std::string& command : {"serve --threads 1 --api-key s3cret --port " + port,
                                     "gateway --workers 127.0.0.1:1 --api-key s3cret --port " + port,
                                     "worker --threads 1 --listen 127.0.0.1:" + port}) {
     const auto [code, log] = RunCli(command + " --model '" + Embedder() + "'");

@@ -47,7 +47,7 @@ struct RelativePositionBias {
 struct DisentangledPositionBias {
   // [2 · span, columns], of qkv's dtype and device (F32 cpu, BF16 cuda): row r holds head h's position query at
   // columns [query_column + h·d, + d) and its position key at [key_column + h·d, + d).
-  Tensor projections;
+  Tensor projections{};
   int64_t query_column = -1;  // -1: no p2c term
   int64_t key_column = -1;    // -1: no c2p term
   int32_t span = 0;  // half the relative embedding rows: position_buckets, else max_relative_positions
