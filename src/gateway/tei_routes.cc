@@ -170,7 +170,8 @@ std::string InfoBody(const Inference& model) {
   body += ",\"served_model_name\":";
   AppendJsonString(body, model.model_id());
   // TEI's ModelType: a one-label head is a reranker, a head of several labels a classifier;
-  // an embedding model names the pooling in force.
+  // an embedding model names the pooling in force, and a multi-vector (ColBERT) model "none":
+  // it pools nothing and refuses the pooled routes.
   body += ",\"model_type\":";
   if (model.reranker()) {
     body += model.kind() == ModelKind::kReranker ? "{\"reranker\":{\"id2label\":{" : "{\"classifier\":{\"id2label\":{";
@@ -187,7 +188,7 @@ std::string InfoBody(const Inference& model) {
     body += "}}}";
   } else {
     body += "{\"embedding\":{\"pooling\":";
-    AppendJsonString(body, engine::PoolingOptionName(model.pooling()));
+    AppendJsonString(body, model.multi_vector() ? "none" : engine::PoolingOptionName(model.pooling()));
     body += "}}";
   }
   body += ",\"backend\":";

@@ -23,6 +23,7 @@ namespace stamen::gateway {
 namespace {
 
 using testing::DecodeBase64Floats;
+using testing::Http;
 using testing::Post;
 
 const std::string kData = std::string(STAMEN_SOURCE_DIR) + "/tests/engine/data/";
@@ -181,6 +182,9 @@ TEST_P(MultiVectorRoutesTest, PooledRoutesRefuseAndEmbedAllGivesHiddenStates) {
   ASSERT_EQ(all.status, 200) << all.body;
   simdjson::dom::element root = parser_.parse(all.body);
   EXPECT_EQ(root.at(0).at(0).get_array().size(), 64u) << "the backbone's hidden size, not the 24 of the Dense";
+  const auto info = Http(served_->port(), "GET", "/info");
+  ASSERT_EQ(info.status, 200) << info.body;
+  EXPECT_NE(info.body.find(R"("model_type":{"embedding":{"pooling":"none"}})"), std::string::npos) << info.body;
   EXPECT_EQ(Post(served_->port(), "/v1/multi-vector", R"({"input": "a", "input_type": "passage"})").status, 400);
   EXPECT_EQ(Post(served_->port(), "/v1/multi-vector", R"({"input": "a", "embedding_type": "int8"})").status, 400);
 }
