@@ -6,7 +6,6 @@
 #include <cmath>
 #include <numeric>
 #include <string>
-
 #include <vector>
 
 #include "engine/ops/embedding.h"
