@@ -24,7 +24,8 @@ const layers::PostNormLayerNames kLayerNames = {
     .attention_norm = "attention.LayerNorm",
 };
 
-// The tensor schema: every weight, as save_pretrained names it.
+// The tensor schema: every weight, as save_pretrained names it. The relative bias table stays
+// F32 whatever the placement's compute type.
 void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::PostNormEncoderWeights& weights,
                   TensorVisitor& visit) {
   const int64_t h = config.hidden_size;
@@ -34,19 +35,9 @@ void VisitTensors(const ModelConfig& config, const std::string& prefix, layers::
   } else {
     layers::VisitUnreadPooler(visit, weights.head, prefix + "pooler.dense", h);
   }
-}
-
-// The relative bias table alone, loaded as F32 whatever the placement's compute type.
-void VisitBiasTable(const ModelConfig& config, const std::string& prefix, layers::PostNormEncoderWeights& weights,
-                    TensorVisitor& visit) {
-  visit.Tensor(weights.position_bias.table,
-               {prefix + "encoder.relative_attention_bias.weight", {kBuckets, config.num_attention_heads}});
-}
-
-void VisitAllTensors(const ModelConfig& config, const std::string& prefix, layers::PostNormEncoderWeights& weights,
-                     TensorVisitor& visit) {
-  VisitTensors(config, prefix, weights, visit);
-  VisitBiasTable(config, prefix, weights, visit);
+  visit.Tensor(weights.position_bias.table, {.name = prefix + "encoder.relative_attention_bias.weight",
+                                             .shape = {kBuckets, config.num_attention_heads},
+                                             .keep_float32 = true});
 }
 
 StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightStore& weights,
@@ -57,8 +48,6 @@ StatusOr<std::unique_ptr<Model>> Load(const ModelConfig& config, const WeightSto
   auto model = std::make_unique<layers::PostNormEncoderModel>(config, placement);
   layers::PostNormEncoderWeights& loaded = model->weights_;
   STAMEN_RETURN_IF_ERROR(LoadTensors(config, weights, placement, VisitTensors, loaded));
-  const Placement bias_placement{placement.device, DataType::kF32};
-  STAMEN_RETURN_IF_ERROR(LoadTensors(config, weights, bias_placement, VisitBiasTable, loaded));
   loaded.position_bias.num_buckets = static_cast<int32_t>(kBuckets);
   loaded.position_bias.max_distance = kMaxDistance;
   return std::unique_ptr<Model>(std::move(model));
@@ -70,6 +59,6 @@ constexpr std::string_view kPrefixes[] = {"", "mpnet."};
 
 extern const FamilyDefinition kMpnetFamily{
     .weight_prefixes = kPrefixes,
-    .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitAllTensors>, .load = Load};
+    .tensors = SchemaTensors<layers::PostNormEncoderWeights, VisitTensors>, .load = Load};
 
 }  // namespace stamen::engine

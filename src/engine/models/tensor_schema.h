@@ -45,8 +45,9 @@ struct TensorSpec {
   // [ffn, hidden] (input by output), where Gemm reads [output, input]. Loaded as
   // [blocks · columns, rows], each block turned; make-model writes the stored form. 0: none.
   int64_t transposed_blocks = 0;
-  // Placed in F32 whatever the placement's dtype: a mixture-of-experts router, whose fp32
-  // product decides which experts a token goes to (ops::ExpertLogits).
+  // Placed in F32 whatever the placement's dtype, for a kernel that reads it in fp32 on every
+  // device: MPNet's relative position bias table, a mixture-of-experts router (whose fp32
+  // product decides which experts a token goes to: ops::ExpertLogits).
   bool keep_float32 = false;
 };
 
